@@ -1,0 +1,169 @@
+"""Generates synthetic chatbot conversation logs in the pipeline's input schema.
+
+    python -m beam_jobs.generate_sample --output sample/conversations.jsonl \
+        --conversations 5000 --users 1800 --seed 7 --malformed 20
+
+Conversations are multi-turn, drawn from the planted topics in `sample_topics` (25 of them), and
+owned by users with a heavy-tailed activity distribution (most users have one or two conversations,
+a few have dozens), so user-level contribution bounding has something to do. Every conversation
+carries a unique made-up ticket code in its first user turn: a stand-in for text that only one user
+wrote, which tests look for in the released artifacts. Each valid record also carries
+`planted_topic` (ignored by the pipeline) for measuring topic recovery.
+
+`--malformed N` appends N invalid lines cycling through every kind of bad input the pipeline must
+dead-letter (bad JSON, invalid UTF-8, missing ids, wrong types, no user message, oversized records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import random
+import string
+from collections.abc import Iterator
+
+from beam_jobs.sample_topics import PLANTED_TOPICS, PlantedTopic
+
+_ASSISTANT_REPLIES = (
+    "Sure, here is a step by step answer. First, {hint}. Let me know if you want more detail.",
+    "Good question. In short: {hint}. There are a few caveats worth checking.",
+    "Here is what I would suggest: {hint}. Does that help?",
+)
+_HINTS = (
+    "start with the simplest option and check the result",
+    "break the problem into smaller parts",
+    "compare the two options side by side",
+    "look at the most common cause first",
+)
+
+# One malformed line per kind, cycled by --malformed. Bytes, because invalid UTF-8 is one kind.
+MALFORMED_KINDS: tuple[str, ...] = (
+    "bad_json",
+    "invalid_utf8",
+    "missing_user_id",
+    "empty_conversation_id",
+    "messages_not_a_list",
+    "no_user_message",
+    "wrong_content_type",
+    "not_an_object",
+    "oversized",
+)
+
+
+def _ticket_code(rng: random.Random) -> str:
+    return "".join(rng.choice(string.ascii_uppercase + string.digits) for _ in range(10))
+
+
+def _fill(template: str, topic: PlantedTopic, rng: random.Random) -> str:
+    values = {slot: rng.choice(options) for slot, options in topic.slots.items()}
+    return template.format(**values)
+
+
+def _conversation_messages(topic: PlantedTopic, rng: random.Random, ticket: str) -> list[dict]:
+    opener = _fill(rng.choice(topic.openers), topic, rng)
+    messages = [{"role": "user", "content": f"{opener} (ticket {ticket})"}]
+    followups = rng.sample(topic.followups, k=rng.randint(0, len(topic.followups)))
+    for user_turn in [None] + followups:
+        if user_turn is not None:
+            messages.append({"role": "user", "content": _fill(user_turn, topic, rng)})
+        reply = rng.choice(_ASSISTANT_REPLIES).format(hint=rng.choice(_HINTS))
+        messages.append({"role": "assistant", "content": reply})
+    if rng.random() < 0.2:
+        messages.insert(0, {"role": "system", "content": "You are a helpful assistant."})
+    return messages
+
+
+def _user_activity_weights(num_users: int, rng: random.Random) -> list[float]:
+    # Pareto-distributed activity: a heavy tail of very active users, as in real logs.
+    return [rng.paretovariate(1.2) for _ in range(num_users)]
+
+
+def generate_records(num_conversations: int, num_users: int, seed: int,
+                     start_date: dt.date = dt.date(2026, 11, 1), days: int = 1) -> Iterator[dict]:
+    """Yields valid conversation records (dicts) with a `planted_topic` field."""
+    if num_users < 1 or num_conversations < 0:
+        raise ValueError("need at least one user and a non-negative number of conversations")
+    rng = random.Random(seed)
+    users = [f"user-{i:06d}" for i in range(num_users)]
+    weights = _user_activity_weights(num_users, rng)
+    # Each user mostly talks about one or two favourite topics.
+    favourites = {u: rng.sample(range(len(PLANTED_TOPICS)), k=2) for u in users}
+    owners = rng.choices(users, weights=weights, k=num_conversations)
+    start = dt.datetime.combine(start_date, dt.time(), tzinfo=dt.timezone.utc)
+    for index, user_id in enumerate(owners):
+        if rng.random() < 0.75:
+            topic = PLANTED_TOPICS[rng.choice(favourites[user_id])]
+        else:
+            topic = rng.choice(PLANTED_TOPICS)
+        timestamp = start + dt.timedelta(seconds=rng.randrange(days * 86400))
+        yield {
+            "conversation_id": f"conv-{seed}-{index:07d}",
+            "user_id": user_id,
+            "timestamp": timestamp.isoformat().replace("+00:00", "Z"),
+            "messages": _conversation_messages(topic, rng, _ticket_code(rng)),
+            "source": "urania-beam synthetic sample",
+            "planted_topic": topic.name,
+        }
+
+
+def malformed_line(kind: str, index: int) -> bytes:
+    """One invalid input line (without newline) of the given kind."""
+    ok_messages = [{"role": "user", "content": "How do I bake bread?"}]
+    base = {"conversation_id": f"bad-{index}", "user_id": f"bad-user-{index}", "messages": ok_messages}
+    if kind == "bad_json":
+        return b'{"conversation_id": "bad-%d", "user_id": ' % index
+    if kind == "invalid_utf8":
+        return json.dumps(base).encode()[:-2] + b'\xff\xfe"}'
+    if kind == "missing_user_id":
+        base.pop("user_id")
+    elif kind == "empty_conversation_id":
+        base["conversation_id"] = ""
+    elif kind == "messages_not_a_list":
+        base["messages"] = "How do I bake bread?"
+    elif kind == "no_user_message":
+        base["messages"] = [{"role": "assistant", "content": "Hello! How can I help?"}]
+    elif kind == "wrong_content_type":
+        base["messages"] = [{"role": "user", "content": 42}]
+    elif kind == "not_an_object":
+        return json.dumps([base]).encode()
+    elif kind == "oversized":
+        base["messages"] = [{"role": "user", "content": "bread " * 400_000}]
+    else:
+        raise ValueError(f"unknown malformed kind {kind!r}")
+    return json.dumps(base).encode()
+
+
+def write_sample(path: str, num_conversations: int, num_users: int, seed: int,
+                 malformed: int = 0, days: int = 1) -> int:
+    """Writes the sample as JSON Lines (gzip if path ends in .gz); returns the number of lines."""
+    opener = gzip.open if path.endswith(".gz") else open
+    lines = 0
+    with opener(path, "wb") as out:
+        for record in generate_records(num_conversations, num_users, seed, days=days):
+            out.write(json.dumps(record).encode() + b"\n")
+            lines += 1
+        for i in range(malformed):
+            out.write(malformed_line(MALFORMED_KINDS[i % len(MALFORMED_KINDS)], i) + b"\n")
+            lines += 1
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", required=True, help="JSON Lines file to write (.jsonl or .jsonl.gz)")
+    parser.add_argument("--conversations", type=int, default=5000)
+    parser.add_argument("--users", type=int, default=1800)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--malformed", type=int, default=0, help="invalid lines to append")
+    parser.add_argument("--days", type=int, default=1, help="spread timestamps over this many days")
+    args = parser.parse_args(argv)
+    import os
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    lines = write_sample(args.output, args.conversations, args.users, args.seed, args.malformed, args.days)
+    print(f"wrote {lines} lines ({args.conversations} conversations, {args.malformed} malformed) to {args.output}")
+
+
+if __name__ == "__main__":
+    main()

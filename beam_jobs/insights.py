@@ -1,0 +1,218 @@
+"""The main job: chatbot conversation logs -> topic insights under user-level DP (URANIA, Alg. 1).
+
+    python -m beam_jobs.insights --input 'logs/*.jsonl' --output out/ [options] [Beam flags]
+
+Writes OUTPUT/release/report.json (DP outputs and their post-processing only) and OUTPUT/private/
+(run_stats.json, dead_letter/, assignments/). See README.md for the privacy guarantee.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sys
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from backends import factory
+from backends.keyword_set import load_keyword_set
+from beam_jobs.options import InsightsOptions, delta_split, validate
+from dp_ops.dp_kmeans import DPKMeansParams
+from transforms.assign_clusters import AssignClusters, assignment_rows
+from transforms.bound_contributions import BoundUserContributions
+from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, keep_large_clusters
+from transforms.dp_kmeans import DPKMeans
+from transforms.embed import EmbedConversations
+from transforms.extract_facets import ExtractFacets
+from transforms.keyword_histograms import (DPKeywordHistogram, SampleForKeywords, SelectKeywords, TopKeywords,
+                                           keyword_count_params)
+from transforms.name_clusters import NameClusters
+from transforms.read_conversations import ReadConversations
+from transforms.stage_timing import NAMESPACE as STAGE_MILLIS
+from transforms.write_outputs import (WriteJsonLines, WriteReport, WriteRunStats, count_globally, read_json,
+                                      write_json)
+
+log = logging.getLogger("urania.insights")
+
+EXIT_BAD_OPTIONS = 2
+EXIT_UNREADABLE_INPUT = 3
+
+
+def output_paths(output: str) -> dict[str, str]:
+    join = FileSystems.join
+    return {
+        "report": join(output, "release", "report.json"),
+        "run_stats": join(output, "private", "run_stats.json"),
+        "dead_letter": join(output, "private", "dead_letter", "dead_letter"),
+        "assignments": join(output, "private", "assignments", "assignments"),
+    }
+
+
+def release_config(o: InsightsOptions, keyword_set, embedding_dim: int) -> dict:
+    """Public run parameters for the report (no data, no noise seed)."""
+    return {
+        "num_clusters": o.num_clusters,
+        "max_conversations_per_user": o.max_conversations_per_user,
+        "epsilon_clustering": o.epsilon_clustering,
+        "epsilon_size": o.epsilon_size,
+        "epsilon_keywords": o.epsilon_keywords,
+        "delta": o.delta,
+        "min_cluster_size": o.min_cluster_size,
+        "samples_per_cluster": o.samples_per_cluster,
+        "keywords_per_cluster": o.keywords_per_cluster,
+        "max_keywords_per_conversation": o.max_keywords_per_conversation,
+        "keyword_noise": o.keyword_noise,
+        "keyword_set": {"method": keyword_set.method, "size": len(keyword_set.keywords)},
+        "embedding_model": o.embedding_model,
+        "embedding_dim": embedding_dim,
+        "kmeans_iterations": o.kmeans_iterations,
+        "projection_dim": o.projection_dim,
+        "noise_seed_fixed": o.noise_seed is not None,
+    }
+
+
+def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: int) -> None:
+    """Wires the stages. Reads like URANIA's Algorithm 1, one labelled line per stage."""
+    paths = output_paths(o.output)
+    keyword_set = load_keyword_set(o.keyword_set)
+    keywords = keyword_set.keywords
+    delta_clustering, delta_keywords = delta_split(o)
+    kmeans = DPKMeans(DPKMeansParams(num_clusters=o.num_clusters, epsilon=o.epsilon_clustering,
+                                     delta=delta_clustering, input_dim=embedding_dim,
+                                     iterations=o.kmeans_iterations, projection_dim=o.projection_dim, seed=o.seed),
+                      noise_seed=o.noise_seed)
+    sizes = DPClusterSizes(o.num_clusters, cluster_size_params(o.epsilon_size, o.max_conversations_per_user))
+
+    records = pipeline | "read and validate conversations" >> ReadConversations(o.input, o.max_record_bytes)
+    kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
+    facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
+    blocks = facets | "embed conversations" >> EmbedConversations(o.embedding_model, o.embedding_block_size)
+    centres = blocks | "DP k-means" >> kmeans
+    assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
+    noisy_sizes = assigned | "DP cluster sizes" >> sizes
+    kept_sizes = keep_large_clusters(noisy_sizes, o.min_cluster_size)
+    sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
+        kept_sizes, o.samples_per_cluster, o.seed)
+    keyword_pairs = sampled | "select keywords" >> SelectKeywords(
+        factory.make_keyword_selector(o, keywords), keywords, o.max_keywords_per_conversation)
+    histogram = DPKeywordHistogram(
+        keyword_count_params(o.epsilon_keywords, delta_keywords, o.keyword_noise, o.max_conversations_per_user,
+                             o.max_keywords_per_conversation),
+        kept_cluster_ids=kept_sizes | "kept cluster ids" >> beam.Keys(), keywords=keywords)
+    noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
+    floor = (o.keyword_min_noisy_count if o.keyword_min_noisy_count is not None
+             else 3 * histogram.spend.noise["std"])
+    top_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(o.keywords_per_cluster, floor)
+    named = top_keywords | "name clusters" >> NameClusters(factory.make_cluster_namer(o))
+
+    spends = [*keyword_set.spend, kmeans.spend, sizes.spend, histogram.spend]
+    named | "write release report" >> WriteReport(paths["report"], kept_sizes, spends, o.max_conversations_per_user,
+                                                  release_config(o, keyword_set, embedding_dim))
+
+    # Private outputs: dead letters, assignments, exact counts.
+    (records.dead_letter | "dead letters to rows" >> beam.Map(lambda d: d.to_json())
+     | "write dead letters" >> WriteJsonLines(paths["dead_letter"]))
+    (assigned | "assignment rows" >> beam.FlatMap(assignment_rows)
+     | "write assignments" >> WriteJsonLines(paths["assignments"]))
+    counts = {
+        "valid": count_globally(records.valid, "count valid"),
+        "users": (kept | "user weights" >> beam.Map(lambda k: k.weight)
+                  | "sum user weights" >> beam.CombineGlobally(sum) | "round users" >> beam.Map(round)),
+        "conversations_after_bounding": count_globally(kept, "count kept"),
+        "clusters_kept": count_globally(kept_sizes, "count kept clusters"),
+        "conversations_sampled_for_keywords": (sampled | "sample sizes" >> beam.Map(len)
+                                               | "sum samples" >> beam.CombineGlobally(sum)),
+        "keyword_pairs_selected": count_globally(keyword_pairs, "count keyword pairs"),
+    }
+    reasons = records.dead_letter | "dead letter reasons" >> beam.Map(lambda d: d.reason) | (
+        "count reasons" >> beam.combiners.Count.PerElement())
+    pipeline | "write run stats" >> WriteRunStats(paths["run_stats"], counts, reasons)
+
+
+def _stage_seconds(result) -> dict[str, float]:
+    seconds: dict[str, float] = {}
+    try:
+        counters = result.metrics().query()["counters"]
+    except Exception:  # some runners cannot report metrics; the counts are written regardless
+        return seconds
+    for counter in counters:
+        name = counter.key.metric.name
+        if counter.key.metric.namespace == STAGE_MILLIS or name == "embedding_millis":
+            stage = "embed" if name == "embedding_millis" else name
+            seconds[stage] = seconds.get(stage, 0.0) + counter.committed / 1000.0
+    return seconds
+
+
+def _check_input_matches(pattern: str) -> None:
+    try:
+        matches = FileSystems.match([pattern])[0].metadata_list
+    except Exception as error:
+        raise FileNotFoundError(f"cannot list --input {pattern}: {error}") from error
+    if not matches:
+        raise FileNotFoundError(f"--input {pattern} matches no file")
+
+
+def use_local_engine(pipeline_options: PipelineOptions) -> None:
+    """Runs "DirectRunner" pipelines on its in-process engine (FnApiRunner) directly.
+
+    Beam 2.77's DirectRunner first tries the Prism runner, which downloads a binary from GitHub at
+    run time; without network it falls back after a failed download. The FnApiRunner is the engine
+    it falls back to, and it honours --direct_running_mode and --direct_num_workers.
+    """
+    standard = pipeline_options.view_as(StandardOptions)
+    if standard.runner in (None, "DirectRunner"):
+        standard.runner = "FnApiRunner"
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Builds and runs the job; returns the process exit code."""
+    pipeline_options = PipelineOptions(argv)
+    options = pipeline_options.view_as(InsightsOptions)
+    try:
+        validate(options)
+        if options.seed is None:
+            options.seed = random.SystemRandom().randrange(2**31)
+        load_keyword_set(options.keyword_set)
+    except ValueError as error:
+        log.error("bad options: %s", error)
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_OPTIONS
+    try:
+        _check_input_matches(options.input)
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_UNREADABLE_INPUT
+    if options.noise_seed is not None:
+        log.warning("--noise_seed is set: DP k-means noise is reproducible; never do this in production")
+
+    use_local_engine(pipeline_options)
+    from backends.embedding import embedding_dimension
+    embedding_dim = embedding_dimension(options.embedding_model)
+    started = time.time()
+    pipeline = beam.Pipeline(options=pipeline_options)
+    build_pipeline(pipeline, options, embedding_dim)
+    result = pipeline.run()
+    result.wait_until_finish()
+    paths = output_paths(options.output)
+    stats = read_json(paths["run_stats"])
+    stats.update(seed=options.seed, wall_seconds=round(time.time() - started, 2), stage_seconds=_stage_seconds(result))
+    write_json(paths["run_stats"], stats)
+    report = read_json(paths["report"])
+    log.info("done: %d topics released, epsilon=%.3f delta=%.2e; report at %s", len(report["topics"]),
+             report["privacy"]["epsilon"], report["privacy"]["delta"], paths["report"])
+    print(f"released {len(report['topics'])} topics (epsilon {report['privacy']['epsilon']:.3f}, "
+          f"delta {report['privacy']['delta']:.1e}) -> {paths['report']}")
+    return 0
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    sys.exit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Options of the insights job (Beam style: snake_case flags, parsed by PipelineOptions)."""
+
+from __future__ import annotations
+
+import math
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from backends.embedding import DEFAULT_EMBEDDING_MODEL
+from transforms.validation import DEFAULT_MAX_RECORD_BYTES
+
+
+class InsightsOptions(PipelineOptions):
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add = parser.add_argument
+        add("--input", default=None,
+            help="Local path/glob or gs:// glob of JSON Lines (.jsonl, .jsonl.gz) or Parquet files.")
+        add("--output", default=None, help="Output folder (local or gs://): release/ and private/ go under it.")
+        add("--num_clusters", type=int, default=50,
+            help="k for DP k-means. Fixed by the operator: it must not depend on the private data.")
+        add("--max_conversations_per_user", type=int, default=5,
+            help="C: conversations kept per user (uniformly at random) before any aggregate.")
+        add("--epsilon_clustering", type=float, default=4.0, help="Epsilon for DP k-means.")
+        add("--epsilon_size", type=float, default=1.0, help="Epsilon for the DP cluster sizes.")
+        add("--epsilon_keywords", type=float, default=2.0, help="Epsilon for the DP keyword histograms.")
+        add("--delta", type=float, default=1e-6,
+            help="Total delta; split between DP k-means and (with Gaussian keyword noise) the keyword histograms.")
+        add("--min_cluster_size", type=float, default=25, help="tau: clusters with a smaller noisy size are dropped.")
+        add("--samples_per_cluster", type=int, default=200,
+            help="m: expected conversations Poisson-sampled per cluster for keyword selection.")
+        add("--keywords_per_cluster", type=int, default=5, help="t: keywords released per topic.")
+        add("--keyword_set", default=None, help="Keyword set file (text or JSON); default: the bundled list.")
+        add("--seed", type=int, default=None,
+            help="Seed for contribution bounding, keyword sampling, the projection and LSH planes "
+                 "(not the DP noise). Default: drawn at random and recorded in private/run_stats.json.")
+        add("--embedding_model", default=DEFAULT_EMBEDDING_MODEL,
+            help="sentence-transformers model: a packaged name (all-MiniLM-L6-v2) or a local model folder, "
+                 "e.g. all-mpnet-base-v2 unpacked.")
+        add("--kmeans_iterations", type=int, default=3, help="Lloyd steps after the DP LSH seeding step.")
+        add("--projection_dim", type=int, default=32,
+            help="Dimension DP k-means runs in after a random projection (0 = the embedding dimension).")
+        add("--keyword_noise", choices=("gaussian", "laplace"), default="gaussian",
+            help="Noise of the keyword histograms.")
+        add("--max_keywords_per_conversation", type=int, default=5,
+            help="Keywords the selector may pick per sampled conversation (bounds the histogram's sensitivity).")
+        add("--keyword_min_similarity", type=float, default=0.3,
+            help="Offline keyword selector: cosine floor between a conversation and a keyword.")
+        add("--keyword_min_noisy_count", type=float, default=None,
+            help="Keywords with a smaller noisy count are not released. Default: 3 noise standard deviations.")
+        add("--facet_max_chars", type=int, default=1000, help="Offline facet extractor: characters of user turns kept.")
+        add("--max_record_bytes", type=int, default=DEFAULT_MAX_RECORD_BYTES,
+            help="Input records larger than this are dead-lettered.")
+        add("--embedding_block_size", type=int, default=256, help="Conversations per embedding block.")
+        add("--noise_seed", type=int, default=None,
+            help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
+                 "anyone who knows the seed. PipelineDP's noise is never seeded.")
+
+
+def validate(options: InsightsOptions) -> None:
+    """Raises ValueError naming the first bad option, before any pipeline is built."""
+    o = options
+
+    def check(condition: bool, message: str):
+        if not condition:
+            raise ValueError(message)
+
+    # --input/--output are checked here, not with argparse's required=True: Beam parses every
+    # registered options class on any PipelineOptions() call, and a required flag would break those.
+    check(bool(o.input), "--input is required: a path, glob or gs:// glob of .jsonl/.jsonl.gz/.parquet files")
+    check(bool(o.output), "--output is required: the folder that release/ and private/ go under")
+    check(o.num_clusters >= 1, f"--num_clusters must be >= 1, got {o.num_clusters}")
+    check(o.max_conversations_per_user >= 1, "--max_conversations_per_user must be >= 1")
+    for name in ("epsilon_clustering", "epsilon_size", "epsilon_keywords"):
+        value = getattr(o, name)
+        check(value > 0 and math.isfinite(value), f"--{name} must be a positive finite number, got {value}")
+    check(0 < o.delta < 1, f"--delta must be in (0, 1), got {o.delta}")
+    check(o.min_cluster_size >= 0, "--min_cluster_size must be >= 0")
+    check(o.samples_per_cluster >= 1, "--samples_per_cluster must be >= 1")
+    check(o.keywords_per_cluster >= 1, "--keywords_per_cluster must be >= 1")
+    check(o.kmeans_iterations >= 1, "--kmeans_iterations must be >= 1")
+    check(o.projection_dim >= 0, "--projection_dim must be >= 0")
+    check(1 <= o.max_keywords_per_conversation <= 20, "--max_keywords_per_conversation must be in [1, 20]")
+    check(-1 <= o.keyword_min_similarity <= 1, "--keyword_min_similarity must be in [-1, 1]")
+    check(o.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
+    check(o.max_record_bytes >= 1, "--max_record_bytes must be >= 1")
+    check(o.embedding_block_size >= 1, "--embedding_block_size must be >= 1")
+
+
+def delta_split(options: InsightsOptions) -> tuple[float, float]:
+    """(delta for DP k-means, delta for the keyword histograms); Laplace keywords need none."""
+    if options.keyword_noise == "gaussian":
+        return options.delta / 2, options.delta / 2
+    return options.delta, 0.0

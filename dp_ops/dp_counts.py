@@ -1,0 +1,98 @@
+"""User-level DP counts over public partitions with PipelineDP: parameters, noise and spend.
+
+The Beam wiring is in transforms/; this module decides the contribution bounds and reads back, from
+PipelineDP's own budget accountant, what the aggregation spent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pipeline_dp
+from pipeline_dp import dp_computations
+
+from dp_ops.spend import MechanismSpend
+
+NOISE_KINDS = {"laplace": pipeline_dp.NoiseKind.LAPLACE, "gaussian": pipeline_dp.NoiseKind.GAUSSIAN}
+
+
+@dataclasses.dataclass(frozen=True)
+class DPCountParams:
+    """A COUNT per public partition where each user adds at most `max_partitions_contributed`
+    elements to distinct partitions and at most `max_contributions_per_partition` to any one.
+
+    With `max_contributions` set instead, a user adds at most that many elements in total, anywhere
+    (PipelineDP then bounds L1 = L2 = max_contributions).
+    """
+
+    stage: str
+    epsilon: float
+    delta: float = 0.0
+    noise: str = "laplace"
+    max_partitions_contributed: int | None = None
+    max_contributions_per_partition: int | None = None
+    max_contributions: int | None = None
+
+    def __post_init__(self):
+        if self.noise not in NOISE_KINDS:
+            raise ValueError(f"{self.stage}: noise must be one of {sorted(NOISE_KINDS)}, got {self.noise!r}")
+        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+            raise ValueError(f"{self.stage}: epsilon must be > 0 and finite, got {self.epsilon}")
+        if self.noise == "gaussian" and not 0 < self.delta < 1:
+            raise ValueError(f"{self.stage}: Gaussian noise needs 0 < delta < 1, got {self.delta}")
+        if self.noise == "laplace" and self.delta != 0:
+            raise ValueError(f"{self.stage}: Laplace noise is pure epsilon-DP; give delta=0")
+        per_user = self.max_contributions is not None
+        per_partition = self.max_partitions_contributed is not None and self.max_contributions_per_partition is not None
+        if per_user == per_partition:
+            raise ValueError(f"{self.stage}: give either max_contributions or both per-partition bounds")
+        for bound in (self.max_contributions, self.max_partitions_contributed, self.max_contributions_per_partition):
+            if bound is not None and bound < 1:
+                raise ValueError(f"{self.stage}: contribution bounds must be >= 1")
+
+    def aggregate_params(self) -> pipeline_dp.AggregateParams:
+        return pipeline_dp.AggregateParams(
+            metrics=[pipeline_dp.Metrics.COUNT],
+            noise_kind=NOISE_KINDS[self.noise],
+            max_contributions=self.max_contributions,
+            max_partitions_contributed=self.max_partitions_contributed,
+            max_contributions_per_partition=self.max_contributions_per_partition,
+        )
+
+    def sensitivity(self) -> float:
+        """L1 sensitivity for Laplace, L2 for Gaussian, as PipelineDP computes them for COUNT."""
+        sensitivities = dp_computations.compute_sensitivities_for_count(self.aggregate_params())
+        return float(sensitivities.l1 if self.noise == "laplace" else sensitivities.l2)
+
+    def budget_accountant(self) -> pipeline_dp.NaiveBudgetAccountant:
+        # One accountant per stage, holding exactly this stage's budget: the stage's only
+        # aggregation gets all of it, and we read back what it was given after compute_budgets().
+        return pipeline_dp.NaiveBudgetAccountant(total_epsilon=self.epsilon, total_delta=self.delta)
+
+
+def noise_description(noise: str, epsilon: float, delta: float, sensitivity: float) -> dict:
+    if noise == "laplace":
+        scale = sensitivity / epsilon
+        return {"kind": "laplace", "scale": scale, "std": math.sqrt(2) * scale}
+    sigma = dp_computations.compute_sigma(epsilon, delta, sensitivity)
+    return {"kind": "gaussian", "sigma": sigma, "std": sigma}
+
+
+def spend_from_accountant(params: DPCountParams, accountant: pipeline_dp.NaiveBudgetAccountant,
+                          mechanism: str) -> MechanismSpend:
+    """What the stage's aggregations were actually given by PipelineDP's accountant."""
+    specs = accountant.mechanism_specs
+    if not specs:
+        raise RuntimeError(f"{params.stage}: no PipelineDP mechanism was registered")
+    epsilon = sum(spec.eps for spec in specs)
+    delta = sum(spec.delta or 0.0 for spec in specs)
+    sensitivity = params.sensitivity()
+    return MechanismSpend(
+        stage=params.stage,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        sensitivity=sensitivity,
+        noise=noise_description(params.noise, epsilon, delta, sensitivity),
+    )

@@ -1,0 +1,38 @@
+"""DPCountPerPartition: a user-level DP count over public partitions, with PipelineDP."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import pipeline_dp
+
+from dp_ops.dp_counts import DPCountParams, spend_from_accountant
+
+
+class DPCountPerPartition(beam.PTransform):
+    """Input: (user_id, partition_key) pairs. Output: (partition_key, noisy count) for every public
+    partition, present in the data or not (so absence is not revealed).
+
+    `self.spend` is what PipelineDP's accountant gave the aggregation; it is set by expand(), which
+    calls compute_budgets() on this stage's own accountant.
+    """
+
+    def __init__(self, params: DPCountParams, public_partitions, mechanism_name: str):
+        super().__init__()
+        self._params = params
+        self._public_partitions = public_partitions
+        self._mechanism_name = mechanism_name
+        self.spend = None
+
+    def expand(self, user_partition_pairs):
+        accountant = self._params.budget_accountant()
+        engine = pipeline_dp.DPEngine(accountant, pipeline_dp.BeamBackend())
+        extractors = pipeline_dp.DataExtractors(
+            privacy_id_extractor=lambda pair: pair[0],
+            partition_extractor=lambda pair: pair[1],
+            value_extractor=lambda pair: 0,
+        )
+        counts = engine.aggregate(user_partition_pairs, self._params.aggregate_params(), extractors,
+                                  public_partitions=self._public_partitions)
+        accountant.compute_budgets()
+        self.spend = spend_from_accountant(self._params, accountant, self._mechanism_name)
+        return counts | "unpack noisy counts" >> beam.MapTuple(lambda partition, metrics: (partition, metrics.count))

@@ -1,0 +1,95 @@
+"""DPKMeans: ConversationBlocks -> DP cluster centres (the only release), on Beam.
+
+Distributed: each block contributes partial per-cluster sums (a small k x dim array), the partials
+are summed by a global combine, and only the summed array meets the noise on one worker; no step
+gathers embeddings. The mechanism and its accounting are in dp_ops/dp_kmeans.py; this transform
+computes exactly the releases of `fit_dp_kmeans`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import apache_beam as beam
+import numpy as np
+
+from dp_ops import dp_kmeans as mechanism
+from transforms.records import ConversationBlock
+
+
+class _SumArraysFn(beam.CombineFn):
+    """Element-wise sum of equally shaped float64 arrays; zeros for an empty input."""
+
+    def __init__(self, shape: tuple[int, int]):
+        self._shape = shape
+
+    def create_accumulator(self):
+        return np.zeros(self._shape, dtype=np.float64)
+
+    def add_input(self, accumulator, partial):
+        accumulator += partial
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        total = np.array(next(accumulators), dtype=np.float64)
+        for accumulator in accumulators:
+            total += accumulator
+        return total
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def project_block(block: ConversationBlock, projection: np.ndarray | None) -> ConversationBlock:
+    return dataclasses.replace(block, points=mechanism.project_points(block.embeddings, projection))
+
+
+class DPKMeans(beam.PTransform):
+    """Input: ConversationBlocks. Output: a singleton PCollection of centres (k x dim, unit rows).
+
+    `self.projected_blocks` (the input with `points` filled in) is set by expand() for the
+    assignment stage; `self.calibration` and `self.spend` are known at construction time, since the
+    noise is calibrated from the parameters alone.
+    """
+
+    def __init__(self, params: mechanism.DPKMeansParams, noise_seed: int | None = None):
+        super().__init__()
+        self.params = params
+        self.noise_seed = noise_seed
+        self.calibration = mechanism.calibrate(params)
+        self.spend = self.calibration.spend(params)
+        self.projected_blocks = None
+
+    def expand(self, blocks):
+        params, sigma, noise_seed = self.params, self.calibration.sigma, self.noise_seed
+        projection = mechanism.projection_matrix(params)
+        hyperplanes = mechanism.lsh_hyperplanes(params)
+        buckets = 1 << params.seeding_bits
+        points = blocks | "project to clustering space" >> beam.Map(project_block, projection)
+        self.projected_blocks = points
+
+        centres = (
+            points
+            | "seeding: sum points per LSH bucket" >> beam.Map(
+                lambda b: mechanism.weighted_sums(b.points, b.weights, mechanism.lsh_buckets(b.points, hyperplanes),
+                                                  buckets))
+            | "seeding: total bucket sums" >> beam.CombineGlobally(_SumArraysFn((buckets, params.dim)))
+            | "seeding: noisy bucket sums to centres" >> beam.Map(
+                lambda sums: mechanism.seed_centres(mechanism.add_gaussian_noise(sums, sigma, noise_seed, 0),
+                                                    params.num_clusters))
+        )
+        for step in range(1, params.releases):
+            centres = (
+                points
+                | f"step {step}: sum points per nearest centre" >> beam.Map(
+                    lambda b, c: mechanism.weighted_sums(b.points, b.weights, mechanism.assign_nearest(b.points, c),
+                                                         params.num_clusters),
+                    c=beam.pvalue.AsSingleton(centres))
+                | f"step {step}: total cluster sums" >> beam.CombineGlobally(
+                    _SumArraysFn((params.num_clusters, params.dim)))
+                | f"step {step}: noisy sums to centres" >> beam.Map(
+                    lambda sums, s=step: mechanism.update_centres(
+                        mechanism.add_gaussian_noise(sums, sigma, noise_seed, s)))
+            )
+        return centres

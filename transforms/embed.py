@@ -1,0 +1,56 @@
+"""EmbedConversations: facets -> ConversationBlocks of unit-normalised sentence embeddings.
+
+The model is loaded once per worker process (backends.embedding caches it) and fed fixed-size
+batches; each batch leaves as one numpy block.
+"""
+
+from __future__ import annotations
+
+import time
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+
+from backends import embedding
+from transforms.records import ConversationBlock, Facet
+
+
+class _EmbedBatchFn(beam.DoFn):
+    def __init__(self, model_name: str, encode_batch_size: int):
+        self._model_name = model_name
+        self._encode_batch_size = encode_batch_size
+        self._embedded = Metrics.counter("embed", "conversations_embedded")
+        self._millis = Metrics.counter("embed", "embedding_millis")
+
+    def setup(self):
+        embedding.load_model(self._model_name)
+
+    def process(self, facets: list[Facet]):
+        started = time.perf_counter()
+        vectors = embedding.embed_texts(self._model_name, [f.text for f in facets], self._encode_batch_size)
+        self._millis.inc(int((time.perf_counter() - started) * 1000))
+        self._embedded.inc(len(facets))
+        yield ConversationBlock(
+            conversation_ids=[f.conversation_id for f in facets],
+            user_ids=[f.user_id for f in facets],
+            weights=np.array([f.weight for f in facets], dtype=np.float64),
+            facets=[f.text for f in facets],
+            embeddings=vectors,
+        )
+
+
+class EmbedConversations(beam.PTransform):
+    def __init__(self, model_name: str, block_size: int = 256, encode_batch_size: int = 64):
+        super().__init__()
+        self._model_name = model_name
+        self._block_size = block_size
+        self._encode_batch_size = encode_batch_size
+
+    def expand(self, facets):
+        return (
+            facets
+            | "batch conversations into blocks" >> beam.BatchElements(
+                min_batch_size=self._block_size, max_batch_size=self._block_size)
+            | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size))
+        )

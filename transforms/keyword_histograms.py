@@ -1,0 +1,136 @@
+"""Per-cluster DP keyword histograms over the public keyword set K.
+
+SampleForKeywords: Poisson-sample each kept cluster's conversations at rate min(1, m / noisy size),
+  a rate computed from DP outputs only.
+SelectKeywords: a KeywordSelector picks <= 5 keywords from K per sampled conversation; anything
+  outside K is discarded here, before any aggregate, so DP never depends on the selector behaving.
+DPKeywordHistogram: a PipelineDP count per (cluster, keyword) over the public partitions
+  (kept clusters x K), user-level: a user has <= C conversations, each adding <= `max_keywords`
+  distinct pairs, so at most C * max_keywords partitions and (after PipelineDP's bounding) at most
+  1 per partition.
+TopKeywords: the t keywords with the largest noisy counts above a noise floor (post-processing).
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+
+from backends.interfaces import KeywordSelector
+from dp_ops.dp_counts import DPCountParams
+from dp_ops.sampling import keyword_sampling_rate, poisson_keep
+from transforms.dp_count import DPCountPerPartition
+from transforms.records import ConversationBlock
+from transforms.stage_timing import timed
+
+
+def sample_block(block: ConversationBlock, noisy_sizes: dict[int, float], samples_per_cluster: int,
+                 seed: int) -> list[ConversationBlock]:
+    keep = np.array([
+        cluster in noisy_sizes and poisson_keep(keyword_sampling_rate(samples_per_cluster, noisy_sizes[cluster]),
+                                                seed, "keywords", conversation_id)
+        for conversation_id, cluster in zip(block.conversation_ids, block.cluster_ids.tolist())
+    ], dtype=bool)
+    Metrics.counter("keywords", "conversations_sampled").inc(int(keep.sum()))
+    return [block.subset(keep)] if keep.any() else []
+
+
+class SampleForKeywords(beam.PTransform):
+    def __init__(self, kept_cluster_sizes, samples_per_cluster: int, seed: int):
+        super().__init__()
+        self._kept_cluster_sizes = kept_cluster_sizes
+        self._samples_per_cluster = samples_per_cluster
+        self._seed = seed
+
+    def expand(self, assigned_blocks):
+        return assigned_blocks | "poisson-sample kept clusters" >> beam.FlatMap(
+            timed("sample_for_keywords", sample_block), beam.pvalue.AsDict(self._kept_cluster_sizes),
+            self._samples_per_cluster, self._seed)
+
+
+class _SelectKeywordsFn(beam.DoFn):
+    def __init__(self, selector: KeywordSelector, keywords: tuple[str, ...], max_keywords: int):
+        self._selector = selector
+        self._keywords = frozenset(keywords)
+        self._max_keywords = max_keywords
+        self._discarded = Metrics.counter("keywords", "selected_outside_keyword_set")
+        self._selected = Metrics.counter("keywords", "keywords_selected")
+
+    def setup(self):
+        self._selector.setup()
+
+    def process(self, block: ConversationBlock):
+        picks = self._selector.select(block.facets, block.embeddings, self._max_keywords)
+        for user_id, cluster_id, chosen in zip(block.user_ids, block.cluster_ids.tolist(), picks):
+            in_set = list(dict.fromkeys(k for k in chosen if k in self._keywords))[: self._max_keywords]
+            self._discarded.inc(len(chosen) - len([k for k in chosen if k in self._keywords]))
+            self._selected.inc(len(in_set))
+            for keyword in in_set:
+                yield user_id, (int(cluster_id), keyword)
+
+
+class SelectKeywords(beam.PTransform):
+    """Output: (user_id, (cluster_id, keyword)) for each distinct in-K keyword of a conversation."""
+
+    def __init__(self, selector: KeywordSelector, keywords: tuple[str, ...], max_keywords: int = 5):
+        super().__init__()
+        self._fn = _SelectKeywordsFn(selector, keywords, max_keywords)
+
+    def expand(self, sampled_blocks):
+        return sampled_blocks | "select keywords from K" >> beam.ParDo(self._fn)
+
+
+def keyword_count_params(epsilon: float, delta: float, noise: str, max_conversations_per_user: int,
+                         max_keywords: int) -> DPCountParams:
+    return DPCountParams(
+        stage="keyword_histograms", epsilon=epsilon, delta=delta if noise == "gaussian" else 0.0, noise=noise,
+        max_partitions_contributed=max_conversations_per_user * max_keywords,
+        max_contributions_per_partition=1,
+    )
+
+
+class DPKeywordHistogram(beam.PTransform):
+    """Output: ((cluster_id, keyword), noisy count) for every kept cluster x keyword in K."""
+
+    def __init__(self, params: DPCountParams, kept_cluster_ids, keywords: tuple[str, ...]):
+        super().__init__()
+        self._params = params
+        self._kept_cluster_ids = kept_cluster_ids
+        self._keywords = keywords
+        self.spend = None
+
+    def expand(self, user_pairs):
+        keywords = self._keywords
+        public_partitions = self._kept_cluster_ids | "public partitions: kept clusters x K" >> beam.FlatMap(
+            lambda cluster_id: [(cluster_id, keyword) for keyword in keywords])
+        count = DPCountPerPartition(self._params, public_partitions,
+                                    "PipelineDP COUNT per (cluster, keyword), public partitions")
+        histogram = user_pairs | "DP count per (cluster, keyword)" >> count
+        self.spend = count.spend
+        return histogram
+
+
+def top_keywords(cluster_and_counts, top_t: int, min_noisy_count: float):
+    cluster_id, keyword_counts = cluster_and_counts
+    ranked = sorted(((count, keyword) for keyword, count in keyword_counts if count >= min_noisy_count),
+                    key=lambda pair: (-pair[0], pair[1]))
+    return cluster_id, [keyword for _, keyword in ranked[:top_t]]
+
+
+class TopKeywords(beam.PTransform):
+    """Output: (cluster_id, [up to t keywords]) for every kept cluster (an empty list when none
+    clears the noise floor)."""
+
+    def __init__(self, top_t: int, min_noisy_count: float):
+        super().__init__()
+        self._top_t = top_t
+        self._min_noisy_count = min_noisy_count
+
+    def expand(self, histogram):
+        return (
+            histogram
+            | "key by cluster" >> beam.MapTuple(lambda partition, count: (partition[0], (partition[1], count)))
+            | "group keywords per cluster" >> beam.GroupByKey()
+            | "keep top t above noise floor" >> beam.Map(top_keywords, self._top_t, self._min_noisy_count)
+        )

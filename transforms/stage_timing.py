@@ -1,0 +1,28 @@
+"""Per-stage processing time as Beam metrics (summed over workers), for private/run_stats.json."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from apache_beam.metrics import Metrics
+
+NAMESPACE = "stage_millis"
+
+
+def timed(stage: str, fn):
+    """Wraps a Map/FlatMap function so its processing time counts towards `stage`."""
+    counter = Metrics.counter(NAMESPACE, stage)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            result = fn(*args, **kwargs)
+            if hasattr(result, "__next__"):  # a FlatMap generator: time its consumption too
+                result = list(result)
+            return result
+        finally:
+            counter.inc(int((time.perf_counter() - started) * 1000))
+
+    return wrapper
