@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from backends import factory
 from backends.keyword_set import load_keyword_set
 from beam_jobs.options import InsightsOptions, delta_split, validate
+from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
@@ -64,6 +65,7 @@ def release_config(o: InsightsOptions, keyword_set, embedding_dim: int) -> dict:
         "samples_per_cluster": o.samples_per_cluster,
         "keywords_per_cluster": o.keywords_per_cluster,
         "max_keywords_per_conversation": o.max_keywords_per_conversation,
+        "max_keyword_partitions_per_user": o.max_keyword_partitions_per_user,
         "keyword_noise": o.keyword_noise,
         "keyword_set": {"method": keyword_set.method, "size": len(keyword_set.keywords)},
         "embedding_model": o.embedding_model,
@@ -99,12 +101,11 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
     keyword_pairs = sampled | "select keywords" >> SelectKeywords(
         factory.make_keyword_selector(o, keywords), keywords, o.max_keywords_per_conversation)
     histogram = DPKeywordHistogram(
-        keyword_count_params(o.epsilon_keywords, delta_keywords, o.keyword_noise, o.max_conversations_per_user,
-                             o.max_keywords_per_conversation),
+        keyword_count_params(o.epsilon_keywords, delta_keywords, o.keyword_noise, o.max_keyword_partitions_per_user),
         kept_cluster_ids=kept_sizes | "kept cluster ids" >> beam.Keys(), keywords=keywords)
     noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
     floor = (o.keyword_min_noisy_count if o.keyword_min_noisy_count is not None
-             else 3 * histogram.spend.noise["std"])
+             else release_floor(histogram.spend.noise, len(keywords)))
     top_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(o.keywords_per_cluster, floor)
     named = top_keywords | "name clusters" >> NameClusters(factory.make_cluster_namer(o))
 

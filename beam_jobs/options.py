@@ -44,10 +44,13 @@ class InsightsOptions(PipelineOptions):
             help="Noise of the keyword histograms.")
         add("--max_keywords_per_conversation", type=int, default=5,
             help="Keywords the selector may pick per sampled conversation (bounds the histogram's sensitivity).")
+        add("--max_keyword_partitions_per_user", type=int, default=10,
+            help="L0 bound of the keyword histograms: (cluster, keyword) pairs one user may add to.")
         add("--keyword_min_similarity", type=float, default=0.3,
             help="Offline keyword selector: cosine floor between a conversation and a keyword.")
         add("--keyword_min_noisy_count", type=float, default=None,
-            help="Keywords with a smaller noisy count are not released. Default: 3 noise standard deviations.")
+            help="Keywords with a smaller noisy count are not released. Default: the count that pure noise "
+                 "exceeds for at most 0.05 keywords per topic on average.")
         add("--facet_max_chars", type=int, default=1000, help="Offline facet extractor: characters of user turns kept.")
         add("--max_record_bytes", type=int, default=DEFAULT_MAX_RECORD_BYTES,
             help="Input records larger than this are dead-lettered.")
@@ -81,6 +84,7 @@ def validate(options: InsightsOptions) -> None:
     check(o.kmeans_iterations >= 1, "--kmeans_iterations must be >= 1")
     check(o.projection_dim >= 0, "--projection_dim must be >= 0")
     check(1 <= o.max_keywords_per_conversation <= 20, "--max_keywords_per_conversation must be in [1, 20]")
+    check(o.max_keyword_partitions_per_user >= 1, "--max_keyword_partitions_per_user must be >= 1")
     check(-1 <= o.keyword_min_similarity <= 1, "--keyword_min_similarity must be in [-1, 1]")
     check(o.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
     check(o.max_record_bytes >= 1, "--max_record_bytes must be >= 1")

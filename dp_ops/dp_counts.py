@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 
 import pipeline_dp
 from pipeline_dp import dp_computations
@@ -77,6 +78,22 @@ def noise_description(noise: str, epsilon: float, delta: float, sensitivity: flo
         return {"kind": "laplace", "scale": scale, "std": math.sqrt(2) * scale}
     sigma = dp_computations.compute_sigma(epsilon, delta, sensitivity)
     return {"kind": "gaussian", "sigma": sigma, "std": sigma}
+
+
+def noise_upper_quantile(noise: dict, tail_probability: float) -> float:
+    """The value that pure noise exceeds with probability `tail_probability`."""
+    if not 0 < tail_probability < 0.5:
+        raise ValueError(f"tail_probability must be in (0, 0.5), got {tail_probability}")
+    if noise["kind"] == "laplace":
+        return noise["scale"] * math.log(1 / (2 * tail_probability))
+    return noise["sigma"] * statistics.NormalDist().inv_cdf(1 - tail_probability)
+
+
+def release_floor(noise: dict, partitions_per_group: int, expected_false_per_group: float = 0.05) -> float:
+    """A noisy-count floor under which a partition is not released, chosen so that among a group of
+    `partitions_per_group` partitions with no data at all, on average at most
+    `expected_false_per_group` would clear it (a union bound). Post-processing: costs no budget."""
+    return noise_upper_quantile(noise, expected_false_per_group / max(1, partitions_per_group))
 
 
 def spend_from_accountant(params: DPCountParams, accountant: pipeline_dp.NaiveBudgetAccountant,

@@ -5,10 +5,9 @@ SampleForKeywords: Poisson-sample each kept cluster's conversations at rate min(
 SelectKeywords: a KeywordSelector picks <= 5 keywords from K per sampled conversation; anything
   outside K is discarded here, before any aggregate, so DP never depends on the selector behaving.
 DPKeywordHistogram: a PipelineDP count per (cluster, keyword) over the public partitions
-  (kept clusters x K), user-level: a user has <= C conversations, each adding <= `max_keywords`
-  distinct pairs, so at most C * max_keywords partitions and (after PipelineDP's bounding) at most
-  1 per partition.
-TopKeywords: the t keywords with the largest noisy counts above a noise floor (post-processing).
+  (kept clusters x K), user-level: PipelineDP bounds each user to L0 pairs and 1 count per pair.
+TopKeywords: the t keywords with the largest noisy counts above a noise floor (post-processing),
+  the floor chosen so that pure noise rarely puts a keyword into a topic.
 """
 
 from __future__ import annotations
@@ -81,11 +80,14 @@ class SelectKeywords(beam.PTransform):
         return sampled_blocks | "select keywords from K" >> beam.ParDo(self._fn)
 
 
-def keyword_count_params(epsilon: float, delta: float, noise: str, max_conversations_per_user: int,
-                         max_keywords: int) -> DPCountParams:
+def keyword_count_params(epsilon: float, delta: float, noise: str, max_partitions_per_user: int) -> DPCountParams:
+    # A user adds at most one count to a (cluster, keyword) pair (Linf = 1) and to at most
+    # `max_partitions_per_user` pairs (L0); PipelineDP samples a user's pairs down to that bound.
+    # L0 = C * max_keywords would keep every pair but costs sqrt(C * max_keywords) in noise; most users
+    # have far fewer sampled pairs, so a smaller L0 loses little data and buys less noise.
     return DPCountParams(
         stage="keyword_histograms", epsilon=epsilon, delta=delta if noise == "gaussian" else 0.0, noise=noise,
-        max_partitions_contributed=max_conversations_per_user * max_keywords,
+        max_partitions_contributed=max_partitions_per_user,
         max_contributions_per_partition=1,
     )
 

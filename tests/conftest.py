@@ -1,0 +1,40 @@
+import os
+import pickle
+import uuid
+
+import apache_beam as beam
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def local_pipeline() -> beam.Pipeline:
+    # The DirectRunner's in-process engine, without its Prism attempt (see beam_jobs.insights).
+    return beam.Pipeline(runner="FnApiRunner")
+
+
+class Collector:
+    """Runs a pipeline and hands back the contents of chosen PCollections."""
+
+    def __init__(self, folder):
+        self._folder = folder
+        self._paths = {}
+
+    def __call__(self, pcoll, name: str):
+        path = os.path.join(self._folder, f"{name}-{uuid.uuid4().hex}.pkl")
+        self._paths[name] = path
+
+        def dump(items):
+            with open(path, "wb") as handle:
+                pickle.dump(items, handle)
+
+        _ = pcoll | f"collect {name}" >> beam.combiners.ToList() | f"dump {name}" >> beam.Map(dump)
+
+    def result(self, name: str):
+        with open(self._paths[name], "rb") as handle:
+            return pickle.load(handle)
+
+
+@pytest.fixture
+def collector(tmp_path):
+    return Collector(str(tmp_path))

@@ -1,0 +1,81 @@
+import numpy as np
+import pytest
+
+from dp_ops import dp_kmeans as dk
+
+
+def _mixture(modes: int, n: int, dim: int, spread: float, seed: int):
+    rng = np.random.default_rng(seed)
+    centres = dk.normalise_rows(rng.standard_normal((modes, dim)))
+    labels = rng.integers(0, modes, n)
+    points = dk.normalise_rows(centres[labels] + rng.standard_normal((n, dim)) * spread)
+    return centres, labels, points.astype(np.float32)
+
+
+def test_finds_every_mode_of_a_well_separated_mixture():
+    modes, labels, points = _mixture(modes=10, n=4000, dim=64, spread=0.06, seed=1)
+    params = dk.DPKMeansParams(num_clusters=20, epsilon=4.0, delta=1e-6, input_dim=64, projection_dim=0, seed=2)
+    centres, _ = dk.fit_dp_kmeans(points, np.ones(len(points)), params, noise_seed=3)
+    # Every true mode has a released centre within ~25 degrees of it.
+    assert (modes @ centres.T).max(axis=1).min() > 0.9
+    assigned = dk.assign_nearest(points, centres)
+    purity = sum(np.bincount(labels[assigned == j]).max() for j in set(assigned)) / len(labels)
+    assert purity > 0.95
+
+
+def test_finds_modes_after_random_projection():
+    modes, labels, points = _mixture(modes=8, n=4000, dim=384, spread=0.03, seed=4)
+    params = dk.DPKMeansParams(num_clusters=16, epsilon=4.0, delta=1e-6, input_dim=384, projection_dim=32, seed=5)
+    centres, _ = dk.fit_dp_kmeans(points, np.ones(len(points)), params, noise_seed=6)
+    projected_modes = dk.project_points(modes, dk.projection_matrix(params))
+    assert (projected_modes @ centres.T).max(axis=1).min() > 0.9
+
+
+def test_a_users_total_contribution_to_the_sums_has_l2_norm_at_most_one():
+    rng = np.random.default_rng(0)
+    points = dk.normalise_rows(rng.standard_normal((5, 16)))
+    # Worst case: all of the user's C=5 points identical and in one cluster.
+    worst = np.repeat(points[:1], 5, axis=0)
+    for user_points in (points, worst):
+        weights = np.full(len(user_points), 1 / len(user_points))
+        labels = rng.integers(0, 3, len(user_points))
+        contribution = dk.weighted_sums(user_points, weights, labels, 3)
+        assert np.linalg.norm(contribution) <= 1 + 1e-9
+
+
+def test_projected_points_never_exceed_unit_norm():
+    rng = np.random.default_rng(1)
+    params = dk.DPKMeansParams(num_clusters=4, epsilon=1, delta=1e-6, input_dim=100, projection_dim=10)
+    projected = dk.project_points(rng.standard_normal((500, 100)) * 5, dk.projection_matrix(params))
+    assert np.linalg.norm(projected, axis=1).max() <= 1 + 1e-6
+
+
+@pytest.mark.parametrize("noise_seed", [None, 11])
+def test_noise_has_the_calibrated_standard_deviation(noise_seed):
+    # Both noise sources (PyDP's secure sampler in production, numpy when seeded for tests).
+    sigma = 2.5
+    noisy = dk.add_gaussian_noise(np.zeros((200, 100)), sigma, noise_seed, release=0)
+    assert noisy.mean() == pytest.approx(0, abs=0.05)
+    assert noisy.std() == pytest.approx(sigma, rel=0.03)  # 20,000 draws: relative SE 0.5%
+
+
+def test_spend_reports_what_the_accountant_computed():
+    params = dk.DPKMeansParams(num_clusters=5, epsilon=3.0, delta=1e-6, input_dim=8, iterations=4)
+    calibration = dk.calibrate(params)
+    spend = calibration.spend(params)
+    assert spend.epsilon <= 3.0 and spend.epsilon > 2.9
+    assert spend.delta == 1e-6 and spend.sensitivity == 1.0
+    assert spend.noise["releases"] == 5 and spend.noise["sigma"] == calibration.sigma
+
+
+def test_new_centres_are_the_directions_of_the_noisy_sums():
+    noisy = dk.update_centres(np.zeros((3, 4)) + np.array([[1, 0, 0, 0], [0, 0, 0, 0], [0, 2, 0, 0]]))
+    assert np.allclose(noisy[0], [1, 0, 0, 0]) and np.allclose(noisy[1], 0)
+
+
+@pytest.mark.parametrize("kwargs", [dict(num_clusters=0), dict(epsilon=0), dict(delta=0), dict(iterations=0),
+                                    dict(projection_dim=-1), dict(lsh_bits=2, num_clusters=10)])
+def test_bad_parameters_fail_at_construction(kwargs):
+    base = dict(num_clusters=5, epsilon=1.0, delta=1e-6, input_dim=8)
+    with pytest.raises(ValueError):
+        dk.DPKMeansParams(**{**base, **kwargs})

@@ -1,0 +1,48 @@
+import apache_beam as beam
+import numpy as np
+
+from dp_ops import dp_kmeans as dk
+from tests.conftest import local_pipeline
+from transforms.assign_clusters import AssignClusters
+from transforms.dp_kmeans import DPKMeans
+from transforms.records import ConversationBlock
+
+
+def _blocks(points: np.ndarray, weights: np.ndarray, block_size: int):
+    blocks = []
+    for start in range(0, len(points), block_size):
+        end = min(start + block_size, len(points))
+        ids = [f"c{i}" for i in range(start, end)]
+        blocks.append(ConversationBlock(ids, [f"u{i}" for i in range(start, end)], weights[start:end],
+                                        [""] * len(ids), points[start:end]))
+    return blocks
+
+
+def test_beam_transform_releases_the_same_centres_as_the_reference_implementation(collector):
+    rng = np.random.default_rng(0)
+    points = dk.normalise_rows(rng.standard_normal((1200, 48))).astype(np.float32)
+    weights = rng.choice([1.0, 0.5, 0.25], size=len(points))
+    params = dk.DPKMeansParams(num_clusters=7, epsilon=2.0, delta=1e-6, input_dim=48, projection_dim=16,
+                               iterations=3, seed=4)
+    expected, _ = dk.fit_dp_kmeans(points, weights, params, noise_seed=9)
+
+    kmeans = DPKMeans(params, noise_seed=9)
+    with local_pipeline() as pipeline:
+        centres = pipeline | beam.Create(_blocks(points, weights, 100)) | kmeans
+        assigned = kmeans.projected_blocks | AssignClusters(centres)
+        collector(centres, "centres")
+        collector(assigned, "assigned")
+
+    (released,) = collector.result("centres")
+    assert released.shape == (7, 16)
+    np.testing.assert_allclose(released, expected, atol=1e-5)
+    labels = np.concatenate([b.cluster_ids for b in sorted(collector.result("assigned"),
+                                                            key=lambda b: int(b.conversation_ids[0][1:]))])
+    np.testing.assert_array_equal(labels, dk.assign_nearest(dk.project_points(points, dk.projection_matrix(params)),
+                                                            expected))
+
+
+def test_spend_is_known_before_the_pipeline_runs():
+    params = dk.DPKMeansParams(num_clusters=3, epsilon=1.5, delta=1e-6, input_dim=8)
+    stage = DPKMeans(params)
+    assert stage.spend.stage == "clustering" and 1.45 < stage.spend.epsilon <= 1.5

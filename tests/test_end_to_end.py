@@ -1,0 +1,116 @@
+"""The whole job on generated data, on the DirectRunner's engine, with the real embedding model."""
+
+import glob
+import json
+import os
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from backends.keyword_set import load_keyword_set
+from beam_jobs.generate_sample import MALFORMED_KINDS, generate_records, write_sample
+from beam_jobs.insights import run
+from beam_jobs.sample_topics import PLANTED_TOPICS
+
+pytestmark = pytest.mark.slow
+
+
+def _release_text(output: str) -> str:
+    texts = []
+    for path in glob.glob(os.path.join(output, "release", "**", "*"), recursive=True):
+        if os.path.isfile(path):
+            texts.append(open(path, encoding="utf-8").read().lower())
+    return "\n".join(texts)
+
+
+def _jsonl_rows(pattern: str) -> list[dict]:
+    return [json.loads(line) for path in glob.glob(pattern) for line in open(path)]
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("e2e")
+    data = str(folder / "conversations.jsonl")
+    malformed = 2 * len(MALFORMED_KINDS)
+    write_sample(data, 5000, 1800, seed=11, malformed=malformed)
+    output = str(folder / "out")
+    assert run(["--input", data, "--output", output, "--seed", "5"]) == 0
+    return data, output, malformed
+
+
+def test_report_has_ranked_topics_and_the_accounted_privacy_spend(sample_run):
+    _, output, _ = sample_run
+    report = json.load(open(os.path.join(output, "release", "report.json")))
+    topics = report["topics"]
+    assert len(topics) >= 10
+    assert [t["size"] for t in topics] == sorted((t["size"] for t in topics), reverse=True)
+    assert all(t["size"] >= 25 and isinstance(t["size"], int) for t in topics)
+    keywords = set(load_keyword_set().keywords)
+    for topic in topics:
+        assert set(topic["keywords"]) <= keywords and len(topic["keywords"]) <= 5
+        assert len(topic["name"].split()) <= 10 and topic["description"]
+    privacy = report["privacy"]
+    assert privacy["unit"] == "user" and privacy["max_conversations_per_user"] == 5
+    stages = {m["stage"]: m for m in privacy["mechanisms"]}
+    assert set(stages) == {"clustering", "cluster_sizes", "keyword_histograms"}
+    assert privacy["epsilon"] == pytest.approx(sum(m["epsilon"] for m in privacy["mechanisms"]))
+    assert 6.9 < privacy["epsilon"] <= 7.0 and privacy["delta"] <= 1e-6
+    assert stages["clustering"]["epsilon"] <= 4.0 and stages["cluster_sizes"]["epsilon"] == pytest.approx(1.0)
+    assert report["config"]["num_clusters"] == 50 and report["config"]["noise_seed_fixed"] is False
+
+
+def test_planted_topics_are_recovered(sample_run):
+    _, output, _ = sample_run
+    report = json.load(open(os.path.join(output, "release", "report.json")))
+    released = [set(t["keywords"]) for t in report["topics"]]
+    recovered = [t.name for t in PLANTED_TOPICS if any(set(t.expected_keywords) & k for k in released)]
+    share = len(recovered) / len(PLANTED_TOPICS)
+    print(f"planted topics recovered: {len(recovered)}/{len(PLANTED_TOPICS)} = {share:.0%}")
+    assert share >= 0.6
+
+
+def test_counts_add_up_and_every_bad_line_is_dead_lettered(sample_run):
+    _, output, malformed = sample_run
+    stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
+    assert stats["read"] == 5000 + malformed == stats["valid"] + stats["dead_lettered"]
+    assert stats["valid"] == 5000 and sum(stats["dead_letter_reasons"].values()) == malformed
+    dead = _jsonl_rows(os.path.join(output, "private", "dead_letter", "*.jsonl"))
+    assert len(dead) == malformed and all(d["reason"] for d in dead)
+    assert stats["users"] <= stats["conversations_after_bounding"] <= 5 * stats["users"]
+    assignments = _jsonl_rows(os.path.join(output, "private", "assignments", "*.jsonl"))
+    assert len(assignments) == stats["conversations_after_bounding"]
+    assert stats["stage_seconds"]["embed"] > 0
+
+
+def test_no_text_of_a_single_conversation_appears_in_release(sample_run):
+    data, output, _ = sample_run
+    release = _release_text(output)
+    for line in open(data, "rb"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or "planted_topic" not in record:
+            continue
+        for message in record["messages"]:
+            ticket = re.search(r"ticket ([A-Z0-9]{10})", message["content"])
+            if ticket:
+                assert ticket.group(1).lower() not in release
+            words = message["content"].lower().split()
+            for start in range(max(0, len(words) - 5)):
+                assert " ".join(words[start:start + 6]) not in release
+
+
+def test_parquet_and_gzip_inputs_run_end_to_end(tmp_path):
+    write_sample(str(tmp_path / "day.jsonl.gz"), 400, 150, seed=2, malformed=2)
+    pq.write_table(pa.Table.from_pylist(list(generate_records(300, 100, seed=3))), str(tmp_path / "day.parquet"))
+    output = str(tmp_path / "out")
+    code = run(["--input", str(tmp_path / "day.*"), "--output", output, "--num_clusters", "8",
+                "--min_cluster_size", "5", "--seed", "1", "--noise_seed", "2"])
+    assert code == 0
+    stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
+    assert stats["read"] == 702 and stats["valid"] == 700 and stats["dead_lettered"] == 2
+    report = json.load(open(os.path.join(output, "release", "report.json")))
+    assert report["config"]["noise_seed_fixed"] is True and report["topics"]
