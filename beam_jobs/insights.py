@@ -32,7 +32,7 @@ from transforms.keyword_histograms import (DPKeywordHistogram, SampleForKeywords
                                            keyword_count_params)
 from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
-from transforms.stage_timing import NAMESPACE as STAGE_MILLIS
+from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 from transforms.write_outputs import (WriteJsonLines, WriteReport, WriteRunStats, count_globally, read_json,
                                       write_json)
 
@@ -140,10 +140,9 @@ def _stage_seconds(result) -> dict[str, float]:
     except Exception:  # some runners cannot report metrics; the counts are written regardless
         return seconds
     for counter in counters:
-        name = counter.key.metric.name
-        if counter.key.metric.namespace == STAGE_MILLIS or name == "embedding_millis":
-            stage = "embed" if name == "embedding_millis" else name
-            seconds[stage] = seconds.get(stage, 0.0) + counter.committed / 1000.0
+        if counter.key.metric.namespace == STAGE_MICROS:
+            stage = counter.key.metric.name
+            seconds[stage] = round(seconds.get(stage, 0.0) + counter.committed / 1e6, 3)
     return seconds
 
 

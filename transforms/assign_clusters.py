@@ -8,6 +8,7 @@ import apache_beam as beam
 
 from dp_ops.dp_kmeans import assign_nearest
 from transforms.records import ConversationBlock
+from transforms.stage_timing import timed
 
 
 def _assign(block: ConversationBlock, centres) -> ConversationBlock:
@@ -23,7 +24,7 @@ class AssignClusters(beam.PTransform):
 
     def expand(self, projected_blocks):
         return projected_blocks | "assign nearest centre" >> beam.Map(
-            _assign, beam.pvalue.AsSingleton(self._centres))
+            timed("assign_clusters", _assign), beam.pvalue.AsSingleton(self._centres))
 
 
 def user_cluster_pairs(block: ConversationBlock):

@@ -13,6 +13,7 @@ from apache_beam.metrics import Metrics
 
 from dp_ops.sampling import keyed_uniform
 from transforms.records import Conversation, WeightedConversation
+from transforms.stage_timing import timed
 
 
 class BoundUserContributions(beam.PTransform):
@@ -31,7 +32,7 @@ class BoundUserContributions(beam.PTransform):
             | "keep C random conversations per user" >> beam.combiners.Top.PerKey(
                 self._limit, key=lambda c: -keyed_uniform(seed, "bound", c.conversation_id))
         )
-        return kept_per_user | "weight kept conversations" >> beam.FlatMap(_weighted)
+        return kept_per_user | "weight kept conversations" >> beam.FlatMap(timed("bound_contributions", _weighted))
 
 
 def _weighted(user_and_conversations: tuple[str, list[Conversation]]):

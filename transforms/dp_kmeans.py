@@ -15,6 +15,7 @@ import numpy as np
 
 from dp_ops import dp_kmeans as mechanism
 from transforms.records import ConversationBlock
+from transforms.stage_timing import timed
 
 
 class _SumArraysFn(beam.CombineFn):
@@ -66,14 +67,14 @@ class DPKMeans(beam.PTransform):
         projection = mechanism.projection_matrix(params)
         hyperplanes = mechanism.lsh_hyperplanes(params)
         buckets = 1 << params.seeding_bits
-        points = blocks | "project to clustering space" >> beam.Map(project_block, projection)
+        points = blocks | "project to clustering space" >> beam.Map(timed("dp_kmeans", project_block), projection)
         self.projected_blocks = points
 
         centres = (
             points
-            | "seeding: sum points per LSH bucket" >> beam.Map(
+            | "seeding: sum points per LSH bucket" >> beam.Map(timed("dp_kmeans",
                 lambda b: mechanism.weighted_sums(b.points, b.weights, mechanism.lsh_buckets(b.points, hyperplanes),
-                                                  buckets))
+                                                  buckets)))
             | "seeding: total bucket sums" >> beam.CombineGlobally(_SumArraysFn((buckets, params.dim)))
             | "seeding: noisy bucket sums to centres" >> beam.Map(
                 lambda sums: mechanism.seed_centres(mechanism.add_gaussian_noise(sums, sigma, noise_seed, 0),
@@ -82,9 +83,9 @@ class DPKMeans(beam.PTransform):
         for step in range(1, params.releases):
             centres = (
                 points
-                | f"step {step}: sum points per nearest centre" >> beam.Map(
+                | f"step {step}: sum points per nearest centre" >> beam.Map(timed("dp_kmeans",
                     lambda b, c: mechanism.weighted_sums(b.points, b.weights, mechanism.assign_nearest(b.points, c),
-                                                         params.num_clusters),
+                                                         params.num_clusters)),
                     c=beam.pvalue.AsSingleton(centres))
                 | f"step {step}: total cluster sums" >> beam.CombineGlobally(
                     _SumArraysFn((params.num_clusters, params.dim)))

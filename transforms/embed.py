@@ -14,6 +14,7 @@ from apache_beam.metrics import Metrics
 
 from backends import embedding
 from transforms.records import ConversationBlock, Facet
+from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 
 
 class _EmbedBatchFn(beam.DoFn):
@@ -21,7 +22,7 @@ class _EmbedBatchFn(beam.DoFn):
         self._model_name = model_name
         self._encode_batch_size = encode_batch_size
         self._embedded = Metrics.counter("embed", "conversations_embedded")
-        self._millis = Metrics.counter("embed", "embedding_millis")
+        self._micros = Metrics.counter(STAGE_MICROS, "embed")
 
     def setup(self):
         embedding.load_model(self._model_name)
@@ -29,7 +30,7 @@ class _EmbedBatchFn(beam.DoFn):
     def process(self, facets: list[Facet]):
         started = time.perf_counter()
         vectors = embedding.embed_texts(self._model_name, [f.text for f in facets], self._encode_batch_size)
-        self._millis.inc(int((time.perf_counter() - started) * 1000))
+        self._micros.inc(int((time.perf_counter() - started) * 1e6))
         self._embedded.inc(len(facets))
         yield ConversationBlock(
             conversation_ids=[f.conversation_id for f in facets],

@@ -6,19 +6,24 @@ import apache_beam as beam
 
 from backends.interfaces import FacetExtractor
 from transforms.records import Facet, WeightedConversation
+from transforms.stage_timing import timed
 
 
 class _ExtractFacetFn(beam.DoFn):
     def __init__(self, extractor: FacetExtractor):
         self._extractor = extractor
+        self._timed_facet = timed("extract_facets", _facet)
 
     def setup(self):
         self._extractor.setup()
 
     def process(self, kept: WeightedConversation):
-        conversation = kept.conversation
-        yield Facet(conversation.conversation_id, conversation.user_id, kept.weight,
-                    self._extractor.extract(conversation))
+        yield self._timed_facet(self._extractor, kept)
+
+
+def _facet(extractor: FacetExtractor, kept: WeightedConversation) -> Facet:
+    conversation = kept.conversation
+    return Facet(conversation.conversation_id, conversation.user_id, kept.weight, extractor.extract(conversation))
 
 
 class ExtractFacets(beam.PTransform):

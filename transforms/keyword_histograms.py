@@ -58,9 +58,10 @@ class _SelectKeywordsFn(beam.DoFn):
 
     def setup(self):
         self._selector.setup()
+        self._timed_select = timed("select_keywords", self._selector.select)
 
     def process(self, block: ConversationBlock):
-        picks = self._selector.select(block.facets, block.embeddings, self._max_keywords)
+        picks = self._timed_select(block.facets, block.embeddings, self._max_keywords)
         for user_id, cluster_id, chosen in zip(block.user_ids, block.cluster_ids.tolist(), picks):
             in_set = list(dict.fromkeys(k for k in chosen if k in self._keywords))[: self._max_keywords]
             self._discarded.inc(len(chosen) - len([k for k in chosen if k in self._keywords]))

@@ -1,4 +1,4 @@
-"""Per-stage processing time as Beam metrics (summed over workers), for private/run_stats.json."""
+"""Per-stage processing time (microseconds) as Beam metrics (summed over workers), for private/run_stats.json."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 from apache_beam.metrics import Metrics
 
-NAMESPACE = "stage_millis"
+NAMESPACE = "stage_micros"
 
 
 def timed(stage: str, fn):
@@ -23,6 +23,6 @@ def timed(stage: str, fn):
                 result = list(result)
             return result
         finally:
-            counter.inc(int((time.perf_counter() - started) * 1000))
+            counter.inc(int((time.perf_counter() - started) * 1e6))
 
     return wrapper
