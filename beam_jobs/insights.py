@@ -113,7 +113,12 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
     named | "write release report" >> WriteReport(paths["report"], kept_sizes, spends, o.max_conversations_per_user,
                                                   release_config(o, keyword_set, embedding_dim))
 
-    # Private outputs: dead letters, assignments, exact counts.
+    _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs)
+
+
+def _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs) -> None:
+    """Dead letters, assignments and exact counts: private/, never released."""
+    pipeline = kept.pipeline
     (records.dead_letter | "dead letters to rows" >> beam.Map(lambda d: d.to_json())
      | "write dead letters" >> WriteJsonLines(paths["dead_letter"]))
     (assigned | "assignment rows" >> beam.FlatMap(assignment_rows)

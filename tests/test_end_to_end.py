@@ -114,3 +114,34 @@ def test_parquet_and_gzip_inputs_run_end_to_end(tmp_path):
     assert stats["read"] == 702 and stats["valid"] == 700 and stats["dead_lettered"] == 2
     report = json.load(open(os.path.join(output, "release", "report.json")))
     assert report["config"]["noise_seed_fixed"] is True and report["topics"]
+
+
+def test_input_too_small_for_any_topic_releases_an_empty_report_and_still_accounts(tmp_path):
+    data = tmp_path / "tiny.jsonl"
+    write_sample(str(data), 20, 5, seed=1, malformed=len(MALFORMED_KINDS))
+    output = str(tmp_path / "out")
+    assert run(["--input", str(data), "--output", output, "--seed", "1"]) == 0
+    report = json.load(open(os.path.join(output, "release", "report.json")))
+    assert report["topics"] == [] and report["privacy"]["epsilon"] > 0
+    stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
+    assert stats["read"] == 20 + len(MALFORMED_KINDS) and stats["clusters_kept"] == 0
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(__import__("backends.embedding").embedding.model_home(),
+                                                   "all-mpnet-base-v2")),
+                    reason="all-mpnet-base-v2 not assembled (scripts/install_mpnet.py; CI does it)")
+def test_embedding_model_is_a_flag_and_mpnet_runs_end_to_end(tmp_path):
+    write_sample(str(tmp_path / "day.jsonl"), 240, 80, seed=4)
+    output = str(tmp_path / "out")
+    assert run(["--input", str(tmp_path / "day.jsonl"), "--output", output, "--embedding_model", "all-mpnet-base-v2",
+                "--num_clusters", "6", "--min_cluster_size", "5", "--seed", "1"]) == 0
+    report = json.load(open(os.path.join(output, "release", "report.json")))
+    assert report["config"]["embedding_model"] == "all-mpnet-base-v2" and report["config"]["embedding_dim"] == 768
+    assert report["topics"]
+
+
+def test_unassembled_model_is_a_clear_error(tmp_path, monkeypatch):
+    from backends import embedding
+    monkeypatch.setenv("URANIA_MODEL_HOME", str(tmp_path))
+    with pytest.raises(RuntimeError, match="install_mpnet.py"):
+        embedding.resolve_model_path("all-mpnet-base-v2")
