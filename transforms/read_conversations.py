@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import apache_beam as beam
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
@@ -10,8 +12,6 @@ from apache_beam.metrics import Metrics
 from transforms.records import Conversation, DeadLetter
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES, parse_record
 
-VALID = "valid"
-DEAD_LETTER = "dead_letter"
 _PARQUET_SUFFIXES = (".parquet", ".parq")
 _PARQUET_BATCH_ROWS = 1024
 
@@ -58,16 +58,23 @@ class _ParseRecordsInFile(beam.DoFn):
         if isinstance(parsed, DeadLetter):
             self._dead.inc()
             Metrics.counter("dead_letter", parsed.reason).inc()
-            return beam.pvalue.TaggedOutput(DEAD_LETTER, parsed)
-        self._valid.inc()
+        else:
+            self._valid.inc()
         return parsed
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadResult:
+    valid: beam.PCollection
+    dead_letter: beam.PCollection
 
 
 class ReadConversations(beam.PTransform):
     """Reads JSON Lines (.jsonl, .jsonl.gz) and Parquet files matching `file_pattern`.
 
-    Returns a DoOutputsTuple with `valid` Conversations and `dead_letter` DeadLetters; every input
-    record lands in exactly one of them. A pattern that matches no file fails the pipeline early.
+    Returns `valid` Conversations and `dead_letter` DeadLetters; every input record lands in exactly
+    one of them. A pattern that matches no file fails the pipeline early. (Split with two filters
+    rather than a multi-output ParDo: Beam 2.77's DaskRunner sends every element to every tag.)
     """
 
     def __init__(self, file_pattern: str, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES):
@@ -76,11 +83,14 @@ class ReadConversations(beam.PTransform):
         self._max_record_bytes = max_record_bytes
 
     def expand(self, pbegin):
-        return (
+        parsed = (
             pbegin
             | "match input files" >> fileio.MatchFiles(
                 self._file_pattern, empty_match_treatment=fileio.EmptyMatchTreatment.DISALLOW)
             | "open input files" >> fileio.ReadMatches()
-            | "parse and validate records" >> beam.ParDo(
-                _ParseRecordsInFile(self._max_record_bytes)).with_outputs(DEAD_LETTER, main=VALID)
+            | "parse and validate records" >> beam.ParDo(_ParseRecordsInFile(self._max_record_bytes))
+        )
+        return ReadResult(
+            valid=parsed | "valid records" >> beam.Filter(lambda r: isinstance(r, Conversation)),
+            dead_letter=parsed | "dead letters" >> beam.Filter(lambda r: isinstance(r, DeadLetter)),
         )

@@ -1,0 +1,112 @@
+"""Beam's DaskRunner with the two fixes this pipeline needs (Beam 2.77).
+
+    --runner beam_jobs.dask_runner.PersistingDaskRunner --dask_client_address tcp://HOST:PORT
+
+1. Side inputs. The stock runner turns a side input into `list(bag)` evaluated inside every task
+   that reads it, so each reader recomputes the side input's whole upstream graph. A chain of side
+   inputs, like the DP k-means iterations (each step reads the previous step's centres), makes that
+   exponential in the chain's length: a 600-conversation run did not finish in 15 minutes. Here a
+   bag used as a side input is persisted on the cluster once, and every later reader shares it.
+2. Outputs. The stock runner computes only the bag of the last transform it visits, assuming it is
+   connected to the whole graph; in a pipeline with several sinks, the other sinks never run. Here
+   every bag that no other transform consumes is computed.
+3. finish_bundle. The stock runner collects a DoFn's outputs before calling finish_bundle, so what
+   finish_bundle emits is lost: BatchElements' last partial batch (silently dropping conversations)
+   and WriteToText's files. Here the outputs are collected after it.
+
+Everything else (the translations of ParDo, GroupByKey, Flatten, ...) is Beam's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from apache_beam import pvalue
+from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
+from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
+from apache_beam.runners.dask.overrides import dask_overrides
+from apache_beam.runners.common import DoFnInvoker
+from apache_beam.runners.dask import transform_evaluator
+from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, DaskBagWindowedIterator, Flatten, NoOp
+from apache_beam.transforms.sideinputs import SideInputMap
+
+
+def apply_dofn_to_bundle(items, do_fn_invoker_args, do_fn_invoker_kwargs, tagged_receivers):
+    """Beam's transform_evaluator.apply_dofn_to_bundle, collecting outputs after finish_bundle."""
+    invoker = DoFnInvoker.create_invoker(*do_fn_invoker_args, **do_fn_invoker_kwargs)
+    invoker.invoke_setup()
+    invoker.invoke_start_bundle()
+    for item in items:
+        invoker.invoke_process(item)
+    invoker.invoke_finish_bundle()
+    invoker.invoke_teardown()
+    return [value.value for value in tagged_receivers.values]
+
+
+class _ClosingDaskRunnerResult(DaskRunnerResult):
+    """Closes the runner's dask client once the pipeline is done, so it does not linger and try to
+    reconnect to a cluster that has gone away."""
+
+    def wait_until_finish(self, duration=None) -> str:
+        try:
+            return super().wait_until_finish(duration)
+        finally:
+            self.persisted_bags = None
+            self.client.close()
+
+
+@dataclasses.dataclass
+class _PersistingBagVisitor(PipelineVisitor):
+    bag_kwargs: dict
+    bags: dict = dataclasses.field(default_factory=dict)
+    consumed: set = dataclasses.field(default_factory=set)
+
+    def visit_transform(self, node: AppliedPTransform) -> None:
+        op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
+        kwargs = {"input_bag": None, "side_inputs": None}
+        inputs = list(node.inputs)
+        if inputs:
+            bag_inputs = []
+            for value in inputs:
+                if isinstance(value, pvalue.PBegin):
+                    bag_inputs.append(None)
+                if value.producer in self.bags:
+                    self.consumed.add(value.producer)
+                    bag_inputs.append(self.bags[value.producer])
+            kwargs["input_bag"] = bag_inputs[0] if len(bag_inputs) == 1 and not isinstance(op, Flatten) else bag_inputs
+        if node.side_inputs:
+            side_inputs = []
+            for side in node.side_inputs:
+                producer = side.pvalue.producer
+                self.consumed.add(producer)
+                self.bags[producer] = self.bags[producer].persist()  # computed once, shared by readers
+                side_inputs.append(SideInputMap(type(side), side._view_options(),
+                                                DaskBagWindowedIterator(self.bags[producer], side._window_mapping_fn)))
+            kwargs["side_inputs"] = side_inputs
+        self.bags[node] = op.apply(**kwargs)
+
+    def leaves(self) -> list:
+        return [bag for node, bag in self.bags.items() if node not in self.consumed]
+
+
+class PersistingDaskRunner(DaskRunner):
+    def run_pipeline(self, pipeline, options):
+        import dask
+        import dask.distributed as ddist
+
+        # ParDo.apply looks the function up in its module at graph-building time; the graph then
+        # refers to this module's function, which workers import by name.
+        transform_evaluator.apply_dofn_to_bundle = apply_dofn_to_bundle
+
+        dask_options = options.view_as(DaskOptions).get_all_options(drop_default=True, current_only=True)
+        bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
+        client = ddist.Client(**dask_options)
+        pipeline.replace_all(dask_overrides())
+        visitor = _PersistingBagVisitor(bag_kwargs)
+        pipeline.visit(visitor)
+        futures = client.compute(list(dask.optimize(*visitor.leaves())))
+        result = _ClosingDaskRunnerResult(client, futures)
+        # Persisted side inputs live as long as something references their futures: the result
+        # holds them until the pipeline is done, or the scheduler would cancel them mid-run.
+        result.persisted_bags = visitor.bags
+        return result
