@@ -2,12 +2,14 @@
 
     python -m beam_jobs.insights --input 'logs/*.jsonl' --output out/ [options] [Beam flags]
 
-Writes OUTPUT/release/report.json (DP outputs and their post-processing only) and OUTPUT/private/
-(run_stats.json, dead_letter/, assignments/). See README.md for the privacy guarantee.
+Writes RUN/release/report.json (DP outputs and their post-processing only) and RUN/private/
+(run_stats.json, dead_letter/, assignments/, release_gate.json), where RUN is OUTPUT, or
+OUTPUT/dt=DATE/run=RUN_ID/ with --date. See README.md for the privacy guarantee and exit codes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import random
 import sys
@@ -19,15 +21,23 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from backends import factory
 from backends.keyword_set import load_keyword_set
+from beam_jobs import json_store
+from beam_jobs.json_store import read_json_or_none
+from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import InsightsOptions, delta_split, validate
+from beam_jobs.release_gate import load_canaries
+from beam_jobs.run_context import RunContext, make_run_context
+from dp_ops.budget_ledger import BudgetRefused, Ledger, LedgerEntry
 from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
+from dp_ops.spend import MechanismSpend
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, keep_large_clusters
 from transforms.dp_kmeans import DPKMeans
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
+from transforms.finalize_run import FinalizeRun, set_ledger_status
 from transforms.keyword_histograms import (DPKeywordHistogram, SampleForKeywords, SelectKeywords, TopKeywords,
                                            keyword_count_params)
 from transforms.name_clusters import NameClusters
@@ -38,23 +48,29 @@ from transforms.write_outputs import (WriteJsonLines, WriteReport, WriteRunStats
 
 log = logging.getLogger("urania.insights")
 
+EXIT_FAILED = 1
 EXIT_BAD_OPTIONS = 2
 EXIT_UNREADABLE_INPUT = 3
+EXIT_BUDGET_REFUSED = 4
+EXIT_RELEASE_GATE_FAILED = 5
 
 
-def output_paths(output: str) -> dict[str, str]:
-    join = FileSystems.join
+def output_paths(context: RunContext) -> dict[str, str]:
     return {
-        "report": join(output, "release", "report.json"),
-        "run_stats": join(output, "private", "run_stats.json"),
-        "dead_letter": join(output, "private", "dead_letter", "dead_letter"),
-        "assignments": join(output, "private", "assignments", "assignments"),
+        "report_pending": context.report_pending,
+        "report": context.path("release", "report.json"),
+        "run_stats": context.path("private", "run_stats.json"),
+        "release_gate": context.path("private", "release_gate.json"),
+        "dead_letter": context.path("private", "dead_letter", "dead_letter"),
+        "assignments": context.path("private", "assignments", "assignments"),
     }
 
 
-def release_config(o: InsightsOptions, keyword_set, embedding_dim: int) -> dict:
+def release_config(o: InsightsOptions, keyword_set, embedding_dim: int, context: RunContext) -> dict:
     """Public run parameters for the report (no data, no noise seed)."""
     return {
+        "run_id": context.run_id,
+        "date": context.date,
         "num_clusters": o.num_clusters,
         "max_conversations_per_user": o.max_conversations_per_user,
         "epsilon_clustering": o.epsilon_clustering,
@@ -76,9 +92,10 @@ def release_config(o: InsightsOptions, keyword_set, embedding_dim: int) -> dict:
     }
 
 
-def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: int) -> None:
-    """Wires the stages. Reads like URANIA's Algorithm 1, one labelled line per stage."""
-    paths = output_paths(o.output)
+def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: int, context: RunContext,
+                   canaries: tuple[str, ...] = ()) -> list[MechanismSpend]:
+    """Wires the stages; returns what the DP stages will spend. Reads like URANIA's Algorithm 1."""
+    paths = output_paths(context)
     keyword_set = load_keyword_set(o.keyword_set)
     keywords = keyword_set.keywords
     delta_clustering, delta_keywords = delta_split(o)
@@ -88,7 +105,8 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
                       noise_seed=o.noise_seed)
     sizes = DPClusterSizes(o.num_clusters, cluster_size_params(o.epsilon_size, o.max_conversations_per_user))
 
-    records = pipeline | "read and validate conversations" >> ReadConversations(o.input, o.max_record_bytes)
+    records = pipeline | "read and validate conversations" >> ReadConversations(context.input_pattern,
+                                                                                o.max_record_bytes)
     kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
     blocks = facets | "embed conversations" >> EmbedConversations(o.embedding_model, o.embedding_block_size)
@@ -110,10 +128,13 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
     named = top_keywords | "name clusters" >> NameClusters(factory.make_cluster_namer(o))
 
     spends = [*keyword_set.spend, kmeans.spend, sizes.spend, histogram.spend]
-    named | "write release report" >> WriteReport(paths["report"], kept_sizes, spends, o.max_conversations_per_user,
-                                                  release_config(o, keyword_set, embedding_dim))
+    report = named | "write pending report" >> WriteReport(
+        paths["report_pending"], kept_sizes, spends, o.max_conversations_per_user,
+        release_config(o, keyword_set, embedding_dim, context))
+    report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, o.privacy_ledger)
 
     _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs)
+    return spends
 
 
 def _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs) -> None:
@@ -172,8 +193,35 @@ def use_local_engine(pipeline_options: PipelineOptions) -> None:
         standard.runner = "FnApiRunner"
 
 
+def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend]) -> None:
+    """Checks the window cap and records this run as `reserved`, in one atomic ledger update.
+    Raises BudgetRefused. The keyword set's own spend is not charged again each night: a DP keyword
+    set is recorded once, when it is built."""
+    epsilon = sum(s.epsilon for s in spends if s.stage != "keyword_set")
+    delta = sum(s.delta for s in spends if s.stage != "keyword_set")
+
+    def reserve(document):
+        ledger = Ledger.from_json(document)
+        ledger.check(context.ledger_date, epsilon, options.max_epsilon_per_window, options.window_days,
+                     options.allow_rerun)
+        entry = LedgerEntry(run_id=context.run_id, date=context.ledger_date, epsilon=epsilon, delta=delta,
+                            status="reserved", recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                            output=context.run_dir, rerun=bool(ledger.runs_on(context.ledger_date)))
+        return ledger.with_entry(entry).to_json()
+
+    json_store.update_json(options.privacy_ledger, reserve)
+    log.info("budget reserved", extra={"event": "budget_reserved", "run_id": context.run_id,
+                                       "date": context.ledger_date, "epsilon": epsilon, "delta": delta})
+
+
+def _fail(code: int, event: str, message: str, **fields) -> int:
+    log.error(message, extra={"event": event, "exit_code": code, **fields})
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
 def run(argv: list[str] | None = None) -> int:
-    """Builds and runs the job; returns the process exit code."""
+    """Builds and runs the job; returns the process exit code (see README: exit codes)."""
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(InsightsOptions)
     try:
@@ -181,41 +229,59 @@ def run(argv: list[str] | None = None) -> int:
         if options.seed is None:
             options.seed = random.SystemRandom().randrange(2**31)
         load_keyword_set(options.keyword_set)
-    except ValueError as error:
-        log.error("bad options: %s", error)
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_OPTIONS
+        canaries = load_canaries(options.canary_file)
+        context = make_run_context(options.input, options.output, options.date)
+    except (ValueError, OSError) as error:
+        return _fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
+    log.info("run started", extra={"event": "run_started", "run_id": context.run_id, "date": context.date,
+                                   "output": context.run_dir})
     try:
-        _check_input_matches(options.input)
+        _check_input_matches(context.input_pattern)
     except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_UNREADABLE_INPUT
+        return _fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error), run_id=context.run_id)
     if options.noise_seed is not None:
-        log.warning("--noise_seed is set: DP k-means noise is reproducible; never do this in production")
+        log.warning("--noise_seed is set: DP k-means noise is reproducible; never do this in production",
+                    extra={"event": "noise_seed_fixed", "run_id": context.run_id})
 
     use_local_engine(pipeline_options)
     from backends.embedding import embedding_dimension
     embedding_dim = embedding_dimension(options.embedding_model)
     started = time.time()
     pipeline = beam.Pipeline(options=pipeline_options)
-    build_pipeline(pipeline, options, embedding_dim)
-    result = pipeline.run()
-    result.wait_until_finish()
-    paths = output_paths(options.output)
+    spends = build_pipeline(pipeline, options, embedding_dim, context, canaries)
+    if options.privacy_ledger:
+        try:
+            _reserve_budget(options, context, spends)
+        except BudgetRefused as error:
+            return _fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
+    paths = output_paths(context)
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except Exception as error:  # classify: the release gate, or anything else
+        gate = read_json_or_none(paths["release_gate"])
+        if gate is not None and gate["status"] == "rejected":
+            return _fail(EXIT_RELEASE_GATE_FAILED, "release_gate_failed",
+                         f"release gate rejected the release ({len(gate['findings'])} finding(s)); "
+                         f"see {paths['release_gate']}", run_id=context.run_id)
+        if options.privacy_ledger:
+            set_ledger_status(options.privacy_ledger, context.run_id, "failed")
+        return _fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}",
+                     run_id=context.run_id)
     stats = read_json(paths["run_stats"])
-    stats.update(seed=options.seed, wall_seconds=round(time.time() - started, 2), stage_seconds=_stage_seconds(result))
+    stats.update(seed=options.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),
+                 stage_seconds=_stage_seconds(result))
     write_json(paths["run_stats"], stats)
     report = read_json(paths["report"])
-    log.info("done: %d topics released, epsilon=%.3f delta=%.2e; report at %s", len(report["topics"]),
-             report["privacy"]["epsilon"], report["privacy"]["delta"], paths["report"])
+    log.info("run done", extra={"event": "run_done", "run_id": context.run_id, "topics": len(report["topics"]),
+                                "epsilon": report["privacy"]["epsilon"], "delta": report["privacy"]["delta"]})
     print(f"released {len(report['topics'])} topics (epsilon {report['privacy']['epsilon']:.3f}, "
           f"delta {report['privacy']['delta']:.1e}) -> {paths['report']}")
     return 0
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    configure_logging()
     sys.exit(run(sys.argv[1:]))
 
 

@@ -55,6 +55,19 @@ class InsightsOptions(PipelineOptions):
         add("--max_record_bytes", type=int, default=DEFAULT_MAX_RECORD_BYTES,
             help="Input records larger than this are dead-lettered.")
         add("--embedding_block_size", type=int, default=256, help="Conversations per embedding block.")
+        add("--date", default=None,
+            help="Run date YYYY-MM-DD, or 'today'/'yesterday' (UTC). Fills a {date} placeholder in --input, "
+                 "writes under OUTPUT/dt=DATE/run=RUN_ID/ and lists the run in OUTPUT/index.json.")
+        add("--privacy_ledger", default=None,
+            help="JSON privacy-budget ledger (local or gs://) that records every run's spend per privacy unit.")
+        add("--max_epsilon_per_window", type=float, default=None,
+            help="Refuse, before reading any data, a run that would bring any --window_days window over this "
+                 "epsilon (needs --privacy_ledger).")
+        add("--window_days", type=int, default=30, help="Length of the ledger's budget window in days.")
+        add("--allow_rerun", action="store_true", default=False,
+            help="Allow a second run for a date already in the ledger, recorded as a second spend.")
+        add("--canary_file", default=None,
+            help="Strings (one per line) that the release gate must never find in release/.")
         add("--noise_seed", type=int, default=None,
             help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
                  "anyone who knows the seed. PipelineDP's noise is never seeded.")
@@ -89,6 +102,10 @@ def validate(options: InsightsOptions) -> None:
     check(o.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
     check(o.max_record_bytes >= 1, "--max_record_bytes must be >= 1")
     check(o.embedding_block_size >= 1, "--embedding_block_size must be >= 1")
+    check(o.window_days >= 1, "--window_days must be >= 1")
+    check(o.max_epsilon_per_window is None or o.privacy_ledger is not None,
+          "--max_epsilon_per_window needs --privacy_ledger")
+    check(o.max_epsilon_per_window is None or o.max_epsilon_per_window > 0, "--max_epsilon_per_window must be > 0")
 
 
 def delta_split(options: InsightsOptions) -> tuple[float, float]:

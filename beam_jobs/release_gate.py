@@ -1,0 +1,72 @@
+"""The release gate: scans what a run is about to publish for PII-like text and planted canaries.
+
+Every released string should come from the public keyword set or a template, so an email address,
+a phone number or a planted canary in it means something leaked. Only string values of JSON files
+are scanned (noisy counts and epsilons are numbers and would look like phone numbers); other files
+are scanned as text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+PII_PATTERNS = {
+    "email": re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"),
+    "phone": re.compile(r"(?<!\w)(?:\+?\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?)?\d{3,4}[ .-]\d{3,4}(?:[ .-]\d{2,4})?(?!\w)"),
+    "url": re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE),
+    "card_or_account_number": re.compile(r"(?<!\d)(?:\d[ -]?){12,19}(?!\d)"),
+    "ip_address": re.compile(r"(?<!\d)(?:\d{1,3}\.){3}\d{1,3}(?!\d)"),
+    "street_address": re.compile(r"\b\d{1,5}\s+(?:[A-Z][a-z]+\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|"
+                                 r"Boulevard|Blvd)\b"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    path: str
+    kind: str
+    text: str
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def released_strings(path: str, content: bytes) -> list[str]:
+    text = content.decode("utf-8", errors="replace")
+    if path.endswith(".json"):
+        try:
+            return list(_strings(json.loads(text)))
+        except ValueError:
+            pass
+    return [text]
+
+
+def scan(path: str, content: bytes, canaries: tuple[str, ...] = ()) -> list[Finding]:
+    findings = []
+    lowered_canaries = [c.lower() for c in canaries if c.strip()]
+    for text in released_strings(path, content):
+        for kind, pattern in PII_PATTERNS.items():
+            findings += [Finding(path, kind, match.group(0)) for match in pattern.finditer(text)]
+        lowered = text.lower()
+        findings += [Finding(path, "canary", canary) for canary in lowered_canaries if canary in lowered]
+    return findings
+
+
+def load_canaries(path: str | None) -> tuple[str, ...]:
+    """One canary string per line (operator-planted secrets that must never be released)."""
+    if not path:
+        return ()
+    from apache_beam.io.filesystems import FileSystems
+    with FileSystems.open(path) as handle:
+        return tuple(line.strip() for line in handle.read().decode("utf-8").splitlines() if line.strip())

@@ -1,0 +1,63 @@
+"""Where a run reads and writes, and under which id and date it is recorded."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import secrets
+
+from apache_beam.io.filesystems import FileSystems
+
+DATE_PLACEHOLDER = "{date}"
+
+
+def resolve_date(value: str | None, today: dt.date | None = None) -> str | None:
+    """YYYY-MM-DD, or 'today'/'yesterday' in UTC (what a scheduler that cannot compute dates passes)."""
+    if value is None:
+        return None
+    today = today or dt.datetime.now(dt.timezone.utc).date()
+    if value == "today":
+        return today.isoformat()
+    if value == "yesterday":
+        return (today - dt.timedelta(days=1)).isoformat()
+    try:
+        return dt.date.fromisoformat(value).isoformat()
+    except ValueError as error:
+        raise ValueError(f"--date must be YYYY-MM-DD, 'today' or 'yesterday', got {value!r}") from error
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    run_id: str
+    date: str | None
+    input_pattern: str
+    output_root: str
+    run_dir: str
+
+    @property
+    def ledger_date(self) -> str:
+        """The run's date, or the UTC day it started (run ids start with YYYYMMDD)."""
+        return self.date or f"{self.run_id[:4]}-{self.run_id[4:6]}-{self.run_id[6:8]}"
+
+    def path(self, *parts: str) -> str:
+        return FileSystems.join(self.run_dir, *parts)
+
+    @property
+    def report_pending(self) -> str:
+        return self.path("release.pending", "report.json")
+
+    @property
+    def index(self) -> str:
+        return FileSystems.join(self.output_root, "index.json")
+
+
+def make_run_context(input_pattern: str, output: str, date_flag: str | None, now: dt.datetime | None = None) -> RunContext:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    run_id = now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    date = resolve_date(date_flag, now.date())
+    if DATE_PLACEHOLDER in input_pattern and date is None:
+        raise ValueError("--input has a {date} placeholder; give --date")
+    pattern = input_pattern.replace(DATE_PLACEHOLDER, date) if date else input_pattern
+    # Dated runs never overwrite each other: each gets its own folder, listed in OUTPUT/index.json.
+    run_dir = FileSystems.join(output, f"dt={date}", f"run={run_id}") if date else output
+    return RunContext(run_id=run_id, date=date, input_pattern=pattern, output_root=output, run_dir=run_dir)

@@ -1,0 +1,91 @@
+"""Nightly runs: dated input and output folders, the privacy ledger, the report index, the release
+gate and exit codes, locally and against gs:// paths on a local GCS emulator."""
+
+import glob
+import json
+import os
+
+import pytest
+
+from beam_jobs.generate_sample import write_sample
+from beam_jobs.insights import EXIT_BUDGET_REFUSED, EXIT_RELEASE_GATE_FAILED, run
+from tests.gcs_emulator import local_gcs
+
+pytestmark = pytest.mark.slow
+
+SMALL = ["--num_clusters", "6", "--min_cluster_size", "5", "--seed", "2"]
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("logs")
+    for day, seed in (("2026-11-01", 1), ("2026-11-02", 2), ("2026-11-03", 3)):
+        os.makedirs(root / f"dt={day}")
+        write_sample(str(root / f"dt={day}" / "part-0.jsonl"), 300, 100, seed=seed)
+    return root
+
+
+def _nightly(logs, output, ledger, date, *extra):
+    return run(["--input", str(logs / "dt={date}" / "*.jsonl"), "--output", output, "--date", date,
+                "--privacy_ledger", ledger, *SMALL, *extra])
+
+
+def test_ledger_composes_nights_and_refuses_over_the_cap_before_reading_data(logs, tmp_path):
+    output, ledger = str(tmp_path / "out"), str(tmp_path / "ledger.json")
+    cap = ["--max_epsilon_per_window", "15", "--window_days", "7"]
+    assert _nightly(logs, output, ledger, "2026-11-01", *cap) == 0
+    assert _nightly(logs, output, ledger, "2026-11-02", *cap) == 0
+    assert _nightly(logs, output, ledger, "2026-11-03", *cap) == EXIT_BUDGET_REFUSED
+    entries = json.load(open(ledger))["entries"]
+    assert [(e["date"], e["status"]) for e in entries] == [("2026-11-01", "committed"), ("2026-11-02", "committed")]
+    assert all(6.99 < e["epsilon"] <= 7.0 for e in entries)
+    assert not os.path.exists(os.path.join(output, "dt=2026-11-03"))  # refused before any output
+    index = json.load(open(os.path.join(output, "index.json")))["runs"]
+    assert [(r["date"], r["status"]) for r in index] == [("2026-11-01", "committed"), ("2026-11-02", "committed")]
+    for run_entry in index:
+        assert os.path.exists(os.path.join(output, run_entry["path"], "release", "report.json"))
+
+
+def test_rerunning_a_date_is_refused_or_recorded_as_a_second_spend(logs, tmp_path):
+    output, ledger = str(tmp_path / "out"), str(tmp_path / "ledger.json")
+    assert _nightly(logs, output, ledger, "2026-11-01") == 0
+    assert _nightly(logs, output, ledger, "2026-11-01") == EXIT_BUDGET_REFUSED
+    assert _nightly(logs, output, ledger, "2026-11-01", "--allow_rerun") == 0
+    entries = json.load(open(ledger))["entries"]
+    assert [e["rerun"] for e in entries] == [False, True]
+    assert len(glob.glob(os.path.join(output, "dt=2026-11-01", "run=*", "release", "report.json"))) == 2
+
+
+def test_release_gate_rejects_a_release_carrying_a_canary(logs, tmp_path):
+    output, ledger = str(tmp_path / "out"), str(tmp_path / "ledger.json")
+    canaries = tmp_path / "canaries.txt"
+    canaries.write_text("All-MiniLM-L6-v2\n")  # the model name is in the report's config
+    code = _nightly(logs, output, ledger, "2026-11-01", "--canary_file", str(canaries))
+    assert code == EXIT_RELEASE_GATE_FAILED
+    (run_dir,) = glob.glob(os.path.join(output, "dt=2026-11-01", "run=*"))
+    assert os.path.exists(os.path.join(run_dir, "release.rejected", "report.json"))
+    assert not glob.glob(os.path.join(run_dir, "release", "*"))
+    gate = json.load(open(os.path.join(run_dir, "private", "release_gate.json")))
+    assert gate["status"] == "rejected" and gate["findings"][0]["kind"] == "canary"
+    assert json.load(open(ledger))["entries"][0]["status"] == "rejected"
+
+
+def test_whole_job_on_gcs_paths(logs, tmp_path, monkeypatch):
+    with local_gcs(monkeypatch, "urania") as bucket:
+        from google.cloud import storage
+        client = storage.Client.create_anonymous_client()
+        client.bucket(bucket).blob("logs/dt=2026-11-02/part-0.jsonl").upload_from_filename(
+            str(logs / "dt=2026-11-02" / "part-0.jsonl"))
+        code = run(["--input", f"gs://{bucket}/logs/dt={{date}}/*.jsonl", "--output", f"gs://{bucket}/insights",
+                    "--date", "2026-11-02", "--privacy_ledger", f"gs://{bucket}/ledger.json",
+                    "--max_epsilon_per_window", "10", *SMALL])
+        assert code == 0
+        names = [blob.name for blob in client.list_blobs(bucket)]
+        (report_name,) = [n for n in names if n.endswith("release/report.json")]
+        report = json.loads(client.bucket(bucket).blob(report_name).download_as_bytes())
+        assert report["topics"] and report["config"]["date"] == "2026-11-02"
+        assert any(n.endswith("private/run_stats.json") for n in names)
+        assert any("/private/assignments/" in n for n in names)
+        ledger = json.loads(client.bucket(bucket).blob("ledger.json").download_as_bytes())
+        assert [e["status"] for e in ledger["entries"]] == ["committed"]
+        assert "insights/index.json" in names
