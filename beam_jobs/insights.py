@@ -59,10 +59,10 @@ def output_paths(context: RunContext) -> dict[str, str]:
     return {
         "report_pending": context.report_pending,
         "report": context.path("release", "report.json"),
-        "run_stats": context.path("private", "run_stats.json"),
-        "release_gate": context.path("private", "release_gate.json"),
-        "dead_letter": context.path("private", "dead_letter", "dead_letter"),
-        "assignments": context.path("private", "assignments", "assignments"),
+        "run_stats": context.private("run_stats.json"),
+        "release_gate": context.private("release_gate.json"),
+        "dead_letter": context.private("dead_letter", "dead_letter"),
+        "assignments": context.private("assignments", "assignments"),
     }
 
 
@@ -230,7 +230,8 @@ def run(argv: list[str] | None = None) -> int:
             options.seed = random.SystemRandom().randrange(2**31)
         load_keyword_set(options.keyword_set)
         canaries = load_canaries(options.canary_file)
-        context = make_run_context(options.input, options.output, options.date)
+        context = make_run_context(options.input, options.output, options.date,
+                                   private_output=options.private_output)
     except (ValueError, OSError) as error:
         return _fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     log.info("run started", extra={"event": "run_started", "run_id": context.run_id, "date": context.date,

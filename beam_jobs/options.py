@@ -10,6 +10,15 @@ from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
 
 
+def parse_bool(value: str) -> bool:
+    lowered = str(value).strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
 class InsightsOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
@@ -17,6 +26,9 @@ class InsightsOptions(PipelineOptions):
         add("--input", default=None,
             help="Local path/glob or gs:// glob of JSON Lines (.jsonl, .jsonl.gz) or Parquet files.")
         add("--output", default=None, help="Output folder (local or gs://): release/ and private/ go under it.")
+        add("--private_output", default=None,
+            help="Folder (local or gs://) for private/ (dead letters, exact counts, assignments); default: "
+                 "under --output. Point it at a bucket with tighter access and retention.")
         add("--num_clusters", type=int, default=50,
             help="k for DP k-means. Fixed by the operator: it must not depend on the private data.")
         add("--max_conversations_per_user", type=int, default=5,
@@ -64,8 +76,9 @@ class InsightsOptions(PipelineOptions):
             help="Refuse, before reading any data, a run that would bring any --window_days window over this "
                  "epsilon (needs --privacy_ledger).")
         add("--window_days", type=int, default=30, help="Length of the ledger's budget window in days.")
-        add("--allow_rerun", action="store_true", default=False,
-            help="Allow a second run for a date already in the ledger, recorded as a second spend.")
+        add("--allow_rerun", type=parse_bool, nargs="?", const=True, default=False,
+            help="Allow a second run for a date already in the ledger, recorded as a second spend "
+                 "(--allow_rerun or --allow_rerun=true, as Flex Templates pass it).")
         add("--canary_file", default=None,
             help="Strings (one per line) that the release gate must never find in release/.")
         add("--noise_seed", type=int, default=None,

@@ -33,6 +33,7 @@ class RunContext:
     input_pattern: str
     output_root: str
     run_dir: str
+    private_dir: str
 
     @property
     def ledger_date(self) -> str:
@@ -40,7 +41,12 @@ class RunContext:
         return self.date or f"{self.run_id[:4]}-{self.run_id[4:6]}-{self.run_id[6:8]}"
 
     def path(self, *parts: str) -> str:
+        """A path under the run's folder (release side)."""
         return FileSystems.join(self.run_dir, *parts)
+
+    def private(self, *parts: str) -> str:
+        """A path under the run's private folder (RUN/private, or under --private_output)."""
+        return FileSystems.join(self.private_dir, *parts)
 
     @property
     def report_pending(self) -> str:
@@ -51,7 +57,8 @@ class RunContext:
         return FileSystems.join(self.output_root, "index.json")
 
 
-def make_run_context(input_pattern: str, output: str, date_flag: str | None, now: dt.datetime | None = None) -> RunContext:
+def make_run_context(input_pattern: str, output: str, date_flag: str | None, now: dt.datetime | None = None,
+                     private_output: str | None = None) -> RunContext:
     now = now or dt.datetime.now(dt.timezone.utc)
     run_id = now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     date = resolve_date(date_flag, now.date())
@@ -59,5 +66,10 @@ def make_run_context(input_pattern: str, output: str, date_flag: str | None, now
         raise ValueError("--input has a {date} placeholder; give --date")
     pattern = input_pattern.replace(DATE_PLACEHOLDER, date) if date else input_pattern
     # Dated runs never overwrite each other: each gets its own folder, listed in OUTPUT/index.json.
-    run_dir = FileSystems.join(output, f"dt={date}", f"run={run_id}") if date else output
-    return RunContext(run_id=run_id, date=date, input_pattern=pattern, output_root=output, run_dir=run_dir)
+    run_folder = (f"dt={date}", f"run={run_id}") if date else ()
+    run_dir = FileSystems.join(output, *run_folder) if run_folder else output
+    # Private outputs may live in their own bucket (tighter access, shorter retention).
+    private_root = private_output or output
+    private_dir = FileSystems.join(private_root, *run_folder, "private")
+    return RunContext(run_id=run_id, date=date, input_pattern=pattern, output_root=output, run_dir=run_dir,
+                      private_dir=private_dir)

@@ -31,3 +31,10 @@ def test_undated_run_writes_to_output_and_is_ledgered_on_its_start_day():
 def test_placeholder_without_date_is_an_error():
     with pytest.raises(ValueError, match="placeholder"):
         make_run_context("logs/dt={date}/*.jsonl", "out", None)
+
+
+def test_private_outputs_can_live_in_their_own_bucket():
+    context = make_run_context("in/*", "gs://releases/insights", "2026-11-01", now=NOW,
+                               private_output="gs://private/insights")
+    assert context.private("run_stats.json") == f"gs://private/insights/dt=2026-11-01/run={context.run_id}/private/run_stats.json"
+    assert context.path("release", "report.json").startswith("gs://releases/insights/dt=2026-11-01/")

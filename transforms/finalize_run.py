@@ -69,7 +69,7 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
             findings += scan(metadata.path, handle.read(), canaries)
     status = "rejected" if findings else "committed"
     # Findings hold the offending text itself, so they go to private/, never next to the release.
-    with FileSystems.create(context.path("private", "release_gate.json")) as handle:
+    with FileSystems.create(context.private("release_gate.json")) as handle:
         handle.write(json.dumps({"status": status, "findings": [f.__dict__ for f in findings]}, indent=2).encode())
     with FileSystems.open(report_path) as handle:
         report = json.loads(handle.read())

@@ -1,0 +1,189 @@
+locals {
+  logs_bucket     = "${var.bucket}-logs"
+  releases_bucket = "${var.bucket}-releases"
+  private_bucket  = "${var.bucket}-private"
+  image           = "${var.region}-docker.pkg.dev/${var.project}/${google_artifact_registry_repository.images.repository_id}/urania-beam:${var.image_tag}"
+  template_spec   = "gs://${local.private_bucket}/templates/urania-beam.json"
+
+  # Parameters of the nightly Flex Template launch; every name is an option of beam_jobs.insights.
+  launch_parameters = {
+    input                  = "gs://${local.logs_bucket}/dt={date}/*.jsonl"
+    output                 = "gs://${local.releases_bucket}/insights"
+    private_output         = "gs://${local.private_bucket}/insights"
+    date                   = "yesterday"
+    privacy_ledger         = "gs://${local.private_bucket}/ledger/privacy_ledger.json"
+    max_epsilon_per_window = tostring(var.max_epsilon_per_window)
+    window_days            = tostring(var.window_days)
+    num_clusters           = tostring(var.num_clusters)
+  }
+}
+
+resource "google_project_service" "apis" {
+  for_each = toset([
+    "artifactregistry.googleapis.com",
+    "cloudscheduler.googleapis.com",
+    "dataflow.googleapis.com",
+    "storage.googleapis.com",
+  ])
+  service            = each.value
+  disable_on_destroy = false
+}
+
+# Buckets: raw logs in, releases out, and private outputs with tighter access and short retention.
+resource "google_storage_bucket" "logs" {
+  name                        = local.logs_bucket
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+
+  lifecycle_rule {
+    condition {
+      age = var.log_retention_days
+    }
+    action {
+      type = "Delete"
+    }
+  }
+}
+
+resource "google_storage_bucket" "releases" {
+  name                        = local.releases_bucket
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+
+  versioning {
+    enabled = true
+  }
+}
+
+resource "google_storage_bucket" "private" {
+  name                        = local.private_bucket
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+
+  # The ledger must keep its history: object versions are kept, and only outputs expire.
+  versioning {
+    enabled = true
+  }
+
+  lifecycle_rule {
+    condition {
+      age            = var.private_retention_days
+      matches_prefix = ["insights/"]
+    }
+    action {
+      type = "Delete"
+    }
+  }
+}
+
+resource "google_artifact_registry_repository" "images" {
+  location      = var.region
+  repository_id = "urania-beam"
+  description   = "Flex Template image: launcher and Dataflow SDK container."
+  format        = "DOCKER"
+  depends_on    = [google_project_service.apis]
+}
+
+# The job's identity: Dataflow worker, reads logs, writes releases and private outputs. Nothing else.
+resource "google_service_account" "pipeline" {
+  account_id   = "urania-pipeline"
+  display_name = "urania-beam Dataflow workers and launcher"
+}
+
+resource "google_project_iam_member" "pipeline_dataflow_worker" {
+  project = var.project
+  role    = "roles/dataflow.worker"
+  member  = "serviceAccount:${google_service_account.pipeline.email}"
+}
+
+resource "google_storage_bucket_iam_member" "pipeline_reads_logs" {
+  bucket = google_storage_bucket.logs.name
+  role   = "roles/storage.objectViewer"
+  member = "serviceAccount:${google_service_account.pipeline.email}"
+}
+
+resource "google_storage_bucket_iam_member" "pipeline_writes_releases" {
+  bucket = google_storage_bucket.releases.name
+  role   = "roles/storage.objectAdmin"
+  member = "serviceAccount:${google_service_account.pipeline.email}"
+}
+
+resource "google_storage_bucket_iam_member" "pipeline_writes_private" {
+  bucket = google_storage_bucket.private.name
+  role   = "roles/storage.objectAdmin"
+  member = "serviceAccount:${google_service_account.pipeline.email}"
+}
+
+resource "google_artifact_registry_repository_iam_member" "pipeline_pulls_image" {
+  location   = google_artifact_registry_repository.images.location
+  repository = google_artifact_registry_repository.images.name
+  role       = "roles/artifactregistry.reader"
+  member     = "serviceAccount:${google_service_account.pipeline.email}"
+}
+
+# The scheduler's identity: may launch Dataflow jobs that run as the pipeline account, nothing more.
+resource "google_service_account" "scheduler" {
+  account_id   = "urania-scheduler"
+  display_name = "urania-beam nightly launcher (Cloud Scheduler)"
+}
+
+resource "google_project_iam_member" "scheduler_launches_dataflow" {
+  project = var.project
+  role    = "roles/dataflow.developer"
+  member  = "serviceAccount:${google_service_account.scheduler.email}"
+}
+
+resource "google_service_account_iam_member" "scheduler_acts_as_pipeline" {
+  service_account_id = google_service_account.pipeline.name
+  role               = "roles/iam.serviceAccountUser"
+  member             = "serviceAccount:${google_service_account.scheduler.email}"
+}
+
+resource "google_storage_bucket_iam_member" "scheduler_reads_template_spec" {
+  bucket = google_storage_bucket.private.name
+  role   = "roles/storage.objectViewer"
+  member = "serviceAccount:${google_service_account.scheduler.email}"
+}
+
+# Nightly: Cloud Scheduler calls flexTemplates:launch with date=yesterday (resolved by the job in UTC).
+resource "google_cloud_scheduler_job" "nightly" {
+  name        = "urania-beam-nightly"
+  region      = var.region
+  schedule    = var.schedule
+  time_zone   = var.time_zone
+  description = "Nightly DP topic insights over yesterday's logs."
+  depends_on  = [google_project_service.apis]
+
+  retry_config {
+    retry_count = 0
+  }
+
+  http_target {
+    http_method = "POST"
+    uri         = "https://dataflow.googleapis.com/v1b3/projects/${var.project}/locations/${var.region}/flexTemplates:launch"
+    headers = {
+      "Content-Type" = "application/json"
+    }
+    body = base64encode(jsonencode({
+      launchParameter = {
+        jobName              = "urania-beam-nightly"
+        containerSpecGcsPath = local.template_spec
+        parameters           = local.launch_parameters
+        environment = {
+          serviceAccountEmail = google_service_account.pipeline.email
+          sdkContainerImage   = local.image
+          tempLocation        = "gs://${local.private_bucket}/tmp"
+          stagingLocation     = "gs://${local.private_bucket}/staging"
+        }
+      }
+    }))
+
+    oauth_token {
+      service_account_email = google_service_account.scheduler.email
+      scope                 = "https://www.googleapis.com/auth/cloud-platform"
+    }
+  }
+}

@@ -1,0 +1,77 @@
+import argparse
+import json
+import os
+import re
+
+import pytest
+
+from beam_jobs.options import InsightsOptions, validate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+METADATA = json.load(open(os.path.join(ROOT, "templates", "metadata.json")))
+PARAMETERS = {p["name"]: p for p in METADATA["parameters"]}
+
+
+def _option_actions():
+    parser = argparse.ArgumentParser()
+    InsightsOptions._add_argparse_args(parser)
+    return {a.dest: a for a in parser._actions if a.dest != "help"}
+
+
+def _requirement_pins(path: str) -> dict[str, str]:
+    pins = {}
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            pins[re.split(r"[\[=<>~ ]", line, maxsplit=1)[0].lower()] = line
+    return pins
+
+
+def test_metadata_lists_exactly_the_pipeline_options():
+    assert set(PARAMETERS) == set(_option_actions())
+
+
+def test_every_parameter_has_a_label_help_and_the_right_optionality():
+    for name, parameter in PARAMETERS.items():
+        assert parameter["label"] and parameter["helpText"], name
+        assert parameter["isOptional"] is (name not in ("input", "output")), name
+
+
+def test_defaults_match_their_regexes():
+    for name, action in _option_actions().items():
+        if action.default is None or "regexes" not in PARAMETERS[name]:
+            continue
+        value = str(action.default).lower() if isinstance(action.default, bool) else str(action.default)
+        for regex in PARAMETERS[name]["regexes"]:
+            assert re.match(regex, value), (name, value, regex)
+
+
+def test_parameters_as_the_launcher_passes_them_parse_and_validate():
+    example = {"input": "gs://logs/dt={date}/*.jsonl", "output": "gs://insights", "date": "yesterday",
+               "privacy_ledger": "gs://private/ledger.json", "max_epsilon_per_window": "30", "window_days": "30",
+               "allow_rerun": "true", "num_clusters": "200", "epsilon_clustering": "4.0", "delta": "1e-6",
+               "keyword_noise": "laplace"}
+    for name, value in example.items():
+        for regex in PARAMETERS[name].get("regexes", []):
+            assert re.match(regex, value), (name, value)
+    options = InsightsOptions([f"--{name}={value}" for name, value in example.items()])
+    validate(options)
+    assert options.allow_rerun is True and options.num_clusters == 200 and options.delta == 1e-6
+
+
+@pytest.mark.parametrize("name,bad", [("date", "2026/11/01"), ("output", "/local/path"), ("num_clusters", "-3"),
+                                      ("allow_rerun", "maybe")])
+def test_regexes_reject_bad_values(name, bad):
+    assert not any(re.match(regex, bad) for regex in PARAMETERS[name]["regexes"])
+
+
+def test_image_and_pinned_requirements_use_the_same_beam_as_setup():
+    dockerfile = open(os.path.join(ROOT, "templates", "Dockerfile")).read()
+    (sdk_python, sdk_version) = re.search(r"FROM apache/beam_python(\d\.\d+)_sdk:([\d.]+)", dockerfile).groups()
+    assert f"python{sdk_python.replace('.', '')}-template-launcher-base" in dockerfile
+    runtime = _requirement_pins(os.path.join(ROOT, "requirements.txt"))
+    pinned = _requirement_pins(os.path.join(ROOT, "templates", "requirements.txt"))
+    assert set(pinned) == set(runtime)
+    assert all("==" in line for line in pinned.values())
+    assert pinned["apache-beam"].endswith(f"=={sdk_version}") and runtime["apache-beam"].endswith(f"=={sdk_version}")
+    assert f"torch=={pinned['torch'].split('==')[1]}" in dockerfile
