@@ -6,7 +6,9 @@
    that reads it, so each reader recomputes the side input's whole upstream graph. A chain of side
    inputs, like the DP k-means iterations (each step reads the previous step's centres), makes that
    exponential in the chain's length: a 600-conversation run did not finish in 15 minutes. Here a
-   bag used as a side input is persisted on the cluster once, and every later reader shares it.
+   bag used as a side input is computed once on the cluster while the graph is built, and its
+   (small: centres, sizes, counts) contents are embedded in the graph for every reader. (Persisting
+   it as futures instead once gave a step the wrong side input in a full test run.)
 2. Outputs. The stock runner computes only the bag of the last transform it visits, assuming it is
    connected to the whole graph; in a pipeline with several sinks, the other sinks never run. Here
    every bag that no other transform consumes is computed.
@@ -20,6 +22,8 @@ Everything else (the translations of ParDo, GroupByKey, Flatten, ...) is Beam's 
 from __future__ import annotations
 
 import dataclasses
+
+from dask import bag as db
 
 from apache_beam import pvalue
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
@@ -51,7 +55,6 @@ class _ClosingDaskRunnerResult(DaskRunnerResult):
         try:
             return super().wait_until_finish(duration)
         finally:
-            self.persisted_bags = None
             self.client.close()
 
 
@@ -60,6 +63,7 @@ class _PersistingBagVisitor(PipelineVisitor):
     bag_kwargs: dict
     bags: dict = dataclasses.field(default_factory=dict)
     consumed: set = dataclasses.field(default_factory=set)
+    materialised: set = dataclasses.field(default_factory=set)
 
     def visit_transform(self, node: AppliedPTransform) -> None:
         op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
@@ -79,7 +83,9 @@ class _PersistingBagVisitor(PipelineVisitor):
             for side in node.side_inputs:
                 producer = side.pvalue.producer
                 self.consumed.add(producer)
-                self.bags[producer] = self.bags[producer].persist()  # computed once, shared by readers
+                if producer not in self.materialised:
+                    self.materialised.add(producer)
+                    self.bags[producer] = db.from_sequence(self.bags[producer].compute(), npartitions=1)
                 side_inputs.append(SideInputMap(type(side), side._view_options(),
                                                 DaskBagWindowedIterator(self.bags[producer], side._window_mapping_fn)))
             kwargs["side_inputs"] = side_inputs
@@ -105,8 +111,4 @@ class PersistingDaskRunner(DaskRunner):
         visitor = _PersistingBagVisitor(bag_kwargs)
         pipeline.visit(visitor)
         futures = client.compute(list(dask.optimize(*visitor.leaves())))
-        result = _ClosingDaskRunnerResult(client, futures)
-        # Persisted side inputs live as long as something references their futures: the result
-        # holds them until the pipeline is done, or the scheduler would cancel them mid-run.
-        result.persisted_bags = visitor.bags
-        return result
+        return _ClosingDaskRunnerResult(client, futures)
