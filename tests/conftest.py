@@ -2,10 +2,15 @@ import os
 import pickle
 import uuid
 
-import apache_beam as beam
-import pytest
-
+# Before anything imports google-auth (it reads these at import time): never probe the GCE metadata
+# server (a link-local address) for credentials; tests talk to loopback only.
+os.environ["NO_GCE_CHECK"] = "true"
+os.environ["GCE_METADATA_HOST"] = "127.0.0.1:9"
+os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import apache_beam as beam  # noqa: E402
+import pytest  # noqa: E402
 
 
 def local_pipeline() -> beam.Pipeline:
