@@ -193,6 +193,10 @@ def use_local_engine(pipeline_options: PipelineOptions) -> None:
         standard.runner = "FnApiRunner"
 
 
+def _runs_remotely(pipeline_options: PipelineOptions) -> bool:
+    return (pipeline_options.view_as(StandardOptions).runner or "").endswith("DataflowRunner")
+
+
 def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend]) -> None:
     """Checks the window cap and records this run as `reserved`, in one atomic ledger update.
     Raises BudgetRefused. The keyword set's own spend is not charged again each night: a DP keyword
@@ -258,6 +262,11 @@ def run(argv: list[str] | None = None) -> int:
     paths = output_paths(context)
     try:
         result = pipeline.run()
+        if _runs_remotely(pipeline_options):
+            # A Flex Template launcher must return once the job is submitted; the pipeline's own last
+            # step gates the release and commits the ledger, and Dataflow monitors the stages.
+            log.info("job submitted", extra={"event": "job_submitted", "run_id": context.run_id})
+            return 0
         result.wait_until_finish()
     except Exception as error:  # classify: the release gate, or anything else
         gate = read_json_or_none(paths["release_gate"])
