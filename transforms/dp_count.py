@@ -6,6 +6,11 @@ import apache_beam as beam
 import pipeline_dp
 
 from dp_ops.dp_counts import DPCountParams, spend_from_accountant
+from transforms.stage_timing import timed
+
+
+def _identity(element):
+    return element
 
 
 class DPCountPerPartition(beam.PTransform):
@@ -31,7 +36,8 @@ class DPCountPerPartition(beam.PTransform):
             partition_extractor=lambda pair: pair[1],
             value_extractor=lambda pair: 0,
         )
-        counts = engine.aggregate(user_partition_pairs, self._params.aggregate_params(), extractors,
+        counted = user_partition_pairs | "count contributions" >> beam.Map(timed(self._params.stage, _identity))
+        counts = engine.aggregate(counted, self._params.aggregate_params(), extractors,
                                   public_partitions=self._public_partitions)
         accountant.compute_budgets()
         self.spend = spend_from_accountant(self._params, accountant, self._mechanism_name)

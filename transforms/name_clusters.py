@@ -8,6 +8,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
+from transforms.stage_timing import timed
 
 
 class _NameClusterFn(beam.DoFn):
@@ -16,10 +17,11 @@ class _NameClusterFn(beam.DoFn):
 
     def setup(self):
         self._namer.setup()
+        self._timed_name = timed("name_clusters", self._namer.name)
 
     def process(self, cluster_and_keywords):
         cluster_id, keywords = cluster_and_keywords
-        name, description = self._namer.name(list(keywords))
+        name, description = self._timed_name(list(keywords))
         yield cluster_id, {"name": name, "description": description, "keywords": list(keywords)}
 
 
