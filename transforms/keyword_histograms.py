@@ -63,8 +63,9 @@ class _SelectKeywordsFn(beam.DoFn):
     def process(self, block: ConversationBlock):
         picks = self._timed_select(block.facets, block.embeddings, self._max_keywords)
         for user_id, cluster_id, chosen in zip(block.user_ids, block.cluster_ids.tolist(), picks):
-            in_set = list(dict.fromkeys(k for k in chosen if k in self._keywords))[: self._max_keywords]
-            self._discarded.inc(len(chosen) - len([k for k in chosen if k in self._keywords]))
+            in_set = [k for k in chosen if k in self._keywords]
+            self._discarded.inc(len(chosen) - len(in_set))
+            in_set = list(dict.fromkeys(in_set))[: self._max_keywords]  # distinct, capped
             self._selected.inc(len(in_set))
             for keyword in in_set:
                 yield user_id, (int(cluster_id), keyword)
