@@ -34,7 +34,9 @@ def sample_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("e2e")
     data = str(folder / "conversations.jsonl")
     malformed = 2 * len(MALFORMED_KINDS)
-    write_sample(data, 5000, 1800, seed=11, malformed=malformed)
+    # 3,000 users (still heavy-tailed). With the README sample's 1,800 users, recovery measured
+    # 17-20 of 25 over four runs: too close to the 60% floor below for a CI gate.
+    write_sample(data, 5000, 3000, seed=11, malformed=malformed)
     output = str(folder / "out")
     assert run(["--input", data, "--output", output, "--seed", "5"]) == 0
     return data, output, malformed
