@@ -24,17 +24,20 @@ class ReleaseGateFailed(RuntimeError):
     pass
 
 
-def _move_folder(source_dir: str, target_dir: str) -> list[str]:
-    moved = []
-    for metadata in FileSystems.match([FileSystems.join(source_dir, "*")])[0].metadata_list:
-        name = metadata.path.rsplit("/", 1)[-1]
-        target = FileSystems.join(target_dir, name)
-        with FileSystems.open(metadata.path) as source, FileSystems.create(target) as sink:
-            sink.write(source.read())
-        moved.append(target)
-    FileSystems.delete([metadata.path for metadata in FileSystems.match([FileSystems.join(source_dir, "*")])[0]
-                        .metadata_list])
-    return moved
+def _read_folder(folder: str) -> dict[str, bytes]:
+    """Every file directly under `folder`, by name."""
+    contents = {}
+    for metadata in FileSystems.match([FileSystems.join(folder, "*")])[0].metadata_list:
+        with FileSystems.open(metadata.path) as handle:
+            contents[metadata.path] = handle.read()
+    return contents
+
+
+def _move_files(contents: dict[str, bytes], target_dir: str) -> None:
+    for path, content in contents.items():
+        with FileSystems.create(FileSystems.join(target_dir, path.rsplit("/", 1)[-1])) as sink:
+            sink.write(content)
+    FileSystems.delete(list(contents))
 
 
 def set_ledger_status(ledger_path: str, run_id: str, status: str) -> None:
@@ -62,18 +65,14 @@ def add_to_index(context: RunContext, status: str, report: dict | None) -> None:
 
 
 def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], ledger_path: str | None) -> str:
-    pending_dir = report_path.rsplit("/", 1)[0]
-    findings = []
-    for metadata in FileSystems.match([FileSystems.join(pending_dir, "*")])[0].metadata_list:
-        with FileSystems.open(metadata.path) as handle:
-            findings += scan(metadata.path, handle.read(), canaries)
+    pending = _read_folder(report_path.rsplit("/", 1)[0])  # read once: scanned, then moved
+    findings = [finding for path, content in pending.items() for finding in scan(path, content, canaries)]
     status = "rejected" if findings else "committed"
     # Findings hold the offending text itself, so they go to private/, never next to the release.
     with FileSystems.create(context.private("release_gate.json")) as handle:
         handle.write(json.dumps({"status": status, "findings": [f.__dict__ for f in findings]}, indent=2).encode())
-    with FileSystems.open(report_path) as handle:
-        report = json.loads(handle.read())
-    _move_folder(pending_dir, context.path("release.rejected" if findings else "release"))
+    report = json.loads(pending[report_path])
+    _move_files(pending, context.path("release.rejected" if findings else "release"))
     if ledger_path:
         set_ledger_status(ledger_path, context.run_id, status)
     if context.date:
