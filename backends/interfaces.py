@@ -48,3 +48,32 @@ class ClusterNamer(abc.ABC):
     @abc.abstractmethod
     def name(self, keywords: list[str]) -> tuple[str, str]:
         """(name of at most 10 words, two-sentence description)."""
+
+
+class KeywordProposer(abc.ABC):
+    """Proposes free-form keywords for conversations (the `llm` and `hybrid` keyword-set methods).
+
+    Its output is private: a proposed word enters the keyword set only through DP partition
+    selection, so it may return anything.
+    """
+
+    def setup(self) -> None:
+        """Loads models or clients; called once per worker."""
+
+    @abc.abstractmethod
+    def propose(self, facets: list[str], max_keywords: int) -> list[list[str]]:
+        """Up to `max_keywords` (3-5 in URANIA) keywords per facet text, one list per facet."""
+
+
+class KeywordSetRefiner(abc.ABC):
+    """One round of URANIA's iterative refinement of an already public keyword list.
+
+    It only ever sees public or DP-released words, never conversation text.
+    """
+
+    def setup(self) -> None:
+        """Loads models or clients; called once per worker."""
+
+    @abc.abstractmethod
+    def refine(self, keywords: list[str], target_size: int) -> tuple[list[str], list[str]]:
+        """(words_to_remove, words_to_append) for a list that should end near `target_size`."""
