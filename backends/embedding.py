@@ -1,4 +1,10 @@
-"""Loading sentence-transformers models offline, once per process."""
+"""Loading sentence-transformers models offline, once per process, and running them.
+
+Backends (--embedding_backend): "torch" runs the SentenceTransformer as is. "onnx" runs the same
+network exported to ONNX (exported once from the local model folder, offline, into model_home())
+with onnxruntime; "onnx-int8" runs it with dynamically quantised int8 weights. The ONNX paths
+support models whose pooling is a mean over tokens (the MiniLM/mpnet sentence-transformers).
+"""
 
 from __future__ import annotations
 
@@ -23,7 +29,10 @@ _ASSEMBLED_MODELS = {
     "sentence-transformers/all-mpnet-base-v2": ("all-mpnet-base-v2", "scripts/install_mpnet.py"),
 }
 
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
 _models: dict[str, object] = {}
+_onnx_models: dict[tuple[str, str], "_OnnxEncoder"] = {}
 _lock = threading.Lock()
 
 
@@ -63,12 +72,112 @@ def load_model(name: str):
         return _models[name]
 
 
-def embed_texts(name: str, texts: list[str], batch_size: int = 64) -> np.ndarray:
+def embed_texts(name: str, texts: list[str], batch_size: int = 64, backend: str = "torch") -> np.ndarray:
     """Unit-normalised float32 embeddings, one row per text."""
+    if backend != "torch":
+        return load_onnx_model(name, backend).encode(texts, batch_size)
     model = load_model(name)
     vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
                            convert_to_numpy=True, show_progress_bar=False)
     return np.asarray(vectors, dtype=np.float32)
+
+
+class _OnnxEncoder:
+    """Tokenise (the model's own tokenizer), run the exported network, mean-pool, normalise."""
+
+    def __init__(self, session, tokenizer, max_seq_length: int):
+        self._session = session
+        self._tokenizer = tokenizer
+        self._max_seq_length = max_seq_length
+        self._input_names = [i.name for i in session.get_inputs()]
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        # Longest first, like SentenceTransformer.encode: batches of similar length pad less.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        pieces = []
+        for start in range(0, len(texts), batch_size):
+            batch = [texts[i] for i in order[start:start + batch_size]]
+            tokens = self._tokenizer(batch, padding=True, truncation=True, max_length=self._max_seq_length,
+                                     return_tensors="np")
+            feeds = {n: tokens[n].astype(np.int64) for n in self._input_names}
+            hidden = self._session.run(None, feeds)[0]
+            mask = tokens["attention_mask"][:, :, None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+            pieces.append(pooled)
+        if not pieces:
+            return out
+        pooled = np.concatenate(pieces)
+        vectors = np.empty_like(pooled)
+        vectors[order] = pooled
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def onnx_model_path(name: str, backend: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name.strip("/"))[-100:]
+    return os.path.join(model_home(), "onnx", safe, "model.int8.onnx" if backend == "onnx-int8" else "model.onnx")
+
+
+def _export_onnx(model, path: str) -> None:
+    """Exports the transformer of a SentenceTransformer to ONNX (offline: from the loaded weights)."""
+    import torch
+
+    transformer = model[0]
+    network = getattr(transformer, "auto_model", None) or transformer.model
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids")
+             if n in transformer.tokenizer.model_input_names]
+
+    class _LastHiddenState(torch.nn.Module):
+        def __init__(self, network):
+            super().__init__()
+            self.network = network
+
+        def forward(self, *inputs):
+            return self.network(**dict(zip(names, inputs)))[0]
+
+    sample = transformer.tokenizer(["an example sentence", "another"], padding=True, return_tensors="pt")
+    axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]}
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    with torch.no_grad():
+        torch.onnx.export(_LastHiddenState(network.eval()), tuple(sample[n] for n in names), partial,
+                          input_names=names, output_names=["last_hidden_state"], dynamic_axes=axes,
+                          opset_version=17, dynamo=False)
+    os.replace(partial, path)  # atomic: other workers see a whole file or none
+
+
+def load_onnx_model(name: str, backend: str) -> _OnnxEncoder:
+    """The ONNX encoder of `name` for backend "onnx" or "onnx-int8", exported on first use."""
+    if backend not in BACKENDS or backend == "torch":
+        raise ValueError(f"unknown embedding backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    model = load_model(name)
+    with _lock:
+        if (name, backend) not in _onnx_models:
+            try:
+                import onnxruntime
+            except ImportError as error:
+                raise RuntimeError(f"--embedding_backend={backend} needs the PyPI package onnxruntime") from error
+            pooling = model[1] if len(model) > 1 else None
+            mode = getattr(pooling, "pooling_mode", None) or (
+                "mean" if getattr(pooling, "pooling_mode_mean_tokens", False) else None)
+            if mode != "mean":
+                raise ValueError(f"--embedding_backend={backend} supports mean-pooling models only; {name!r} is not one")
+            fp32 = onnx_model_path(name, "onnx")
+            if not os.path.exists(fp32):
+                _export_onnx(model, fp32)
+            path = onnx_model_path(name, backend)
+            if not os.path.exists(path):
+                from onnxruntime.quantization import QuantType, quantize_dynamic
+                partial = f"{path}.{os.getpid()}.partial.onnx"
+                quantize_dynamic(fp32, partial, weight_type=QuantType.QInt8)
+                os.replace(partial, path)
+            import torch
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = torch.get_num_threads()  # the same threads as the torch backend
+            session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            _onnx_models[(name, backend)] = _OnnxEncoder(session, model.tokenizer, model.max_seq_length)
+        return _onnx_models[(name, backend)]
 
 
 def embedding_dimension(name: str) -> int:

@@ -11,7 +11,8 @@ def make_facet_extractor(options) -> FacetExtractor:
 
 
 def make_keyword_selector(options, keywords: tuple[str, ...]) -> KeywordSelector:
-    return EmbeddingKeywordSelector(keywords, options.embedding_model, options.keyword_min_similarity)
+    return EmbeddingKeywordSelector(keywords, options.embedding_model, options.keyword_min_similarity,
+                                    backend=options.embedding_backend)
 
 
 def make_cluster_namer(options) -> ClusterNamer:

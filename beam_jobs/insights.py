@@ -85,6 +85,7 @@ def release_config(o: InsightsOptions, keyword_set, embedding_dim: int, context:
         "keyword_noise": o.keyword_noise,
         "keyword_set": {"method": keyword_set.method, "size": len(keyword_set.keywords)},
         "embedding_model": o.embedding_model,
+        "embedding_backend": o.embedding_backend,
         "embedding_dim": embedding_dim,
         "kmeans_iterations": o.kmeans_iterations,
         "projection_dim": o.projection_dim,
@@ -109,7 +110,8 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
                                                                                 o.max_record_bytes)
     kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
-    blocks = facets | "embed conversations" >> EmbedConversations(o.embedding_model, o.embedding_block_size)
+    blocks = facets | "embed conversations" >> EmbedConversations(o.embedding_model, o.embedding_block_size,
+                                                                              backend=o.embedding_backend)
     centres = blocks | "DP k-means" >> kmeans
     assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
     noisy_sizes = assigned | "DP cluster sizes" >> sizes

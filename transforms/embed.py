@@ -18,18 +18,23 @@ from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 
 
 class _EmbedBatchFn(beam.DoFn):
-    def __init__(self, model_name: str, encode_batch_size: int):
+    def __init__(self, model_name: str, encode_batch_size: int, backend: str):
         self._model_name = model_name
         self._encode_batch_size = encode_batch_size
+        self._backend = backend
         self._embedded = Metrics.counter("embed", "conversations_embedded")
         self._micros = Metrics.counter(STAGE_MICROS, "embed")
 
     def setup(self):
-        embedding.load_model(self._model_name)
+        if self._backend == "torch":
+            embedding.load_model(self._model_name)
+        else:
+            embedding.load_onnx_model(self._model_name, self._backend)
 
     def process(self, facets: list[Facet]):
         started = time.perf_counter()
-        vectors = embedding.embed_texts(self._model_name, [f.text for f in facets], self._encode_batch_size)
+        vectors = embedding.embed_texts(self._model_name, [f.text for f in facets], self._encode_batch_size,
+                                       self._backend)
         self._micros.inc(int((time.perf_counter() - started) * 1e6))
         self._embedded.inc(len(facets))
         yield ConversationBlock(
@@ -42,9 +47,10 @@ class _EmbedBatchFn(beam.DoFn):
 
 
 class EmbedConversations(beam.PTransform):
-    def __init__(self, model_name: str, block_size: int = 256, encode_batch_size: int = 64):
+    def __init__(self, model_name: str, block_size: int = 256, encode_batch_size: int = 64, backend: str = "torch"):
         super().__init__()
         self._model_name = model_name
+        self._backend = backend
         self._block_size = block_size
         self._encode_batch_size = encode_batch_size
 
@@ -53,5 +59,5 @@ class EmbedConversations(beam.PTransform):
             facets
             | "batch conversations into blocks" >> beam.BatchElements(
                 min_batch_size=self._block_size, max_batch_size=self._block_size)
-            | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size))
+            | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size, self._backend))
         )

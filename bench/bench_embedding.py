@@ -1,0 +1,172 @@
+"""Embedding: the pipeline's embedding stage vs. a plain SentenceTransformer.encode, and the cheaper backends.
+
+    .venv/bin/python bench/bench_embedding.py --conversations 2000 --rounds 3
+    .venv/bin/python bench/bench_embedding.py --conversations 2000 --rounds 3 --backends onnx onnx-int8
+
+Texts: the facets (user turns, first 1,000 characters) of N generated conversations, plus, with
+--shared_data, the conversations of real public data sets (bench only, never copied into the repo),
+whose lengths vary far more than the generated ones.
+
+1. Stage vs. plain encode: the real EmbedConversations transform on the DirectRunner (in-process
+   FnApiRunner, so it shares this process's model and torch threads) and `model.encode(texts)` over
+   the same texts with the same model object, run interleaved (stage, plain, stage, plain, ...) so
+   that load from other processes on a shared machine hits both; median conversations/s and ratio.
+2. Backends (--backends): each alternative and the torch default encode the same texts, interleaved;
+   quality = mean cosine between each text's vector and the torch vector, and the purity / NMI of a
+   k-means (k = planted topics) over the generated conversations' vectors against the planted topics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import apache_beam as beam  # noqa: E402
+import torch  # noqa: E402
+
+from backends import embedding  # noqa: E402
+from backends.offline import UserTurnsFacetExtractor  # noqa: E402
+from beam_jobs.generate_sample import generate_records  # noqa: E402
+from transforms.embed import EmbedConversations  # noqa: E402
+from transforms.records import Conversation, Facet  # noqa: E402
+from transforms.validation import parse_record  # noqa: E402
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def load_texts(conversations: int, shared_data: list[str], seed: int) -> tuple[list[str], list[str], list[str]]:
+    """(generated facets, their planted topics, real facets)."""
+    extractor = UserTurnsFacetExtractor(1000)
+    generated, topics = [], []
+    for i, record in enumerate(generate_records(conversations, max(1, conversations // 3), seed)):
+        parsed = parse_record(record, "generated", i)
+        if isinstance(parsed, Conversation):
+            generated.append(extractor.extract(parsed))
+            topics.append(record["planted_topic"])
+    real = []
+    for path in shared_data:
+        for i, line in enumerate(open(path, "rb")):
+            parsed = parse_record(line, path, i)
+            if isinstance(parsed, Conversation):
+                text = extractor.extract(parsed)
+                if text:
+                    real.append(text)
+    return generated, topics, real
+
+
+def run_stage(texts: list[str], model_name: str, backend: str, block_size: int) -> tuple[int, np.ndarray]:
+    """Runs EmbedConversations on the DirectRunner; returns (rows embedded, sum of all vectors)."""
+    facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
+    out = os.path.join(ROOT, "bench", "results", f".stage_sum_{os.getpid()}.npy")
+    with beam.Pipeline() as pipeline:
+        _ = (pipeline
+             | beam.Create(facets, reshuffle=False)
+             | EmbedConversations(model_name, block_size, backend=backend)
+             | beam.Map(lambda block: np.concatenate([[len(block)], block.embeddings.sum(axis=0)]))
+             | beam.CombineGlobally(lambda rows: np.sum(list(rows), axis=0) if rows else np.zeros(1))
+             | beam.Map(lambda total, path: np.save(path, total), out))
+    total = np.load(out)
+    os.remove(out)
+    return int(total[0]), total[1:]
+
+
+def purity_and_nmi(vectors: np.ndarray, topics: list[str], seed: int) -> tuple[float, float]:
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import normalized_mutual_info_score
+    names, labels = np.unique(topics, return_inverse=True)
+    clusters = KMeans(n_clusters=len(names), n_init=3, random_state=seed).fit_predict(vectors)
+    majority = sum(np.bincount(labels[clusters == c]).max() for c in np.unique(clusters))
+    return majority / len(labels), normalized_mutual_info_score(labels, clusters)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--conversations", type=int, default=2000)
+    parser.add_argument("--shared_data", nargs="*", default=[
+        "/work/shared/data/hh_rlhf_harmless_test.jsonl", "/work/shared/data/arena_hard_v2_prompts.jsonl"])
+    parser.add_argument("--model", default=embedding.DEFAULT_EMBEDDING_MODEL)
+    parser.add_argument("--block_size", type=int, default=256, help="the job's --embedding_block_size")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip_stage", action="store_true", help="only compare the backends")
+    parser.add_argument("--backends", nargs="*", default=[], help="alternatives to time against torch")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    generated, topics, real = load_texts(args.conversations, [p for p in args.shared_data if os.path.exists(p)],
+                                         args.seed)
+    texts = generated + real
+    model = embedding.load_model(args.model)
+    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}, python {platform.python_version()}, "
+          f"torch {torch.__version__} with {torch.get_num_threads()} threads")
+    print(f"command: bench/bench_embedding.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    lengths = [len(t) for t in texts]
+    print(f"texts: {len(generated)} generated + {len(real)} real = {len(texts)}; characters median "
+          f"{int(np.median(lengths))}, p90 {int(np.percentile(lengths, 90))}, max {max(lengths)}", flush=True)
+
+    def plain_encode():
+        return model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                            show_progress_bar=False)
+
+    reference = plain_encode()  # warm-up, and the vectors every alternative is compared with
+    if not args.skip_stage:
+        run_stage(texts[:300], args.model, "torch", args.block_size)  # warm-up: Beam imports
+        stage_times, plain_times = [], []
+        for _ in range(args.rounds):
+            started = time.perf_counter()
+            rows, total = run_stage(texts, args.model, "torch", args.block_size)
+            stage_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            plain_encode()
+            plain_times.append(time.perf_counter() - started)
+        agree = rows == len(texts) and np.allclose(total, reference.sum(axis=0), atol=1e-2)
+        stage, plain = statistics.median(stage_times), statistics.median(plain_times)
+        print(f"stage vs plain encode (median of {args.rounds} interleaved rounds, block size {args.block_size}):")
+        print(f"  EmbedConversations on the DirectRunner: {stage:7.2f} s  {len(texts) / stage:7.1f} conv/s"
+              f"   rounds: {', '.join(f'{t:.1f}' for t in stage_times)}")
+        print(f"  SentenceTransformer.encode:             {plain:7.2f} s  {len(texts) / plain:7.1f} conv/s"
+              f"   rounds: {', '.join(f'{t:.1f}' for t in plain_times)}")
+        print(f"  ratio stage/plain: {stage / plain:.2f}x; same vectors (sum over all rows): {agree}", flush=True)
+
+    if args.backends:
+        print(f"backends vs torch (median of {args.rounds} interleaved rounds; quality on the "
+              f"{len(generated)} generated conversations, {len(set(topics))} planted topics):")
+        times = {name: [] for name in ["torch", *args.backends]}
+        vectors = {"torch": reference}
+        for name in args.backends:
+            embedding.embed_texts(args.model, texts[:64], backend=name)  # export / load once
+        for _ in range(args.rounds):
+            for name in times:
+                started = time.perf_counter()
+                vectors[name] = embedding.embed_texts(args.model, texts, backend=name)
+                times[name].append(time.perf_counter() - started)
+        torch_seconds = statistics.median(times["torch"])
+        for name in times:
+            seconds = statistics.median(times[name])
+            cosine = (vectors[name] * reference).sum(axis=1)
+            purity, nmi = purity_and_nmi(vectors[name][:len(generated)], topics, args.seed)
+            print(f"  {name:<10} {seconds:7.2f} s {len(texts) / seconds:7.1f} conv/s  speed-up "
+                  f"{torch_seconds / seconds:4.2f}x  cosine to torch mean {cosine.mean():.4f} min {cosine.min():.4f}"
+                  f"  k-means purity {purity:.3f} NMI {nmi:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

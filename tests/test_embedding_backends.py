@@ -1,0 +1,90 @@
+"""--embedding_backend: the ONNX runtimes of the default model against its torch vectors."""
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from apache_beam.testing.util import assert_that
+
+from backends import embedding
+from backends.offline import EmbeddingKeywordSelector
+from beam_jobs.options import InsightsOptions, validate
+from transforms.embed import EmbedConversations
+from transforms.records import Facet
+
+TEXTS = [
+    "How do I reset the password on my home router?",
+    "My sourdough starter smells like nail polish remover, is it dead?",
+    "Explain the difference between a Roth IRA and a traditional IRA.",
+    "short",
+    "The landlord kept my deposit without listing damages. " * 20,  # longer than 256 tokens: truncated
+]
+
+
+def _options(*extra):
+    return InsightsOptions(["--input", "x.jsonl", "--output", "out", *extra])
+
+
+def test_embedding_backend_defaults_to_torch_and_accepts_the_onnx_runtimes():
+    assert _options().embedding_backend == "torch"
+    for backend in ("onnx", "onnx-int8"):
+        options = _options("--embedding_backend", backend)
+        validate(options)
+        assert options.embedding_backend == backend
+
+
+def test_unknown_embedding_backend_is_rejected():
+    with pytest.raises(SystemExit):
+        _options("--embedding_backend", "tensorrt")
+    with pytest.raises(ValueError, match="unknown embedding backend"):
+        embedding.load_onnx_model(embedding.DEFAULT_EMBEDDING_MODEL, "tensorrt")
+
+
+@pytest.fixture(scope="module")
+def model_home(tmp_path_factory):
+    """A fresh model home shared by this module's tests, so the export (tens of seconds) runs once."""
+    home = tmp_path_factory.mktemp("models")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("URANIA_MODEL_HOME", str(home))
+        patch.setattr(embedding, "_onnx_models", {})
+        yield home
+
+
+@pytest.mark.slow
+def test_onnx_backends_export_offline_and_match_the_torch_vectors(model_home):
+    name = embedding.DEFAULT_EMBEDDING_MODEL
+    reference = embedding.embed_texts(name, TEXTS)
+    exact = embedding.embed_texts(name, TEXTS, batch_size=2, backend="onnx")
+    quantised = embedding.embed_texts(name, TEXTS, batch_size=2, backend="onnx-int8")
+    assert (model_home / "onnx" / name / "model.onnx").is_file()
+    assert (model_home / "onnx" / name / "model.int8.onnx").is_file()
+    for vectors in (exact, quantised):
+        assert vectors.shape == reference.shape and vectors.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # Same network, other runtime: the same vectors up to float rounding, whatever the batching.
+    np.testing.assert_allclose(exact, reference, atol=2e-4)
+    cosine = (quantised * reference).sum(axis=1)
+    assert cosine.min() > 0.9, cosine
+    # int8 weights still tell topics apart: each text is nearest its own torch vector.
+    assert (np.argmax(quantised @ reference.T, axis=1) == np.arange(len(TEXTS))).all()
+    assert embedding.embed_texts(name, [], backend="onnx").shape[0] == 0
+
+
+@pytest.mark.slow
+def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home):
+    name = embedding.DEFAULT_EMBEDDING_MODEL
+    facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(TEXTS)]
+    expected = dict(zip((f.conversation_id for f in facets), embedding.embed_texts(name, TEXTS, backend="onnx")))
+
+    def check(blocks):
+        rows = {cid: vector for block in blocks for cid, vector in zip(block.conversation_ids, block.embeddings)}
+        assert rows.keys() == expected.keys()
+        for cid, vector in rows.items():
+            np.testing.assert_allclose(vector, expected[cid], atol=1e-5)
+
+    with beam.Pipeline() as pipeline:
+        blocks = pipeline | beam.Create(facets) | EmbedConversations(name, block_size=2, backend="onnx")
+        assert_that(blocks, check)
+
+    selector = EmbeddingKeywordSelector(("router", "bread", "retirement savings"), name, 0.2, backend="onnx-int8")
+    picks = selector.select(TEXTS[:3], embedding.embed_texts(name, TEXTS[:3], backend="onnx-int8"), 1)
+    assert picks == [["router"], ["bread"], ["retirement savings"]]
