@@ -180,6 +180,13 @@ def load_onnx_model(name: str, backend: str) -> _OnnxEncoder:
         return _onnx_models[(name, backend)]
 
 
+def set_threads(threads: int) -> None:
+    """Threads for the embedding runtimes of this process (torch, and ONNX sessions created after)."""
+    import torch
+    if threads >= 1 and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 def embedding_dimension(name: str) -> int:
     model = load_model(name)
     getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension

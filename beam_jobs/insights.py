@@ -111,7 +111,8 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
     kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
     blocks = facets | "embed conversations" >> EmbedConversations(o.embedding_model, o.embedding_block_size,
-                                                                              backend=o.embedding_backend)
+                                                                              backend=o.embedding_backend,
+                                                                              threads=o.embedding_threads)
     centres = blocks | "DP k-means" >> kmeans
     assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
     noisy_sizes = assigned | "DP cluster sizes" >> sizes

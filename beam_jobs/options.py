@@ -54,6 +54,11 @@ class InsightsOptions(PipelineOptions):
             help="How the embedding model runs: torch (default), onnx (the same network exported to ONNX, "
                  "run by onnxruntime: same vectors, faster) or onnx-int8 (int8 weights: faster still, "
                  "vectors within ~0.95 cosine). The ONNX file is exported offline on first use.")
+        add("--embedding_threads", type=int, default=0,
+            help="Threads each worker process gives the embedding model (0 = the runtime's default: all "
+                 "cores). With several worker processes per machine (Dataflow starts one per vCPU; "
+                 "--direct_running_mode=multi_processing) use cores / processes, e.g. 1, so they do not "
+                 "oversubscribe the cores.")
         add("--kmeans_iterations", type=int, default=3, help="Lloyd steps after the DP LSH seeding step.")
         add("--projection_dim", type=int, default=32,
             help="Dimension DP k-means runs in after a random projection (0 = the embedding dimension).")
@@ -119,6 +124,7 @@ def validate(options: InsightsOptions) -> None:
     check(-1 <= o.keyword_min_similarity <= 1, "--keyword_min_similarity must be in [-1, 1]")
     check(o.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
     check(o.max_record_bytes >= 1, "--max_record_bytes must be >= 1")
+    check(o.embedding_threads >= 0, "--embedding_threads must be >= 0 (0 = the runtime's default)")
     check(o.embedding_block_size >= 1, "--embedding_block_size must be >= 1")
     check(o.window_days >= 1, "--window_days must be >= 1")
     check(o.max_epsilon_per_window is None or o.privacy_ledger is not None,

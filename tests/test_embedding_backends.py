@@ -3,6 +3,7 @@
 import apache_beam as beam
 import numpy as np
 import pytest
+import torch
 from apache_beam.testing.util import assert_that
 
 from backends import embedding
@@ -30,6 +31,13 @@ def test_embedding_backend_defaults_to_torch_and_accepts_the_onnx_runtimes():
         options = _options("--embedding_backend", backend)
         validate(options)
         assert options.embedding_backend == backend
+
+
+def test_embedding_threads_default_to_the_runtime_and_must_not_be_negative():
+    assert _options().embedding_threads == 0
+    validate(_options("--embedding_threads", "1"))
+    with pytest.raises(ValueError, match="embedding_threads"):
+        validate(_options("--embedding_threads", "-1"))
 
 
 def test_unknown_embedding_backend_is_rejected():
@@ -88,3 +96,15 @@ def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home)
     selector = EmbeddingKeywordSelector(("router", "bread", "retirement savings"), name, 0.2, backend="onnx-int8")
     picks = selector.select(TEXTS[:3], embedding.embed_texts(name, TEXTS[:3], backend="onnx-int8"), 1)
     assert picks == [["router"], ["bread"], ["retirement savings"]]
+
+
+@pytest.mark.slow
+def test_embedding_threads_set_the_worker_process_threads():
+    before = torch.get_num_threads()
+    try:
+        with beam.Pipeline() as pipeline:  # in-process runner: the worker is this process
+            _ = (pipeline | beam.Create([Facet("c", "u", 1.0, TEXTS[0])])
+                 | EmbedConversations(embedding.DEFAULT_EMBEDDING_MODEL, threads=1))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -18,14 +18,17 @@ from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 
 
 class _EmbedBatchFn(beam.DoFn):
-    def __init__(self, model_name: str, encode_batch_size: int, backend: str):
+    def __init__(self, model_name: str, encode_batch_size: int, backend: str, threads: int = 0):
         self._model_name = model_name
         self._encode_batch_size = encode_batch_size
         self._backend = backend
+        self._threads = threads
         self._embedded = Metrics.counter("embed", "conversations_embedded")
         self._micros = Metrics.counter(STAGE_MICROS, "embed")
 
     def setup(self):
+        if self._threads:
+            embedding.set_threads(self._threads)
         if self._backend == "torch":
             embedding.load_model(self._model_name)
         else:
@@ -47,8 +50,10 @@ class _EmbedBatchFn(beam.DoFn):
 
 
 class EmbedConversations(beam.PTransform):
-    def __init__(self, model_name: str, block_size: int = 256, encode_batch_size: int = 64, backend: str = "torch"):
+    def __init__(self, model_name: str, block_size: int = 256, encode_batch_size: int = 64, backend: str = "torch",
+                 threads: int = 0):
         super().__init__()
+        self._threads = threads
         self._model_name = model_name
         self._backend = backend
         self._block_size = block_size
@@ -59,5 +64,6 @@ class EmbedConversations(beam.PTransform):
             facets
             | "batch conversations into blocks" >> beam.BatchElements(
                 min_batch_size=self._block_size, max_batch_size=self._block_size)
-            | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size, self._backend))
+            | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size, self._backend,
+                                                        self._threads))
         )
