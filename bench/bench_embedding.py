@@ -73,14 +73,15 @@ def load_texts(conversations: int, shared_data: list[str], seed: int) -> tuple[l
     return generated, topics, real
 
 
-def run_stage(texts: list[str], model_name: str, backend: str, block_size: int) -> tuple[int, np.ndarray]:
+def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
+              encode_batch_size: int) -> tuple[int, np.ndarray]:
     """Runs EmbedConversations on the DirectRunner; returns (rows embedded, sum of all vectors)."""
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
     out = os.path.join(ROOT, "bench", "results", f".stage_sum_{os.getpid()}.npy")
     with beam.Pipeline() as pipeline:
         _ = (pipeline
              | beam.Create(facets, reshuffle=False)
-             | EmbedConversations(model_name, block_size, backend=backend)
+             | EmbedConversations(model_name, block_size, encode_batch_size, backend=backend)
              | beam.Map(lambda block: np.concatenate([[len(block)], block.embeddings.sum(axis=0)]))
              | beam.CombineGlobally(lambda rows: np.sum(list(rows), axis=0) if rows else np.zeros(1))
              | beam.Map(lambda total, path: np.save(path, total), out))
@@ -104,7 +105,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shared_data", nargs="*", default=[
         "/work/shared/data/hh_rlhf_harmless_test.jsonl", "/work/shared/data/arena_hard_v2_prompts.jsonl"])
     parser.add_argument("--model", default=embedding.DEFAULT_EMBEDDING_MODEL)
-    parser.add_argument("--block_size", type=int, default=256, help="the job's --embedding_block_size")
+    parser.add_argument("--real", type=int, default=None, help="use this many of the real conversations (default all)")
+    parser.add_argument("--stage_configs", nargs="+", default=["512:16"],
+                        help="BLOCK:BATCH pairs: the stage's block size (--embedding_block_size) and encode batch")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip_stage", action="store_true", help="only compare the backends")
     parser.add_argument("--backends", nargs="*", default=[], help="alternatives to time against torch")
@@ -113,38 +116,50 @@ def main(argv: list[str] | None = None) -> None:
 
     generated, topics, real = load_texts(args.conversations, [p for p in args.shared_data if os.path.exists(p)],
                                          args.seed)
+    rng = np.random.default_rng(args.seed)
+    real = [real[i] for i in sorted(rng.permutation(len(real))[:args.real])] if args.real is not None else real
     texts = generated + real
+    # A job sees conversations in no particular order: shuffle, so blocks mix short and long texts.
+    texts = [texts[i] for i in rng.permutation(len(texts))]
+    real_set = set(real)
     model = embedding.load_model(args.model)
     print(f"machine: {os.cpu_count()} cores, {_cpu_model()}, python {platform.python_version()}, "
           f"torch {torch.__version__} with {torch.get_num_threads()} threads")
     print(f"command: bench/bench_embedding.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    topic_of = dict(zip(generated, topics))
+    generated_topics = [topic_of[t] for t in texts if t not in real_set]
     lengths = [len(t) for t in texts]
     print(f"texts: {len(generated)} generated + {len(real)} real = {len(texts)}; characters median "
           f"{int(np.median(lengths))}, p90 {int(np.percentile(lengths, 90))}, max {max(lengths)}", flush=True)
 
-    def plain_encode():
-        return model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                            show_progress_bar=False)
+    def plain_encode():  # sentence-transformers' defaults (batch 32, sorted by length over all texts)
+        return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     reference = plain_encode()  # warm-up, and the vectors every alternative is compared with
     if not args.skip_stage:
-        run_stage(texts[:300], args.model, "torch", args.block_size)  # warm-up: Beam imports
-        stage_times, plain_times = [], []
+        configs = [tuple(int(v) for v in c.split(":")) for c in args.stage_configs]
+        run_stage(texts[:300], args.model, "torch", *configs[0])  # warm-up: Beam imports
+        times = {c: [] for c in ["plain", *configs]}
+        agree = {}
         for _ in range(args.rounds):
-            started = time.perf_counter()
-            rows, total = run_stage(texts, args.model, "torch", args.block_size)
-            stage_times.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            plain_encode()
-            plain_times.append(time.perf_counter() - started)
-        agree = rows == len(texts) and np.allclose(total, reference.sum(axis=0), atol=1e-2)
-        stage, plain = statistics.median(stage_times), statistics.median(plain_times)
-        print(f"stage vs plain encode (median of {args.rounds} interleaved rounds, block size {args.block_size}):")
-        print(f"  EmbedConversations on the DirectRunner: {stage:7.2f} s  {len(texts) / stage:7.1f} conv/s"
-              f"   rounds: {', '.join(f'{t:.1f}' for t in stage_times)}")
-        print(f"  SentenceTransformer.encode:             {plain:7.2f} s  {len(texts) / plain:7.1f} conv/s"
-              f"   rounds: {', '.join(f'{t:.1f}' for t in plain_times)}")
-        print(f"  ratio stage/plain: {stage / plain:.2f}x; same vectors (sum over all rows): {agree}", flush=True)
+            for config in times:
+                started = time.perf_counter()
+                if config == "plain":
+                    plain_encode()
+                else:
+                    rows, total = run_stage(texts, args.model, "torch", *config)
+                    agree[config] = rows == len(texts) and np.allclose(total, reference.sum(axis=0), atol=1e-2)
+                times[config].append(time.perf_counter() - started)
+        plain = statistics.median(times["plain"])
+        print(f"stage vs plain encode, {torch.get_num_threads()} torch threads (median of {args.rounds} "
+              f"interleaved rounds; seconds of each round):")
+        for config, seconds in times.items():
+            median = statistics.median(seconds)
+            label = ("SentenceTransformer.encode (defaults)" if config == "plain" else
+                     f"EmbedConversations block {config[0]}, batch {config[1]}")
+            check = "" if config == "plain" else f"  same vectors: {agree[config]}"
+            print(f"  {label:<40}{median:7.2f} s {len(texts) / median:7.1f} conv/s  {median / plain:5.2f}x plain"
+                  f"  rounds: {', '.join(f'{t:.1f}' for t in seconds)}{check}", flush=True)
 
     if args.backends:
         print(f"backends vs torch (median of {args.rounds} interleaved rounds; quality on the "
@@ -156,13 +171,14 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.rounds):
             for name in times:
                 started = time.perf_counter()
-                vectors[name] = embedding.embed_texts(args.model, texts, backend=name)
+                vectors[name] = embedding.embed_texts(args.model, texts, 32, backend=name)
                 times[name].append(time.perf_counter() - started)
         torch_seconds = statistics.median(times["torch"])
         for name in times:
             seconds = statistics.median(times[name])
             cosine = (vectors[name] * reference).sum(axis=1)
-            purity, nmi = purity_and_nmi(vectors[name][:len(generated)], topics, args.seed)
+            is_generated = np.array([t not in real_set for t in texts])
+            purity, nmi = purity_and_nmi(vectors[name][is_generated], generated_topics, args.seed)
             print(f"  {name:<10} {seconds:7.2f} s {len(texts) / seconds:7.1f} conv/s  speed-up "
                   f"{torch_seconds / seconds:4.2f}x  cosine to torch mean {cosine.mean():.4f} min {cosine.min():.4f}"
                   f"  k-means purity {purity:.3f} NMI {nmi:.3f}", flush=True)

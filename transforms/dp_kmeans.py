@@ -46,6 +46,20 @@ def project_block(block: ConversationBlock, projection: np.ndarray | None) -> Co
     return dataclasses.replace(block, points=mechanism.project_points(block.embeddings, projection))
 
 
+def points_and_weights(block: ConversationBlock) -> tuple[np.ndarray, np.ndarray]:
+    return block.points, block.weights
+
+
+def concatenate(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    return np.concatenate([p for p, _ in pairs]), np.concatenate([w for _, w in pairs])
+
+
+# Rows per element of the clustering passes. The T+1 passes re-read their input, so it carries only
+# (points, weights) -- 32 floats and a weight per conversation, not the 384-d embedding and the
+# texts -- in a few large arrays, so per-element costs (serialisation, Python calls) are paid rarely.
+CLUSTERING_ROWS_PER_ELEMENT = 16384
+
+
 class DPKMeans(beam.PTransform):
     """Input: ConversationBlocks. Output: a singleton PCollection of centres (k x dim, unit rows).
 
@@ -54,8 +68,10 @@ class DPKMeans(beam.PTransform):
     noise is calibrated from the parameters alone.
     """
 
-    def __init__(self, params: mechanism.DPKMeansParams, noise_seed: int | None = None):
+    def __init__(self, params: mechanism.DPKMeansParams, noise_seed: int | None = None,
+                 rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT):
         super().__init__()
+        self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
         self.calibration = mechanism.calibrate(params)
@@ -67,14 +83,22 @@ class DPKMeans(beam.PTransform):
         projection = mechanism.projection_matrix(params)
         hyperplanes = mechanism.lsh_hyperplanes(params)
         buckets = 1 << params.seeding_bits
-        points = blocks | "project to clustering space" >> beam.Map(timed("dp_kmeans", project_block), projection)
-        self.projected_blocks = points
+        projected = blocks | "project to clustering space" >> beam.Map(timed("dp_kmeans", project_block), projection)
+        self.projected_blocks = projected
+        points = (
+            projected
+            | "keep points and weights" >> beam.Map(points_and_weights)
+            | "gather into large arrays" >> beam.BatchElements(
+                min_batch_size=self.rows_per_element, max_batch_size=self.rows_per_element,
+                element_size_fn=lambda pair: len(pair[1]))
+            | "concatenate" >> beam.Map(timed("dp_kmeans", concatenate))
+        )
 
         centres = (
             points
             | "seeding: sum points per LSH bucket" >> beam.Map(timed("dp_kmeans",
-                lambda b: mechanism.weighted_sums(b.points, b.weights, mechanism.lsh_buckets(b.points, hyperplanes),
-                                                  buckets)))
+                lambda pw: mechanism.weighted_sums(pw[0], pw[1], mechanism.lsh_buckets(pw[0], hyperplanes),
+                                                   buckets)))
             | "seeding: total bucket sums" >> beam.CombineGlobally(_SumArraysFn((buckets, params.dim)))
             | "seeding: noisy bucket sums to centres" >> beam.Map(
                 lambda sums: mechanism.seed_centres(mechanism.add_gaussian_noise(sums, sigma, noise_seed, 0),
@@ -84,8 +108,8 @@ class DPKMeans(beam.PTransform):
             centres = (
                 points
                 | f"step {step}: sum points per nearest centre" >> beam.Map(timed("dp_kmeans",
-                    lambda b, c: mechanism.weighted_sums(b.points, b.weights, mechanism.assign_nearest(b.points, c),
-                                                         params.num_clusters)),
+                    lambda pw, c: mechanism.weighted_sums(pw[0], pw[1], mechanism.assign_nearest(pw[0], c),
+                                                          params.num_clusters)),
                     c=beam.pvalue.AsSingleton(centres))
                 | f"step {step}: total cluster sums" >> beam.CombineGlobally(
                     _SumArraysFn((params.num_clusters, params.dim)))
