@@ -76,7 +76,8 @@ class InsightsOptions(PipelineOptions):
         add("--facet_max_chars", type=int, default=1000, help="Offline facet extractor: characters of user turns kept.")
         add("--max_record_bytes", type=int, default=DEFAULT_MAX_RECORD_BYTES,
             help="Input records larger than this are dead-lettered.")
-        add("--embedding_block_size", type=int, default=256, help="Conversations per embedding block.")
+        add("--embedding_block_size", type=int, default=512,
+            help="Conversations per embedding block (sorted by length inside, so larger blocks pad less).")
         add("--date", default=None,
             help="Run date YYYY-MM-DD, or 'today'/'yesterday' (UTC). Fills a {date} placeholder in --input, "
                  "writes under OUTPUT/dt=DATE/run=RUN_ID/ and lists the run in OUTPUT/index.json.")

@@ -90,6 +90,16 @@ def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
     return int(total[0]), total[1:]
 
 
+def padded_tokens(lengths: np.ndarray, block_size: int, batch_size: int) -> int:
+    """Tokens the model runs over (padding included) when each block is sorted by length and cut into
+    batches, as encode() does within one call; block_size >= len(lengths) is one plain encode call."""
+    total = 0
+    for start in range(0, len(lengths), block_size):
+        ordered = np.sort(lengths[start:start + block_size])[::-1]
+        total += sum(len(ordered[b:b + batch_size]) * ordered[b] for b in range(0, len(ordered), batch_size))
+    return int(total)
+
+
 def purity_and_nmi(vectors: np.ndarray, topics: list[str], seed: int) -> tuple[float, float]:
     from sklearn.cluster import KMeans
     from sklearn.metrics import normalized_mutual_info_score
@@ -110,6 +120,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="BLOCK:BATCH pairs: the stage's block size (--embedding_block_size) and encode batch")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip_stage", action="store_true", help="only compare the backends")
+    parser.add_argument("--padding_only", action="store_true", help="only count padded tokens per configuration")
     parser.add_argument("--backends", nargs="*", default=[], help="alternatives to time against torch")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
@@ -135,6 +146,16 @@ def main(argv: list[str] | None = None) -> None:
     def plain_encode():  # sentence-transformers' defaults (batch 32, sorted by length over all texts)
         return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
+    tokens = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    lengths = np.array([len(t) for t in tokens])
+    plain_tokens = padded_tokens(lengths, len(texts), 32)
+    print(f"tokens the model runs over, padding included (plain encode: {plain_tokens:,} = "
+          f"{plain_tokens / lengths.sum():.3f}x the real tokens):")
+    for config in args.stage_configs:
+        block, batch = (int(v) for v in config.split(":"))
+        print(f"  stage block {block}, batch {batch}: {padded_tokens(lengths, block, batch) / plain_tokens:.3f}x plain")
+    if args.padding_only:
+        return
     reference = plain_encode()  # warm-up, and the vectors every alternative is compared with
     if not args.skip_stage:
         configs = [tuple(int(v) for v in c.split(":")) for c in args.stage_configs]
