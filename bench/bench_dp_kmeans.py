@@ -216,8 +216,8 @@ def main(argv: list[str] | None = None) -> None:
                 seconds = statistics.median(times[method])
                 notes = ""
                 if method == "beam":
-                    notes = (f"same centres as numpy: {same}; {stage_elements:,} elements processed "
-                             f"(= {stage_elements / -(-n // BLOCK):.0f} passes over {-(-n // BLOCK):,} blocks); "
+                    notes = (f"same centres as numpy: {same}; {stage_elements:,} elements through the stage's "
+                             f"functions for {-(-n // BLOCK):,} input blocks; "
                              f"stage processing time {stage_seconds:.1f} s; noise calibration "
                              f"{calibration_seconds:.1f} s (not in either time)")
                 print(f"{n:>9,}{k:>6}  {method:<8}{seconds:>9.2f}{seconds / numpy_seconds:>8.2f}x"

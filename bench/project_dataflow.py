@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 
 # (vCPUs, GB of memory) of the machine types in the table.
 MACHINES = {"n1-standard-4": (4, 15.0), "n2-standard-8": (8, 32.0)}
@@ -28,6 +29,9 @@ MACHINES = {"n1-standard-4": (4, 15.0), "n2-standard-8": (8, 32.0)}
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run_stats", nargs="+", required=True, help="private/run_stats.json of measured runs")
+    parser.add_argument("--given_rate", nargs="*", default=[], metavar="LABEL=CONV_PER_S",
+                        help="extra rows from an end-to-end rate (read conversations/s on --measured_vcpus) "
+                             "measured elsewhere, e.g. quiet=189 from the README's earlier quiet-machine run")
     parser.add_argument("--measured_vcpus", type=int, default=2, help="vCPUs of the machine the runs were measured on")
     parser.add_argument("--conversations", type=float, default=10_000_000, help="conversations read per night")
     parser.add_argument("--night_hours", type=float, default=4.0, help="the run must finish within this")
@@ -44,14 +48,22 @@ def main(argv: list[str] | None = None) -> None:
     n = args.conversations
     print(f"Projection for {n:,.0f} conversations read per night, {args.night_hours:g} h window, "
           f"{args.utilisation:.0%} utilisation, embedding speed-up {args.embed_speedup:g}x, CPU only")
-    print(f"{'measured run':<34}{'vCPU-s/conv':>12}{'embed share':>12}{'vCPU-hours':>11}  "
+    print(f"{'measured run':<46}{'vCPU-s/conv':>12}{'embed share':>12}{'vCPU-hours':>11}  "
           + "  ".join(f"{name + ' workers x h (USD)':<34}" for name in MACHINES))
+    rows = []
     for path in args.run_stats:
         stats = json.load(open(path))
         read, kept = stats["read"], stats["conversations_after_bounding"]
         stage = stats["stage_seconds"]
-        embed_share = stage.get("embed", 0.0) / stats["wall_seconds"]
-        per_conversation = stats["wall_seconds"] * args.measured_vcpus / read
+        # Share of the stages' processing time (summed over workers) that is embedding.
+        embed_share = stage.get("embed", 0.0) / (sum(stage.values()) or 1.0)
+        workdir = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(path)))))
+        rows.append((f"{workdir}: {read:,} read, {stats['wall_seconds']:.0f} s",
+                     stats["wall_seconds"] * args.measured_vcpus / read, embed_share))
+    for given in args.given_rate:
+        label, rate = given.split("=")
+        rows.append((f"{label}: {float(rate):g} read conv/s", args.measured_vcpus / float(rate), rows[-1][2]))
+    for label, per_conversation, embed_share in rows:
         per_conversation *= (1 - embed_share) + embed_share / args.embed_speedup
         vcpu_hours = n * per_conversation / 3600 / args.utilisation
         cells = []
@@ -60,8 +72,7 @@ def main(argv: list[str] | None = None) -> None:
             hours = vcpu_hours / vcpus / workers
             usd = workers * hours * (vcpus * args.usd_per_vcpu_hour + memory_gb * args.usd_per_gb_hour)
             cells.append(f"{workers:>4} x {hours:4.1f} h = {workers * hours:6.1f} ({usd:,.0f} USD)".ljust(34))
-        label = f"{read:,} read, {stats['wall_seconds']:.0f} s"
-        print(f"{label:<34}{per_conversation:>12.4f}{embed_share:>12.0%}{vcpu_hours:>11,.0f}  " + "  ".join(cells))
+        print(f"{label:<46}{per_conversation:>12.4f}{embed_share:>12.0%}{vcpu_hours:>11,.0f}  " + "  ".join(cells))
 
     # LLM calls: from the last run's ratios (contribution bounding depends on how many users there are).
     kept_fraction = kept / read
