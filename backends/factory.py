@@ -1,4 +1,4 @@
-"""Builds the pluggable steps the job's options ask for."""
+"""Builds the pluggable steps the job's options ask for (--llm_backend picks offline or an LLM)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,35 @@ from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
 
 
+def _llm_config(options):
+    """The LLM settings, or None for the offline backend (no LLM module is imported then)."""
+    if getattr(options, "llm_backend", "offline") in (None, "offline"):
+        return None
+    from backends.llm.config import config_from_options
+    return config_from_options(options)
+
+
 def make_facet_extractor(options) -> FacetExtractor:
-    return UserTurnsFacetExtractor(max_chars=options.facet_max_chars)
+    offline = UserTurnsFacetExtractor(max_chars=options.facet_max_chars)
+    config = _llm_config(options)
+    if config is None:
+        return offline
+    from backends.llm.steps import LLMFacetExtractor
+    return LLMFacetExtractor(config, fallback=offline)
 
 
 def make_keyword_selector(options, keywords: tuple[str, ...]) -> KeywordSelector:
-    return EmbeddingKeywordSelector(keywords, options.embedding_model, options.keyword_min_similarity)
+    offline = EmbeddingKeywordSelector(keywords, options.embedding_model, options.keyword_min_similarity)
+    config = _llm_config(options)
+    if config is None:
+        return offline
+    from backends.llm.steps import LLMKeywordSelector
+    return LLMKeywordSelector(config, keywords, fallback=offline)
 
 
 def make_cluster_namer(options) -> ClusterNamer:
-    return KeywordClusterNamer()
+    config = _llm_config(options)
+    if config is None:
+        return KeywordClusterNamer()
+    from backends.llm.steps import LLMClusterNamer
+    return LLMClusterNamer(config, fallback=KeywordClusterNamer())

@@ -19,9 +19,16 @@ class FacetExtractor(abc.ABC):
     def setup(self) -> None:
         """Loads models or clients; called once per worker."""
 
+    # Conversations per extract_batch call; > 1 makes ExtractFacets batch its input (LLM backends
+    # fan a batch out over a thread pool).
+    batch_size = 1
+
     @abc.abstractmethod
     def extract(self, conversation: Conversation) -> str:
         ...
+
+    def extract_batch(self, conversations: list[Conversation]) -> list[str]:
+        return [self.extract(conversation) for conversation in conversations]
 
 
 class KeywordSelector(abc.ABC):

@@ -85,6 +85,7 @@ def release_config(o: InsightsOptions, keyword_set, embedding_dim: int, context:
         "keyword_noise": o.keyword_noise,
         "keyword_set": {"method": keyword_set.method, "size": len(keyword_set.keywords)},
         "embedding_model": o.embedding_model,
+        "llm_backend": o.llm_backend,
         "embedding_dim": embedding_dim,
         "kmeans_iterations": o.kmeans_iterations,
         "projection_dim": o.projection_dim,
@@ -170,6 +171,16 @@ def _stage_seconds(result) -> dict[str, float]:
             stage = counter.key.metric.name
             seconds[stage] = round(seconds.get(stage, 0.0) + counter.committed / 1e6, 3)
     return seconds
+
+
+def _llm_counts(result) -> dict:
+    """Model calls, tokens, retries, failures, fallbacks and cache hits per LLM step (backends/llm/metrics.py)."""
+    try:
+        counters = result.metrics().query()["counters"]
+    except Exception:  # some runners cannot report metrics
+        return {}
+    from backends.llm.metrics import llm_counts
+    return llm_counts(counters)
 
 
 def _check_input_matches(pattern: str) -> None:
@@ -281,6 +292,9 @@ def run(argv: list[str] | None = None) -> int:
     stats = read_json(paths["run_stats"])
     stats.update(seed=options.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),
                  stage_seconds=_stage_seconds(result))
+    llm = _llm_counts(result)
+    if llm:
+        stats["llm"] = llm
     write_json(paths["run_stats"], stats)
     report = read_json(paths["report"])
     log.info("run done", extra={"event": "run_done", "run_id": context.run_id, "topics": len(report["topics"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -84,6 +85,28 @@ class InsightsOptions(PipelineOptions):
         add("--noise_seed", type=int, default=None,
             help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
                  "anyone who knows the seed. PipelineDP's noise is never seeded.")
+        # LLM backends of the facet, keyword-selection and naming steps (backends/llm/).
+        add("--llm_backend", choices=("offline", "openai", "vertex"), default="offline",
+            help="offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
+                 "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location).")
+        add("--llm_model", default=None,
+            help="Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash).")
+        add("--llm_base_url", default=None,
+            help="openai backend: server URL, e.g. http://host:8000/v1 (API key from $OPENAI_API_KEY).")
+        add("--llm_project", default=None, help="vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
+        add("--llm_location", default=None,
+            help="vertex backend: region (default $GOOGLE_CLOUD_LOCATION, else us-central1).")
+        add("--llm_max_concurrency", type=int, default=8, help="Model calls in flight per worker process.")
+        add("--llm_timeout_s", type=float, default=60.0, help="Timeout of one model request, in seconds.")
+        add("--llm_max_retries", type=int, default=4,
+            help="Retries of a call on 429/5xx/timeouts (exponential backoff with jitter) before the "
+                 "offline fallback answers for that element.")
+        add("--llm_cache", default=None,
+            help="Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
+                 "derived from conversation text; keep it with private/.")
+        add("--pseudonymize", choices=("on", "off"), default=None,
+            help="Replace PII by typed pseudonyms before conversation text goes into a prompt. "
+                 "Default: on for remote backends (openai, vertex).")
 
 
 def validate(options: InsightsOptions) -> None:
@@ -119,6 +142,25 @@ def validate(options: InsightsOptions) -> None:
     check(o.max_epsilon_per_window is None or o.privacy_ledger is not None,
           "--max_epsilon_per_window needs --privacy_ledger")
     check(o.max_epsilon_per_window is None or o.max_epsilon_per_window > 0, "--max_epsilon_per_window must be > 0")
+    _validate_llm(o)
+
+
+def _validate_llm(o: InsightsOptions) -> None:
+    def check(condition: bool, message: str):
+        if not condition:
+            raise ValueError(message)
+
+    check(o.llm_max_concurrency >= 1, "--llm_max_concurrency must be >= 1")
+    check(o.llm_timeout_s > 0 and math.isfinite(o.llm_timeout_s), "--llm_timeout_s must be a positive number")
+    check(o.llm_max_retries >= 0, "--llm_max_retries must be >= 0")
+    if o.llm_backend == "openai":
+        check(bool(o.llm_base_url), "--llm_backend=openai needs --llm_base_url (e.g. http://host:8000/v1)")
+        check(str(o.llm_base_url).startswith(("http://", "https://")),
+              f"--llm_base_url must start with http:// or https://, got {o.llm_base_url!r}")
+        check(bool(o.llm_model), "--llm_backend=openai needs --llm_model (the name the server serves)")
+    if o.llm_backend == "vertex":
+        check(bool(o.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
+              "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
 
 
 def delta_split(options: InsightsOptions) -> tuple[float, float]:
