@@ -33,7 +33,8 @@ def derived_answer(prompt: str, misbehave: bool = False) -> str:
     if "Choose up to" in prompt:
         keywords = _keywords_in(prompt)
         summary = re.search(r"<summary>\n(.*?)\n</summary>", prompt, re.S).group(1).lower()
-        picks = [k for k in keywords if re.search(r"\b" + re.escape(k) + r"\b", summary)][:5]
+        words = set(re.findall(r"[a-z]+", summary))
+        picks = [k for k in keywords if any(len(w) >= 4 and w in words for w in k.split())][:5]
         if misbehave:  # words outside K, a duplicate, odd case: the pipeline must cope
             picks = ["definitely not in k", *[p.upper() for p in picks[:1]], *picks, "another invented word"]
         return repr(picks or ["NA"])

@@ -58,5 +58,6 @@ class ExtractFacets(beam.PTransform):
         if batch_size <= 1:
             return kept_conversations | "extract facet text" >> beam.ParDo(_ExtractFacetFn(self._extractor))
         return (kept_conversations
-                | "batch conversations" >> beam.BatchElements(min_batch_size=1, max_batch_size=batch_size)
+                | "batch conversations" >> beam.BatchElements(min_batch_size=batch_size,
+                                                                  max_batch_size=batch_size)
                 | "extract facet text in batches" >> beam.ParDo(_ExtractFacetBatchFn(self._extractor)))
