@@ -41,12 +41,19 @@ def _offline_tldextract() -> None:
     module.TLD_EXTRACTOR = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
+def default_topic_terms() -> frozenset[str]:
+    """Public topic words: the bundled keyword set K, whole keywords and their single words."""
+    from backends.keyword_set import load_keyword_set
+    keywords = load_keyword_set().keywords
+    return frozenset(keywords) | frozenset(w for k in keywords for w in k.split() if len(w) >= 3)
+
+
 class Pseudonymizer:
     def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
-                 allow_list: tuple[str, ...] = ()):
+                 topic_terms: frozenset[str] | None = None):
         self.entities = tuple(entities)
         self.min_score = min_score
-        self.allow_list = list(allow_list)
+        self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
         self._analyzer = None
         self._anonymizer = None
 
@@ -79,7 +86,11 @@ class Pseudonymizer:
 
     def _findings(self, text: str):
         results = self._analyzer.analyze(text=text, language="en", entities=list(self.entities),
-                                         score_threshold=self.min_score, allow_list=self.allow_list or None)
+                                         score_threshold=self.min_score)
+        # The small NER model calls some tools people ("Docker", "Java"): a name that is a public
+        # topic word is not replaced. Pattern findings (e-mails, numbers, ...) are never exempt.
+        results = [r for r in results if r.entity_type != "PERSON"
+                   or " ".join(text[r.start:r.end].lower().split()) not in self.topic_terms]
         results = [r for r in results
                    if r.entity_type != "URL" or _URL_WITH_IDENTIFIER.match(text[r.start:r.end])]
         # spaCy's small model tags some e-mails and URLs as PERSON: a pattern recognizer's type wins.
