@@ -86,11 +86,13 @@ class InsightsOptions(PipelineOptions):
             help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
                  "anyone who knows the seed. PipelineDP's noise is never seeded.")
         # LLM backends of the facet, keyword-selection and naming steps (backends/llm/).
-        add("--llm_backend", choices=("offline", "openai", "vertex"), default="offline",
+        add("--llm_backend", choices=("offline", "openai", "vertex", "local"), default="offline",
             help="offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
-                 "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location).")
+                 "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a GGUF "
+                 "model in process (optional extra: llama-cpp-python, scripts/install_local_llm.py).")
         add("--llm_model", default=None,
-            help="Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash).")
+            help="Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
+                 "local: a GGUF file, default the one scripts/install_local_llm.py installs).")
         add("--llm_base_url", default=None,
             help="openai backend: server URL, e.g. http://host:8000/v1 (API key from $OPENAI_API_KEY).")
         add("--llm_project", default=None, help="vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
@@ -158,6 +160,11 @@ def _validate_llm(o: InsightsOptions) -> None:
         check(str(o.llm_base_url).startswith(("http://", "https://")),
               f"--llm_base_url must start with http:// or https://, got {o.llm_base_url!r}")
         check(bool(o.llm_model), "--llm_backend=openai needs --llm_model (the name the server serves)")
+    if o.llm_backend == "local":
+        from backends.llm.local_client import default_local_model, llama_cpp_available
+        check(llama_cpp_available(), "--llm_backend=local needs llama-cpp-python (pip install llama-cpp-python==0.3.36)")
+        model = o.llm_model or default_local_model()
+        check(os.path.exists(model), f"--llm_backend=local: no model at {model}; run scripts/install_local_llm.py")
     if o.llm_backend == "vertex":
         check(bool(o.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
               "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")

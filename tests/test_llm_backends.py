@@ -276,3 +276,13 @@ def test_llm_steps_pickle_without_their_clients():
         copy = pickle.loads(pickle.dumps(namer))
         assert copy._caller is None and copy.config == namer.config
         assert copy.name(["rust"])[0] == "Questions about rust"
+
+
+def test_degenerate_choices_of_small_models_are_rejected():
+    keywords = ("a", "b", "c", "d", "e", "f")
+    with pytest.raises(MalformedOutput):  # the first entries of K, in order
+        parsing.parse_keyword_choice("['a', 'b', 'c', 'd', 'e']", keywords, 5)
+    with pytest.raises(MalformedOutput):  # one word repeated
+        parsing.parse_keyword_choice("['c', 'c', 'c']", keywords, 5)
+    assert parsing.parse_keyword_choice("['a', 'b']", keywords, 5)[0] == ["a", "b"]
+    assert parsing.parse_keyword_choice("['b', 'a', 'c']", keywords, 5)[0] == ["b", "a", "c"]

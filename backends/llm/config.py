@@ -7,7 +7,7 @@ import dataclasses
 from backends.llm.fanout import Caller, RetryPolicy
 
 REMOTE_BACKENDS = ("openai", "vertex")
-BACKENDS = ("offline", *REMOTE_BACKENDS)
+BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +32,9 @@ class LLMConfig:
         if self.backend == "vertex":
             from backends.llm.vertex_client import VertexChatClient
             return VertexChatClient(self.project, self.location, self.model, self.temperature)
+        if self.backend == "local":
+            from backends.llm.local_client import LocalChatClient
+            return LocalChatClient(self.model or None, self.temperature)
         raise ValueError(f"no LLM client for backend {self.backend!r}")
 
     def make_caller(self, client=None) -> Caller:

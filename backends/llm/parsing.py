@@ -78,6 +78,10 @@ def parse_keyword_choice(text: str, keywords: tuple[str, ...], max_keywords: int
     model that invents words, repeats one or returns too many still yields a valid choice.
     """
     words, repaired = _string_list(text)
+    # Small models answer a long list with its first entries in order, or one word repeated: that
+    # is not a choice, and the offline selector should answer instead.
+    if len(words) >= 3 and (words == list(keywords[:len(words)]) or len(set(words)) == 1):
+        raise MalformedOutput("degenerate choice: K's first keywords in order, or one word repeated")
     allowed = set(keywords)
     picked = [w for w in dict.fromkeys(words) if w in allowed]
     if len(picked) != len(words) and words != ["na"]:
