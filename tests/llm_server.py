@@ -45,8 +45,14 @@ def derived_answer(prompt: str, misbehave: bool = False) -> str:
     return "['NA']"
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 128  # the default backlog (5) drops connections under a concurrent fan-out
+
+
 class FakeChatServer:
-    def __init__(self, fault_rate: float = 0.0, seed: int = 0, hang_s: float = 2.0, misbehave: bool = False):
+    def __init__(self, fault_rate: float = 0.0, seed: int = 0, hang_s: float = 2.0, misbehave: bool = False,
+                 latency_s: float = 0.0):
+        self.latency_s = latency_s  # added to every answer, like a real model's generation time
         self.fault_rate = fault_rate
         self.seed = seed
         self.hang_s = hang_s
@@ -98,6 +104,8 @@ class FakeChatServer:
                 if fault == "hang":
                     time.sleep(server.hang_s)
                     return self._send(500, b"{}")
+                if server.latency_s:
+                    time.sleep(server.latency_s)
                 content = "Sure! Here is some text without the requested format." if fault == "garbage" \
                     else derived_answer(prompt, server.misbehave)
                 usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split())}
@@ -110,7 +118,7 @@ class FakeChatServer:
         return Handler
 
     def __enter__(self):
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
