@@ -84,6 +84,9 @@ class InsightsOptions(PipelineOptions):
         add("--noise_seed", type=int, default=None,
             help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
                  "anyone who knows the seed. PipelineDP's noise is never seeded.")
+        add("--progress", choices=("auto", "on", "off"), default="auto",
+            help="Print the running stage, its progress and an ETA to stderr every 10 s. auto: on for the "
+                 "DirectRunner's in-process engine; never on Dataflow, which has its own monitoring.")
 
 
 def validate(options: InsightsOptions) -> None:
