@@ -20,7 +20,7 @@ import numpy as np
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from beam_jobs.report_html import STATUS_ORDER, render_comparison, run_label
-from transforms.topic_hierarchy import topic_text
+from transforms.topic_hierarchy import topic_vectors
 
 DEFAULT_THRESHOLD = 0.75
 
@@ -58,9 +58,7 @@ def match_topics(old_topics: list[dict], new_topics: list[dict], embed: Callable
     if not old_topics or not new_topics:
         return []
     from scipy.optimize import linear_sum_assignment
-    old_vectors = np.asarray(embed([topic_text(t) for t in old_topics]), dtype=np.float64)
-    new_vectors = np.asarray(embed([topic_text(t) for t in new_topics]), dtype=np.float64)
-    similarity = old_vectors @ new_vectors.T
+    similarity = topic_vectors(old_topics, embed) @ topic_vectors(new_topics, embed).T
     rows, columns = linear_sum_assignment(-similarity)
     return sorted((int(i), int(j), float(similarity[i, j])) for i, j in zip(rows, columns)
                   if similarity[i, j] >= threshold)
