@@ -26,7 +26,7 @@ from beam_jobs import json_store
 from beam_jobs.json_store import read_json_or_none
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import InsightsOptions, delta_split, validate
-from beam_jobs.progress import ProgressReporter, progress_enabled
+from beam_jobs import progress
 from beam_jobs.release_gate import load_canaries
 from beam_jobs.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused, Ledger, LedgerEntry
@@ -205,15 +205,15 @@ def _runs_remotely(pipeline_options: PipelineOptions) -> bool:
 
 def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
     """A progress reporter on stderr for local in-process runs (see beam_jobs/progress.py), else nothing."""
-    enabled, why = progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
+    enabled, why = progress.progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
                                     pipeline_options.view_as(DirectOptions).direct_running_mode,
                                     _runs_remotely(pipeline_options))
     if not enabled:
         if options.progress == "on":
             print(f"progress: off ({why})", file=sys.stderr)
         return contextlib.nullcontext()
-    return ProgressReporter(options.max_conversations_per_user, options.embedding_block_size,
-                            options.kmeans_iterations)
+    return progress.ProgressReporter(options.max_conversations_per_user, options.embedding_block_size,
+                                     options.kmeans_iterations, interval=progress.DEFAULT_INTERVAL_SECONDS)
 
 
 def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend]) -> None:

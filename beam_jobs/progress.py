@@ -77,7 +77,7 @@ def format_duration(seconds: float) -> str:
 @dataclasses.dataclass
 class _StageClock:
     first_seen: float
-    first_count: int
+    last_moved: float
 
 
 class ProgressReporter:
@@ -147,7 +147,9 @@ class ProgressReporter:
         moved = [s for s in STAGES if counts.get(s.key, 0) > self._last_counts.get(s.key, 0)]
         for stage in STAGES:
             if counts.get(stage.key, 0) and stage.key not in self._clocks:
-                self._clocks[stage.key] = _StageClock(previous, 0)
+                self._clocks[stage.key] = _StageClock(previous, now)
+        for stage in moved:
+            self._clocks[stage.key].last_moved = now
         if moved:
             # Where the time went since the last line; reading is not timed, so it counts as busy.
             self._current = max(moved, key=lambda s: (seconds.get(s.key, 0.0) - self._last_seconds.get(s.key, 0.0)
@@ -164,8 +166,9 @@ class ProgressReporter:
         else:
             text += f" {stage.unit}"
         stage_clock = self._clocks[stage.key]
-        elapsed = now - stage_clock.first_seen
-        rate = (done - stage_clock.first_count) / elapsed if elapsed > 0 else 0.0
+        # The rate while the stage was moving, so a pause (a fused stage waiting on a batch) does not drag it down.
+        active = stage_clock.last_moved - stage_clock.first_seen
+        rate = done / active if active > 0 else 0.0
         if rate > 0:
             text += f", {rate:,.0f}/s" if rate >= 10 else f", {rate:.1f}/s"
             if expected and expected > done:
