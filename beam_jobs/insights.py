@@ -2,7 +2,7 @@
 
     python -m beam_jobs.insights --input 'logs/*.jsonl' --output out/ [options] [Beam flags]
 
-Writes RUN/release/report.json (DP outputs and their post-processing only) and RUN/private/
+Writes RUN/release/report.json and report.html (DP outputs and their post-processing only) and RUN/private/
 (run_stats.json, dead_letter/, assignments/, release_gate.json), where RUN is OUTPUT, or
 OUTPUT/dt=DATE/run=RUN_ID/ with --date. See README.md for the privacy guarantee and exit codes.
 """

@@ -166,9 +166,11 @@ class ProgressReporter:
         else:
             text += f" {stage.unit}"
         stage_clock = self._clocks[stage.key]
-        # The rate while the stage was moving, so a pause (a fused stage waiting on a batch) does not drag it down.
-        active = stage_clock.last_moved - stage_clock.first_seen
-        rate = done / active if active > 0 else 0.0
+        # Timed stages: elements per second of their own processing time (fused stages interleave, and a
+        # stage fed in batches moves in jumps, so wall-clock windows mislead). Reading is not timed: its
+        # rate is over the wall-clock time it was moving.
+        busy = seconds.get(stage.key, 0.0) or (stage_clock.last_moved - stage_clock.first_seen)
+        rate = done / busy if busy > 0 else 0.0
         if rate > 0:
             text += f", {rate:,.0f}/s" if rate >= 10 else f", {rate:.1f}/s"
             if expected and expected > done:

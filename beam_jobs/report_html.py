@@ -373,10 +373,15 @@ def render_comparison(comparison: dict) -> str:
     def side(topic):
         if topic is None:
             return "<td>&mdash;</td><td class=\"num\">&mdash;</td>"
-        return f"<td>{esc(topic['name'])}<br>{_keywords(topic['keywords'])}</td><td class=\"num\">{topic['size']:,}</td>"
+        return (f"<td>{esc(topic['name'])}<br>{_keywords(topic['keywords'])}</td>"
+                f"<td class=\"num\">{topic['size']:,}</td>")
+
+    def searchable(row):
+        topics = [t for t in (row["old"], row["new"]) if t]
+        return _search_text(*(t["name"] for t in topics), *(t["keywords"] for t in topics))
 
     table_rows_html = "".join(
-        f"<tr data-search=\"{_search_text(*(t['name'] for t in (r['old'], r['new']) if t), *(t['keywords'] for t in (r['old'], r['new']) if t))}\">"
+        f"<tr data-search=\"{searchable(r)}\">"
         f"<td class=\"status\">{esc(r['status'])}</td>{side(r['old'])}{side(r['new'])}"
         f"<td class=\"num\">{'' if r['change'] is None else format(r['change'], '+,')}</td>"
         f"<td class=\"num\">{'' if r['similarity'] is None else format(r['similarity'], '.2f')}</td></tr>"
