@@ -299,7 +299,9 @@ def render_report(report: dict) -> str:
     config = report.get("config", {})
     header = (f"<h1>What people talk to the assistant about</h1><p class=\"sub\">{esc(run_label(report))} &middot; "
               f"{len(topics)} topics released &middot; model {esc(config.get('embedding_model', ''))} &middot; "
-              f"sizes are noisy counts of conversations (differential privacy, see below)</p>")
+              "sizes are noisy counts of conversations &middot; <a href=\"#privacy\">user-level differential "
+              f"privacy: &epsilon; = {_number(report.get('privacy', {}).get('epsilon', 0.0))}, "
+              f"&delta; = {_number(report.get('privacy', {}).get('delta', 0.0))}</a></p>")
     toolbar = ("<div class=\"toolbar\"><input id=\"search\" type=\"search\" placeholder=\"Filter topics by name or "
                "keyword\" aria-label=\"filter topics\"><span id=\"match-count\" class=\"sub\"></span>"
                "<a id=\"download-csv\" download=\"topics.csv\" href=\"#\">Download CSV</a>"
