@@ -22,11 +22,10 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from backends import factory
 from backends.keyword_set import load_keyword_set
-from beam_jobs import json_store
+from beam_jobs import json_store, progress
 from beam_jobs.json_store import read_json_or_none
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import InsightsOptions, delta_split, validate
-from beam_jobs import progress
 from beam_jobs.release_gate import load_canaries
 from beam_jobs.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused, Ledger, LedgerEntry
@@ -206,8 +205,8 @@ def _runs_remotely(pipeline_options: PipelineOptions) -> bool:
 def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
     """A progress reporter on stderr for local in-process runs (see beam_jobs/progress.py), else nothing."""
     enabled, why = progress.progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
-                                    pipeline_options.view_as(DirectOptions).direct_running_mode,
-                                    _runs_remotely(pipeline_options))
+                                             pipeline_options.view_as(DirectOptions).direct_running_mode,
+                                             _runs_remotely(pipeline_options))
     if not enabled:
         if options.progress == "on":
             print(f"progress: off ({why})", file=sys.stderr)
