@@ -54,11 +54,14 @@ def change_margin(old: dict, new: dict) -> float:
 def match_topics(old_topics: list[dict], new_topics: list[dict], embed: Callable[[list[str]], np.ndarray],
                  threshold: float) -> list[tuple[int, int, float]]:
     """(old index, new index, cosine similarity) of the one-to-one matching with the highest total similarity,
-    keeping pairs at or above `threshold`."""
+    keeping pairs at or above `threshold`. Topics without released keywords ("Unlabelled topic") all look
+    alike, so they are never matched: they show as appeared or vanished."""
     if not old_topics or not new_topics:
         return []
     from scipy.optimize import linear_sum_assignment
     similarity = topic_vectors(old_topics, embed) @ topic_vectors(new_topics, embed).T
+    similarity[[not t["keywords"] for t in old_topics], :] = -1.0
+    similarity[:, [not t["keywords"] for t in new_topics]] = -1.0
     rows, columns = linear_sum_assignment(-similarity)
     return sorted((int(i), int(j), float(similarity[i, j])) for i, j in zip(rows, columns)
                   if similarity[i, j] >= threshold)

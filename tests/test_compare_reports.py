@@ -23,6 +23,8 @@ def test_matching_is_one_to_one_by_similarity_above_the_threshold():
     assert all(similarity == pytest.approx(1.0) for _, _, similarity in matches)
     assert match_topics(old, new, theme_embed, threshold=1.01) == []
     assert match_topics([], new, theme_embed, 0.5) == []
+    unlabelled = _named("Unlabelled topic", [], 50, 3)
+    assert match_topics([unlabelled], [dict(unlabelled, id=9)], theme_embed, threshold=0.5) == []
 
 
 def test_changes_within_the_noise_are_about_the_same():
