@@ -56,6 +56,11 @@ class ClusterNamer(abc.ABC):
     def name(self, keywords: list[str]) -> tuple[str, str]:
         """(name of at most 10 words, two-sentence description)."""
 
+    def name_group(self, keywords: list[str], member_names: list[str]) -> tuple[str, str]:
+        """Names a group of released topics (the report's hierarchy) from the members' released keywords
+        and names. Both are released data, so this is post-processing too. Default: by the keywords."""
+        return self.name(keywords)
+
 
 class KeywordProposer(abc.ABC):
     """Proposes free-form keywords for conversations (the `llm` and `hybrid` keyword-set methods).

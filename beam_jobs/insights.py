@@ -2,13 +2,14 @@
 
     python -m beam_jobs.insights --input 'logs/*.jsonl' --output out/ [options] [Beam flags]
 
-Writes RUN/release/report.json (DP outputs and their post-processing only) and RUN/private/
+Writes RUN/release/report.json and report.html (DP outputs and their post-processing only) and RUN/private/
 (run_stats.json, dead_letter/, assignments/, release_gate.json), where RUN is OUTPUT, or
 OUTPUT/dt=DATE/run=RUN_ID/ with --date. See README.md for the privacy guarantee and exit codes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import random
@@ -17,11 +18,11 @@ import time
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from backends import factory
 from backends.keyword_set import load_keyword_set
-from beam_jobs import json_store
+from beam_jobs import json_store, progress
 from beam_jobs.json_store import read_json_or_none
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import InsightsOptions, delta_split, validate
@@ -90,6 +91,9 @@ def release_config(o: InsightsOptions, keyword_set, embedding_dim: int, context:
         "kmeans_iterations": o.kmeans_iterations,
         "projection_dim": o.projection_dim,
         "noise_seed_fixed": o.noise_seed is not None,
+        # Whether the spend was checked against a cap across runs (not where the ledger lives).
+        "privacy_ledger": ({"window_days": o.window_days, "max_epsilon_per_window": o.max_epsilon_per_window}
+                           if o.privacy_ledger else None),
     }
 
 
@@ -126,12 +130,13 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
     floor = (o.keyword_min_noisy_count if o.keyword_min_noisy_count is not None
              else release_floor(histogram.spend.noise, len(keywords)))
     top_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(o.keywords_per_cluster, floor)
-    named = top_keywords | "name clusters" >> NameClusters(factory.make_cluster_namer(o))
+    namer = factory.make_cluster_namer(o)
+    named = top_keywords | "name clusters" >> NameClusters(namer)
 
     spends = [*keyword_set.spend, kmeans.spend, sizes.spend, histogram.spend]
     report = named | "write pending report" >> WriteReport(
         paths["report_pending"], kept_sizes, spends, o.max_conversations_per_user,
-        release_config(o, keyword_set, embedding_dim, context))
+        release_config(o, keyword_set, embedding_dim, context), o.embedding_model, namer)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, o.privacy_ledger)
 
     _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs)
@@ -208,6 +213,19 @@ def _runs_remotely(pipeline_options: PipelineOptions) -> bool:
     return (pipeline_options.view_as(StandardOptions).runner or "").endswith("DataflowRunner")
 
 
+def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
+    """A progress reporter on stderr for local in-process runs (see beam_jobs/progress.py), else nothing."""
+    enabled, why = progress.progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
+                                             pipeline_options.view_as(DirectOptions).direct_running_mode,
+                                             _runs_remotely(pipeline_options))
+    if not enabled:
+        if options.progress == "on":
+            print(f"progress: off ({why})", file=sys.stderr)
+        return contextlib.nullcontext()
+    return progress.ProgressReporter(options.max_conversations_per_user, options.embedding_block_size,
+                                     options.kmeans_iterations, interval=progress.DEFAULT_INTERVAL_SECONDS)
+
+
 def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend]) -> None:
     """Checks the window cap and records this run as `reserved`, in one atomic ledger update.
     Raises BudgetRefused. The keyword set's own spend is not charged again each night: a DP keyword
@@ -272,13 +290,14 @@ def run(argv: list[str] | None = None) -> int:
             return _fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
     paths = output_paths(context)
     try:
-        result = pipeline.run()
-        if _runs_remotely(pipeline_options):
-            # A Flex Template launcher must return once the job is submitted; the pipeline's own last
-            # step gates the release and commits the ledger, and Dataflow monitors the stages.
-            log.info("job submitted", extra={"event": "job_submitted", "run_id": context.run_id})
-            return 0
-        result.wait_until_finish()
+        with _progress(options, pipeline_options):
+            result = pipeline.run()
+            if _runs_remotely(pipeline_options):
+                # A Flex Template launcher must return once the job is submitted; the pipeline's own last
+                # step gates the release and commits the ledger, and Dataflow monitors the stages.
+                log.info("job submitted", extra={"event": "job_submitted", "run_id": context.run_id})
+                return 0
+            result.wait_until_finish()
     except Exception as error:  # classify: the release gate, or anything else
         gate = read_json_or_none(paths["release_gate"])
         if gate is not None and gate["status"] == "rejected":

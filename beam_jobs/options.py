@@ -109,6 +109,9 @@ class InsightsOptions(PipelineOptions):
         add("--pseudonymize", choices=("on", "off"), default=None,
             help="Replace PII by typed pseudonyms before conversation text goes into a prompt. "
                  "Default: on for remote backends (openai, vertex).")
+        add("--progress", choices=("auto", "on", "off"), default="auto",
+            help="Print the running stage, its progress and an ETA to stderr every 10 s. auto: on for the "
+                 "DirectRunner's in-process engine; never on Dataflow, which has its own monitoring.")
 
 
 def validate(options: InsightsOptions) -> None:

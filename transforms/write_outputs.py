@@ -1,4 +1,4 @@
-"""Writing the job's outputs: release/report.json, private/run_stats.json, private JSON Lines."""
+"""Writing the job's outputs: release/report.json and report.html, private/run_stats.json, private JSON Lines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from backends.interfaces import ClusterNamer
+from beam_jobs.report_html import render_report
 from dp_ops.spend import MechanismSpend, total_spend
+from transforms.topic_hierarchy import build_hierarchy
 
 
 def write_json(path: str, document: dict) -> None:
@@ -50,23 +53,49 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
     return {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user), "config": config}
 
 
+def add_hierarchy(report: dict, embedding_model: str, namer: ClusterNamer) -> dict:
+    """The report with its topic hierarchy: post-processing of the released topics, no budget."""
+    from backends.embedding import embed_texts
+    namer.setup()
+    hierarchy = build_hierarchy(report["topics"], lambda texts: embed_texts(embedding_model, texts), namer)
+    return {**report, "hierarchy": hierarchy}
+
+
+def write_text(path: str, text: str) -> None:
+    with FileSystems.create(path) as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def html_path(report_path: str) -> str:
+    """report.html next to report.json (both in release.pending/, so the release gate scans both)."""
+    return report_path.rsplit("/", 1)[0] + "/report.html"
+
+
 class WriteReport(beam.PTransform):
-    """Input: (cluster_id, named topic) for kept clusters; side input: kept noisy sizes."""
+    """Input: (cluster_id, named topic) for kept clusters; side input: kept noisy sizes.
+
+    Writes report.json (with the topic hierarchy) and report.html, rendered from report.json alone.
+    """
 
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], max_conversations_per_user: int,
-                 config: dict):
+                 config: dict, embedding_model: str, namer: ClusterNamer):
         super().__init__()
         self._path = path
         self._kept_sizes = kept_sizes
         self._spends = spends
         self._max_conversations_per_user = max_conversations_per_user
         self._config = config
+        self._embedding_model = embedding_model
+        self._namer = namer
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
+        embedding_model, namer = self._embedding_model, self._namer
 
         def write(_, topics, sizes):
-            write_json(path, build_report(topics, sizes, spends, limit, config))
+            report = add_hierarchy(build_report(topics, sizes, spends, limit, config), embedding_model, namer)
+            write_json(path, report)
+            write_text(html_path(path), render_report(report))
             return path
 
         return (named_topics.pipeline
