@@ -31,7 +31,7 @@ STAGE = "keyword_set"
 class DocumentFrequencyParams:
     epsilon: float
     max_conversations_per_user: int
-    max_terms_per_conversation: int = 64
+    max_terms_per_conversation: int = 16
     buckets: int = 1 << 16
 
     def __post_init__(self):
@@ -49,6 +49,11 @@ class DocumentFrequencyParams:
     @property
     def scale(self) -> float:
         return discrete_laplace.scale_for(self.epsilon, self.sensitivity)
+
+    def default_min_noisy_frequency(self) -> float:
+        """One noise standard deviation: a term in no document clears it with probability ~12%, one in
+        enough documents to pass partition selection almost always does."""
+        return math.sqrt(discrete_laplace.variance(self.scale))
 
     def spend(self) -> MechanismSpend:
         return discrete_laplace.spend(STAGE, f"discrete Laplace document frequencies ({self.buckets} hash "
@@ -91,13 +96,21 @@ class NoisyDocumentFrequencies:
     def from_noisy_vector(cls, vector: np.ndarray) -> "NoisyDocumentFrequencies":
         return cls(np.asarray(vector[:-1], dtype=np.int64), int(vector[-1]))
 
+    def frequency(self, term: str) -> int:
+        return int(self.frequencies[bucket_of(term, len(self.frequencies))])
+
     def idf(self, term: str) -> float:
         """Smoothed IDF; noisy values below 0 (documents) or 1 (count) are clamped."""
-        df = max(0, int(self.frequencies[bucket_of(term, len(self.frequencies))]))
+        df = max(0, self.frequency(term))
         return math.log((1 + max(1, self.documents)) / (1 + df)) + 1.0
 
 
-def top_tfidf_terms(counts: dict[str, int], frequencies: NoisyDocumentFrequencies, k: int) -> list[str]:
-    """The k terms with the largest count x IDF (ties: alphabetical)."""
-    scored = sorted(((-count * frequencies.idf(term), term) for term, count in counts.items()))
+def top_tfidf_terms(counts: dict[str, int], frequencies: NoisyDocumentFrequencies, k: int,
+                    min_noisy_frequency: float = 0.0) -> list[str]:
+    """The k terms with the largest count x IDF (ties: alphabetical), among terms whose noisy
+    document frequency is at least `min_noisy_frequency`: the rarest terms (a ticket number, a
+    name) top any TF-IDF ranking yet can never pass partition selection, so they would only waste
+    the conversation's k slots (sklearn's min_df, applied to the DP release)."""
+    scored = sorted((-count * frequencies.idf(term), term) for term, count in counts.items()
+                    if frequencies.frequency(term) >= min_noisy_frequency)
     return [term for _, term in scored[:k]]

@@ -24,11 +24,12 @@ def _select(pairs, collector, **params):
     return dict(collector.result("released")), select.spend
 
 
-def test_selection_keeps_frequent_terms_and_drops_a_term_one_user_repeats(collector):
+@pytest.mark.parametrize("strategy", ["gaussian", "truncated_geometric"])
+def test_selection_keeps_frequent_terms_and_drops_a_term_one_user_repeats(collector, strategy):
     pairs = [(f"user-{u}", "python") for u in range(300)] + [(f"user-{u}", "recipe") for u in range(300, 500)]
     # One user repeats a term a thousand times (and in many conversations): it counts as one user.
     pairs += [("loud-user", "secretword")] * 1000 + [("loud-user", "python")]
-    released, _ = _select(pairs, collector, epsilon=1.0, delta=1e-6, max_partitions_per_user=5)
+    released, _ = _select(pairs, collector, epsilon=1.0, delta=1e-6, max_partitions_per_user=5, strategy=strategy)
     assert {"python", "recipe"} <= set(released)
     assert "secretword" not in released
 
@@ -40,12 +41,13 @@ def test_selection_drops_every_single_user_term_over_many_trials(collector):
     assert released == {}
 
 
-@pytest.mark.parametrize("with_counts", [False, True])
-def test_spent_epsilon_and_delta_are_what_was_asked(collector, with_counts):
+@pytest.mark.parametrize("with_counts,strategy", [(False, "gaussian"), (True, "gaussian"),
+                                                  (False, "truncated_geometric"), (True, "laplace")])
+def test_spent_epsilon_and_delta_are_what_was_asked(collector, with_counts, strategy):
     # 600 users: with counts half the budget goes to the selection, whose threshold is then ~150 users.
     pairs = [(f"user-{u}", "python") for u in range(600)]
     released, spend = _select(pairs, collector, epsilon=0.7, delta=2e-6, max_partitions_per_user=4,
-                              with_counts=with_counts)
+                              with_counts=with_counts, strategy=strategy)
     assert spend.epsilon == pytest.approx(0.7) and spend.delta == pytest.approx(2e-6)
     assert spend.stage == "keyword_set" and spend.sensitivity == 4
     if with_counts:

@@ -38,19 +38,21 @@ class ClippedTermCounts(beam.PTransform):
                                                                      self._max_terms)
 
 
-def _top_terms(clipped: ClippedTerms, frequencies, k: int):
-    for term in top_tfidf_terms(clipped.counts, frequencies, k):
+def _top_terms(clipped: ClippedTerms, frequencies, k: int, min_noisy_frequency: float):
+    for term in top_tfidf_terms(clipped.counts, frequencies, k, min_noisy_frequency):
         yield clipped.user_id, term
 
 
 class TopTfidfTerms(beam.PTransform):
     """Output: (user_id, term) for each of a conversation's top-k TF-IDF terms."""
 
-    def __init__(self, noisy_frequencies, terms_per_conversation: int):
+    def __init__(self, noisy_frequencies, terms_per_conversation: int, min_noisy_frequency: float = 0.0):
         super().__init__()
+        self._min_noisy_frequency = min_noisy_frequency
         self._noisy_frequencies = noisy_frequencies
         self._k = terms_per_conversation
 
     def expand(self, clipped_terms):
         return clipped_terms | "top-k TF-IDF terms" >> beam.FlatMap(
-            timed("top_tfidf_terms", _top_terms), beam.pvalue.AsSingleton(self._noisy_frequencies), self._k)
+            timed("top_tfidf_terms", _top_terms), beam.pvalue.AsSingleton(self._noisy_frequencies), self._k,
+            self._min_noisy_frequency)
