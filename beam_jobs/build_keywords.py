@@ -156,8 +156,9 @@ def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions) -> list[Mec
             factory.make_keyword_proposer(o), o.terms_per_conversation)
         if public is not None:
             # Public keywords need no budget: only novel ones go through DP selection.
+            known = public | "public set for lookup" >> beam.Map(frozenset)
             pairs = pairs | "novel keywords only" >> beam.Filter(
-                lambda pair, known: pair[1] not in set(known), beam.pvalue.AsSingleton(public))
+                lambda pair, known: pair[1] not in known, beam.pvalue.AsSingleton(known))
     if o.method in DP_METHODS:
         select = DPSelectTerms(selection)
         selected = pairs | "DP partition selection" >> select
@@ -193,7 +194,9 @@ def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions) -> list[Mec
 
 def _charge_ledger(o: BuildKeywordsOptions, run_id: str, epsilon: float, delta: float) -> None:
     """Records the keyword set's spend once, on its build date (not each night it is used)."""
-    date = o.date if o.date and o.date not in ("today", "yesterday") else dt.date.today().isoformat()
+    today = dt.datetime.now(dt.timezone.utc).date()
+    date = {None: today, "today": today, "yesterday": today - dt.timedelta(days=1)}.get(o.date, o.date)
+    date = str(date)
 
     def reserve(document):
         ledger = Ledger.from_json(document)
