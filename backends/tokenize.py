@@ -4,7 +4,8 @@ Why this tokenizer (bench/bench_tokenizers.py prints the figures): it is the Rus
 the embedding model's own tokenizer, so it is already installed with sentence-transformers (no new
 dependency), Unicode-aware (splits punctuation and CJK characters, strips accents, lower-cases), and
 faster than spaCy's rule-based tokenizer (7.6k vs 5.5k conversations/s measured) while importing in
-0.02 s instead of seconds. tensorflow-text would add full TensorFlow (~2.2 GB install, ~4.5 s import)
+0.02 s instead of seconds. tensorflow-text would add full TensorFlow (~2.2 GB install, ~4.5 s import;
+estimates, it was not installed)
 for the same whitespace/punctuation split, so it does not earn its weight here.
 
 `content_terms` keeps the words a keyword can be made of: not a stopword, at least one letter, 2-30
