@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
+from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
+from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
 
 
 def _llm_config(options):
@@ -38,3 +39,22 @@ def make_cluster_namer(options) -> ClusterNamer:
         return KeywordClusterNamer()
     from backends.llm.steps import LLMClusterNamer
     return LLMClusterNamer(config, fallback=KeywordClusterNamer())
+
+
+def make_keyword_proposer(options) -> KeywordProposer:
+    """The `llm`/`hybrid` keyword-set methods' proposer."""
+    offline = FrequentTermsKeywordProposer()
+    config = _llm_config(options)
+    if config is None:
+        return offline
+    from backends.llm.steps import LLMKeywordProposer
+    return LLMKeywordProposer(config, fallback=offline)
+
+
+def make_keyword_set_refiner(options) -> KeywordSetRefiner:
+    offline = EmbeddingKeywordSetRefiner(options.embedding_model)
+    config = _llm_config(options)
+    if config is None:
+        return offline
+    from backends.llm.steps import LLMKeywordSetRefiner
+    return LLMKeywordSetRefiner(config, fallback=offline)

@@ -82,6 +82,10 @@ class InsightsOptions(PipelineOptions):
                  "(--allow_rerun or --allow_rerun=true, as Flex Templates pass it).")
         add("--canary_file", default=None,
             help="Strings (one per line) that the release gate must never find in release/.")
+        add("--keyword_mode", choices=("histogram", "centroid", "both"), default="histogram",
+            help="Topic keywords from the DP keyword histograms, from the keywords nearest each DP k-means "
+                 "centre (post-processing: no keyword budget is spent, --epsilon_keywords is unused), or both "
+                 "(histogram keywords name the topics; the report adds centroid keywords and their agreement).")
         add("--noise_seed", type=int, default=None,
             help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
                  "anyone who knows the seed. PipelineDP's noise is never seeded.")
@@ -174,7 +178,8 @@ def _validate_llm(o: InsightsOptions) -> None:
 
 
 def delta_split(options: InsightsOptions) -> tuple[float, float]:
-    """(delta for DP k-means, delta for the keyword histograms); Laplace keywords need none."""
-    if options.keyword_noise == "gaussian":
+    """(delta for DP k-means, delta for the keyword histograms); Laplace keywords need none, and
+    centroid keywords spend nothing."""
+    if options.keyword_noise == "gaussian" and options.keyword_mode != "centroid":
         return options.delta / 2, options.delta / 2
     return options.delta, 0.0

@@ -10,6 +10,7 @@ from apache_beam.io.filesystems import FileSystems
 from backends.interfaces import ClusterNamer
 from beam_jobs.report_html import render_report
 from dp_ops.spend import MechanismSpend, total_spend
+from transforms.centroid_keywords import keyword_agreement
 from transforms.topic_hierarchy import build_hierarchy
 
 
@@ -37,8 +38,10 @@ def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: in
 
 
 def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
-                 max_conversations_per_user: int, config: dict) -> dict:
-    """The release: DP outputs and their post-processing only. Topics ranked by noisy size."""
+                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None) -> dict:
+    """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
+    With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
+    the report says how much they agree with the histogram's."""
     topics = [
         {
             "id": int(cluster_id),
@@ -50,7 +53,12 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         for cluster_id, topic in named_topics.items()
     ]
     topics.sort(key=lambda t: (-t["size"], t["id"]))
-    return {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user), "config": config}
+    report = {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user), "config": config}
+    if centroid_keywords is not None:
+        for topic in topics:
+            topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])
+        report["keyword_agreement"] = keyword_agreement({t["id"]: t["keywords"] for t in topics}, centroid_keywords)
+    return report
 
 
 def add_hierarchy(report: dict, embedding_model: str, namer: ClusterNamer) -> dict:
@@ -78,8 +86,9 @@ class WriteReport(beam.PTransform):
     """
 
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], max_conversations_per_user: int,
-                 config: dict, embedding_model: str, namer: ClusterNamer):
+                 config: dict, embedding_model: str, namer: ClusterNamer, centroid_keywords=None):
         super().__init__()
+        self._centroid_keywords = centroid_keywords
         self._path = path
         self._kept_sizes = kept_sizes
         self._spends = spends
@@ -92,16 +101,18 @@ class WriteReport(beam.PTransform):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
         embedding_model, namer = self._embedding_model, self._namer
 
-        def write(_, topics, sizes):
-            report = add_hierarchy(build_report(topics, sizes, spends, limit, config), embedding_model, namer)
+        def write(_, topics, sizes, centroid):
+            report = add_hierarchy(build_report(topics, sizes, spends, limit, config, centroid), embedding_model, namer)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
 
+        centroid = (beam.pvalue.AsDict(self._centroid_keywords) if self._centroid_keywords is not None
+                    else beam.pvalue.AsSingleton(named_topics.pipeline | "no centroid keywords" >> beam.Create([None])))
         return (named_topics.pipeline
                 | "report trigger" >> beam.Create([None])
                 | "build and write report.json" >> beam.Map(
-                    write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes)))
+                    write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes), centroid))
 
 
 def count_globally(pcoll, label: str):
