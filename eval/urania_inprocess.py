@@ -112,6 +112,10 @@ def fit_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: km.DPKMeansP
 
 def _dp_count(params: DPCountParams, pairs: list[tuple[str, object]], partitions: list) -> tuple[dict, object]:
     """(partition -> noisy count for every public partition, spend), PipelineDP on LocalBackend."""
+    if not pairs:
+        # PipelineDP refuses empty input; data outside the public partitions is dropped, so one
+        # such element gives every public partition a pure-noise count, as the job would release.
+        pairs = [("no user", ("no partition",))]
     accountant = params.budget_accountant()
     engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
     extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda pair: pair[0],

@@ -157,3 +157,16 @@ def test_sweep_and_membership_inference_clis(tmp_path):
     assert sum(result["membership"]) == 4 and len(result["scores"]["urania"]) == 8
     assert all(math.isfinite(s) for s in result["scores"]["simple_clio"])
     assert os.path.getsize(tmp_path / "mi" / "conversations_roc.png") > 0
+
+
+def test_in_process_urania_with_nothing_kept_releases_nothing_and_still_accounts():
+    from eval.urania_inprocess import UraniaConfig, run_urania
+    rng = np.random.default_rng(2)
+    vectors = _blobs(rng, [20, 20], np.eye(2, 384))
+    ids, users = [f"c{i}" for i in range(40)], [f"u{i}" for i in range(40)]
+    report = run_urania(ids, users, ["x"] * 40, vectors, UraniaConfig(num_clusters=4, min_cluster_size=1e6),
+                        seed=1, noise_seed=2)
+    assert report["topics"] == []
+    assert [m["stage"] for m in report["privacy"]["mechanisms"]] == ["clustering", "cluster_sizes",
+                                                                      "keyword_histograms"]
+    assert report["privacy"]["epsilon"] == pytest.approx(7.0, abs=1e-3)
