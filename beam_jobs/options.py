@@ -80,7 +80,7 @@ class InsightsOptions(PipelineOptions):
             help="Allow a second run for a date already in the ledger, recorded as a second spend "
                  "(--allow_rerun or --allow_rerun=true, as Flex Templates pass it).")
         add("--canary_file", default=None,
-            help="Strings (one per line) that the release gate must never find in release/.")
+            help="Strings (one per line, or JSON Lines with a canary field) that the release gate must never find in release/.")
         add("--noise_seed", type=int, default=None,
             help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
                  "anyone who knows the seed. PipelineDP's noise is never seeded.")
