@@ -80,8 +80,26 @@ class ExtractiveSummariser(ClusterSummariser):
         keywords = scored[: self.keywords]
         name = ", ".join(keywords[:3]).capitalize() if keywords else "Miscellaneous"
         quotes = [f'"{_opening(text, self.quote_chars)}"' for text in members[: self.quotes] if text.strip()]
-        description = (f"Conversations about {', '.join(keywords) or 'various things'}. "
-                       f"Typical requests: {'; '.join(quotes)}.")
+        description = f"Conversations about {', '.join(keywords) or 'various things'}."
+        if quotes:
+            description += f" Typical requests: {'; '.join(quotes)}."
+        return {"name": name, "description": description, "keywords": keywords}
+
+
+class NamerSummariser(ClusterSummariser):
+    """Any backends.interfaces.ClusterNamer (the job's namer interface; LLM namers plug in there) fed
+    with the members' most distinctive words instead of DP keywords: still not private."""
+
+    def __init__(self, namer, keywords: int = 5):
+        self.namer = namer
+        self._words = ExtractiveSummariser(keywords=keywords, quotes=0)
+
+    def setup(self) -> None:
+        self.namer.setup()
+
+    def summarise(self, members: list[str], contrastive: list[str]) -> dict:
+        keywords = self._words.summarise(members, contrastive)["keywords"]
+        name, description = self.namer.name(keywords)
         return {"name": name, "description": description, "keywords": keywords}
 
 
@@ -165,13 +183,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--members_per_summary", type=int, default=10)
     parser.add_argument("--k_min", type=int, default=None, help="defence: drop clusters with fewer distinct users")
     parser.add_argument("--redact", action="store_true", help="defence: redact PII-regex matches in summaries")
+    parser.add_argument("--summariser", choices=("extractive", "keyword_namer"), default="extractive",
+                        help="extractive: quotes members (leaky); keyword_namer: the job's offline namer on "
+                             "the members' distinctive words")
     parser.add_argument("--embedding_model", default="all-MiniLM-L6-v2")
     args = parser.parse_args(argv)
     dataset = load_dataset(args.input)
     embeddings = embed_cached(dataset.facets, args.embedding_model)
+    summariser = None
+    if args.summariser == "keyword_namer":
+        from backends.offline import KeywordClusterNamer
+        summariser = NamerSummariser(KeywordClusterNamer())
     report = run_simple_clio(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
-                             args.num_clusters, args.seed, args.members_per_summary, k_min=args.k_min,
-                             redact=args.redact)
+                             args.num_clusters, args.seed, args.members_per_summary, summariser=summariser,
+                             k_min=args.k_min, redact=args.redact)
     run_dir = write_report(report, args.output)
     print(f"NON-PRIVATE baseline: {len(report['topics'])} topics from {len(dataset)} conversations "
           f"-> {run_dir}/release/report.json")

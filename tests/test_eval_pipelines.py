@@ -82,6 +82,15 @@ def test_simple_clio_report_defences_and_non_private_marking(tmp_path):
         assert "_private" not in json.load(handle)
 
 
+def test_namer_summariser_uses_the_jobs_namer_on_distinctive_words():
+    from backends.offline import KeywordClusterNamer
+    from eval.simple_clio import NamerSummariser
+    summary = NamerSummariser(KeywordClusterNamer(), keywords=2).summarise(
+        ["sourdough starter feeding", "sourdough oven spring"], ["tax return filing", "oven cleaning"])
+    assert summary["keywords"][0] == "sourdough" and summary["name"].startswith("Sourdough")
+    assert "oven" not in summary["keywords"][:1]
+
+
 def test_redact_pii():
     assert redact_pii("call +1 415-555-0123 or mail a.b.00001@example.com, 12 Juniper Lane") == \
         "call [PHONE] or mail [EMAIL], [STREET_ADDRESS]"
