@@ -81,7 +81,7 @@ class InsightsOptions(PipelineOptions):
             help="Allow a second run for a date already in the ledger, recorded as a second spend "
                  "(--allow_rerun or --allow_rerun=true, as Flex Templates pass it).")
         add("--canary_file", default=None,
-            help="Strings (one per line) that the release gate must never find in release/.")
+            help="Strings (one per line, or JSON Lines with a canary field) that the release gate must never find in release/.")
         add("--keyword_mode", choices=("histogram", "centroid", "both"), default="histogram",
             help="Topic keywords from the DP keyword histograms, from the keywords nearest each DP k-means "
                  "centre (post-processing: no keyword budget is spent, --epsilon_keywords is unused), or both "
