@@ -5,11 +5,13 @@ Lexical (each a Jaccard index |A & B| / |A | B| of feature sets extracted from a
 tokens and 2-grams. Semantic: topic overlap (share of private topics whose nearest baseline summary
 has cosine >= a threshold, and share of baseline topics so matched) and embedding proximity (mean
 and median cosine of each private summary to its nearest baseline summary). With an LLM judge
-(SummaryJudge), the comparative 1-5 rating and the binary preference, the two summaries shown in
-random order. A summary is a topic's "name. description. keywords".
+(SummaryJudge; eval/llm_judge.py with --llm_backend openai|vertex|local), the comparative 1-5 rating
+and the binary preference, the two summaries shown in random order. A summary is a topic's
+"name. description. keywords".
 
     python -m eval.utility_metrics --private out/sample/release/report.json \
-        --baseline out/clio/non_private_baseline/release/report.json
+        --baseline out/clio/non_private_baseline/release/report.json \
+        [--llm_backend openai --llm_base_url http://host:8000/v1 --llm_model NAME]
 """
 
 from __future__ import annotations
@@ -121,36 +123,62 @@ def topic_overlap(private_vectors: np.ndarray, baseline_vectors: np.ndarray, thr
             "baseline_covered": float((backward >= threshold).mean()) if len(backward) else None}
 
 
+class JudgeFailure(Exception):
+    """The judge gave no usable verdict for a pair (e.g. a malformed answer after retries)."""
+
+
 class SummaryJudge(abc.ABC):
-    """Compares two topic summaries (an LLM backend implements this; none is offline)."""
+    """Compares two topic summaries (eval/llm_judge.py implements it with an LLM; none is offline)."""
 
     @abc.abstractmethod
     def compare(self, first: str, second: str) -> tuple[int, int, int]:
-        """(rating of first 1-5, rating of second 1-5, preferred: 0 = first, 1 = second)."""
+        """(rating of first 1-5, rating of second 1-5, preferred: 0 = first, 1 = second); raises JudgeFailure."""
+
+    def compare_many(self, pairs: list[tuple[str, str]]) -> list[tuple[int, int, int] | None]:
+        """One verdict per (first, second) pair, None where the judge failed."""
+        verdicts = []
+        for first, second in pairs:
+            try:
+                verdicts.append(self.compare(first, second))
+            except JudgeFailure:
+                verdicts.append(None)
+        return verdicts
+
+    def details(self) -> dict:
+        """Anything worth reporting next to the verdicts (backend, model, call counts)."""
+        return {}
 
 
 def judge_comparison(private: list[str], baseline: list[str], private_vectors: np.ndarray,
                      baseline_vectors: np.ndarray, judge: SummaryJudge | None, seed: int = 0) -> dict:
-    """Each private summary against its nearest baseline summary, shown in random order."""
+    """Each private summary against its nearest baseline summary, shown in random order. A pair the
+    judge failed on is left out of the means and counted in "failed"; nothing is imputed."""
     if judge is None:
         return {"judge": None, "note": "no LLM judge configured: rating and preference not computed"}
     if not private or not baseline:
-        return {"judge": type(judge).__name__, "pairs": 0}
+        return {"judge": type(judge).__name__, "pairs": 0, "judged": 0, "failed": 0, **judge.details()}
     rng = random.Random(seed)
     nearest = (private_vectors @ baseline_vectors.T).argmax(axis=1)
-    ratings_private, ratings_baseline, prefer_private = [], [], 0
+    swaps, shown = [], []
     for i, j in enumerate(nearest.tolist()):
         swapped = rng.random() < 0.5
-        first, second = (baseline[j], private[i]) if swapped else (private[i], baseline[j])
-        rating_first, rating_second, preferred = judge.compare(first, second)
+        swaps.append(swapped)
+        shown.append((baseline[j], private[i]) if swapped else (private[i], baseline[j]))
+    ratings_private, ratings_baseline, prefer_private = [], [], 0
+    for swapped, verdict in zip(swaps, judge.compare_many(shown)):
+        if verdict is None:
+            continue
+        rating_first, rating_second, preferred = verdict
         rp, rb = (rating_second, rating_first) if swapped else (rating_first, rating_second)
         ratings_private.append(rp)
         ratings_baseline.append(rb)
         prefer_private += int(preferred == (1 if swapped else 0))
-    return {"judge": type(judge).__name__, "pairs": len(private),
-            "mean_rating_private": statistics.fmean(ratings_private),
-            "mean_rating_baseline": statistics.fmean(ratings_baseline),
-            "private_preferred": prefer_private / len(private)}
+    judged = len(ratings_private)
+    return {"judge": type(judge).__name__, "pairs": len(private), "judged": judged, "failed": len(private) - judged,
+            "mean_rating_private": statistics.fmean(ratings_private) if judged else None,
+            "mean_rating_baseline": statistics.fmean(ratings_baseline) if judged else None,
+            "private_preferred": prefer_private / judged if judged else None,
+            **judge.details()}
 
 
 def utility_metrics(private: list[str], baseline: list[str], embed=None, judge: SummaryJudge | None = None,
@@ -182,12 +210,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--private", required=True, help="the DP job's release/report.json")
     parser.add_argument("--baseline", required=True, help="SIMPLE-CLIO's report.json")
     parser.add_argument("--overlap_threshold", type=float, default=0.6)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the judge's random presentation order")
+    from eval.llm_judge import add_llm_arguments, judge_from_args
+    add_llm_arguments(parser)
     args = parser.parse_args(argv)
+    judge = judge_from_args(args, parser)
     with open(args.private) as handle:
         private = report_summaries(json.load(handle))
     with open(args.baseline) as handle:
         baseline = report_summaries(json.load(handle))
-    print(json.dumps(utility_metrics(private, baseline, overlap_threshold=args.overlap_threshold), indent=2))
+    print(json.dumps(utility_metrics(private, baseline, judge=judge, overlap_threshold=args.overlap_threshold,
+                                     seed=args.seed), indent=2))
 
 
 if __name__ == "__main__":

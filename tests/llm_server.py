@@ -51,7 +51,8 @@ class _Server(http.server.ThreadingHTTPServer):
 
 class FakeChatServer:
     def __init__(self, fault_rate: float = 0.0, seed: int = 0, hang_s: float = 2.0, misbehave: bool = False,
-                 latency_s: float = 0.0):
+                 latency_s: float = 0.0, answer=None):
+        self.answer = answer  # prompt -> answer text, instead of derived_answer (canned answers for a test)
         self.latency_s = latency_s  # added to every answer, like a real model's generation time
         self.fault_rate = fault_rate
         self.seed = seed
@@ -107,6 +108,7 @@ class FakeChatServer:
                 if server.latency_s:
                     time.sleep(server.latency_s)
                 content = "Sure! Here is some text without the requested format." if fault == "garbage" \
+                    else server.answer(prompt) if server.answer is not None \
                     else derived_answer(prompt, server.misbehave)
                 usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split())}
                 entry["tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]

@@ -126,3 +126,38 @@ def parse_refinement(text: str) -> tuple[tuple[list[str], list[str]], bool]:
             raise MalformedOutput(f"{key!r} is not a list of strings")
         lists.append([w for w in dict.fromkeys(" ".join(x.lower().split()) for x in value) if w])
     return (lists[0], lists[1]), repaired
+
+
+def _rating(value) -> tuple[int, bool]:
+    """A 1-5 rating; an integral float or a digit string is repaired, anything else is malformed."""
+    repaired = False
+    if isinstance(value, str) and value.strip().isdigit():
+        value, repaired = int(value.strip()), True
+    elif isinstance(value, float) and value.is_integer():
+        value, repaired = int(value), True
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+        raise MalformedOutput("a rating is not an integer from 1 to 5")
+    return value, repaired
+
+
+def parse_judgement(text: str) -> tuple[tuple[int, int, int], bool]:
+    """((rating of A, rating of B, preferred: 0 = A, 1 = B), repaired?) from
+    {"rating_a": 1-5, "rating_b": 1-5, "preferred": "A"|"B"}. A numeric preference is ambiguous
+    (0/1 or 1/2?) and is not guessed."""
+    data, repaired = _payload(text, "{", "}")
+    if not isinstance(data, dict):
+        raise MalformedOutput("judgement is not a JSON object")
+    fields = {str(k).strip().lower(): v for k, v in data.items()}
+    if not {"rating_a", "rating_b", "preferred"} <= fields.keys():
+        raise MalformedOutput("judgement lacks rating_a, rating_b or preferred")
+    rating_a, fixed_a = _rating(fields["rating_a"])
+    rating_b, fixed_b = _rating(fields["rating_b"])
+    preferred = fields["preferred"]
+    if not isinstance(preferred, str):
+        raise MalformedOutput("preferred is not 'A' or 'B'")
+    choice = " ".join(preferred.replace("_", " ").split()).upper()
+    choice = choice[len("SUMMARY "):] if choice.startswith("SUMMARY ") else choice
+    if choice not in ("A", "B"):
+        raise MalformedOutput("preferred is not 'A' or 'B'")
+    repaired = repaired or fixed_a or fixed_b or preferred != choice
+    return (rating_a, rating_b, 0 if choice == "A" else 1), repaired

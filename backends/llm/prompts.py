@@ -2,7 +2,8 @@
 
 Each builder returns chat messages [{"role": ..., "content": ...}]. Only the facet and keyword-proposal
 prompts carry (pseudonymized) conversation text; the keyword-selection prompt carries a facet summary;
-the naming and refinement prompts carry public or DP-released words only.
+the naming and refinement prompts carry public or DP-released words only. The judge prompt (eval only)
+carries two topic summaries and nothing else.
 """
 
 from __future__ import annotations
@@ -59,6 +60,22 @@ Refine the list so that it ends near {target_size} keywords: remove keywords tha
 vague or too specific, and add general topic keywords that are missing. Answer with one JSON object and \
 nothing else: {{"remove": ["..."], "add": ["..."]}}"""
 
+JUDGE_INSTRUCTIONS = """Here are two summaries of a topic found in chatbot conversations. Each gives the \
+topic's name, a short description and keywords.
+
+<summary_a>
+{summary_a}
+</summary_a>
+
+<summary_b>
+{summary_b}
+</summary_b>
+
+Rate each summary from 1 (poor) to 5 (excellent) for how informative, specific and coherent it is as a \
+description of a topic, then say which of the two you prefer. The order of the summaries means nothing. \
+Answer with one JSON object and nothing else:
+{{"rating_a": <1-5>, "rating_b": <1-5>, "preferred": "A" or "B"}}"""
+
 
 def _messages(user: str) -> list[dict]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -84,3 +101,7 @@ def propose_messages(summary: str, max_keywords: int) -> list[dict]:
 def refine_messages(keywords: list[str], target_size: int) -> list[dict]:
     return _messages(REFINE_INSTRUCTIONS.format(size=len(keywords), target_size=target_size,
                                                 keywords=json.dumps(list(keywords), ensure_ascii=False)))
+
+
+def judge_messages(summary_a: str, summary_b: str) -> list[dict]:
+    return _messages(JUDGE_INSTRUCTIONS.format(summary_a=summary_a, summary_b=summary_b))
