@@ -60,7 +60,8 @@ class LLMSummaryJudge(SummaryJudge):
 
     def details(self) -> dict:
         return {"backend": self.config.backend, "model": self.config.model,
-                "llm": {name: int(value) for name, value in self.counters.totals.items()}}
+                # no fallback answers for the judge: a failed call is a failed pair
+                "llm": {name: int(value) for name, value in self.counters.totals.items() if name != "fallbacks"}}
 
 
 class _LLMOptionsOnly:
