@@ -14,6 +14,7 @@ import math
 
 import pipeline_dp
 
+from dp_ops.dp_counts import accountant_spent
 from dp_ops.spend import MechanismSpend
 
 # Gaussian thresholding is the default: its threshold grows with sqrt(max_partitions_per_user), the
@@ -63,10 +64,7 @@ class TermSelectionParams:
 def spend_from_accountant(params: TermSelectionParams, accountant: pipeline_dp.NaiveBudgetAccountant,
                           mechanism: str) -> MechanismSpend:
     specs = accountant.mechanism_specs
-    if not specs:
-        raise RuntimeError(f"{params.stage}: no PipelineDP mechanism was registered")
-    epsilon = sum(spec.eps for spec in specs)
-    delta = sum(spec.delta or 0.0 for spec in specs)
+    epsilon, delta = accountant_spent(accountant, params.stage)
     noise = {"kind": "partition_selection", "strategy": params.strategy,
              "max_partitions_per_user": params.max_partitions_per_user,
              "mechanisms": [{"kind": str(spec.mechanism_type.name).lower(), "epsilon": spec.eps,
