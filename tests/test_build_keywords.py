@@ -9,6 +9,7 @@ import apache_beam as beam
 import pytest
 
 from backends.keyword_set import load_keyword_set
+from backends.tokenize import content_terms
 from beam_jobs.build_keywords import build_pipeline, run
 from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
 from beam_jobs.keyword_options import BuildKeywordsOptions
@@ -30,6 +31,20 @@ def data(tmp_path_factory):
     return folder, private, public
 
 
+def _users_per_term(path):
+    users = {}
+    for line in open(path, encoding="utf-8", errors="replace"):
+        try:
+            record = json.loads(line)
+            text = " ".join(m["content"] for m in record["messages"] if m["role"] == "user")
+            user = record["user_id"]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue  # the malformed lines
+        for term in set(content_terms(text)):
+            users.setdefault(term, set()).add(user)
+    return users
+
+
 DP_FLAGS = ["--seed", "3", "--max_conversations_per_user", "1", "--terms_per_conversation", "3"]
 
 
@@ -45,7 +60,9 @@ def test_dp_methods_release_shared_terms_only_and_record_the_asked_spend(data, m
     path, document = _keywords_file(folder, method, "--input", private, "--epsilon_keyword_set", "3",
                                     "--delta_keyword_set", "1e-6", *DP_FLAGS)
     keywords = load_keyword_set(path).keywords
-    assert len(keywords) >= 5
+    assert len(keywords) >= 2  # how many pass varies with the noise (4-30 seen); what passes must be shared:
+    users = _users_per_term(private)
+    assert all(len(users.get(k, ())) >= 5 for k in keywords), {k: len(users.get(k, ())) for k in keywords}
     # Every conversation carries a unique ticket code, a frequent top TF-IDF term for its one user.
     assert not any(TICKET.match(k) and any(c.isdigit() for c in k) for k in keywords)
     assert document["version"] == 1 and document["method"] == method
