@@ -19,9 +19,16 @@ class FacetExtractor(abc.ABC):
     def setup(self) -> None:
         """Loads models or clients; called once per worker."""
 
+    # Conversations per extract_batch call; > 1 makes ExtractFacets batch its input (LLM backends
+    # fan a batch out over a thread pool).
+    batch_size = 1
+
     @abc.abstractmethod
     def extract(self, conversation: Conversation) -> str:
         ...
+
+    def extract_batch(self, conversations: list[Conversation]) -> list[str]:
+        return [self.extract(conversation) for conversation in conversations]
 
 
 class KeywordSelector(abc.ABC):
@@ -48,6 +55,11 @@ class ClusterNamer(abc.ABC):
     @abc.abstractmethod
     def name(self, keywords: list[str]) -> tuple[str, str]:
         """(name of at most 10 words, two-sentence description)."""
+
+    def name_group(self, keywords: list[str], member_names: list[str]) -> tuple[str, str]:
+        """Names a group of released topics (the report's hierarchy) from the members' released keywords
+        and names. Both are released data, so this is post-processing too. Default: by the keywords."""
+        return self.name(keywords)
 
 
 class KeywordProposer(abc.ABC):

@@ -2,13 +2,14 @@
 
     python -m beam_jobs.insights --input 'logs/*.jsonl' --output out/ [options] [Beam flags]
 
-Writes RUN/release/report.json (DP outputs and their post-processing only) and RUN/private/
+Writes RUN/release/report.json and report.html (DP outputs and their post-processing only) and RUN/private/
 (run_stats.json, dead_letter/, assignments/, release_gate.json), where RUN is OUTPUT, or
 OUTPUT/dt=DATE/run=RUN_ID/ with --date. See README.md for the privacy guarantee and exit codes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import random
@@ -17,22 +18,23 @@ import time
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from backends import factory
 from backends.keyword_set import load_keyword_set
-from beam_jobs import json_store
+from beam_jobs import json_store, progress
 from beam_jobs.json_store import read_json_or_none
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import InsightsOptions, delta_split, validate
 from beam_jobs.release_gate import load_canaries
 from beam_jobs.run_context import RunContext, make_run_context
-from dp_ops.budget_ledger import BudgetRefused, Ledger, LedgerEntry
+from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
 from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.spend import MechanismSpend
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
+from transforms.centroid_keywords import CentroidKeywords
 from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, keep_large_clusters
 from transforms.dp_kmeans import DPKMeans
 from transforms.embed import EmbedConversations
@@ -83,13 +85,19 @@ def release_config(o: InsightsOptions, keyword_set, embedding_dim: int, context:
         "max_keywords_per_conversation": o.max_keywords_per_conversation,
         "max_keyword_partitions_per_user": o.max_keyword_partitions_per_user,
         "keyword_noise": o.keyword_noise,
-        "keyword_set": {"method": keyword_set.method, "size": len(keyword_set.keywords)},
+        "keyword_mode": o.keyword_mode,
+        "keyword_set": {"method": keyword_set.method, "size": len(keyword_set.keywords),
+                        "version": keyword_set.version, "created_at": keyword_set.created_at},
         "embedding_model": o.embedding_model,
         "embedding_backend": o.embedding_backend,
+        "llm_backend": o.llm_backend,
         "embedding_dim": embedding_dim,
         "kmeans_iterations": o.kmeans_iterations,
         "projection_dim": o.projection_dim,
         "noise_seed_fixed": o.noise_seed is not None,
+        # Whether the spend was checked against a cap across runs (not where the ledger lives).
+        "privacy_ledger": ({"window_days": o.window_days, "max_epsilon_per_window": o.max_epsilon_per_window}
+                           if o.privacy_ledger else None),
     }
 
 
@@ -117,23 +125,35 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
     assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
     noisy_sizes = assigned | "DP cluster sizes" >> sizes
     kept_sizes = keep_large_clusters(noisy_sizes, o.min_cluster_size)
-    sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
-        kept_sizes, o.samples_per_cluster, o.seed)
-    keyword_pairs = sampled | "select keywords" >> SelectKeywords(
-        factory.make_keyword_selector(o, keywords), keywords, o.max_keywords_per_conversation)
-    histogram = DPKeywordHistogram(
-        keyword_count_params(o.epsilon_keywords, delta_keywords, o.keyword_noise, o.max_keyword_partitions_per_user),
-        kept_cluster_ids=kept_sizes | "kept cluster ids" >> beam.Keys(), keywords=keywords)
-    noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
-    floor = (o.keyword_min_noisy_count if o.keyword_min_noisy_count is not None
-             else release_floor(histogram.spend.noise, len(keywords)))
-    top_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(o.keywords_per_cluster, floor)
-    named = top_keywords | "name clusters" >> NameClusters(factory.make_cluster_namer(o))
+    kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
+    spends = [*keyword_set.spend, kmeans.spend, sizes.spend]
+    histogram_keywords = centroid_keywords = sampled = keyword_pairs = None
+    if o.keyword_mode in ("histogram", "both"):
+        sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
+            kept_sizes, o.samples_per_cluster, o.seed)
+        keyword_pairs = sampled | "select keywords" >> SelectKeywords(
+            factory.make_keyword_selector(o, keywords), keywords, o.max_keywords_per_conversation)
+        histogram = DPKeywordHistogram(
+            keyword_count_params(o.epsilon_keywords, delta_keywords, o.keyword_noise,
+                                 o.max_keyword_partitions_per_user),
+            kept_cluster_ids=kept_ids, keywords=keywords)
+        noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
+        floor = (o.keyword_min_noisy_count if o.keyword_min_noisy_count is not None
+                 else release_floor(histogram.spend.noise, len(keywords)))
+        histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(o.keywords_per_cluster, floor)
+        spends.append(histogram.spend)
+    if o.keyword_mode in ("centroid", "both"):
+        # Post-processing of the DP centres: no budget (transforms/centroid_keywords.py).
+        centroid_keywords = centres | "centroid keywords" >> CentroidKeywords(
+            keywords, o.embedding_model, kmeans.params, o.keywords_per_cluster, kept_ids)
+    top_keywords = histogram_keywords if histogram_keywords is not None else centroid_keywords
+    namer = factory.make_cluster_namer(o)
+    named = top_keywords | "name clusters" >> NameClusters(namer)
 
-    spends = [*keyword_set.spend, kmeans.spend, sizes.spend, histogram.spend]
     report = named | "write pending report" >> WriteReport(
         paths["report_pending"], kept_sizes, spends, o.max_conversations_per_user,
-        release_config(o, keyword_set, embedding_dim, context))
+        release_config(o, keyword_set, embedding_dim, context), o.embedding_model, namer,
+        centroid_keywords=centroid_keywords if o.keyword_mode == "both" else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, o.privacy_ledger)
 
     _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs)
@@ -153,10 +173,11 @@ def _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, 
                   | "sum user weights" >> beam.CombineGlobally(sum) | "round users" >> beam.Map(round)),
         "conversations_after_bounding": count_globally(kept, "count kept"),
         "clusters_kept": count_globally(kept_sizes, "count kept clusters"),
-        "conversations_sampled_for_keywords": (sampled | "sample sizes" >> beam.Map(len)
-                                               | "sum samples" >> beam.CombineGlobally(sum)),
-        "keyword_pairs_selected": count_globally(keyword_pairs, "count keyword pairs"),
     }
+    if sampled is not None:  # the histogram stages ran (--keyword_mode histogram or both)
+        counts["conversations_sampled_for_keywords"] = (sampled | "sample sizes" >> beam.Map(len)
+                                                        | "sum samples" >> beam.CombineGlobally(sum))
+        counts["keyword_pairs_selected"] = count_globally(keyword_pairs, "count keyword pairs")
     reasons = records.dead_letter | "dead letter reasons" >> beam.Map(lambda d: d.reason) | (
         "count reasons" >> beam.combiners.Count.PerElement())
     pipeline | "write run stats" >> WriteRunStats(paths["run_stats"], counts, reasons)
@@ -173,6 +194,16 @@ def _stage_seconds(result) -> dict[str, float]:
             stage = counter.key.metric.name
             seconds[stage] = round(seconds.get(stage, 0.0) + counter.committed / 1e6, 3)
     return seconds
+
+
+def _llm_counts(result) -> dict:
+    """Model calls, tokens, retries, failures, fallbacks and cache hits per LLM step (backends/llm/metrics.py)."""
+    try:
+        counters = result.metrics().query()["counters"]
+    except Exception:  # some runners cannot report metrics
+        return {}
+    from backends.llm.metrics import llm_counts
+    return llm_counts(counters)
 
 
 def _check_input_matches(pattern: str) -> None:
@@ -200,10 +231,24 @@ def _runs_remotely(pipeline_options: PipelineOptions) -> bool:
     return (pipeline_options.view_as(StandardOptions).runner or "").endswith("DataflowRunner")
 
 
+def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
+    """A progress reporter on stderr for local in-process runs (see beam_jobs/progress.py), else nothing."""
+    enabled, why = progress.progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
+                                             pipeline_options.view_as(DirectOptions).direct_running_mode,
+                                             _runs_remotely(pipeline_options))
+    if not enabled:
+        if options.progress == "on":
+            print(f"progress: off ({why})", file=sys.stderr)
+        return contextlib.nullcontext()
+    return progress.ProgressReporter(options.max_conversations_per_user, options.embedding_block_size,
+                                     options.kmeans_iterations, interval=progress.DEFAULT_INTERVAL_SECONDS)
+
+
 def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend]) -> None:
     """Checks the window cap and records this run as `reserved`, in one atomic ledger update.
     Raises BudgetRefused. The keyword set's own spend is not charged again each night: a DP keyword
-    set is recorded once, when it is built."""
+    set is spent once, on the data it was built from, and beam_jobs.build_keywords records it in the
+    ledger when it is built (the report's total still includes it, as the release depends on it)."""
     epsilon = sum(s.epsilon for s in spends if s.stage != "keyword_set")
     delta = sum(s.delta for s in spends if s.stage != "keyword_set")
 
@@ -213,7 +258,9 @@ def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[
                      options.allow_rerun)
         entry = LedgerEntry(run_id=context.run_id, date=context.ledger_date, epsilon=epsilon, delta=delta,
                             status="reserved", recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                            output=context.run_dir, rerun=bool(ledger.runs_on(context.ledger_date)))
+                            output=context.run_dir,
+                            rerun=any(not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)
+                                      for e in ledger.runs_on(context.ledger_date)))
         return ledger.with_entry(entry).to_json()
 
     json_store.update_json(options.privacy_ledger, reserve)
@@ -264,13 +311,14 @@ def run(argv: list[str] | None = None) -> int:
             return _fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
     paths = output_paths(context)
     try:
-        result = pipeline.run()
-        if _runs_remotely(pipeline_options):
-            # A Flex Template launcher must return once the job is submitted; the pipeline's own last
-            # step gates the release and commits the ledger, and Dataflow monitors the stages.
-            log.info("job submitted", extra={"event": "job_submitted", "run_id": context.run_id})
-            return 0
-        result.wait_until_finish()
+        with _progress(options, pipeline_options):
+            result = pipeline.run()
+            if _runs_remotely(pipeline_options):
+                # A Flex Template launcher must return once the job is submitted; the pipeline's own last
+                # step gates the release and commits the ledger, and Dataflow monitors the stages.
+                log.info("job submitted", extra={"event": "job_submitted", "run_id": context.run_id})
+                return 0
+            result.wait_until_finish()
     except Exception as error:  # classify: the release gate, or anything else
         gate = read_json_or_none(paths["release_gate"])
         if gate is not None and gate["status"] == "rejected":
@@ -284,6 +332,9 @@ def run(argv: list[str] | None = None) -> int:
     stats = read_json(paths["run_stats"])
     stats.update(seed=options.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),
                  stage_seconds=_stage_seconds(result))
+    llm = _llm_counts(result)
+    if llm:
+        stats["llm"] = llm
     write_json(paths["run_stats"], stats)
     report = read_json(paths["report"])
     log.info("run done", extra={"event": "run_done", "run_id": context.run_id, "topics": len(report["topics"]),

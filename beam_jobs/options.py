@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -91,10 +92,41 @@ class InsightsOptions(PipelineOptions):
             help="Allow a second run for a date already in the ledger, recorded as a second spend "
                  "(--allow_rerun or --allow_rerun=true, as Flex Templates pass it).")
         add("--canary_file", default=None,
-            help="Strings (one per line) that the release gate must never find in release/.")
+            help="Strings (one per line, or JSON Lines with a canary field) that the release gate must never find in release/.")
+        add("--keyword_mode", choices=("histogram", "centroid", "both"), default="histogram",
+            help="Topic keywords from the DP keyword histograms, from the keywords nearest each DP k-means "
+                 "centre (post-processing: no keyword budget is spent, --epsilon_keywords is unused), or both "
+                 "(histogram keywords name the topics; the report adds centroid keywords and their agreement).")
         add("--noise_seed", type=int, default=None,
             help="TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
                  "anyone who knows the seed. PipelineDP's noise is never seeded.")
+        # LLM backends of the facet, keyword-selection and naming steps (backends/llm/).
+        add("--llm_backend", choices=("offline", "openai", "vertex", "local"), default="offline",
+            help="offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
+                 "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a GGUF "
+                 "model in process (optional extra: llama-cpp-python, scripts/install_local_llm.py).")
+        add("--llm_model", default=None,
+            help="Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
+                 "local: a GGUF file, default the one scripts/install_local_llm.py installs).")
+        add("--llm_base_url", default=None,
+            help="openai backend: server URL, e.g. http://host:8000/v1 (API key from $OPENAI_API_KEY).")
+        add("--llm_project", default=None, help="vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
+        add("--llm_location", default=None,
+            help="vertex backend: region (default $GOOGLE_CLOUD_LOCATION, else us-central1).")
+        add("--llm_max_concurrency", type=int, default=8, help="Model calls in flight per worker process.")
+        add("--llm_timeout_s", type=float, default=60.0, help="Timeout of one model request, in seconds.")
+        add("--llm_max_retries", type=int, default=4,
+            help="Retries of a call on 429/5xx/timeouts (exponential backoff with jitter) before the "
+                 "offline fallback answers for that element.")
+        add("--llm_cache", default=None,
+            help="Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
+                 "derived from conversation text; keep it with private/.")
+        add("--pseudonymize", choices=("on", "off"), default=None,
+            help="Replace PII by typed pseudonyms before conversation text goes into a prompt. "
+                 "Default: on for remote backends (openai, vertex).")
+        add("--progress", choices=("auto", "on", "off"), default="auto",
+            help="Print the running stage, its progress and an ETA to stderr every 10 s. auto: on for the "
+                 "DirectRunner's in-process engine; never on Dataflow, which has its own monitoring.")
 
 
 def validate(options: InsightsOptions) -> None:
@@ -131,10 +163,35 @@ def validate(options: InsightsOptions) -> None:
     check(o.max_epsilon_per_window is None or o.privacy_ledger is not None,
           "--max_epsilon_per_window needs --privacy_ledger")
     check(o.max_epsilon_per_window is None or o.max_epsilon_per_window > 0, "--max_epsilon_per_window must be > 0")
+    _validate_llm(o)
+
+
+def _validate_llm(o: InsightsOptions) -> None:
+    def check(condition: bool, message: str):
+        if not condition:
+            raise ValueError(message)
+
+    check(o.llm_max_concurrency >= 1, "--llm_max_concurrency must be >= 1")
+    check(o.llm_timeout_s > 0 and math.isfinite(o.llm_timeout_s), "--llm_timeout_s must be a positive number")
+    check(o.llm_max_retries >= 0, "--llm_max_retries must be >= 0")
+    if o.llm_backend == "openai":
+        check(bool(o.llm_base_url), "--llm_backend=openai needs --llm_base_url (e.g. http://host:8000/v1)")
+        check(str(o.llm_base_url).startswith(("http://", "https://")),
+              f"--llm_base_url must start with http:// or https://, got {o.llm_base_url!r}")
+        check(bool(o.llm_model), "--llm_backend=openai needs --llm_model (the name the server serves)")
+    if o.llm_backend == "local":
+        from backends.llm.local_client import default_local_model, llama_cpp_available
+        check(llama_cpp_available(), "--llm_backend=local needs llama-cpp-python (pip install llama-cpp-python==0.3.36)")
+        model = o.llm_model or default_local_model()
+        check(os.path.exists(model), f"--llm_backend=local: no model at {model}; run scripts/install_local_llm.py")
+    if o.llm_backend == "vertex":
+        check(bool(o.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
+              "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
 
 
 def delta_split(options: InsightsOptions) -> tuple[float, float]:
-    """(delta for DP k-means, delta for the keyword histograms); Laplace keywords need none."""
-    if options.keyword_noise == "gaussian":
+    """(delta for DP k-means, delta for the keyword histograms); Laplace keywords need none, and
+    centroid keywords spend nothing."""
+    if options.keyword_noise == "gaussian" and options.keyword_mode != "centroid":
         return options.delta / 2, options.delta / 2
     return options.delta, 0.0

@@ -63,10 +63,24 @@ def scan(path: str, content: bytes, canaries: tuple[str, ...] = ()) -> list[Find
     return findings
 
 
+def _canary_of_line(line: str) -> str:
+    # A JSON object line with a "canary" field (eval.canary_generator's canaries.jsonl); else the line.
+    if line.startswith("{"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(record, dict) and isinstance(record.get("canary"), str):
+            return record["canary"].strip()
+    return line
+
+
 def load_canaries(path: str | None) -> tuple[str, ...]:
-    """One canary string per line (operator-planted secrets that must never be released)."""
+    """Operator-planted secrets that must never be released: one canary string per line, or JSON
+    Lines of objects with a "canary" field."""
     if not path:
         return ()
     from apache_beam.io.filesystems import FileSystems
     with FileSystems.open(path) as handle:
-        return tuple(line.strip() for line in handle.read().decode("utf-8").splitlines() if line.strip())
+        lines = (line.strip() for line in handle.read().decode("utf-8").splitlines())
+        return tuple(canary for canary in (_canary_of_line(line) for line in lines if line) if canary)

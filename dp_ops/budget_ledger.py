@@ -16,6 +16,9 @@ import dataclasses
 import datetime as dt
 
 LEDGER_VERSION = 1
+# Keyword-set builds (beam_jobs.build_keywords) are charged once, on their build date; they are
+# not nightly runs, so they do not make that date's nightly run a re-run.
+KEYWORD_SET_RUN_PREFIX = "keyword-set-"
 STATUSES = ("reserved", "committed", "failed", "rejected")
 
 
@@ -78,7 +81,7 @@ class Ledger:
     def check(self, date: str, epsilon: float, max_epsilon_per_window: float | None, window_days: int,
               allow_rerun: bool) -> None:
         """Raises BudgetRefused if a run of `epsilon` on `date` is not allowed."""
-        earlier = self.runs_on(date)
+        earlier = [e for e in self.runs_on(date) if not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)]
         if earlier and not allow_rerun:
             ids = ", ".join(e.run_id for e in earlier)
             raise BudgetRefused(f"{date} already has run(s) {ids} in the ledger; re-running would spend again. "

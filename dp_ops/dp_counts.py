@@ -96,14 +96,18 @@ def release_floor(noise: dict, partitions_per_group: int, expected_false_per_gro
     return noise_upper_quantile(noise, expected_false_per_group / max(1, partitions_per_group))
 
 
+def accountant_spent(accountant: pipeline_dp.NaiveBudgetAccountant, stage: str) -> tuple[float, float]:
+    """(epsilon, delta) that PipelineDP's accountant actually gave the stage's mechanisms (basic composition)."""
+    specs = accountant.mechanism_specs
+    if not specs:
+        raise RuntimeError(f"{stage}: no PipelineDP mechanism was registered")
+    return sum(spec.eps for spec in specs), sum(spec.delta or 0.0 for spec in specs)
+
+
 def spend_from_accountant(params: DPCountParams, accountant: pipeline_dp.NaiveBudgetAccountant,
                           mechanism: str) -> MechanismSpend:
     """What the stage's aggregations were actually given by PipelineDP's accountant."""
-    specs = accountant.mechanism_specs
-    if not specs:
-        raise RuntimeError(f"{params.stage}: no PipelineDP mechanism was registered")
-    epsilon = sum(spec.eps for spec in specs)
-    delta = sum(spec.delta or 0.0 for spec in specs)
+    epsilon, delta = accountant_spent(accountant, params.stage)
     sensitivity = params.sensitivity()
     return MechanismSpend(
         stage=params.stage,

@@ -61,6 +61,9 @@ def test_report_has_ranked_topics_and_the_accounted_privacy_spend(sample_run):
     assert 6.9 < privacy["epsilon"] <= 7.0 and privacy["delta"] <= 1e-6
     assert stages["clustering"]["epsilon"] <= 4.0 and stages["cluster_sizes"]["epsilon"] == pytest.approx(1.0)
     assert report["config"]["num_clusters"] == 50 and report["config"]["noise_seed_fixed"] is False
+    assert sorted(i for g in report["hierarchy"]["groups"] for i in g["topic_ids"]) == sorted(t["id"] for t in topics)
+    page = open(os.path.join(output, "release", "report.html"), encoding="utf-8").read()
+    assert page.count('<g class="bar">') == len(topics) and report["topics"][0]["keywords"][0] in page
 
 
 def test_planted_topics_are_recovered(sample_run):

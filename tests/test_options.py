@@ -50,3 +50,39 @@ def test_run_exits_with_unreadable_input_code_when_nothing_matches(tmp_path, cap
 def test_run_rejects_an_unreadable_keyword_set(tmp_path):
     assert run(["--input", "x", "--output", str(tmp_path), "--keyword_set", str(tmp_path / "no.txt")]) \
         == EXIT_BAD_OPTIONS
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--llm_backend", "openai"], "needs --llm_base_url"),
+    (["--llm_backend", "openai", "--llm_base_url", "127.0.0.1:8000"], "must start with http"),
+    (["--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:8000/v1"], "needs --llm_model"),
+    (["--llm_max_concurrency", "0"], "--llm_max_concurrency"),
+    (["--llm_timeout_s", "0"], "--llm_timeout_s"),
+    (["--llm_max_retries", "-1"], "--llm_max_retries"),
+])
+def test_llm_options_are_validated(extra, message):
+    with pytest.raises(ValueError, match=message):
+        validate(InsightsOptions(["--input", "x", "--output", "y", *extra]))
+
+
+def test_offline_is_the_default_and_builds_no_llm_step():
+    from backends import factory
+    from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
+    options = InsightsOptions(["--input", "x", "--output", "y"])
+    validate(options)
+    assert options.llm_backend == "offline" and options.pseudonymize is None
+    assert isinstance(factory.make_facet_extractor(options), UserTurnsFacetExtractor)
+    assert isinstance(factory.make_cluster_namer(options), KeywordClusterNamer)
+
+
+def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
+    from backends import factory
+    from backends.llm.steps import LLMClusterNamer, LLMFacetExtractor, LLMKeywordSelector
+    options = InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "openai", "--llm_base_url",
+                               "http://127.0.0.1:9/v1", "--llm_model", "m", "--llm_cache", "/tmp/c"])
+    validate(options)
+    extractor = factory.make_facet_extractor(options)
+    assert isinstance(extractor, LLMFacetExtractor) and extractor.config.pseudonymize
+    assert extractor.config.cache_path == "/tmp/c" and extractor.batch_size > 1
+    assert isinstance(factory.make_keyword_selector(options, ("a", "b")), LLMKeywordSelector)
+    assert isinstance(factory.make_cluster_namer(options), LLMClusterNamer)

@@ -16,6 +16,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends import embedding
+from transforms import progress
 from transforms.records import ConversationBlock, Facet
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 
@@ -40,9 +41,11 @@ class _EmbedBatchFn(beam.DoFn):
     def process(self, facets: list[Facet]):
         started = time.perf_counter()
         vectors = embedding.embed_texts(self._model_name, [f.text for f in facets], self._encode_batch_size,
-                                       self._backend)
-        self._micros.inc(int((time.perf_counter() - started) * 1e6))
+                                        self._backend)
+        seconds = time.perf_counter() - started
+        self._micros.inc(int(seconds * 1e6))
         self._embedded.inc(len(facets))
+        progress.advance("embed", len(facets), seconds)
         yield ConversationBlock(
             conversation_ids=[f.conversation_id for f in facets],
             user_ids=[f.user_id for f in facets],

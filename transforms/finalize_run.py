@@ -25,17 +25,21 @@ class ReleaseGateFailed(RuntimeError):
 
 
 def _read_folder(folder: str) -> dict[str, bytes]:
-    """Every file directly under `folder`, by name."""
+    """Every file at any depth under `folder` ("**": "*" would skip subfolders, leaving their files
+    unscanned), by path."""
     contents = {}
-    for metadata in FileSystems.match([FileSystems.join(folder, "*")])[0].metadata_list:
+    for metadata in FileSystems.match([FileSystems.join(folder, "**")])[0].metadata_list:
         with FileSystems.open(metadata.path) as handle:
             contents[metadata.path] = handle.read()
     return contents
 
 
-def _move_files(contents: dict[str, bytes], target_dir: str) -> None:
+def _move_files(contents: dict[str, bytes], source_dir: str, target_dir: str) -> None:
+    """Moves every file to the same relative path under target_dir."""
+    prefix = source_dir.rstrip("/") + "/"
     for path, content in contents.items():
-        with FileSystems.create(FileSystems.join(target_dir, path.rsplit("/", 1)[-1])) as sink:
+        relative = path[len(prefix):] if path.startswith(prefix) else path.rsplit("/", 1)[-1]
+        with FileSystems.create(FileSystems.join(target_dir, relative)) as sink:
             sink.write(content)
     FileSystems.delete(list(contents))
 
@@ -65,14 +69,15 @@ def add_to_index(context: RunContext, status: str, report: dict | None) -> None:
 
 
 def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], ledger_path: str | None) -> str:
-    pending = _read_folder(report_path.rsplit("/", 1)[0])  # read once: scanned, then moved
+    pending_dir = report_path.rsplit("/", 1)[0]
+    pending = _read_folder(pending_dir)  # read once: scanned, then moved
     findings = [finding for path, content in pending.items() for finding in scan(path, content, canaries)]
     status = "rejected" if findings else "committed"
     # Findings hold the offending text itself, so they go to private/, never next to the release.
     with FileSystems.create(context.private("release_gate.json")) as handle:
         handle.write(json.dumps({"status": status, "findings": [f.__dict__ for f in findings]}, indent=2).encode())
     report = json.loads(pending[report_path])
-    _move_files(pending, context.path("release.rejected" if findings else "release"))
+    _move_files(pending, pending_dir, context.path("release.rejected" if findings else "release"))
     if ledger_path:
         set_ledger_status(ledger_path, context.run_id, status)
     if context.date:

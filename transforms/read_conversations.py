@@ -9,6 +9,7 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.metrics import Metrics
 
+from transforms import progress
 from transforms.records import Conversation, DeadLetter
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES, parse_record
 
@@ -55,11 +56,13 @@ class _ParseRecordsInFile(beam.DoFn):
 
     def _tag(self, parsed: Conversation | DeadLetter):
         self._read.inc()
+        progress.advance("read")
         if isinstance(parsed, DeadLetter):
             self._dead.inc()
             Metrics.counter("dead_letter", parsed.reason).inc()
         else:
             self._valid.inc()
+            progress.note_valid_record(parsed.user_id)
         return parsed
 
 

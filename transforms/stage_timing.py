@@ -8,6 +8,8 @@ import time
 
 from apache_beam.metrics import Metrics
 
+from transforms import progress
+
 NAMESPACE = "stage_micros"
 
 
@@ -26,6 +28,8 @@ def timed(stage: str, fn):
                 result = list(result)
             return result
         finally:
-            counter.inc(int((time.perf_counter() - started) * 1e6))
+            seconds = time.perf_counter() - started
+            counter.inc(int(seconds * 1e6))
+            progress.advance(stage, 1, seconds)
 
     return wrapper

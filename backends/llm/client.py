@@ -1,0 +1,36 @@
+"""The small interface every backend's chat client implements, and its error classes."""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class RetryableError(Exception):
+    """A 429, a 5xx, a timeout or a dropped connection: worth another attempt after a backoff."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class PermanentError(Exception):
+    """Any other failure (4xx, an unreadable response body): retrying will not help."""
+
+
+class ChatClient(abc.ABC):
+    """One chat completion per call. Must be thread-safe; built on the worker (not pickled)."""
+
+    @abc.abstractmethod
+    def complete(self, messages: list[dict], *, json_output: bool, max_tokens: int, timeout_s: float) -> Completion:
+        """Raises RetryableError or PermanentError."""
+
+    def close(self) -> None:
+        """Releases connections."""

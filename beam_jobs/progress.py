@@ -1,0 +1,180 @@
+"""Progress on the command line for local runs: which stage runs, how far it got, and an ETA.
+
+A background thread reads the in-process registry (transforms/progress.py) every few seconds and
+prints one line to stderr, e.g.
+
+    [progress 1m05s] embedding: 1,536/3,084 conversations (50%), 24/s, ETA 1m04s
+
+It only works where the stages run in the launcher's process: the DirectRunner's engine in its
+default in-memory (or multi-threading) mode. Dataflow has its own monitoring and is left alone;
+multi-process and Dask runs count in other processes, so progress is off there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import threading
+import time
+
+from transforms import progress as registry
+
+MODES = ("auto", "on", "off")
+DEFAULT_INTERVAL_SECONDS = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    key: str      # the registry's counter
+    label: str
+    unit: str
+    expected: str | None  # "users", "kept", "blocks" or "kmeans_passes": what the count is measured against
+
+
+# In pipeline order. Fused stages run together: the one that took the most time since the last line is shown.
+STAGES = (
+    Stage("read", "reading and validating", "records", None),
+    Stage("bound_contributions", "bounding contributions", "users", "users"),
+    Stage("extract_facets", "extracting facets", "conversations", "kept"),
+    Stage("embed", "embedding", "conversations", "kept"),
+    Stage("dp_kmeans", "DP k-means", "block passes", "kmeans_passes"),
+    Stage("assign_clusters", "assigning clusters", "blocks", "blocks"),
+    Stage("cluster_sizes", "DP cluster sizes", "conversations", "kept"),
+    Stage("sample_for_keywords", "sampling for keywords", "blocks", "blocks"),
+    Stage("select_keywords", "selecting keywords", "sampled blocks", None),
+    Stage("keyword_histograms", "DP keyword histograms", "keyword pairs", None),
+    Stage("name_clusters", "naming topics", "topics", None),
+)
+
+
+def progress_enabled(mode: str, runner: str | None, running_mode: str | None, remote: bool) -> tuple[bool, str]:
+    """(on?, why): auto is on for the DirectRunner's in-process engine, never on Dataflow."""
+    if mode == "off":
+        return False, "--progress off"
+    if remote:
+        return False, "Dataflow monitors its own stages"
+    in_process = runner in (None, "DirectRunner", "FnApiRunner") and running_mode in (None, "in_memory",
+                                                                                    "multi_threading")
+    if not in_process:
+        why = (f"--direct_running_mode={running_mode} runs stages in other processes" if running_mode
+               else f"runner {runner} runs stages in other processes")
+        return False, why
+    return True, "local in-process run"
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+@dataclasses.dataclass
+class _StageClock:
+    first_seen: float
+    last_moved: float
+
+
+class ProgressReporter:
+    """Prints a progress line every `interval` seconds while a local pipeline runs."""
+
+    def __init__(self, max_conversations_per_user: int, block_size: int, kmeans_iterations: int,
+                 interval: float = DEFAULT_INTERVAL_SECONDS, stream=None, clock=time.monotonic):
+        self._limit = max_conversations_per_user
+        self._block_size = block_size
+        self._kmeans_passes_per_block = 2 + kmeans_iterations  # projection, LSH seeding, each Lloyd step
+        self._interval = interval
+        self._stream = stream or sys.stderr
+        self._clock = clock
+        self._started = None
+        self._clocks: dict[str, _StageClock] = {}
+        self._last_counts: dict[str, int] = {}
+        self._last_seconds: dict[str, float] = {}
+        self._current: Stage | None = None
+        self._last_tick: float | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, *unused):
+        self.stop(finished=exc_type is None)
+
+    def start(self) -> None:
+        registry.enable()
+        self._started = self._clock()
+        self._thread = threading.Thread(target=self._loop, name="urania-progress", daemon=True)
+        self._thread.start()
+
+    def stop(self, finished: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        counts, _, _, kept = registry.snapshot(self._limit)
+        registry.disable()
+        elapsed = format_duration(self._clock() - self._started)
+        if finished:
+            self._print(f"done: 100% in {elapsed} ({counts.get('read', 0):,} records read, "
+                        f"{counts.get('embed', 0):,} of {kept:,} conversations embedded)")
+        else:
+            self._print(f"stopped after {elapsed}")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._print(self.line())
+
+    def _print(self, text: str) -> None:
+        print(f"[progress {format_duration(self._clock() - self._started)}] {text}", file=self._stream, flush=True)
+
+    def _expected(self, stage: Stage, users: int, kept: int) -> int | None:
+        blocks = math.ceil(kept / self._block_size) if kept else 0
+        return {"users": users, "kept": kept, "blocks": blocks,
+                "kmeans_passes": blocks * self._kmeans_passes_per_block, None: None}[stage.expected]
+
+    def line(self) -> str:
+        """The current stage's progress line (also advances the stage clocks)."""
+        counts, seconds, users, kept = registry.snapshot(self._limit)
+        now = self._clock()
+        # A stage first seen now began after the previous line: time its rate from there.
+        previous, self._last_tick = (self._last_tick or self._started), now
+        moved = [s for s in STAGES if counts.get(s.key, 0) > self._last_counts.get(s.key, 0)]
+        for stage in STAGES:
+            if counts.get(stage.key, 0) and stage.key not in self._clocks:
+                self._clocks[stage.key] = _StageClock(previous, now)
+        for stage in moved:
+            self._clocks[stage.key].last_moved = now
+        if moved:
+            # Where the time went since the last line; reading is not timed, so it counts as busy.
+            self._current = max(moved, key=lambda s: (seconds.get(s.key, 0.0) - self._last_seconds.get(s.key, 0.0)
+                                                      if s.key != "read" else math.inf))
+        self._last_counts, self._last_seconds = counts, seconds
+        if self._current is None:
+            return "starting (loading the model, matching input files)"
+        stage = self._current
+        done = counts.get(stage.key, 0)
+        expected = self._expected(stage, users, kept)
+        text = f"{stage.label}: {done:,}"
+        if expected:
+            text += f"/{expected:,} {stage.unit} ({min(100, math.floor(100 * done / expected))}%)"
+        else:
+            text += f" {stage.unit}"
+        stage_clock = self._clocks[stage.key]
+        # Timed stages: elements per second of their own processing time (fused stages interleave, and a
+        # stage fed in batches moves in jumps, so wall-clock windows mislead). Reading is not timed: its
+        # rate is over the wall-clock time it was moving.
+        busy = seconds.get(stage.key, 0.0) or (stage_clock.last_moved - stage_clock.first_seen)
+        rate = done / busy if busy > 0 else 0.0
+        if rate > 0:
+            text += f", {rate:,.0f}/s" if rate >= 10 else f", {rate:.1f}/s"
+            if expected and expected > done:
+                text += f", ETA {format_duration((expected - done) / rate)}"
+        if not moved:
+            text += " (no change since the last line)"
+        return text

@@ -1,0 +1,196 @@
+"""The canary leakage benchmark (CanaryBench protocol).
+
+Run a pipeline on conversations with planted canaries (eval/canary_generator.py), then scan every
+file the pipeline wrote under release/ (and release.pending/, release.rejected/: what it would have
+published, whatever the release gate then decided) for each canary verbatim (case-insensitive) and
+for PII-like regex hits (the release gate's patterns). Reported:
+
+- per-canary leak rate: canaries found anywhere in the released files / canaries planted;
+- cluster-level leak rate: among clusters holding at least one canary conversation (from the
+  pipeline's private assignments), the share whose published topic text contains a canary
+  (an unreleased cluster publishes nothing, so it does not leak);
+- PII regex hits, and the release gate's verdict on the same files.
+
+    python -m eval.canaries --pipeline urania|simple_clio --data eval/results/canary_sample [--k_min 5 --redact]
+
+With --data pointing at a folder that does not exist yet, the canary sample is generated there first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+
+from beam_jobs.release_gate import scan
+
+RELEASE_FOLDERS = ("release", "release.pending", "release.rejected")
+
+
+def released_files(run_dir: str) -> dict[str, bytes]:
+    """Every file, of any type, at any depth under the run's release folders."""
+    files = {}
+    for folder in RELEASE_FOLDERS:
+        for path in sorted(glob.glob(os.path.join(run_dir, folder, "**", "*"), recursive=True)):
+            if os.path.isfile(path):
+                with open(path, "rb") as handle:
+                    files[path] = handle.read()
+    return files
+
+
+def _topic_texts(files: dict[str, bytes]) -> dict[int, str]:
+    """cluster id -> every string a released report says about it (reports in any release folder)."""
+    texts: dict[int, list[str]] = collections.defaultdict(list)
+    for path, content in files.items():
+        if not path.endswith(".json"):
+            continue
+        try:
+            document = json.loads(content)
+        except ValueError:
+            continue
+        for topic in document.get("topics", []) if isinstance(document, dict) else []:
+            texts[int(topic["id"])].append(json.dumps(topic, ensure_ascii=False))
+    return {cluster: "\n".join(parts).lower() for cluster, parts in texts.items()}
+
+
+def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[str, int]) -> dict:
+    """Per-canary and cluster-level leak rates of `files` (path -> bytes) for planted `canaries`."""
+    corpus = "\n".join(content.decode("utf-8", errors="replace") for content in files.values()).lower()
+    # json.dumps escapes nothing in our canaries but keep a decoded view too, for any JSON escaping.
+    decoded = []
+    for path, content in files.items():
+        if path.endswith(".json"):
+            try:
+                decoded.append(json.dumps(json.loads(content), ensure_ascii=False).lower())
+            except ValueError:
+                pass
+    corpus += "\n".join(decoded)
+    leaked = [c for c in canaries if c["canary"].lower() in corpus]
+    by_kind = collections.Counter(c["kind"] for c in canaries)
+    leaked_by_kind = collections.Counter(c["kind"] for c in leaked)
+    topic_texts = _topic_texts(files)
+    bearing: dict[int, list[dict]] = collections.defaultdict(list)
+    for canary in canaries:
+        cluster = assignments.get(canary["conversation_id"])
+        if cluster is not None:
+            bearing[cluster].append(canary)
+    leaking_clusters = [cluster for cluster, planted in bearing.items()
+                        if cluster in topic_texts and any(c["canary"].lower() in topic_texts[cluster] for c in planted)]
+    released_bearing = [cluster for cluster in bearing if cluster in topic_texts]
+    pii = collections.Counter(f.kind for path, content in files.items() for f in scan(path, content))
+    return {
+        "canaries": len(canaries),
+        "canaries_leaked": len(leaked),
+        "canary_leak_rate": len(leaked) / len(canaries) if canaries else 0.0,
+        "by_kind": {kind: {"planted": by_kind[kind], "leaked": leaked_by_kind[kind]} for kind in sorted(by_kind)},
+        "canary_bearing_clusters": len(bearing),
+        "canary_bearing_clusters_released": len(released_bearing),
+        "clusters_leaking": len(leaking_clusters),
+        "cluster_leak_rate": len(leaking_clusters) / len(bearing) if bearing else 0.0,
+        "pii_regex_hits": dict(sorted(pii.items())),
+        "released_files": sorted(files),
+    }
+
+
+def gate_verdict(files: dict[str, bytes], canary_strings: list[str]) -> dict:
+    """What the job's release gate (beam_jobs.release_gate.scan) says about these files."""
+    findings = [f for path, content in files.items() for f in scan(path, content, tuple(canary_strings))]
+    return {"status": "rejected" if findings else "passed", "findings": len(findings),
+            "kinds": dict(collections.Counter(f.kind for f in findings))}
+
+
+def read_assignments(run_dir: str) -> dict[str, int]:
+    assignments = {}
+    for path in glob.glob(os.path.join(run_dir, "private", "assignments*", "*.jsonl")) + glob.glob(
+            os.path.join(run_dir, "private", "assignments*.jsonl")):
+        with open(path) as handle:
+            for line in handle:
+                if line.strip():
+                    row = json.loads(line)
+                    assignments[row["conversation_id"]] = int(row["cluster_id"])
+    return assignments
+
+
+def run_pipeline(pipeline: str, data_dir: str, output: str, num_clusters: int, seed: int, k_min: int | None,
+                 redact: bool, gate: bool, extra_args: list[str]) -> tuple[str, int | None]:
+    """Runs a pipeline on data_dir/conversations.jsonl; returns (its run folder, exit code)."""
+    conversations = os.path.join(data_dir, "conversations.jsonl")
+    if pipeline == "urania":
+        command = [sys.executable, "-m", "beam_jobs.insights", "--input", conversations, "--output", output,
+                   "--num_clusters", str(num_clusters), "--seed", str(seed), *extra_args]
+        if gate:
+            command += ["--canary_file", os.path.join(data_dir, "canaries.txt")]
+        completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if completed.returncode not in (0, 5):
+            sys.stderr.write(completed.stderr[-3000:])
+        return output, completed.returncode
+    from eval import simple_clio
+    from eval.data import embed_cached, load_dataset
+    dataset = load_dataset(conversations)
+    report = simple_clio.run_simple_clio(dataset.conversation_ids, dataset.user_ids, dataset.facets,
+                                         embed_cached(dataset.facets), num_clusters, seed, k_min=k_min, redact=redact)
+    return simple_clio.write_report(report, output), None
+
+
+def format_table(pipeline: str, table: dict, verdict: dict, exit_code: int | None) -> str:
+    rows = [("pipeline", pipeline),
+            ("canaries planted", table["canaries"]),
+            ("canaries leaked", f"{table['canaries_leaked']} ({table['canary_leak_rate']:.1%})"),
+            *((f"  {kind}", f"{v['leaked']}/{v['planted']}") for kind, v in table["by_kind"].items()),
+            ("canary-bearing clusters (released)",
+             f"{table['canary_bearing_clusters']} ({table['canary_bearing_clusters_released']})"),
+            ("clusters leaking a canary", f"{table['clusters_leaking']} ({table['cluster_leak_rate']:.1%})"),
+            ("PII regex hits", ", ".join(f"{k}: {v}" for k, v in table["pii_regex_hits"].items()) or "0"),
+            ("release gate on these files", f"{verdict['status']} ({verdict['findings']} findings)")]
+    if exit_code is not None:
+        rows.append(("job exit code", exit_code))
+    width = max(len(str(name)) for name, _ in rows)
+    return "\n".join(f"{str(name):<{width}}  {value}" for name, value in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Canary leakage benchmark (CanaryBench protocol).")
+    parser.add_argument("--pipeline", choices=("urania", "simple_clio"), required=True)
+    parser.add_argument("--data", default=os.path.join("eval", "results", "canary_sample"),
+                        help="folder from eval.canary_generator (generated here if missing)")
+    parser.add_argument("--output", default=None, help="run folder (default: DATA/run-PIPELINE)")
+    parser.add_argument("--conversations", type=int, default=3000, help="when generating")
+    parser.add_argument("--users", type=int, default=1100, help="when generating")
+    parser.add_argument("--fraction", type=float, default=0.6, help="when generating")
+    parser.add_argument("--num_clusters", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--k_min", type=int, default=None, help="simple_clio defence: min distinct users per cluster")
+    parser.add_argument("--redact", action="store_true", help="simple_clio defence: PII regex redaction")
+    parser.add_argument("--gate", action="store_true",
+                        help="urania: pass the canaries to the job's release gate (--canary_file)")
+    parser.add_argument("--json", default=None, help="also write the table as JSON here")
+    args, extra = parser.parse_known_args(argv)
+    if not os.path.exists(os.path.join(args.data, "canaries.jsonl")):
+        from eval.canary_generator import write_canary_sample
+        write_canary_sample(args.data, args.conversations, args.users, args.seed, args.fraction)
+    with open(os.path.join(args.data, "canaries.jsonl")) as handle:
+        canaries = [json.loads(line) for line in handle if line.strip()]
+    suffix = "" if args.pipeline == "urania" else ("-defended" if args.k_min or args.redact else "")
+    output = args.output or os.path.join(args.data, f"run-{args.pipeline}{suffix}")
+    run_dir, exit_code = run_pipeline(args.pipeline, args.data, output, args.num_clusters, args.seed, args.k_min,
+                                      args.redact, args.gate, extra)
+    files = released_files(run_dir)
+    if not files:
+        print(f"error: the pipeline wrote nothing under {run_dir}/release*", file=sys.stderr)
+        return 1
+    table = leak_table(files, canaries, read_assignments(run_dir))
+    verdict = gate_verdict(files, [c["canary"] for c in canaries])
+    print(format_table(args.pipeline + (" + k_min/redaction" if suffix else ""), table, verdict, exit_code))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"pipeline": args.pipeline, "table": table, "gate": verdict, "exit_code": exit_code}, handle,
+                      indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Reading a data set the way the job does, and embedding it once (with an on-disk cache).
+
+Records are parsed with the job's own validation (transforms/validation.parse_record), facets come
+from the job's offline FacetExtractor and embeddings from backends/embedding.py with the same model,
+so the evaluation sees what the pipeline sees. Embedding is the slow part (~100-150 conversations/s
+on 2 cores), so embeddings are cached under eval/results/cache/ (git-ignored), keyed by the model
+and a hash of the facet texts: a changed data set or model is never served a stale cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+
+import numpy as np
+
+from backends import embedding
+from backends.offline import UserTurnsFacetExtractor
+from dp_ops.sampling import keyed_uniform
+from transforms.records import Conversation
+from transforms.validation import DEFAULT_MAX_RECORD_BYTES, parse_record
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+DEFAULT_CACHE_DIR = os.path.join(RESULTS_DIR, "cache")
+
+
+@dataclasses.dataclass
+class Dataset:
+    """Valid conversations with their facets, in input order; `dead_lettered` counts rejected lines."""
+
+    conversations: list[Conversation]
+    facets: list[str]
+    dead_lettered: int = 0
+
+    @property
+    def conversation_ids(self) -> list[str]:
+        return [c.conversation_id for c in self.conversations]
+
+    @property
+    def user_ids(self) -> list[str]:
+        return [c.user_id for c in self.conversations]
+
+    def __len__(self) -> int:
+        return len(self.conversations)
+
+
+def load_dataset(path: str, facet_max_chars: int = 1000, limit: int | None = None) -> Dataset:
+    """Parses a JSON Lines file with the job's validation; invalid lines are counted, not kept."""
+    extractor = UserTurnsFacetExtractor(max_chars=facet_max_chars)
+    conversations, dead = [], 0
+    opener = open
+    if path.endswith(".gz"):
+        import gzip
+        opener = gzip.open
+    with opener(path, "rb") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            parsed = parse_record(line.rstrip(b"\r\n"), path, line_number, DEFAULT_MAX_RECORD_BYTES)
+            if isinstance(parsed, Conversation):
+                conversations.append(parsed)
+                if limit is not None and len(conversations) >= limit:
+                    break
+            else:
+                dead += 1
+    return Dataset(conversations, [extractor.extract(c) for c in conversations], dead)
+
+
+def _texts_key(model: str, texts: list[str]) -> str:
+    digest = hashlib.sha256(model.encode())
+    for text in texts:
+        digest.update(b"\x1e" + text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:24]
+
+
+def embed_cached(texts: list[str], model: str = embedding.DEFAULT_EMBEDDING_MODEL,
+                 cache_dir: str | None = DEFAULT_CACHE_DIR) -> np.ndarray:
+    """Unit-normalised embeddings of `texts` (backends.embedding), cached on disk by content."""
+    if not texts:
+        return np.zeros((0, embedding.embedding_dimension(model)), dtype=np.float32)
+    path = None
+    if cache_dir:
+        path = os.path.join(cache_dir, f"emb-{_texts_key(model, texts)}.npy")
+        if os.path.exists(path):
+            return np.load(path)
+    vectors = embedding.embed_texts(model, texts)
+    if path:
+        os.makedirs(cache_dir, exist_ok=True)
+        np.save(path + ".tmp.npy", vectors)
+        os.replace(path + ".tmp.npy", path)
+    return vectors
+
+
+class TextEmbedder:
+    """Embeds short texts (released summaries) with an in-memory memo: DP summaries repeat a lot."""
+
+    def __init__(self, model: str = embedding.DEFAULT_EMBEDDING_MODEL):
+        self.model = model
+        self._memo: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            for text, vector in zip(missing, embedding.embed_texts(self.model, missing)):
+                self._memo[text] = vector
+        if not texts:
+            return np.zeros((0, embedding.embedding_dimension(self.model)), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])
+
+
+def bound_contributions(user_ids: list[str], conversation_ids: list[str], limit: int,
+                        seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The job's contribution bounding (transforms/bound_contributions.py) in numpy: per user, the
+    `limit` conversations with the smallest keyed_uniform(seed, "bound", id), weighted 1/n_u.
+    Returns (indices kept, in input order; their weights)."""
+    by_user: dict[str, list[tuple[float, int]]] = {}
+    for index, (user, conversation) in enumerate(zip(user_ids, conversation_ids)):
+        by_user.setdefault(user, []).append((keyed_uniform(seed, "bound", conversation), index))
+    kept, weights = [], {}
+    for entries in by_user.values():
+        chosen = sorted(entries)[:limit]
+        for _, index in chosen:
+            kept.append(index)
+            weights[index] = 1.0 / len(chosen)
+    kept.sort()
+    return np.array(kept, dtype=np.int64), np.array([weights[i] for i in kept], dtype=np.float64)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Pre-embeds data sets into the cache: python -m eval.data FILE [FILE ...]"""
+    import argparse
+    import time
+    parser = argparse.ArgumentParser(description="Embed data sets once into the evaluation cache.")
+    parser.add_argument("paths", nargs="+")
+    parser.add_argument("--embedding_model", default=embedding.DEFAULT_EMBEDDING_MODEL)
+    args = parser.parse_args(argv)
+    for path in args.paths:
+        started = time.time()
+        dataset = load_dataset(path)
+        vectors = embed_cached(dataset.facets, args.embedding_model)
+        print(f"{path}: {len(dataset)} conversations ({dataset.dead_lettered} invalid), {vectors.shape} "
+              f"embedded or cached in {time.time() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""LLMSummaryJudge: URANIA's comparative rating (1-5 each) and binary preference of two topic summaries,
+asked of an LLM backend (backends/llm/: the job's clients, fan-out with retries, cache and counters).
+
+The prompt carries the two summaries and nothing else. The baseline's summaries may quote
+conversation text, so with --pseudonymize on (the default for remote backends, as in the job) both
+summaries of a pair are pseudonymized together before they are sent; the judge is not told which one
+is private. An answer that cannot be read after the fan-out's retries is a failed pair: it is counted
+and left out, never given a rating.
+
+The eval CLIs take the job's own --llm_* and --pseudonymize options (beam_jobs/options.py);
+--llm_backend offline (the default) means no judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from backends.llm import parsing, prompts
+from backends.llm.config import LLMConfig, config_from_options
+from backends.llm.fanout import CallSpec
+from backends.llm.metrics import StepCounters
+from eval.utility_metrics import JudgeFailure, SummaryJudge
+
+
+class LLMSummaryJudge(SummaryJudge):
+    step = "judge"
+
+    def __init__(self, config: LLMConfig, caller=None):
+        self.config = config
+        self._caller = caller
+        self._pseudonymizer = None
+        self.counters = StepCounters(self.step)
+
+    def _setup(self) -> None:
+        if self._caller is None:
+            self._caller = self.config.make_caller()
+        if self.config.pseudonymize and self._pseudonymizer is None:
+            from backends.llm.pseudonymize import shared_pseudonymizer
+            self._pseudonymizer = shared_pseudonymizer()
+
+    def _spec(self, first: str, second: str) -> CallSpec:
+        if self._pseudonymizer is not None:
+            first, second = self._pseudonymizer.pseudonymize_texts([first, second])
+        return CallSpec(prompts.judge_messages(first, second), parsing.parse_judgement, json_output=True,
+                        max_tokens=64)
+
+    def compare_many(self, pairs: list[tuple[str, str]]) -> list[tuple[int, int, int] | None]:
+        if not pairs:
+            return []
+        self._setup()
+        results = self._caller.call_many([self._spec(first, second) for first, second in pairs])
+        self.counters.record(results)
+        return [r.value if r.ok else None for r in results]
+
+    def compare(self, first: str, second: str) -> tuple[int, int, int]:
+        verdict = self.compare_many([(first, second)])[0]
+        if verdict is None:
+            raise JudgeFailure("no usable judgement")
+        return verdict
+
+    def details(self) -> dict:
+        return {"backend": self.config.backend, "model": self.config.model,
+                # no fallback answers for the judge: a failed call is a failed pair
+                "llm": {name: int(value) for name, value in self.counters.totals.items() if name != "fallbacks"}}
+
+
+class _LLMOptionsOnly:
+    """Lets InsightsOptions add only its --llm_* and --pseudonymize flags to another parser."""
+
+    def __init__(self, parser):
+        self.parser = parser
+
+    def add_argument(self, *flags, **kwargs):
+        if any(flag.startswith("--llm_") or flag == "--pseudonymize" for flag in flags):
+            self.parser.add_argument(*flags, **kwargs)
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    """The job's LLM options, same names, defaults and help (beam_jobs/options.py)."""
+    from beam_jobs.options import InsightsOptions
+    group = parser.add_argument_group("LLM judge (the job's LLM options; offline = no judge)")
+    InsightsOptions._add_argparse_args(_LLMOptionsOnly(group))
+
+
+def judge_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> LLMSummaryJudge | None:
+    """None for --llm_backend offline; otherwise a judge, after the job's checks of the LLM options."""
+    if args.llm_backend == "offline":
+        return None
+    from beam_jobs.options import _validate_llm
+    try:
+        _validate_llm(args)
+    except ValueError as error:
+        if parser is None:
+            raise
+        parser.error(str(error))
+    return LLMSummaryJudge(config_from_options(args))

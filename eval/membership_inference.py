@@ -1,0 +1,168 @@
+"""Empirical membership inference (URANIA §F): can an attacker tell from the release whether one
+sensitive conversation was in the input?
+
+R runs on n conversations drawn from a data set; in a random half (the "in" runs) one of them is a
+fixed sensitive conversation (its own user). The attacker's score for a run is the largest cosine
+between the sensitive conversation's embedding and the embeddings of the released summaries (topic
+name, description and keywords). ROC AUC of the scores separating "in" from "out" runs, with a
+stratified bootstrap 95% confidence interval, for the DP pipeline and for SIMPLE-CLIO; AUC 0.5 means
+the attacker learns nothing. The data set is embedded once (eval/data.py cache) and every run reuses
+those vectors; the DP runs go through eval/urania_inprocess.py (the job's own mechanism code; what is
+shared and what differs is listed there).
+
+    python -m eval.membership_inference --data ../shared/data/hh_rlhf_harmless_test.jsonl --runs 400 --n 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
+from eval.simple_clio import run_simple_clio
+from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.utility_metrics import report_summaries
+
+# Invented for this benchmark: a rare, identifying, sensitive request.
+SENSITIVE_CONVERSATION = (
+    "My name is Harriet Quillfeather and three weeks ago I was diagnosed with early-onset Huntington's "
+    "disease at 34. My employer, a small bakery on 14 Larkspur Lane, does not know yet. How do I tell my "
+    "two daughters, and can the bakery fire me if I ask for shorter shifts?")
+SENSITIVE_ID = "mi-sensitive-conversation"
+SENSITIVE_USER = "mi-sensitive-user"
+
+
+def roc_auc(scores_in, scores_out) -> float:
+    """P(score_in > score_out) + 0.5 P(tie): the Mann-Whitney form of the ROC AUC."""
+    from scipy.stats import rankdata
+    a, b = np.asarray(scores_in, dtype=float), np.asarray(scores_out, dtype=float)
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("need scores for both classes")
+    ranks = rankdata(np.concatenate([a, b]))  # average ranks: a tie counts one half
+    return float((ranks[: len(a)].sum() - len(a) * (len(a) + 1) / 2) / (len(a) * len(b)))
+
+
+def bootstrap_auc_ci(scores_in, scores_out, resamples: int = 2000, level: float = 0.95,
+                     seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of the AUC over stratified bootstrap resamples of both classes."""
+    rng = np.random.default_rng(seed)
+    a, b = np.asarray(scores_in, dtype=float), np.asarray(scores_out, dtype=float)
+    values = [roc_auc(rng.choice(a, len(a)), rng.choice(b, len(b))) for _ in range(resamples)]
+    tail = (1 - level) / 2
+    return float(np.quantile(values, tail)), float(np.quantile(values, 1 - tail))
+
+
+def roc_curve(scores_in, scores_out) -> tuple[np.ndarray, np.ndarray]:
+    """(false positive rates, true positive rates) over every threshold, from (0,0) to (1,1)."""
+    a, b = np.asarray(scores_in, dtype=float), np.asarray(scores_out, dtype=float)
+    thresholds = np.unique(np.concatenate([a, b]))[::-1]
+    tpr = [0.0] + [float((a >= t).mean()) for t in thresholds]
+    fpr = [0.0] + [float((b >= t).mean()) for t in thresholds]
+    return np.array(fpr), np.array(tpr)
+
+
+def attack_score(target: np.ndarray, summaries: list[str], embed) -> float:
+    """Max cosine between the target and the released summaries; -1 when nothing is released."""
+    if not summaries:
+        return -1.0
+    return float((embed(summaries) @ target).max())
+
+
+def run_attack(pool_ids, pool_users, pool_facets, pool_vectors, target_vector: np.ndarray, runs: int, n: int,
+               config: UraniaConfig, clio_clusters: int, seed: int = 0, progress=None) -> dict:
+    """Scores per pipeline and membership over `runs` runs."""
+    rng = np.random.default_rng(seed)
+    embed = TextEmbedder(config.embedding_model)
+    membership = rng.permutation(np.arange(runs) % 2 == 0)  # exactly half "in"
+    scores = {"urania": [], "simple_clio": []}
+    for run in range(runs):
+        chosen = rng.choice(len(pool_ids), size=n - 1 if membership[run] else n, replace=False)
+        ids = [pool_ids[i] for i in chosen]
+        users = [pool_users[i] for i in chosen]
+        facets = [pool_facets[i] for i in chosen]
+        vectors = pool_vectors[chosen]
+        if membership[run]:
+            ids, users, facets = ids + [SENSITIVE_ID], users + [SENSITIVE_USER], facets + [SENSITIVE_CONVERSATION]
+            vectors = np.vstack([vectors, target_vector[None, :]])
+        dp = run_urania(ids, users, facets, vectors, config, seed=seed * 100_003 + run, noise_seed=None)
+        clio = run_simple_clio(ids, users, facets, vectors, num_clusters=clio_clusters, seed=run)
+        scores["urania"].append(attack_score(target_vector, report_summaries(dp), embed))
+        scores["simple_clio"].append(attack_score(target_vector, report_summaries(clio), embed))
+        if progress and (run + 1) % 50 == 0:
+            progress(run + 1)
+    return {"membership": membership.tolist(), "scores": scores}
+
+
+def summarise(result: dict, resamples: int = 2000) -> dict:
+    member = np.array(result["membership"], dtype=bool)
+    out = {}
+    for pipeline, values in result["scores"].items():
+        values = np.array(values)
+        low, high = bootstrap_auc_ci(values[member], values[~member], resamples)
+        out[pipeline] = {"auc": roc_auc(values[member], values[~member]), "ci95": [low, high],
+                         "runs_in": int(member.sum()), "runs_out": int((~member).sum()),
+                         "mean_score_in": float(values[member].mean()), "mean_score_out": float(values[~member].mean())}
+    return out
+
+
+def plot_roc(result: dict, summary: dict, path: str, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    member = np.array(result["membership"], dtype=bool)
+    figure, axes = plt.subplots(figsize=(5, 5))
+    for pipeline, label in (("urania", "URANIA (DP)"), ("simple_clio", "SIMPLE-CLIO (non-private)")):
+        values = np.array(result["scores"][pipeline])
+        fpr, tpr = roc_curve(values[member], values[~member])
+        s = summary[pipeline]
+        axes.plot(fpr, tpr, label=f"{label}: AUC {s['auc']:.2f} [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]")
+    axes.plot([0, 1], [0, 1], linestyle=":", color="grey", label="chance")
+    axes.set(xlabel="false positive rate", ylabel="true positive rate", title=title, xlim=(0, 1), ylim=(0, 1))
+    axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Membership inference AUC: URANIA vs SIMPLE-CLIO.")
+    parser.add_argument("--data", required=True, help="JSON Lines data set the runs are drawn from")
+    parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--n", type=int, default=100, help="conversations per run")
+    parser.add_argument("--num_clusters", type=int, default=10, help="k for both pipelines")
+    parser.add_argument("--min_cluster_size", type=float, default=10, help="URANIA's tau at this small n")
+    parser.add_argument("--epsilon_clustering", type=float, default=4.0)
+    parser.add_argument("--epsilon_size", type=float, default=1.0)
+    parser.add_argument("--epsilon_keywords", type=float, default=2.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "membership_inference"))
+    args = parser.parse_args(argv)
+    started = time.time()
+    dataset = load_dataset(args.data)
+    vectors = embed_cached(dataset.facets)
+    target = embed_cached([SENSITIVE_CONVERSATION])[0]
+    config = UraniaConfig(num_clusters=args.num_clusters, min_cluster_size=args.min_cluster_size,
+                          epsilon_clustering=args.epsilon_clustering, epsilon_size=args.epsilon_size,
+                          epsilon_keywords=args.epsilon_keywords)
+    result = run_attack(dataset.conversation_ids, dataset.user_ids, dataset.facets, vectors, target, args.runs,
+                        args.n, config, args.num_clusters, args.seed,
+                        progress=lambda r: print(f"  {r}/{args.runs} runs, {time.time() - started:.0f} s", flush=True))
+    summary = summarise(result)
+    os.makedirs(args.output, exist_ok=True)
+    name = os.path.splitext(os.path.basename(args.data))[0]
+    with open(os.path.join(args.output, f"{name}.json"), "w") as handle:
+        json.dump({"args": vars(args), "summary": summary, **result}, handle)
+    plot_roc(result, summary, os.path.join(args.output, f"{name}_roc.png"),
+             f"Membership inference, {name}\nR={args.runs}, n={args.n}, k={args.num_clusters}")
+    print(f"| pipeline | ROC AUC | 95% CI (bootstrap) | runs in / out |\n|---|---|---|---|")
+    for pipeline, s in summary.items():
+        print(f"| {pipeline} | {s['auc']:.3f} | [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {s['runs_in']} / {s['runs_out']} |")
+    print(f"ROC curves: {os.path.join(args.output, name + '_roc.png')} ({time.time() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""The URANIA job's mechanisms run in-process on pre-computed embeddings, for evaluations that need
+hundreds of runs (membership inference: 400; the sweep: 5 configurations per data set).
+
+Shared with the Beam job (the same functions, not copies):
+  contribution bounding's keyed hash (dp_ops.sampling.keyed_uniform, same "bound" purpose and order);
+  DP k-means (dp_ops.dp_kmeans: calibrate, projection_matrix, lsh_hyperplanes, weighted_sums,
+  add_gaussian_noise, seed_centres, update_centres, assign_nearest: the steps of fit_dp_kmeans, which
+  the Beam transform is tested to match);
+  DP cluster sizes and keyword histograms: PipelineDP's DPEngine with the job's DPCountParams
+  (cluster_size_params, keyword_count_params), its NaiveBudgetAccountant and spend_from_accountant,
+  on PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
+  Poisson sampling for keywords (poisson_keep, keyword_sampling_rate), the offline
+  EmbeddingKeywordSelector, the filter to K, top_keywords, release_floor, KeywordClusterNamer and
+  write_outputs.build_report.
+Differs from the Beam job: no Beam and no release gate; the DP k-means calibration is memoised
+across runs with equal parameters (it is deterministic); k-means noise is numpy's Gaussian seeded per
+run when `noise_seed` is given (same distribution as the production PyDP sampler, reproducible;
+never for real releases), PyDP's otherwise. epsilon = inf switches every mechanism off (exact
+k-means, exact counts, keyword floor 1): the non-private URANIA of the paper's sweep.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+import pipeline_dp
+
+from backends.keyword_set import load_keyword_set
+from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
+from dp_ops import dp_kmeans as km
+from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
+from dp_ops.sampling import keyword_sampling_rate, poisson_keep
+from eval.data import bound_contributions
+from transforms.dp_cluster_sizes import cluster_size_params
+from transforms.keyword_histograms import keyword_count_params, top_keywords
+from transforms.write_outputs import build_report
+
+
+@dataclasses.dataclass(frozen=True)
+class UraniaConfig:
+    """The job's options that matter here, with the job's defaults."""
+
+    num_clusters: int = 50
+    max_conversations_per_user: int = 5
+    epsilon_clustering: float = 4.0
+    epsilon_size: float = 1.0
+    epsilon_keywords: float = 2.0
+    delta: float = 1e-6
+    min_cluster_size: float = 25
+    samples_per_cluster: int = 200
+    keywords_per_cluster: int = 5
+    max_keywords_per_conversation: int = 5
+    max_keyword_partitions_per_user: int = 10
+    keyword_min_similarity: float = 0.3
+    kmeans_iterations: int = 3
+    projection_dim: int = 32
+    keyword_noise: str = "gaussian"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    keyword_set: str | None = None
+
+    @property
+    def private(self) -> bool:
+        return all(math.isfinite(e) for e in (self.epsilon_clustering, self.epsilon_size, self.epsilon_keywords))
+
+
+def _calibration(params: km.DPKMeansParams) -> km.NoiseCalibration:
+    # calibrate() depends on (epsilon, delta, releases) only; the seed and shapes vary per run.
+    return _calibration_for(params.epsilon, params.delta, params.iterations)
+
+
+@functools.lru_cache(maxsize=32)
+def _calibration_for(epsilon: float, delta: float, iterations: int) -> km.NoiseCalibration:
+    return km.calibrate(km.DPKMeansParams(num_clusters=1, epsilon=epsilon, delta=delta, input_dim=1,
+                                          iterations=iterations))
+
+
+@functools.lru_cache(maxsize=4)
+def _keywords(path: str | None):
+    return load_keyword_set(path)
+
+
+@functools.lru_cache(maxsize=4)
+def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> EmbeddingKeywordSelector:
+    selector = EmbeddingKeywordSelector(keywords, model, min_similarity)
+    selector.setup()
+    return selector
+
+
+def fit_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: km.DPKMeansParams, private: bool,
+               noise_seed: int | None) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
+    """dp_ops.dp_kmeans.fit_dp_kmeans step by step (memoised calibration); returns (centres,
+    projected points, calibration). Non-private: the same algorithm with zero noise."""
+    calibration = _calibration(params) if private else None
+    sigma = calibration.sigma if private else 0.0
+    noise_seed = noise_seed if (noise_seed is not None or private) else 0
+
+    def noisy(sums, release):
+        return sums if sigma == 0 else km.add_gaussian_noise(sums, sigma, noise_seed, release)
+
+    points = km.project_points(embeddings, km.projection_matrix(params))
+    buckets = km.lsh_buckets(points, km.lsh_hyperplanes(params))
+    centres = km.seed_centres(noisy(km.weighted_sums(points, weights, buckets, 1 << params.seeding_bits), 0),
+                              params.num_clusters)
+    for step in range(1, params.releases):
+        sums = km.weighted_sums(points, weights, km.assign_nearest(points, centres), params.num_clusters)
+        centres = km.update_centres(noisy(sums, step))
+    return centres, points, calibration
+
+
+def _dp_count(params: DPCountParams, pairs: list[tuple[str, object]], partitions: list) -> tuple[dict, object]:
+    """(partition -> noisy count for every public partition, spend), PipelineDP on LocalBackend."""
+    if not pairs:
+        # PipelineDP refuses empty input; data outside the public partitions is dropped, so one
+        # such element gives every public partition a pure-noise count, as the job would release.
+        pairs = [("no user", ("no partition",))]
+    accountant = params.budget_accountant()
+    engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
+    extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda pair: pair[0],
+                                            partition_extractor=lambda pair: pair[1],
+                                            value_extractor=lambda pair: 0)
+    result = engine.aggregate(pairs, params.aggregate_params(), extractors, public_partitions=partitions)
+    accountant.compute_budgets()
+    counts = {partition: metrics.count for partition, metrics in result}
+    return counts, spend_from_accountant(params, accountant, "PipelineDP COUNT, public partitions (in-process)")
+
+
+def _exact_count(pairs, partitions, per_user_cap: int | None = None) -> dict:
+    counts = {p: 0.0 for p in partitions}
+    for _, partition in pairs:
+        if partition in counts:
+            counts[partition] += 1
+    return counts
+
+
+def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[str], embeddings: np.ndarray,
+               config: UraniaConfig = UraniaConfig(), seed: int = 0, noise_seed: int | None = None) -> dict:
+    """The report the job would release for these conversations, plus `_private` (assignments)."""
+    keyword_set = _keywords(config.keyword_set)
+    keywords = keyword_set.keywords
+    kept, weights = bound_contributions(user_ids, conversation_ids, config.max_conversations_per_user, seed)
+    kept_users = [user_ids[i] for i in kept]
+    kept_ids = [conversation_ids[i] for i in kept]
+    vectors = embeddings[kept]
+    delta_clustering, delta_keywords = ((config.delta / 2, config.delta / 2) if config.keyword_noise == "gaussian"
+                                        else (config.delta, 0.0))
+    params = km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=config.epsilon_clustering
+                               if config.private else 1.0, delta=delta_clustering, input_dim=embeddings.shape[1],
+                               iterations=config.kmeans_iterations, projection_dim=config.projection_dim, seed=seed)
+    centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed)
+    clusters = km.assign_nearest(points, centres)
+
+    size_pairs = list(zip(kept_users, clusters.tolist()))
+    spends = []
+    if config.private:
+        spends.append(calibration.spend(params))
+        sizes, size_spend = _dp_count(cluster_size_params(config.epsilon_size, config.max_conversations_per_user),
+                                      size_pairs, list(range(config.num_clusters)))
+        spends.append(size_spend)
+    else:
+        sizes = _exact_count(size_pairs, list(range(config.num_clusters)))
+    kept_sizes = {c: s for c, s in sizes.items() if s >= config.min_cluster_size}
+
+    sample = np.array([c in kept_sizes and poisson_keep(keyword_sampling_rate(config.samples_per_cluster,
+                                                                               kept_sizes[c]), seed, "keywords", cid)
+                       for cid, c in zip(kept_ids, clusters.tolist())], dtype=bool)
+    keyword_pairs = []
+    if sample.any() and kept_sizes:
+        index = np.flatnonzero(sample)
+        selector = _selector(keywords, config.embedding_model, config.keyword_min_similarity)
+        picks = selector.select([facets[kept[i]] for i in index], vectors[index], config.max_keywords_per_conversation)
+        in_k = frozenset(keywords)
+        for i, chosen in zip(index, picks):
+            for keyword in list(dict.fromkeys(k for k in chosen if k in in_k))[: config.max_keywords_per_conversation]:
+                keyword_pairs.append((kept_users[i], (int(clusters[i]), keyword)))
+    partitions = [(c, k) for c in sorted(kept_sizes) for k in keywords]
+    if config.private:
+        count_params = keyword_count_params(config.epsilon_keywords, delta_keywords, config.keyword_noise,
+                                            config.max_keyword_partitions_per_user)
+        if partitions:
+            histogram, histogram_spend = _dp_count(count_params, keyword_pairs, partitions)
+        else:  # nothing kept: the histogram stage releases nothing, but the job still accounts for it
+            histogram, histogram_spend = {}, _dp_count(count_params, [], [(0, keywords[0])])[1]
+        spends.append(histogram_spend)
+        floor = release_floor(histogram_spend.noise, len(keywords))
+    else:
+        histogram, floor = _exact_count(keyword_pairs, partitions), 1.0
+    per_cluster: dict[int, list] = {c: [] for c in kept_sizes}
+    for (cluster, keyword), count in histogram.items():
+        per_cluster[cluster].append((keyword, count))
+    namer = KeywordClusterNamer()
+    named = {}
+    for cluster, counts in per_cluster.items():
+        _, chosen = top_keywords((cluster, counts), config.keywords_per_cluster, floor)
+        name, description = namer.name(list(chosen))
+        named[cluster] = {"name": name, "description": description, "keywords": list(chosen)}
+    report = build_report(named, kept_sizes, spends, config.max_conversations_per_user,
+                          {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
+                           "seed": seed})
+    if not config.private:
+        report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
+    else:
+        report["privacy"]["differentially_private"] = True
+    report["_private"] = {"assignments": dict(zip(kept_ids, clusters.tolist()))}
+    return report

@@ -1,0 +1,149 @@
+"""beam_jobs.build_keywords end to end on generated data: each method, the spend it records, and
+that the public method never touches the private input."""
+
+import json
+import os
+import re
+
+import apache_beam as beam
+import pytest
+
+from backends.keyword_set import load_keyword_set
+from backends.tokenize import content_terms
+from beam_jobs.build_keywords import build_pipeline, run
+from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
+from beam_jobs.keyword_options import BuildKeywordsOptions
+from dp_ops.budget_ledger import Ledger
+
+pytestmark = pytest.mark.slow  # the refiner embeds the keywords with the real model; public loads spaCy
+
+TICKET = re.compile(r"^[a-z0-9]{10}$")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kw")
+    private = str(folder / "conversations.jsonl")
+    # Many light users: partition selection needs a term in tens of users' conversations.
+    write_sample(private, 2500, 2000, seed=21, malformed=len(MALFORMED_KINDS))
+    public = str(folder / "public.jsonl")
+    write_sample(public, 150, 150, seed=77)  # a different seed: no record is shared with the private file
+    return folder, private, public
+
+
+def _users_per_term(path):
+    users = {}
+    for line in open(path, encoding="utf-8", errors="replace"):
+        try:
+            record = json.loads(line)
+            text = " ".join(m["content"] for m in record["messages"] if m["role"] == "user")
+            user = record["user_id"]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue  # the malformed lines
+        for term in set(content_terms(text)):
+            users.setdefault(term, set()).add(user)
+    return users
+
+
+DP_FLAGS = ["--seed", "3", "--max_conversations_per_user", "1", "--terms_per_conversation", "3"]
+
+
+def _keywords_file(folder, method, *flags):
+    path = str(folder / f"{method}.json")
+    assert run(["--method", method, "--output", path, *flags]) == 0
+    return path, json.load(open(path))
+
+
+@pytest.mark.parametrize("method", ["tfidf", "llm"])
+def test_dp_methods_release_shared_terms_only_and_record_the_asked_spend(data, method):
+    folder, private, _ = data
+    path, document = _keywords_file(folder, method, "--input", private, "--epsilon_keyword_set", "3",
+                                    "--delta_keyword_set", "1e-6", *DP_FLAGS)
+    keywords = load_keyword_set(path).keywords
+    assert len(keywords) >= 2  # how many pass varies with the noise (4-30 seen); what passes must be shared:
+    users = _users_per_term(private)
+    assert all(len(users.get(k, ())) >= 5 for k in keywords), {k: len(users.get(k, ())) for k in keywords}
+    # Every conversation carries a unique ticket code, a frequent top TF-IDF term for its one user.
+    assert not any(TICKET.match(k) and any(c.isdigit() for c in k) for k in keywords)
+    assert document["version"] == 1 and document["method"] == method
+    assert document["privacy"]["epsilon"] == pytest.approx(3.0)
+    assert document["privacy"]["delta"] == pytest.approx(1e-6)
+    assert sum(m["epsilon"] for m in document["privacy"]["mechanisms"]) == pytest.approx(3.0)
+    assert document["source"]["reads_private_input"] is True
+    stats = json.load(open(path + ".private/run_stats.json"))
+    assert stats["read"] == 2500 + len(MALFORMED_KINDS) == stats["valid"] + stats["dead_lettered"]
+    if method == "tfidf":
+        kinds = {m["noise"]["kind"] for m in document["privacy"]["mechanisms"]}
+        assert kinds == {"discrete_laplace", "partition_selection"}
+
+
+def test_max_keywords_caps_by_noisy_count(data):
+    folder, private, _ = data
+    _, document = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "3",
+                                 "--max_keywords", "4", "--refine_to", "0", *DP_FLAGS)
+    assert len(document["keywords"]) == 4
+    assert document["privacy"]["epsilon"] == pytest.approx(3.0)
+
+
+def _public_options(folder, public, private_input):
+    return BuildKeywordsOptions(["--method", "public", "--public_corpus", public, "--input", private_input,
+                                 "--output", str(folder / "public.json"), "--refine_to", "60"])
+
+
+def test_public_pipeline_has_no_read_of_the_input(data):
+    folder, private, public = data
+    pipeline = beam.Pipeline(runner="FnApiRunner")
+    assert build_pipeline(pipeline, _public_options(folder, public, private)) == []
+    labels = []
+
+    class Visitor(beam.pipeline.PipelineVisitor):
+        def visit_transform(self, node):
+            labels.append(node.full_label)
+
+        def enter_composite_transform(self, node):
+            labels.append(node.full_label)
+
+    pipeline.visit(Visitor())
+    assert any("public corpus" in label for label in labels)
+    assert not any("conversations" in label or "MatchFiles" in label for label in labels)
+
+
+def test_public_method_succeeds_with_an_unreadable_input_and_spends_nothing(data):
+    folder, _, public = data
+    sentinel = str(folder / "no-such-dir" / "private-*.jsonl")
+    path, document = _keywords_file(folder, "public", "--public_corpus", public, "--input", sentinel,
+                                    "--refine_to", "60")
+    assert 20 <= len(document["keywords"]) <= 60
+    assert document["privacy"]["epsilon"] == 0 and document["privacy"]["mechanisms"] == []
+    assert document["source"] == {"private_input": None, "reads_private_input": False, "public_corpus": public}
+    assert not os.path.exists(path + ".private")
+
+
+def test_hybrid_keeps_the_public_set_and_adds_dp_selected_novel_keywords(data):
+    folder, private, public = data
+    _, public_document = _keywords_file(folder, "public", "--public_corpus", public, "--refine_to", "60")
+    path, document = _keywords_file(folder, "hybrid", "--public_corpus", public, "--input", private,
+                                    "--refine_to", "60", "--epsilon_keyword_set", "2", *DP_FLAGS)
+    keywords = document["keywords"]
+    assert keywords[:len(public_document["keywords"])] == public_document["keywords"]
+    assert len(keywords) > len(public_document["keywords"])
+    assert document["privacy"]["epsilon"] == pytest.approx(2.0)
+
+
+def test_a_dp_build_is_charged_to_the_ledger_once_and_does_not_block_that_nights_run(data):
+    folder, private, _ = data
+    ledger_path = str(folder / "ledger.json")
+    _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5", "--privacy_ledger",
+                   ledger_path, "--date", "2026-11-20", *DP_FLAGS)
+    ledger = Ledger.from_json(json.load(open(ledger_path)))
+    [entry] = ledger.entries
+    assert entry.status == "committed" and entry.epsilon == pytest.approx(1.5) and entry.date == "2026-11-20"
+    ledger.check("2026-11-20", 1.0, max_epsilon_per_window=3.0, window_days=30, allow_rerun=False)
+    with pytest.raises(Exception, match="cap"):
+        ledger.check("2026-11-20", 2.0, max_epsilon_per_window=3.0, window_days=30, allow_rerun=False)
+
+
+def test_bad_options_exit_2(data):
+    folder, _, _ = data
+    assert run(["--method", "tfidf", "--output", str(folder / "x.json")]) == 2
+    assert run(["--method", "public", "--output", str(folder / "x.json")]) == 2

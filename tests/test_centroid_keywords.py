@@ -1,0 +1,83 @@
+"""Centroid keywords (--keyword_mode): nearest keywords to the DP centres, at zero extra budget."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from backends.keyword_set import DEFAULT_KEYWORD_SET, keyword_set_document, load_keyword_set, write_keyword_set
+from beam_jobs.generate_sample import write_sample
+from beam_jobs.insights import run
+from dp_ops.spend import MechanismSpend
+from transforms.centroid_keywords import keyword_agreement, nearest_keywords
+
+
+def test_nearest_keywords_are_the_most_similar_per_centre():
+    keyword_points = np.eye(3, dtype=np.float32)
+    centres = np.array([[0.9, 0.1, 0.0], [0.0, 0.2, 0.98]], dtype=np.float32)
+    assert nearest_keywords(centres, keyword_points, ("a", "b", "c"), 2) == [["a", "b"], ["c", "b"]]
+
+
+def test_agreement_is_jaccard_per_topic_and_its_mean():
+    agreement = keyword_agreement({0: ["a", "b"], 1: ["x"], 2: []}, {0: ["b", "c"], 1: ["x"], 2: ["z"]})
+    per_topic = {t["id"]: t for t in agreement["per_topic"]}
+    assert per_topic[0]["jaccard"] == pytest.approx(1 / 3) and per_topic[0]["shared"] == ["b"]
+    assert per_topic[1]["jaccard"] == 1.0 and per_topic[2]["jaccard"] == 0.0
+    assert agreement["mean_jaccard"] == pytest.approx((1 / 3 + 1 + 0) / 3)
+    assert agreement["topics_with_a_shared_keyword"] == 2
+
+
+FLAGS = ["--seed", "5", "--num_clusters", "8", "--min_cluster_size", "5", "--noise_seed", "1"]
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("centroid")
+    data = str(folder / "conversations.jsonl")
+    write_sample(data, 900, 600, seed=13)
+    keywords = str(folder / "kw.json")
+    # A DP-built set (its recorded spend is what the report must add; the words are the bundled list).
+    spend = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=0.5,
+                           delta=1e-7, sensitivity=5.0, noise={"kind": "partition_selection"})
+    write_keyword_set(keywords, keyword_set_document(list(load_keyword_set(DEFAULT_KEYWORD_SET).keywords), "llm",
+                                                     {}, {}, [spend]))
+    return folder, data, keywords
+
+
+def _report(folder, data, keywords, mode):
+    output = str(folder / mode)
+    assert run(["--input", data, "--output", output, "--keyword_set", keywords, "--keyword_mode", mode, *FLAGS]) == 0
+    return (json.load(open(os.path.join(output, "release", "report.json"))),
+            json.load(open(os.path.join(output, "private", "run_stats.json"))))
+
+
+@pytest.mark.slow
+def test_centroid_mode_spends_no_keyword_budget_and_the_total_includes_the_keyword_set(sample):
+    report, stats = _report(*sample, "centroid")
+    stages = [m["stage"] for m in report["privacy"]["mechanisms"]]
+    assert stages == ["keyword_set", "clustering", "cluster_sizes"]
+    assert report["privacy"]["epsilon"] == pytest.approx(sum(m["epsilon"] for m in report["privacy"]["mechanisms"]))
+    assert report["privacy"]["epsilon"] == pytest.approx(4.0 + 1.0 + 0.5, rel=0.01)  # clustering + sizes + K
+    kmeans = next(m for m in report["privacy"]["mechanisms"] if m["stage"] == "clustering")
+    assert kmeans["delta"] == pytest.approx(1e-6)  # no histogram: k-means gets the whole delta
+    assert report["config"]["keyword_mode"] == "centroid"
+    assert report["topics"] and all(len(t["keywords"]) == 5 for t in report["topics"])
+    assert "keyword_agreement" not in report and "keyword_pairs_selected" not in stats
+
+
+@pytest.mark.slow
+def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
+    report, stats = _report(*sample, "both")
+    stages = [m["stage"] for m in report["privacy"]["mechanisms"]]
+    assert "keyword_histograms" in stages and "keyword_set" in stages
+    assert report["privacy"]["epsilon"] == pytest.approx(4.0 + 1.0 + 2.0 + 0.5, rel=0.01)
+    agreement = report["keyword_agreement"]
+    assert len(agreement["per_topic"]) == len(report["topics"])
+    assert 0.0 <= agreement["mean_jaccard"] <= 1.0
+    assert all(len(t["centroid_keywords"]) == 5 for t in report["topics"])
+    per_topic = {t["id"]: t for t in agreement["per_topic"]}
+    for topic in report["topics"]:
+        a, b = set(topic["keywords"]), set(topic["centroid_keywords"])
+        assert per_topic[topic["id"]]["jaccard"] == pytest.approx(len(a & b) / len(a | b))
+    assert stats["keyword_pairs_selected"] > 0

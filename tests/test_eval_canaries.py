@@ -1,0 +1,146 @@
+"""The canary generator, the leak scanner and the release gate on the generator's canaries."""
+
+import collections
+import json
+import os
+import re
+
+import pytest
+
+from beam_jobs.release_gate import PII_PATTERNS, load_canaries, scan
+from beam_jobs.run_context import make_run_context
+from eval import canaries as bench
+from eval.canary_generator import CANARY_KINDS, generate_canary_records, write_canary_sample
+from transforms.finalize_run import ReleaseGateFailed, finalize
+from transforms.records import Conversation
+from transforms.validation import parse_record
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return generate_canary_records(2000, 700, seed=5, fraction=0.6)
+
+
+def test_about_the_requested_fraction_carries_a_canary(sample):
+    records, canaries = sample
+    assert len(records) == 2000
+    assert abs(len(canaries) / 2000 - 0.6) < 0.04  # binomial sd ~0.011
+    assert generate_canary_records(300, 100, seed=5, fraction=0.0)[1] == []
+
+
+def test_canaries_are_unique_and_each_in_its_own_conversations_first_user_turn(sample):
+    records, canaries = sample
+    assert len({c["canary"].lower() for c in canaries}) == len(canaries)
+    by_id = {r["conversation_id"]: r for r in records}
+    everything = "\n".join(m["content"] for r in records for m in r["messages"]).lower()
+    for canary in canaries[:300]:
+        record = by_id[canary["conversation_id"]]
+        first_user = next(m["content"] for m in record["messages"] if m["role"] == "user")
+        assert canary["canary"] in first_user
+        assert canary["user_id"] == record["user_id"]
+        assert everything.count(canary["canary"].lower()) == 1
+
+
+def test_every_kind_is_planted_and_pii_kinds_match_the_gates_patterns(sample):
+    _, canaries = sample
+    assert set(collections.Counter(c["kind"] for c in canaries)) == set(CANARY_KINDS)
+    for canary in canaries:
+        if canary["kind"] == "email":
+            assert re.fullmatch(r"[a-z]+\.[a-z]+\.\d{5}@example\.com", canary["canary"])
+        if canary["kind"] in ("email", "phone", "street_address"):
+            assert PII_PATTERNS[canary["kind"]].search(canary["canary"]), canary
+        assert [f.kind for f in scan("r.txt", canary["canary"].encode(), (canary["canary"],))].count("canary") == 1
+
+
+def test_records_are_valid_input(sample):
+    records, _ = sample
+    for record in records[:200]:
+        assert isinstance(parse_record(json.dumps(record).encode(), "x", 1), Conversation)
+
+
+def _fake_run(tmp_path, canaries):
+    """A run folder whose release leaks canaries[0] in topic 3 and canaries[1] in an HTML file."""
+    run_dir = tmp_path / "run"
+    (run_dir / "release" / "html").mkdir(parents=True)
+    (run_dir / "private").mkdir()
+    report = {"topics": [
+        {"id": 3, "name": "Home repair", "description": f"e.g. {canaries[0]['canary']}", "keywords": [], "size": 9},
+        {"id": 4, "name": "Cooking", "description": "Conversations about cooking.", "keywords": [], "size": 9}]}
+    (run_dir / "release" / "report.json").write_text(json.dumps(report))
+    (run_dir / "release" / "html" / "index.html").write_text(f"<p>{canaries[1]['canary'].upper()}</p>")
+    assignments = {canaries[0]["conversation_id"]: 3, canaries[1]["conversation_id"]: 4,
+                   canaries[2]["conversation_id"]: 4, canaries[3]["conversation_id"]: 5}
+    with open(run_dir / "private" / "assignments.jsonl", "w") as handle:
+        for conversation_id, cluster in assignments.items():
+            handle.write(json.dumps({"conversation_id": conversation_id, "cluster_id": cluster}) + "\n")
+    return str(run_dir)
+
+
+def test_leak_scanner_finds_planted_canaries_in_a_fake_release(tmp_path, sample):
+    _, canaries = sample
+    planted = canaries[:4]
+    run_dir = _fake_run(tmp_path, planted)
+    files = bench.released_files(run_dir)
+    assert len(files) == 2  # report.json and html/index.html, at any depth
+    table = bench.leak_table(files, planted, bench.read_assignments(run_dir))
+    assert table["canaries_leaked"] == 2 and table["canary_leak_rate"] == 0.5
+    # clusters 3, 4, 5 hold canaries; 3's topic text leaks one; 4's canary leaked only via the HTML
+    # file, not its topic text; 5 was not released
+    assert table["canary_bearing_clusters"] == 3 and table["canary_bearing_clusters_released"] == 2
+    assert table["clusters_leaking"] == 1 and table["cluster_leak_rate"] == pytest.approx(1 / 3)
+    verdict = bench.gate_verdict(files, [c["canary"] for c in planted])
+    assert verdict["status"] == "rejected" and verdict["kinds"]["canary"] == 2
+    assert "canaries leaked" in bench.format_table("test", table, verdict, None)
+
+
+def test_a_clean_release_leaks_nothing(tmp_path, sample):
+    _, canaries = sample
+    run_dir = tmp_path / "clean"
+    (run_dir / "release").mkdir(parents=True)
+    (run_dir / "release" / "report.json").write_text(json.dumps(
+        {"topics": [{"id": 1, "name": "Cooking", "description": "About cooking.", "keywords": ["cooking"],
+                     "size": 5551234}], "privacy": {"epsilon": 6.9999987443256}}))
+    files = bench.released_files(str(run_dir))
+    table = bench.leak_table(files, canaries, {})
+    assert table["canaries_leaked"] == 0 and table["pii_regex_hits"] == {}
+    assert bench.gate_verdict(files, [c["canary"] for c in canaries])["status"] == "passed"
+
+
+def test_release_gate_reads_the_generators_canary_files(tmp_path):
+    paths = write_canary_sample(str(tmp_path), 200, 80, seed=2)
+    from_text = load_canaries(paths["canaries.txt"])
+    from_jsonl = load_canaries(paths["canaries.jsonl"])
+    assert from_text == from_jsonl and len(from_text) > 80
+    with open(paths["canaries.jsonl"]) as handle:
+        assert from_text == tuple(json.loads(line)["canary"] for line in handle)
+
+
+def _pending_run(tmp_path, extra_html: str):
+    context = make_run_context(str(tmp_path / "in.jsonl"), str(tmp_path / "out"), None)
+    pending_dir = os.path.dirname(context.report_pending)
+    os.makedirs(os.path.join(pending_dir, "html"))
+    with open(context.report_pending, "w") as handle:
+        json.dump({"topics": [], "privacy": {"epsilon": 7.0, "delta": 1e-6}}, handle)
+    with open(os.path.join(pending_dir, "html", "index.html"), "w") as handle:
+        handle.write(extra_html)
+    return context
+
+
+def test_release_gate_scans_and_rejects_files_in_subfolders(tmp_path):
+    paths = write_canary_sample(str(tmp_path / "canaries"), 100, 40, seed=3)
+    canaries = load_canaries(paths["canaries.jsonl"])
+    context = _pending_run(tmp_path, f"<p>{canaries[0]}</p>")
+    with pytest.raises(ReleaseGateFailed):
+        finalize(context.report_pending, context, canaries, None)
+    assert os.path.exists(context.path("release.rejected", "html", "index.html"))
+    assert not os.path.exists(context.path("release"))
+    with open(context.private("release_gate.json")) as handle:
+        gate = json.load(handle)
+    assert gate["status"] == "rejected" and {f["kind"] for f in gate["findings"]} >= {"canary"}
+
+
+def test_release_gate_publishes_a_clean_release_with_its_subfolders(tmp_path):
+    context = _pending_run(tmp_path, "<p>Cooking and baking</p>")
+    assert finalize(context.report_pending, context, ("never released",), None) == context.path("release", "report.json")
+    assert os.path.exists(context.path("release", "html", "index.html"))
+    assert os.path.exists(context.path("release", "report.json"))

@@ -1,0 +1,70 @@
+"""The versioned keyword-set file: round trip, backward compatibility, refusal of newer versions."""
+
+import json
+
+import pytest
+
+from backends.keyword_set import FORMAT_VERSION, keyword_set_document, load_keyword_set, write_keyword_set
+from backends.offline_keywords import refine_until_stable
+from backends.interfaces import KeywordSetRefiner
+from beam_jobs.build_keywords import ranked_selection
+from dp_ops.spend import MechanismSpend
+
+SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=0.8,
+                       delta=1e-6, sensitivity=10.0, noise={"kind": "partition_selection"})
+
+
+def test_round_trip_keeps_keywords_method_params_source_and_spend(tmp_path):
+    path = str(tmp_path / "kw.json")
+    document = keyword_set_document(["Python", "  unit   test ", "python", "sql"], "tfidf", {"epsilon": 0.8},
+                                    {"private_input": "logs/*.jsonl"}, [SPEND])
+    write_keyword_set(path, document)
+    loaded = load_keyword_set(path)
+    assert loaded.keywords == ("python", "unit test", "sql")
+    assert loaded.method == "tfidf" and loaded.version == FORMAT_VERSION == json.load(open(path))["version"]
+    assert loaded.params == {"epsilon": 0.8} and loaded.origin == {"private_input": "logs/*.jsonl"}
+    assert loaded.spend == (SPEND,) and loaded.created_at.endswith("+00:00")
+    assert document["privacy"]["epsilon"] == 0.8 and document["privacy"]["delta"] == 1e-6
+
+
+def test_old_json_and_text_files_still_load(tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"keywords": ["a b", "c"], "method": "manual",
+                               "privacy": {"mechanisms": [SPEND.to_json()]}}))
+    loaded = load_keyword_set(str(old))
+    assert loaded.keywords == ("a b", "c") and loaded.version is None and loaded.spend == (SPEND,)
+    text = tmp_path / "k.txt"
+    text.write_text("# comment\npython\n\nsql # trailing\n")
+    assert load_keyword_set(str(text)).keywords == ("python", "sql")
+
+
+def test_a_newer_format_version_is_refused(tmp_path):
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps({"version": FORMAT_VERSION + 1, "keywords": ["a"]}))
+    with pytest.raises(ValueError, match="newer"):
+        load_keyword_set(str(path))
+
+
+def test_ranked_selection_orders_by_noisy_count_and_caps():
+    assert ranked_selection([("b", 3.0), ("a", 9.0), ("c", 3.0)], 2) == ["a", "b"]
+    assert ranked_selection([("b", None), ("a", None)], None) == ["a", "b"]
+
+
+class _DropLastUntil(KeywordSetRefiner):
+    """Removes the last keyword while the list is longer than the target; appends 'new' once."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def refine(self, keywords, target_size):
+        self.calls += 1
+        remove = [keywords[-1]] if len(keywords) > target_size else []
+        return remove, (["New "] if self.calls == 1 else [])
+
+
+def test_refinement_runs_until_stable_or_max_rounds():
+    refined, rounds = refine_until_stable(_DropLastUntil(), ["a", "b", "c", "d"], 2, max_rounds=10)
+    # round 1: -d +new; 2: -new; 3: -c; 4: stable.
+    assert refined == ["a", "b"] and rounds == 4
+    refined, rounds = refine_until_stable(_DropLastUntil(), ["a", "b", "c", "d"], 2, max_rounds=2)
+    assert rounds == 2 and refined == ["a", "b", "c"]

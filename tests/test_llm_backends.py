@@ -1,0 +1,288 @@
+"""LLM backends without a model: parsing and repair, retries/backoff, the cache, the OpenAI-compatible
+client against a loopback server, the steps' fallbacks, and the keyword filter with a misbehaving server."""
+
+import json
+import pickle
+import random
+
+import apache_beam as beam
+import numpy as np
+import pytest
+
+from backends.interfaces import KeywordSelector
+from backends.llm import parsing
+from backends.llm.cache import ResponseCache
+from backends.llm.client import ChatClient, Completion, PermanentError, RetryableError
+from backends.llm.config import LLMConfig
+from backends.llm.fanout import Caller, CallSpec, RetryPolicy
+from backends.llm.openai_client import OpenAIChatClient, chat_completions_url
+from backends.llm.parsing import MalformedOutput
+from backends.llm.steps import (LLMClusterNamer, LLMFacetExtractor, LLMKeywordProposer, LLMKeywordSelector,
+                                LLMKeywordSetRefiner)
+from tests.conftest import local_pipeline
+from tests.llm_server import FakeChatServer
+from transforms.keyword_histograms import SelectKeywords
+from transforms.records import Conversation, ConversationBlock, Message
+
+K = ("python", "rust", "machine learning", "cooking", "travel")
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+def test_facet_summary_is_read_from_json_even_inside_a_fence_or_prose():
+    assert parsing.parse_facets('{"Summary": "Asks  about Rust.", "Task": "x"}') == ("Asks about Rust.", False)
+    assert parsing.parse_facets('```json\n{"summary": "Asks about Rust."}\n```') == ("Asks about Rust.", True)
+    assert parsing.parse_facets("Here you go: {'Summary': 'Asks about Rust.'} Hope it helps")[0] == "Asks about Rust."
+    for bad in ("", "no json here", '{"Task": "x"}', '["Summary"]', '{"Summary": 3}'):
+        with pytest.raises(MalformedOutput):
+            parsing.parse_facets(bad)
+
+
+def test_keyword_choice_keeps_distinct_words_of_k_only_and_na_means_none():
+    assert parsing.parse_keyword_choice("['python', 'rust']", K, 5) == (["python", "rust"], False)
+    assert parsing.parse_keyword_choice('["NA"]', K, 5) == ([], False)
+    picked, repaired = parsing.parse_keyword_choice(
+        "Sure: ['Python', 'python', 'golang', 'Machine  Learning', 'cooking', 'travel', 'rust']", K, 3)
+    assert picked == ["python", "machine learning", "cooking"] and repaired
+    with pytest.raises(MalformedOutput):
+        parsing.parse_keyword_choice("python, rust", K, 5)
+    with pytest.raises(MalformedOutput):
+        parsing.parse_keyword_choice("[1, 2]", K, 5)
+
+
+def test_name_needs_both_tags_and_is_cut_to_ten_words():
+    (name, description), repaired = parsing.parse_name(
+        "<topic> Rust help </topic>\n<description>Users ask. They learn.</description>")
+    assert (name, description, repaired) == ("Rust help", "Users ask. They learn.", False)
+    (name, _), repaired = parsing.parse_name(f"<topic>{' '.join(['w'] * 14)}</topic><description>d</description>")
+    assert len(name.split()) == 10 and repaired
+    with pytest.raises(MalformedOutput):
+        parsing.parse_name("<topic>only a topic</topic>")
+
+
+def test_refinement_and_proposals_are_normalised_lists():
+    assert parsing.parse_refinement('{"remove": ["Rust"], "add": ["Go", "go"]}') == ((["rust"], ["go"]), False)
+    assert parsing.parse_proposed_keywords("['Web  Dev', 'NA', 'web dev', 'css']", 5) == (["web dev", "css"], False)
+    with pytest.raises(MalformedOutput):
+        parsing.parse_refinement('{"remove": "rust"}')
+
+
+# --- fan-out: retries, backoff, cache ---------------------------------------------------------------
+
+class _ScriptedClient(ChatClient):
+    """Answers from a script of exceptions / texts, one per request."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.attempts = []
+
+    def complete(self, messages, *, json_output, max_tokens, timeout_s, attempt=0):
+        self.attempts.append(attempt)
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return Completion(step, 10, 2)
+
+
+def _spec(text="hello"):
+    return CallSpec([{"role": "user", "content": text}], parsing.parse_facets, json_output=True)
+
+
+def _caller(client, max_retries=3, cache=None, sleeps=None):
+    return Caller(client, backend="openai", model="m", timeout_s=1, max_concurrency=2, cache=cache,
+                  policy=RetryPolicy(max_retries=max_retries, backoff_base_s=0.5, backoff_max_s=4),
+                  sleep=(sleeps.append if sleeps is not None else lambda s: None))
+
+
+def test_retryable_errors_are_retried_with_growing_jittered_backoff_then_succeed():
+    sleeps = []
+    client = _ScriptedClient([RetryableError("429"), RetryableError("500"), RetryableError("timeout"),
+                              '{"Summary": "ok"}'])
+    result = _caller(client, sleeps=sleeps).call(_spec())
+    assert result.ok and result.value == "ok" and result.requests == 4 and result.retries == 3
+    assert client.attempts == [0, 1, 2, 3]
+    assert (result.prompt_tokens, result.completion_tokens) == (10, 2)
+    assert len(sleeps) == 3 and all(0 <= s <= cap for s, cap in zip(sleeps, (0.5, 1.0, 2.0)))
+
+
+def test_backoff_is_full_jitter_capped_and_honours_retry_after():
+    policy, rng = RetryPolicy(backoff_base_s=0.5, backoff_max_s=4), random.Random(1)
+    delays = [policy.delay(6, None, rng) for _ in range(2000)]
+    assert max(delays) <= 4 and np.mean(delays) == pytest.approx(2.0, rel=0.1)  # uniform on [0, 4]
+    assert policy.delay(1, 3.0, rng) >= 3.0 and policy.delay(1, 100.0, rng) <= 4
+
+
+def test_exhausted_retries_permanent_errors_and_malformed_answers_fail_without_raising():
+    exhausted = _caller(_ScriptedClient([RetryableError("429")] * 3), max_retries=2).call(_spec())
+    assert not exhausted.ok and exhausted.error == "retries_exhausted" and exhausted.requests == 3
+    client = _ScriptedClient([PermanentError("400")])
+    permanent = _caller(client).call(_spec())
+    assert not permanent.ok and permanent.error == "permanent_error" and client.attempts == [0]
+    malformed = _caller(_ScriptedClient(["not json"])).call(_spec())
+    assert not malformed.ok and malformed.error == "malformed_output" and malformed.prompt_tokens == 10
+    broken = _caller(_ScriptedClient([KeyError("bug")])).call(_spec())
+    assert not broken.ok and broken.error == "client_error"
+
+
+def test_cache_answers_a_repeat_call_without_a_request_and_never_stores_a_bad_answer(tmp_path):
+    cache = ResponseCache(str(tmp_path / "cache"))
+    client = _ScriptedClient(["garbage", '{"Summary": "first"}'])
+    assert not _caller(client, cache=cache).call(_spec()).ok
+    assert _caller(client, cache=cache).call(_spec()).value == "first"
+    again = _caller(_ScriptedClient([]), cache=cache).call(_spec())  # an empty script: any request would fail
+    assert again.ok and again.cache_hit and again.value == "first" and again.requests == 0
+    other = _caller(_ScriptedClient(['{"Summary": "second"}']), cache=cache).call(_spec("other text"))
+    assert other.value == "second" and not other.cache_hit
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
+
+
+def test_call_many_keeps_order_under_concurrency():
+    class Echo(ChatClient):
+        def complete(self, messages, *, json_output, max_tokens, timeout_s, attempt=0):
+            return Completion(json.dumps({"Summary": messages[0]["content"]}))
+
+    results = _caller(Echo()).call_many([_spec(str(i)) for i in range(50)])
+    assert [r.value for r in results] == [str(i) for i in range(50)]
+
+
+# --- the OpenAI-compatible client against a loopback server -----------------------------------------
+
+def test_base_url_forms():
+    assert chat_completions_url("http://h:1") == "http://h:1/v1/chat/completions"
+    assert chat_completions_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
+    assert chat_completions_url("http://h:1/v1/chat/completions") == "http://h:1/v1/chat/completions"
+
+
+def test_openai_client_sends_a_chat_completions_request_and_reads_text_and_usage():
+    with FakeChatServer() as server:
+        client = OpenAIChatClient(server.base_url, "qwen", api_key="sk-test")
+        messages = [{"role": "system", "content": "s"},
+                    {"role": "user", "content": "<conversation>\nUser: rust lifetimes\n</conversation>"}]
+        completion = client.complete(messages, json_output=True, max_tokens=77, timeout_s=5, attempt=2)
+    request = server.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["body"]["model"] == "qwen" and request["body"]["messages"] == messages
+    assert request["body"]["max_tokens"] == 77 and request["body"]["response_format"] == {"type": "json_object"}
+    assert request["headers"]["Authorization"] == "Bearer sk-test" and request["headers"]["X-Urania-Attempt"] == "2"
+    assert json.loads(completion.text)["Summary"].startswith("The user asks: rust lifetimes")
+    assert completion.prompt_tokens > 0 and completion.completion_tokens > 0
+
+
+@pytest.mark.parametrize("fault,error", [("429", RetryableError), ("500", RetryableError),
+                                         ("hang", RetryableError), ("garbage", None)])
+def test_openai_client_classifies_faults(fault, error, monkeypatch):
+    with FakeChatServer(hang_s=1.0) as server:
+        monkeypatch.setattr(server, "fault_for", lambda body, attempt: fault)
+        client = OpenAIChatClient(server.base_url, "m", api_key="")
+        if error is None:  # a readable envelope with a useless answer: the parser's job, not the client's
+            assert "format" in client.complete([{"role": "user", "content": "x"}], json_output=False,
+                                               max_tokens=5, timeout_s=0.3).text
+        else:
+            with pytest.raises(error):
+                client.complete([{"role": "user", "content": "x"}], json_output=False, max_tokens=5, timeout_s=0.3)
+
+
+def test_openai_client_treats_an_unreadable_body_and_a_4xx_as_permanent(monkeypatch):
+    from backends.llm import openai_client
+    with pytest.raises(PermanentError):
+        openai_client.parse_response(b"<html>oops</html>")
+    with pytest.raises(PermanentError):
+        openai_client.parse_response(b'{"choices": [{"message": {"content": null}}]}')
+    with FakeChatServer() as server:
+        monkeypatch.setattr(server, "fault_for", lambda body, attempt: "400")
+        with pytest.raises(PermanentError):
+            OpenAIChatClient(server.base_url, "m", api_key="").complete(
+                [{"role": "user", "content": "x"}], json_output=False, max_tokens=5, timeout_s=2)
+
+
+# --- the steps --------------------------------------------------------------------------------------
+
+def _config(server, **kw):
+    return LLMConfig(backend="openai", model="m", base_url=server.base_url, max_concurrency=4, timeout_s=0.5,
+                     max_retries=1, pseudonymize=False, backoff_base_s=0.01, **kw)
+
+
+def _conversation(i, text):
+    return Conversation(f"c{i}", f"u{i}", None, (Message("user", text), Message("assistant", "a reply")))
+
+
+def test_facet_extractor_returns_summaries_and_falls_back_per_element(monkeypatch):
+    with FakeChatServer() as server:
+        monkeypatch.setattr(server, "fault_for", lambda body, attempt: "500" if b"broken" in body else None)
+        extractor = LLMFacetExtractor(_config(server))
+        facets = extractor.extract_batch([_conversation(0, "how do rust lifetimes work"),
+                                          _conversation(1, "broken request about cooking")])
+    assert facets == ["The user asks: how do rust lifetimes work", "broken request about cooking"]
+    totals = extractor.counters.totals
+    assert (totals["calls"], totals["requests"], totals["retries"], totals["failures"], totals["fallbacks"]) == \
+        (2, 3, 1, 1, 1)
+
+
+class _FixedSelector(KeywordSelector):
+    def select(self, facets, embeddings, max_keywords):
+        return [["travel"] for _ in facets]
+
+
+def test_keyword_selector_falls_back_for_failed_rows_only(monkeypatch):
+    with FakeChatServer() as server:
+        monkeypatch.setattr(server, "fault_for", lambda body, attempt: "garbage" if b"broken" in body else None)
+        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector())
+        picks = selector.select(["I love python and rust", "broken", "nothing relevant"], np.zeros((3, 2)), 5)
+    assert picks == [["python", "rust"], ["travel"], []]
+
+
+def test_a_misbehaving_server_cannot_put_a_word_outside_k_into_the_pairs(collector):
+    with FakeChatServer(misbehave=True) as server:
+        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector())
+        block = ConversationBlock(["c0", "c1"], ["u0", "u1"], np.ones(2), ["python and rust", "cooking travel"],
+                                  np.zeros((2, 4), dtype=np.float32), cluster_ids=np.array([0, 1]))
+        with local_pipeline() as pipeline:
+            pairs = pipeline | beam.Create([block]) | SelectKeywords(selector, K, max_keywords=5)
+            collector(pairs, "pairs")
+        assert len(server.log) == 2
+    assert sorted(collector.result("pairs")) == [("u0", (0, "python")), ("u0", (0, "rust")),
+                                                  ("u1", (1, "cooking")), ("u1", (1, "travel"))]
+
+
+def test_namer_uses_the_model_and_calls_nothing_for_an_empty_topic():
+    with FakeChatServer() as server:
+        namer = LLMClusterNamer(_config(server))
+        assert namer.name(["rust", "python"]) == ("Questions about rust and python",
+                                                  "Users ask about rust, python. They want practical help.")
+        assert namer.name([])[0] == "Unlabelled topic"
+        assert len(server.log) == 1
+
+
+def test_proposer_and_refiner_validate_what_the_model_returns(monkeypatch):
+    with FakeChatServer() as server:
+        answers = {"propose": "['Rust Ownership', 'NA', 'rust ownership', 'borrow checker']",
+                   "refine": '{"remove": ["cooking", "not in list"], "add": ["golang", "rust"]}'}
+        import tests.llm_server as fake
+        monkeypatch.setattr(fake, "derived_answer",
+                            lambda prompt, misbehave=False: answers["propose" if "Propose" in prompt else "refine"])
+        proposer = LLMKeywordProposer(_config(server))
+        assert proposer.propose(["a summary"], 5) == [["rust ownership", "borrow checker"]]
+        refiner = LLMKeywordSetRefiner(_config(server))
+        assert refiner.refine(list(K), 5) == (["cooking"], ["golang"])
+        monkeypatch.setattr(server, "fault_for", lambda body, attempt: "500")
+        assert proposer.propose(["a summary"], 5) == [[]]
+        assert refiner.refine(list(K), 5) == ([], [])
+
+
+def test_llm_steps_pickle_without_their_clients():
+    with FakeChatServer() as server:
+        namer = LLMClusterNamer(_config(server))
+        namer.name(["rust"])
+        copy = pickle.loads(pickle.dumps(namer))
+        assert copy._caller is None and copy.config == namer.config
+        assert copy.name(["rust"])[0] == "Questions about rust"
+
+
+def test_degenerate_choices_of_small_models_are_rejected():
+    keywords = ("a", "b", "c", "d", "e", "f")
+    with pytest.raises(MalformedOutput):  # the first entries of K, in order
+        parsing.parse_keyword_choice("['a', 'b', 'c', 'd', 'e']", keywords, 5)
+    with pytest.raises(MalformedOutput):  # one word repeated
+        parsing.parse_keyword_choice("['c', 'c', 'c']", keywords, 5)
+    assert parsing.parse_keyword_choice("['a', 'b']", keywords, 5)[0] == ["a", "b"]
+    assert parsing.parse_keyword_choice("['b', 'a', 'c']", keywords, 5)[0] == ["b", "a", "c"]

@@ -1,0 +1,56 @@
+"""DPDocumentFrequencies: ClippedTerms -> a singleton NoisyDocumentFrequencies (discrete Laplace).
+
+The exact vector (documents per term bucket + the document count) is summed by a global combine and
+meets the noise on one worker; only the noisy vector leaves this transform.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import numpy as np
+
+from dp_ops import discrete_laplace
+from dp_ops.tfidf import DocumentFrequencyParams, NoisyDocumentFrequencies, document_vector_indices
+
+
+class _CountDocumentsFn(beam.CombineFn):
+    def __init__(self, buckets: int):
+        self._size = buckets + 1
+
+    def create_accumulator(self):
+        return np.zeros(self._size, dtype=np.int64)
+
+    def add_input(self, accumulator, indices):
+        np.add.at(accumulator, indices, 1)
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        total = np.array(next(accumulators), dtype=np.int64)
+        for accumulator in accumulators:
+            total += accumulator
+        return total
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def _add_noise(exact: np.ndarray, scale: float, noise_seed: int | None) -> NoisyDocumentFrequencies:
+    return NoisyDocumentFrequencies.from_noisy_vector(exact + discrete_laplace.sample(exact.shape, scale, noise_seed))
+
+
+class DPDocumentFrequencies(beam.PTransform):
+    """`self.spend` is known at construction: the noise depends on the parameters only."""
+
+    def __init__(self, params: DocumentFrequencyParams, noise_seed: int | None = None):
+        super().__init__()
+        self.params = params
+        self.noise_seed = noise_seed
+        self.spend = params.spend()
+
+    def expand(self, clipped_terms):
+        buckets = self.params.buckets
+        return (clipped_terms
+                | "buckets each conversation adds to" >> beam.Map(lambda c: document_vector_indices(c.counts, buckets))
+                | "count documents per bucket" >> beam.CombineGlobally(_CountDocumentsFn(buckets))
+                | "discrete Laplace noise" >> beam.Map(_add_noise, self.params.scale, self.noise_seed))

@@ -1,0 +1,49 @@
+"""ProposeKeywords: Facets -> (user_id, keyword) pairs from a KeywordProposer, for DP selection.
+
+The proposals are private (an LLM may copy anything from a conversation); they leave the pipeline
+only through DP partition selection. Each conversation adds at most `max_keywords` distinct,
+normalised keywords, so a user (<= C conversations) adds at most C x max_keywords.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from backends.interfaces import KeywordProposer
+from backends.keyword_set import MAX_KEYWORD_CHARS
+from transforms.stage_timing import timed
+
+BATCH_SIZE = 64
+
+
+def normalised_proposals(proposed: list[str], max_keywords: int) -> list[str]:
+    cleaned = (" ".join(str(k).lower().split()) for k in proposed)
+    distinct = dict.fromkeys(k for k in cleaned if k and len(k) <= MAX_KEYWORD_CHARS)
+    return list(distinct)[:max_keywords]
+
+
+class _ProposeFn(beam.DoFn):
+    def __init__(self, proposer: KeywordProposer, max_keywords: int):
+        self._proposer = proposer
+        self._max_keywords = max_keywords
+
+    def setup(self):
+        self._proposer.setup()
+        self._timed_propose = timed("propose_keywords", self._proposer.propose)
+
+    def process(self, facets):
+        proposals = self._timed_propose([f.text for f in facets], self._max_keywords)
+        for facet, proposed in zip(facets, proposals):
+            for keyword in normalised_proposals(proposed, self._max_keywords):
+                yield facet.user_id, keyword
+
+
+class ProposeKeywords(beam.PTransform):
+    def __init__(self, proposer: KeywordProposer, max_keywords: int):
+        super().__init__()
+        self._fn = _ProposeFn(proposer, max_keywords)
+
+    def expand(self, facets):
+        return (facets
+                | "batch facets" >> beam.BatchElements(min_batch_size=1, max_batch_size=BATCH_SIZE)
+                | "propose keywords" >> beam.ParDo(self._fn))

@@ -1,0 +1,86 @@
+"""A two-level topic hierarchy (URANIA §H, as in CLIO): released topics grouped into ~sqrt(k) groups.
+
+Pure post-processing of the release: it embeds the released topic names and keywords, clusters the
+embeddings deterministically and names each group through the ClusterNamer from the members'
+released keywords. No conversation is touched, so it costs no privacy budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from backends.interfaces import ClusterNamer
+
+GROUP_KEYWORDS = 5
+METHOD = ("post-processing of released data: released topic names and keywords embedded with the run's "
+          "embedding model (a topic is the mean of its name's and keywords' embeddings), k-means (seeded) into "
+          "about sqrt(topics) groups, groups named by the cluster namer "
+          "from their members' released keywords; no privacy budget")
+
+
+def topic_vectors(topics: Sequence[dict], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """One unit vector per topic: the mean of the embeddings of its released name and of each of its
+    released keywords. (A comma-joined keyword list embeds poorly: "python, unit testing, error
+    message" landed next to "symptoms" with all-MiniLM-L6-v2; the mean of the parts does not.)"""
+    texts, owners = [], []
+    for index, topic in enumerate(topics):
+        for text in [topic["name"], *topic["keywords"]]:
+            texts.append(text)
+            owners.append(index)
+    if not texts:
+        return np.zeros((0, 0))
+    embedded = np.asarray(embed(texts), dtype=np.float64)
+    owners = np.asarray(owners)
+    vectors = np.stack([embedded[owners == i].mean(axis=0) for i in range(len(topics))])
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def number_of_groups(topics: int) -> int:
+    return 0 if topics == 0 else max(1, round(math.sqrt(topics)))
+
+
+def group_labels(vectors: np.ndarray, groups: int, seed: int = 0) -> np.ndarray:
+    """Deterministic k-means labels for unit vectors; fewer groups if there are fewer distinct rows."""
+    distinct = len(np.unique(np.round(vectors, 6), axis=0))
+    groups = min(groups, distinct)
+    if groups <= 1:
+        return np.zeros(len(vectors), dtype=int)
+    from sklearn.cluster import KMeans
+    return KMeans(n_clusters=groups, n_init=10, random_state=seed).fit_predict(vectors)
+
+
+def group_keywords(members: Sequence[dict], limit: int = GROUP_KEYWORDS) -> list[str]:
+    """The members' released keywords, weighted by the members' noisy sizes, best first."""
+    weights: dict[str, float] = {}
+    first_seen: dict[str, int] = {}
+    for member in members:
+        for rank, keyword in enumerate(member["keywords"]):
+            # A topic's first keyword counts a little more than its last: they are listed by noisy count.
+            weights[keyword] = weights.get(keyword, 0.0) + max(member["size"], 1) * (1.0 - 0.1 * rank)
+            first_seen.setdefault(keyword, len(first_seen))
+    return sorted(weights, key=lambda k: (-weights[k], first_seen[k]))[:limit]
+
+
+def build_hierarchy(topics: Sequence[dict], embed: Callable[[list[str]], np.ndarray], namer: ClusterNamer,
+                    seed: int = 0) -> dict:
+    """{"method", "groups": [{"name", "description", "keywords", "size", "topic_ids"}]}, groups by size.
+
+    `topics` are report.json topics; `embed` maps texts to unit vectors (the run's embedding model).
+    """
+    topics = list(topics)
+    if not topics:
+        return {"method": METHOD, "groups": []}
+    vectors = topic_vectors(topics, embed)
+    labels = group_labels(vectors, number_of_groups(len(topics)), seed)
+    groups = []
+    for label in sorted(set(labels.tolist())):
+        members = sorted((t for t, l in zip(topics, labels) if l == label), key=lambda t: (-t["size"], t["id"]))
+        keywords = group_keywords(members)
+        name, description = namer.name_group(keywords, [m["name"] for m in members])
+        groups.append({"name": name, "description": description, "keywords": keywords,
+                       "size": sum(m["size"] for m in members), "topic_ids": [m["id"] for m in members]})
+    groups.sort(key=lambda g: (-g["size"], g["topic_ids"][0]))
+    return {"method": METHOD, "groups": groups}
