@@ -48,9 +48,21 @@ def project_block(block: ConversationBlock, projection: np.ndarray | None) -> Co
     # already runs one process or bundle per core. With the BLAS default (a thread per core) each
     # small product waits for busy cores: 16-20x slower on the 2-vCPU bench machine when anything
     # else runs (bench/bench_dp_kmeans.py, README "Performance"). Same arithmetic, same points.
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+    with _one_blas_thread():
         points = mechanism.project_points(block.embeddings, projection)
     return dataclasses.replace(block, points=points)
+
+
+_blas_controller = None
+
+
+def _one_blas_thread():
+    # The controller is made once per process: threadpool_limits() alone scans every loaded library
+    # on each call (~5 ms, as slow as the problem it solves).
+    global _blas_controller
+    if _blas_controller is None:
+        _blas_controller = threadpoolctl.ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 def points_and_weights(block: ConversationBlock) -> tuple[np.ndarray, np.ndarray]:
