@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="urania-bench-kmeans-")
+    os.makedirs(workdir, exist_ok=True)
     print(f"machine: {os.cpu_count()} cores, {_cpu_model()}, python {platform.python_version()}, "
           f"numpy {np.__version__}, beam {beam.__version__}")
     print(f"command: bench/bench_dp_kmeans.py {' '.join(argv if argv is not None else sys.argv[1:])}")

@@ -12,6 +12,7 @@ import dataclasses
 
 import apache_beam as beam
 import numpy as np
+import threadpoolctl
 
 from dp_ops import dp_kmeans as mechanism
 from transforms.records import ConversationBlock
@@ -43,7 +44,25 @@ class _SumArraysFn(beam.CombineFn):
 
 
 def project_block(block: ConversationBlock, projection: np.ndarray | None) -> ConversationBlock:
-    return dataclasses.replace(block, points=mechanism.project_points(block.embeddings, projection))
+    # One BLAS thread: a block is a few hundred rows, too small to gain from threads, and a worker
+    # already runs one process or bundle per core. With the BLAS default (a thread per core) each
+    # small product waits for busy cores: 16-20x slower on the 2-vCPU bench machine when anything
+    # else runs (bench/bench_dp_kmeans.py, README "Performance"). Same arithmetic, same points.
+    with _one_blas_thread():
+        points = mechanism.project_points(block.embeddings, projection)
+    return dataclasses.replace(block, points=points)
+
+
+_blas_controller = None
+
+
+def _one_blas_thread():
+    # The controller is made once per process: threadpool_limits() alone scans every loaded library
+    # on each call (~5 ms, as slow as the problem it solves).
+    global _blas_controller
+    if _blas_controller is None:
+        _blas_controller = threadpoolctl.ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 def points_and_weights(block: ConversationBlock) -> tuple[np.ndarray, np.ndarray]:
