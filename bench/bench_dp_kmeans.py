@@ -35,6 +35,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from bench.bench_pipeline import cpu_model  # noqa: E402
 
 import apache_beam as beam  # noqa: E402
 from apache_beam.metrics.metric import MetricsFilter  # noqa: E402
@@ -51,16 +52,6 @@ BLOCK = 256
 # runs before any data is read, in the job as here; it is cached so the timings compare the
 # clustering itself, and its cost is printed once per k.
 dk.calibrate = functools.lru_cache(maxsize=None)(dk.calibrate)
-
-
-def _cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def planted_mixture(path: str, n: int, k: int, seed: int, noise: float = 0.045) -> np.ndarray:
@@ -170,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="urania-bench-kmeans-")
     os.makedirs(workdir, exist_ok=True)
-    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}, python {platform.python_version()}, "
+    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, python {platform.python_version()}, "
           f"numpy {np.__version__}, beam {beam.__version__}")
     print(f"command: bench/bench_dp_kmeans.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(f"DP: epsilon={args.epsilon} delta={args.delta} iterations={args.iterations} projection_dim=32; "

@@ -30,6 +30,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from bench.bench_pipeline import cpu_model  # noqa: E402
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import apache_beam as beam  # noqa: E402
@@ -41,16 +42,6 @@ from beam_jobs.generate_sample import generate_records  # noqa: E402
 from transforms.embed import EmbedConversations  # noqa: E402
 from transforms.records import Conversation, Facet  # noqa: E402
 from transforms.validation import parse_record  # noqa: E402
-
-
-def _cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def load_texts(conversations: int, shared_data: list[str], seed: int) -> tuple[list[str], list[str], list[str]]:
@@ -134,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     texts = [texts[i] for i in rng.permutation(len(texts))]
     real_set = set(real)
     model = embedding.load_model(args.model)
-    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}, python {platform.python_version()}, "
+    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, python {platform.python_version()}, "
           f"torch {torch.__version__} with {torch.get_num_threads()} threads")
     print(f"command: bench/bench_embedding.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     topic_of = dict(zip(generated, topics))

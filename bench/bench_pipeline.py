@@ -23,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
     kept = stats["conversations_after_bounding"]
 
-    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}, python {platform.python_version()}")
+    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, python {platform.python_version()}")
     print(f"command: {' '.join(command[1:])}")
     print(f"input: {stats['read']} conversations read, {kept} after bounding (C=5), {stats['users']} users")
     print(f"{'stage':<22}{'seconds':>10}{'share':>8}{'conv/s':>12}")
