@@ -9,6 +9,9 @@
    bag used as a side input is computed once on the cluster while the graph is built, and its
    (small: centres, sizes, counts) contents are embedded in the graph for every reader. (Persisting
    it as futures instead once gave a step the wrong side input in a full test run.)
+   A bag that feeds a side input is computed as soon as its transform is built, before any
+   main-input consumer is built on it: a consumer of the lazy bag would recompute its upstream graph,
+   and a DP stage there (the noisy cluster sizes) would draw its noise a second time.
 2. Outputs. The stock runner computes only the bag of the last transform it visits, assuming it is
    connected to the whole graph; in a pipeline with several sinks, the other sinks never run. Here
    every bag that no other transform consumes is computed.
@@ -64,6 +67,7 @@ class _PersistingBagVisitor(PipelineVisitor):
     bags: dict = dataclasses.field(default_factory=dict)
     consumed: set = dataclasses.field(default_factory=set)
     materialised: set = dataclasses.field(default_factory=set)
+    side_input_producers: set = dataclasses.field(default_factory=set)
 
     def visit_transform(self, node: AppliedPTransform) -> None:
         op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
@@ -83,16 +87,37 @@ class _PersistingBagVisitor(PipelineVisitor):
             for side in node.side_inputs:
                 producer = side.pvalue.producer
                 self.consumed.add(producer)
-                if producer not in self.materialised:
-                    self.materialised.add(producer)
-                    self.bags[producer] = db.from_sequence(self.bags[producer].compute(), npartitions=1)
+                self._materialise(producer)
                 side_inputs.append(SideInputMap(type(side), side._view_options(),
                                                 DaskBagWindowedIterator(self.bags[producer], side._window_mapping_fn)))
             kwargs["side_inputs"] = side_inputs
         self.bags[node] = op.apply(**kwargs)
+        if node in self.side_input_producers:
+            # At once, before any main-input consumer is built on the lazy bag: otherwise that consumer
+            # recomputes the upstream graph, and a DP stage upstream would draw its noise twice.
+            self._materialise(node)
+
+    def _materialise(self, node) -> None:
+        if node not in self.materialised:
+            self.materialised.add(node)
+            self.bags[node] = db.from_sequence(self.bags[node].compute(), npartitions=1)
 
     def leaves(self) -> list:
         return [bag for node, bag in self.bags.items() if node not in self.consumed]
+
+
+@dataclasses.dataclass
+class _SideInputProducers(PipelineVisitor):
+    producers: set = dataclasses.field(default_factory=set)
+
+    def visit_transform(self, node: AppliedPTransform) -> None:
+        self.producers.update(side.pvalue.producer for side in node.side_inputs)
+
+
+def _side_input_producers(pipeline) -> set:
+    finder = _SideInputProducers()
+    pipeline.visit(finder)
+    return finder.producers
 
 
 class PersistingDaskRunner(DaskRunner):
@@ -108,7 +133,7 @@ class PersistingDaskRunner(DaskRunner):
         bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
         client = ddist.Client(**dask_options)
         pipeline.replace_all(dask_overrides())
-        visitor = _PersistingBagVisitor(bag_kwargs)
+        visitor = _PersistingBagVisitor(bag_kwargs, side_input_producers=_side_input_producers(pipeline))
         pipeline.visit(visitor)
         futures = client.compute(list(dask.optimize(*visitor.leaves())))
         return _ClosingDaskRunnerResult(client, futures)
