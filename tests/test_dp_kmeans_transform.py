@@ -46,3 +46,17 @@ def test_spend_is_known_before_the_pipeline_runs():
     params = dk.DPKMeansParams(num_clusters=3, epsilon=1.5, delta=1e-6, input_dim=8)
     stage = DPKMeans(params)
     assert stage.spend.stage == "clustering" and 1.45 < stage.spend.epsilon <= 1.5
+
+
+def test_an_empty_input_still_releases_one_set_of_pure_noise_centres(collector):
+    # No points: every release is noise only, exactly as the reference computes it; the stage must
+    # still emit its one singleton (the assignment stage reads it as a side input).
+    params = dk.DPKMeansParams(num_clusters=5, epsilon=1.0, delta=1e-6, input_dim=24, projection_dim=8,
+                               iterations=2, seed=3)
+    expected, _ = dk.fit_dp_kmeans(np.zeros((0, 24), dtype=np.float32), np.zeros(0), params, noise_seed=11)
+    with local_pipeline() as pipeline:
+        no_blocks = pipeline | beam.Create([]).with_output_types(ConversationBlock)
+        collector(no_blocks | DPKMeans(params, noise_seed=11), "centres")
+    (released,) = collector.result("centres")
+    np.testing.assert_allclose(released, expected, atol=1e-6)
+    assert np.allclose(np.linalg.norm(released, axis=1), 1.0)
