@@ -24,6 +24,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -68,7 +69,8 @@ def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
               encode_batch_size: int) -> tuple[int, np.ndarray]:
     """Runs EmbedConversations on the DirectRunner; returns (rows embedded, sum of all vectors)."""
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
-    out = os.path.join(ROOT, "bench", "results", f".stage_sum_{os.getpid()}.npy")
+    # A scratch file outside the repository (bench/results/ need not exist in a fresh clone).
+    out = os.path.join(tempfile.gettempdir(), f"urania_stage_sum_{os.getpid()}.npy")
     with beam.Pipeline() as pipeline:
         _ = (pipeline
              | beam.Create(facets, reshuffle=False)

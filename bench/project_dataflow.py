@@ -48,8 +48,6 @@ def main(argv: list[str] | None = None) -> None:
     n = args.conversations
     print(f"Projection for {n:,.0f} conversations read per night, {args.night_hours:g} h window, "
           f"{args.utilisation:.0%} utilisation, embedding speed-up {args.embed_speedup:g}x, CPU only")
-    print(f"{'measured run':<46}{'vCPU-s/conv':>12}{'embed share':>12}{'vCPU-hours':>11}  "
-          + "  ".join(f"{name + ' workers x h (USD)':<34}" for name in MACHINES))
     rows = []
     for path in args.run_stats:
         stats = json.load(open(path))
@@ -63,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     for given in args.given_rate:
         label, rate = given.split("=")
         rows.append((f"{label}: {float(rate):g} read conv/s", args.measured_vcpus / float(rate), rows[-1][2]))
+    width = max(46, *(len(label) + 2 for label, _, _ in rows))
+    print(f"{'measured run':<{width}}{'vCPU-s/conv':>12}{'embed share':>12}{'vCPU-hours':>11}  "
+          + "  ".join(f"{name + ' workers x h (USD)':<34}" for name in MACHINES))
     for label, per_conversation, embed_share in rows:
         per_conversation *= (1 - embed_share) + embed_share / args.embed_speedup
         vcpu_hours = n * per_conversation / 3600 / args.utilisation
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
             hours = vcpu_hours / vcpus / workers
             usd = workers * hours * (vcpus * args.usd_per_vcpu_hour + memory_gb * args.usd_per_gb_hour)
             cells.append(f"{workers:>4} x {hours:4.1f} h = {workers * hours:6.1f} ({usd:,.0f} USD)".ljust(34))
-        print(f"{label:<46}{per_conversation:>12.4f}{embed_share:>12.0%}{vcpu_hours:>11,.0f}  " + "  ".join(cells))
+        print(f"{label:<{width}}{per_conversation:>12.4f}{embed_share:>12.0%}{vcpu_hours:>11,.0f}  " + "  ".join(cells))
 
     # LLM calls: from the last run's ratios (contribution bounding depends on how many users there are).
     kept_fraction = kept / read
