@@ -25,7 +25,7 @@ from backends.keyword_set import load_keyword_set
 from beam_jobs import json_store, progress
 from beam_jobs.json_store import read_json_or_none
 from beam_jobs.logging_setup import configure_logging
-from beam_jobs.options import InsightsOptions, delta_split, validate
+from beam_jobs.options import InsightsOptions, delta_split, resolve_embedding_threads, validate
 from beam_jobs.release_gate import load_canaries
 from beam_jobs.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
@@ -299,6 +299,8 @@ def run(argv: list[str] | None = None) -> int:
                     extra={"event": "noise_seed_fixed", "run_id": context.run_id})
 
     use_local_engine(pipeline_options)
+    # Written back into the options, so Dataflow workers receive the resolved value.
+    options.embedding_threads = resolve_embedding_threads(options, pipeline_options)
     from backends.embedding import embedding_dimension
     embedding_dim = embedding_dimension(options.embedding_model)
     started = time.time()
@@ -331,7 +333,7 @@ def run(argv: list[str] | None = None) -> int:
                      run_id=context.run_id)
     stats = read_json(paths["run_stats"])
     stats.update(seed=options.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),
-                 stage_seconds=_stage_seconds(result))
+                 stage_seconds=_stage_seconds(result), embedding_threads=options.embedding_threads)
     llm = _llm_counts(result)
     if llm:
         stats["llm"] = llm

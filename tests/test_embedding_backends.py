@@ -1,5 +1,7 @@
 """--embedding_backend: the ONNX runtimes of the default model against its torch vectors."""
 
+import os
+
 import apache_beam as beam
 import numpy as np
 import pytest
@@ -8,7 +10,7 @@ from apache_beam.testing.util import assert_that
 
 from backends import embedding
 from backends.offline import EmbeddingKeywordSelector
-from beam_jobs.options import InsightsOptions, validate
+from beam_jobs.options import InsightsOptions, resolve_embedding_threads, validate
 from transforms.embed import EmbedConversations
 from transforms.records import Facet
 
@@ -33,11 +35,25 @@ def test_embedding_backend_defaults_to_torch_and_accepts_the_onnx_runtimes():
         assert options.embedding_backend == backend
 
 
-def test_embedding_threads_default_to_the_runtime_and_must_not_be_negative():
+def test_embedding_threads_default_to_auto_and_must_not_be_negative():
     assert _options().embedding_threads == 0
     validate(_options("--embedding_threads", "1"))
     with pytest.raises(ValueError, match="embedding_threads"):
         validate(_options("--embedding_threads", "-1"))
+
+
+@pytest.mark.parametrize("flags,expected", [
+    ([], 0),  # in-process: one process, the runtime's default (all cores)
+    (["--runner", "DataflowRunner"], 1),  # one SDK process per vCPU
+    (["--runner", "DataflowRunner", "--experiments", "no_use_multiple_sdk_containers"], 0),
+    (["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"], max(1, (os.cpu_count() or 1) // 2)),
+    (["--direct_running_mode", "multi_processing", "--direct_num_workers", "0"], 1),  # a worker per core
+    (["--direct_running_mode", "multi_threading", "--direct_num_workers", "2"], 0),  # one process
+    (["--runner", "DataflowRunner", "--embedding_threads", "3"], 3),  # an explicit value always wins
+])
+def test_auto_embedding_threads_follow_the_runners_processes(flags, expected):
+    options = _options(*flags)
+    assert resolve_embedding_threads(options, options) == expected
 
 
 def test_unknown_embedding_backend_is_rejected():
