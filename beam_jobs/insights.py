@@ -299,7 +299,8 @@ def run(argv: list[str] | None = None) -> int:
                     extra={"event": "noise_seed_fixed", "run_id": context.run_id})
 
     use_local_engine(pipeline_options)
-    # Written back into the options, so Dataflow workers receive the resolved value.
+    # Resolved before the pipeline is built: the embedding DoFn carries it to the workers, and
+    # run_stats.json records it.
     options.embedding_threads = resolve_embedding_threads(options, pipeline_options)
     from backends.embedding import embedding_dimension
     embedding_dim = embedding_dimension(options.embedding_model)
