@@ -25,7 +25,7 @@ from backends.keyword_set import load_keyword_set
 from beam_jobs import json_store, progress
 from beam_jobs.json_store import read_json_or_none
 from beam_jobs.logging_setup import configure_logging
-from beam_jobs.options import InsightsOptions, delta_split, resolve_embedding_threads, validate
+from beam_jobs.options import InsightsOptions, delta_split, resolve_embedding_threads, runs_on_dataflow, validate
 from beam_jobs.release_gate import load_canaries
 from beam_jobs.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
@@ -227,15 +227,11 @@ def use_local_engine(pipeline_options: PipelineOptions) -> None:
         standard.runner = "FnApiRunner"
 
 
-def _runs_remotely(pipeline_options: PipelineOptions) -> bool:
-    return (pipeline_options.view_as(StandardOptions).runner or "").endswith("DataflowRunner")
-
-
 def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
     """A progress reporter on stderr for local in-process runs (see beam_jobs/progress.py), else nothing."""
     enabled, why = progress.progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
                                              pipeline_options.view_as(DirectOptions).direct_running_mode,
-                                             _runs_remotely(pipeline_options))
+                                             runs_on_dataflow(pipeline_options))
     if not enabled:
         if options.progress == "on":
             print(f"progress: off ({why})", file=sys.stderr)
@@ -316,7 +312,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         with _progress(options, pipeline_options):
             result = pipeline.run()
-            if _runs_remotely(pipeline_options):
+            if runs_on_dataflow(pipeline_options):
                 # A Flex Template launcher must return once the job is submitted; the pipeline's own last
                 # step gates the release and commits the ledger, and Dataflow monitors the stages.
                 log.info("job submitted", extra={"event": "job_submitted", "run_id": context.run_id})

@@ -167,6 +167,10 @@ def validate(options: InsightsOptions) -> None:
     _validate_llm(o)
 
 
+def runs_on_dataflow(pipeline_options: PipelineOptions) -> bool:
+    return (pipeline_options.view_as(StandardOptions).runner or "").endswith("DataflowRunner")
+
+
 def resolve_embedding_threads(options: InsightsOptions, pipeline_options: PipelineOptions) -> int:
     """--embedding_threads with 0 ("auto") resolved for the runner's process layout; 0 = all cores.
 
@@ -175,7 +179,7 @@ def resolve_embedding_threads(options: InsightsOptions, pipeline_options: Pipeli
     """
     if options.embedding_threads:
         return options.embedding_threads
-    if (pipeline_options.view_as(StandardOptions).runner or "").endswith("DataflowRunner"):
+    if runs_on_dataflow(pipeline_options):
         # Dataflow starts one SDK process per vCPU unless this experiment asks for a single one.
         experiments = pipeline_options.view_as(DebugOptions).experiments or []
         return 0 if "no_use_multiple_sdk_containers" in experiments else 1
