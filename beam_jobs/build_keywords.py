@@ -49,7 +49,7 @@ from transforms.propose_keywords import ProposeKeywords
 from transforms.public_candidates import PublicKeywordCandidates
 from transforms.read_conversations import ReadConversations
 from transforms.tfidf_terms import ClippedTermCounts, TopTfidfTerms
-from transforms.write_outputs import WriteJsonLines, WriteRunStats, count_globally
+from transforms.write_outputs import WriteDeadLetters, WriteRunStats, count_globally
 
 log = logging.getLogger("urania.build_keywords")
 
@@ -115,14 +115,12 @@ def _bounded_facets(pipeline, o: BuildKeywordsOptions):
     kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
     folder = private_folder(o)
-    (records.dead_letter | "dead letters to rows" >> beam.Map(lambda d: d.to_json())
-     | "write dead letters" >> WriteJsonLines(folder + "/dead_letter/dead_letter"))
-    reasons = records.dead_letter | "dead letter reasons" >> beam.Map(lambda d: d.reason) | (
-        "count reasons" >> beam.combiners.Count.PerElement())
+    dead_letters = (records.dead_letter, facets.dead_letter) | "all dead letters" >> beam.Flatten()
+    dead_letters | "write dead letters" >> WriteDeadLetters(folder + "/dead_letter/dead_letter")
     counts = {"valid": count_globally(records.valid, "count valid"),
               "conversations_after_bounding": count_globally(kept, "count kept")}
-    pipeline | "write run stats" >> WriteRunStats(folder + "/run_stats.json", counts, reasons)
-    return facets
+    pipeline | "write run stats" >> WriteRunStats(folder + "/run_stats.json", counts, dead_letters)
+    return facets.output
 
 
 def _public_set(pipeline, o: BuildKeywordsOptions):

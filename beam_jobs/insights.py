@@ -45,8 +45,8 @@ from transforms.keyword_histograms import (DPKeywordHistogram, SampleForKeywords
 from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
-from transforms.write_outputs import (WriteJsonLines, WriteReport, WriteRunStats, count_globally, read_json,
-                                      write_json)
+from transforms.write_outputs import (WriteDeadLetters, WriteJsonLines, WriteReport, WriteRunStats, count_globally,
+                                      read_json, write_json)
 
 log = logging.getLogger("urania.insights")
 
@@ -118,10 +118,10 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
                                                                                 o.max_record_bytes)
     kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
-    blocks = facets | "embed conversations" >> EmbedConversations(o.embedding_model, o.embedding_block_size,
-                                                                              backend=o.embedding_backend,
-                                                                              threads=o.embedding_threads)
-    centres = blocks | "DP k-means" >> kmeans
+    embedded = facets.output | "embed conversations" >> EmbedConversations(
+        o.embedding_model, o.embedding_block_size, backend=o.embedding_backend, threads=o.embedding_threads)
+    dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter]
+    centres = embedded.output | "DP k-means" >> kmeans
     assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
     noisy_sizes = assigned | "DP cluster sizes" >> sizes
     kept_sizes = keep_large_clusters(noisy_sizes, o.min_cluster_size)
@@ -131,8 +131,10 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
     if o.keyword_mode in ("histogram", "both"):
         sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
             kept_sizes, o.samples_per_cluster, o.seed)
-        keyword_pairs = sampled | "select keywords" >> SelectKeywords(
+        selection = sampled | "select keywords" >> SelectKeywords(
             factory.make_keyword_selector(o, keywords), keywords, o.max_keywords_per_conversation)
+        keyword_pairs = selection.output
+        dead_letters.append(selection.dead_letter)
         histogram = DPKeywordHistogram(
             keyword_count_params(o.epsilon_keywords, delta_keywords, o.keyword_noise,
                                  o.max_keyword_partitions_per_user),
@@ -156,15 +158,15 @@ def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: i
         centroid_keywords=centroid_keywords if o.keyword_mode == "both" else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, o.privacy_ledger)
 
-    _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs)
+    all_dead_letters = dead_letters | "all dead letters" >> beam.Flatten()
+    _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs)
     return spends
 
 
-def _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, keyword_pairs) -> None:
-    """Dead letters, assignments and exact counts: private/, never released."""
+def _write_private_outputs(paths, records, dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs) -> None:
+    """Dead letters (of every stage), assignments and exact counts: private/, never released."""
     pipeline = kept.pipeline
-    (records.dead_letter | "dead letters to rows" >> beam.Map(lambda d: d.to_json())
-     | "write dead letters" >> WriteJsonLines(paths["dead_letter"]))
+    dead_letters | "write dead letters" >> WriteDeadLetters(paths["dead_letter"])
     (assigned | "assignment rows" >> beam.FlatMap(assignment_rows)
      | "write assignments" >> WriteJsonLines(paths["assignments"]))
     counts = {
@@ -178,9 +180,7 @@ def _write_private_outputs(paths, records, kept, assigned, kept_sizes, sampled, 
         counts["conversations_sampled_for_keywords"] = (sampled | "sample sizes" >> beam.Map(len)
                                                         | "sum samples" >> beam.CombineGlobally(sum))
         counts["keyword_pairs_selected"] = count_globally(keyword_pairs, "count keyword pairs")
-    reasons = records.dead_letter | "dead letter reasons" >> beam.Map(lambda d: d.reason) | (
-        "count reasons" >> beam.combiners.Count.PerElement())
-    pipeline | "write run stats" >> WriteRunStats(paths["run_stats"], counts, reasons)
+    pipeline | "write run stats" >> WriteRunStats(paths["run_stats"], counts, dead_letters)
 
 
 def _stage_seconds(result) -> dict[str, float]:

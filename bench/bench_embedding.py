@@ -72,9 +72,10 @@ def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
     # A scratch file outside the repository (bench/results/ need not exist in a fresh clone).
     out = os.path.join(tempfile.gettempdir(), f"urania_stage_sum_{os.getpid()}.npy")
     with beam.Pipeline() as pipeline:
-        _ = (pipeline
-             | beam.Create(facets, reshuffle=False)
-             | EmbedConversations(model_name, block_size, encode_batch_size, backend=backend)
+        embedded = (pipeline
+                    | beam.Create(facets, reshuffle=False)
+                    | EmbedConversations(model_name, block_size, encode_batch_size, backend=backend))
+        _ = (embedded.output
              | beam.Map(lambda block: np.concatenate([[len(block)], block.embeddings.sum(axis=0)]))
              | beam.CombineGlobally(lambda rows: np.sum(list(rows), axis=0) if rows else np.zeros(1))
              | beam.Map(lambda total, path: np.save(path, total), out))

@@ -11,6 +11,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import apache_beam as beam  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# CI draws the same examples on every run (a red CI must be reproducible, and must not come and go
+# with the draw); elsewhere each run explores new ones.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def local_pipeline() -> beam.Pipeline:

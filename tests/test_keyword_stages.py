@@ -28,7 +28,7 @@ def test_keywords_outside_k_never_reach_the_histogram(collector):
     with local_pipeline() as pipeline:
         pairs = (pipeline | beam.Create([_block(4, [0, 0, 1, 1])])
                  | SelectKeywords(_MisbehavingSelector(), keywords, max_keywords=3))
-        collector(pairs, "pairs")
+        collector(pairs.output, "pairs")
     pairs = collector.result("pairs")
     assert {kw for _, (_, kw) in pairs} == {"python", "rust", "go programming"}
     assert len(pairs) == 4 * 3  # deduplicated, then capped at max_keywords per conversation

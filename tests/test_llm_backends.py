@@ -238,7 +238,7 @@ def test_a_misbehaving_server_cannot_put_a_word_outside_k_into_the_pairs(collect
                                   np.zeros((2, 4), dtype=np.float32), cluster_ids=np.array([0, 1]))
         with local_pipeline() as pipeline:
             pairs = pipeline | beam.Create([block]) | SelectKeywords(selector, K, max_keywords=5)
-            collector(pairs, "pairs")
+            collector(pairs.output, "pairs")
         assert len(server.log) == 2
     assert sorted(collector.result("pairs")) == [("u0", (0, "python")), ("u0", (0, "rust")),
                                                   ("u1", (1, "cooking")), ("u1", (1, "travel"))]

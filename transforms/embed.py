@@ -5,6 +5,10 @@ batches; each batch leaves as one numpy block. encode() sorts a block by length 
 encode batch to its longest text: blocks of 512 cut into batches of 16 pad ~1.06x the tokens of one
 sorted pass over all texts, where blocks of 256 in batches of 64 padded ~1.76x on mixed-length
 conversations (bench/bench_embedding.py prints both).
+
+A block whose encoding raises is encoded again one text at a time, and a text that fails alone, or
+whose vector is not a finite unit vector (one NaN would poison every DP k-means sum), is
+dead-lettered alone: every backend gives each text the vector it would get alone (tested).
 """
 
 from __future__ import annotations
@@ -17,8 +21,21 @@ from apache_beam.metrics import Metrics
 
 from backends import embedding
 from transforms import progress
+from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
 from transforms.records import ConversationBlock, Facet
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
+
+STAGE = "embed"
+# Vectors are unit-normalised by the backends; anything farther off than float32 rounding is broken.
+_UNIT_NORM_TOLERANCE = 1e-3
+
+
+def _vector_problem(vector: np.ndarray) -> str | None:
+    if not np.all(np.isfinite(vector)):
+        return "the embedding has non-finite values"
+    if abs(float(np.linalg.norm(vector)) - 1.0) > _UNIT_NORM_TOLERANCE:
+        return f"the embedding is not unit-length (norm {float(np.linalg.norm(vector)):.4g})"
+    return None
 
 
 class _EmbedBatchFn(beam.DoFn):
@@ -40,22 +57,35 @@ class _EmbedBatchFn(beam.DoFn):
 
     def process(self, facets: list[Facet]):
         started = time.perf_counter()
-        vectors = embedding.embed_texts(self._model_name, [f.text for f in facets], self._encode_batch_size,
-                                        self._backend)
+        outcomes = run_isolated(
+            lambda batch: embedding.embed_texts(self._model_name, [f.text for f in batch], self._encode_batch_size,
+                                                self._backend),
+            facets)
         seconds = time.perf_counter() - started
         self._micros.inc(int(seconds * 1e6))
         self._embedded.inc(len(facets))
         progress.advance("embed", len(facets), seconds)
-        yield ConversationBlock(
-            conversation_ids=[f.conversation_id for f in facets],
-            user_ids=[f.user_id for f in facets],
-            weights=np.array([f.weight for f in facets], dtype=np.float64),
-            facets=[f.text for f in facets],
-            embeddings=vectors,
-        )
+        kept, vectors = [], []
+        for facet, (vector, error) in zip(facets, outcomes):
+            problem = error if error is not None else _vector_problem(vector)
+            if problem is not None:
+                yield stage_dead_letter(STAGE, "embedding_failed", facet.conversation_id, problem)
+            else:
+                kept.append(facet)
+                vectors.append(vector)
+        if kept:
+            yield ConversationBlock(
+                conversation_ids=[f.conversation_id for f in kept],
+                user_ids=[f.user_id for f in kept],
+                weights=np.array([f.weight for f in kept], dtype=np.float64),
+                facets=[f.text for f in kept],
+                embeddings=np.asarray(vectors, dtype=np.float32).reshape(len(kept), -1),
+            )
 
 
 class EmbedConversations(beam.PTransform):
+    """Output: StageOutput of ConversationBlocks and the DeadLetters of texts that could not be embedded."""
+
     def __init__(self, model_name: str, block_size: int = 512, encode_batch_size: int = 16, backend: str = "torch",
                  threads: int = 0):
         super().__init__()
@@ -65,11 +95,12 @@ class EmbedConversations(beam.PTransform):
         self._block_size = block_size
         self._encode_batch_size = encode_batch_size
 
-    def expand(self, facets):
-        return (
+    def expand(self, facets) -> StageOutput:
+        mixed = (
             facets
             | "batch conversations into blocks" >> beam.BatchElements(
                 min_batch_size=self._block_size, max_batch_size=self._block_size)
             | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size, self._backend,
                                                         self._threads))
         )
+        return split_dead_letters(mixed)

@@ -4,6 +4,7 @@ SampleForKeywords: Poisson-sample each kept cluster's conversations at rate min(
   a rate computed from DP outputs only.
 SelectKeywords: a KeywordSelector picks <= 5 keywords from K per sampled conversation; anything
   outside K is discarded here, before any aggregate, so DP never depends on the selector behaving.
+  A conversation whose selection raises is dead-lettered alone (transforms/record_isolation.py).
 DPKeywordHistogram: a PipelineDP count per (cluster, keyword) over the public partitions
   (kept clusters x K), user-level: PipelineDP bounds each user to L0 pairs and 1 count per pair.
 TopKeywords: the t keywords with the largest noisy counts above a noise floor (post-processing),
@@ -20,6 +21,7 @@ from backends.interfaces import KeywordSelector
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from transforms.dp_count import DPCountPerPartition
+from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
 from transforms.records import ConversationBlock
 from transforms.stage_timing import timed
 
@@ -58,11 +60,18 @@ class _SelectKeywordsFn(beam.DoFn):
 
     def setup(self):
         self._selector.setup()
-        self._timed_select = timed("select_keywords", self._selector.select)
+        self._timed_select = timed("select_keywords", self._select)
 
     def process(self, block: ConversationBlock):
-        picks = self._timed_select(block.facets, block.embeddings, self._max_keywords)
-        for user_id, cluster_id, chosen in zip(block.user_ids, block.cluster_ids.tolist(), picks):
+        picks = self._timed_select(block)
+        for conversation_id, user_id, cluster_id, (chosen, error) in zip(
+                block.conversation_ids, block.user_ids, block.cluster_ids.tolist(), picks):
+            if error is None and not isinstance(chosen, (list, tuple)):
+                error = f"the selector gave {type(chosen).__name__}, not a list of keywords"
+            if error is not None:
+                yield stage_dead_letter("select_keywords", "keyword_selection_failed", conversation_id, error)
+                continue
+            chosen = [k for k in chosen if isinstance(k, str)]
             in_set = [k for k in chosen if k in self._keywords]
             self._discarded.inc(len(chosen) - len(in_set))
             in_set = list(dict.fromkeys(in_set))[: self._max_keywords]  # distinct, capped
@@ -70,16 +79,23 @@ class _SelectKeywordsFn(beam.DoFn):
             for keyword in in_set:
                 yield user_id, (int(cluster_id), keyword)
 
+    def _select(self, block: ConversationBlock):
+        return run_isolated(
+            lambda rows: self._selector.select([block.facets[i] for i in rows], block.embeddings[rows],
+                                               self._max_keywords),
+            list(range(len(block))))
+
 
 class SelectKeywords(beam.PTransform):
-    """Output: (user_id, (cluster_id, keyword)) for each distinct in-K keyword of a conversation."""
+    """Output: StageOutput of (user_id, (cluster_id, keyword)) for each distinct in-K keyword of a
+    conversation, and the DeadLetters of conversations whose selection failed."""
 
     def __init__(self, selector: KeywordSelector, keywords: tuple[str, ...], max_keywords: int = 5):
         super().__init__()
         self._fn = _SelectKeywordsFn(selector, keywords, max_keywords)
 
-    def expand(self, sampled_blocks):
-        return sampled_blocks | "select keywords from K" >> beam.ParDo(self._fn)
+    def expand(self, sampled_blocks) -> StageOutput:
+        return split_dead_letters(sampled_blocks | "select keywords from K" >> beam.ParDo(self._fn))
 
 
 def keyword_count_params(epsilon: float, delta: float, noise: str, max_partitions_per_user: int) -> DPCountParams:

@@ -30,13 +30,24 @@ class Conversation:
 
 @dataclasses.dataclass(frozen=True)
 class DeadLetter:
-    """A rejected input line, with why. Written only to private/dead_letter/."""
+    """A rejected record, with why. Written only to private/dead_letter/.
+
+    `stage` is where it was rejected: "read" (parsing and validation) or a later per-record step
+    ("facets", "embed", "select_keywords"), which names the record by `conversation_id`. Where a
+    record was read from: `line` (1-based line of a compressed file, or Parquet row) and `offset`
+    (byte offset of the line in an uncompressed JSON Lines file), whichever is known.
+    `unread_bytes` is set for `unreadable_file`: how much of the file, as stored, was not read.
+    """
 
     source: str
     line: int | None
     reason: str
     detail: str
     raw: str
+    offset: int | None = None
+    stage: str = "read"
+    conversation_id: str | None = None
+    unread_bytes: int | None = None
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -119,32 +119,73 @@ def count_globally(pcoll, label: str):
     return pcoll | label >> beam.combiners.Count.Globally()
 
 
-class WriteRunStats(beam.PTransform):
-    """Exact operational counts (private). `counts` maps names to singleton PCollections of numbers;
-    `dead_letter_reasons` is a PCollection of (reason, count)."""
+def dead_letter_summary(tallies: list[tuple[tuple[str, str], tuple[int, int]]]) -> dict:
+    """run_stats.json's dead-letter fields from ((stage, reason), (dead letters, unread bytes))."""
+    reasons: dict[str, int] = {}
+    stages: dict[str, int] = {}
+    unread_bytes = unreadable = 0
+    for (stage, reason), (count, unread) in tallies:
+        reasons[reason] = reasons.get(reason, 0) + count
+        stages[stage] = stages.get(stage, 0) + count
+        if reason == "unreadable_file":
+            unreadable += count
+            unread_bytes += unread
+    return {"dead_letter_reasons": dict(sorted(reasons.items())),
+            "dead_lettered_by_stage": dict(sorted(stages.items())),
+            "dead_lettered": sum(reasons.values()),
+            # A file that fails to read is one dead letter per range that hit the failure.
+            "unreadable_file_ranges": unreadable, "unread_bytes": unread_bytes}
 
-    def __init__(self, path: str, counts: dict, dead_letter_reasons):
+
+def _add_pairs(pairs) -> tuple[int, int]:
+    pairs = list(pairs)
+    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+
+class WriteRunStats(beam.PTransform):
+    """Exact operational counts (private). `counts` maps names to singleton PCollections of numbers
+    and must hold "valid"; `dead_letters` holds every DeadLetter of the run, from any stage.
+
+    read = valid + the dead letters of the "read" stage, and read = processed + dead_lettered, where
+    processed counts the valid records that no later per-record step dead-lettered.
+    """
+
+    def __init__(self, path: str, counts: dict, dead_letters):
         super().__init__()
         self._path = path
         self._counts = counts
-        self._dead_letter_reasons = dead_letter_reasons
+        self._dead_letters = dead_letters
 
     def expand(self, pbegin):
         path, names = self._path, list(self._counts)
 
-        def write(_, reasons, *values):
+        def write(_, tallies, *values):
             stats = dict(zip(names, values))
-            stats["dead_letter_reasons"] = dict(sorted(reasons.items()))
-            stats["dead_lettered"] = sum(reasons.values())
-            stats["read"] = stats["valid"] + stats["dead_lettered"]
+            stats.update(dead_letter_summary(tallies))
+            stats["read"] = stats["valid"] + stats["dead_lettered_by_stage"].get("read", 0)
+            stats["processed"] = stats["read"] - stats["dead_lettered"]
             write_json(path, stats)
             return stats
 
+        tallies = (self._dead_letters
+                   | "key dead letters" >> beam.Map(lambda d: ((d.stage, d.reason), (1, d.unread_bytes or 0)))
+                   | "tally per stage and reason" >> beam.CombinePerKey(_add_pairs))
         return (pbegin
                 | "run stats trigger" >> beam.Create([None])
                 | "write run_stats.json" >> beam.Map(
-                    write, beam.pvalue.AsDict(self._dead_letter_reasons),
+                    write, beam.pvalue.AsList(tallies),
                     *[beam.pvalue.AsSingleton(self._counts[name]) for name in names]))
+
+
+def json_line(row: dict) -> str:
+    """One JSON Lines row, never failing: text that cannot be UTF-8 (a lone surrogate in an exception
+    message, say) is written with ASCII escapes instead of failing the writer, and every other row."""
+    text = json.dumps(row, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(row, ensure_ascii=True, default=str)
+    return text
 
 
 class WriteJsonLines(beam.PTransform):
@@ -156,5 +197,18 @@ class WriteJsonLines(beam.PTransform):
 
     def expand(self, rows):
         return (rows
-                | "to json" >> beam.Map(lambda row: json.dumps(row, ensure_ascii=False))
+                | "to json" >> beam.Map(json_line)
                 | "write shards" >> beam.io.WriteToText(self._prefix, file_name_suffix=".jsonl"))
+
+
+class WriteDeadLetters(beam.PTransform):
+    """Every DeadLetter of the run as private JSON Lines under `prefix`."""
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        self._prefix = prefix
+
+    def expand(self, dead_letters):
+        return (dead_letters
+                | "dead letters to rows" >> beam.Map(lambda d: d.to_json())
+                | "write dead letters" >> WriteJsonLines(self._prefix))

@@ -1,0 +1,426 @@
+"""One record must never change what happens to anyone else's (README: Privacy, "each record is
+processed independently").
+
+Property-based: adversarial records (deep nesting, huge numbers, lone surrogates, NUL and control
+characters, duplicate keys, wrong types at every level, huge strings under the size cap, BOMs, CRLF,
+non-object JSON, random bytes) are inserted at random positions among valid records. The valid
+records' outcome must be what it is without them, every line must be either valid or dead-lettered
+(read = valid + dead_lettered), and the job must exit 0.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from backends.offline import UserTurnsFacetExtractor
+from beam_jobs.generate_sample import generate_records
+from tests.conftest import local_pipeline
+from transforms.bound_contributions import BoundUserContributions
+from transforms.embed import EmbedConversations
+from transforms.extract_facets import ExtractFacets
+from transforms.read_conversations import ReadConversations, read_range, split_file
+from transforms.records import Conversation, DeadLetter
+from transforms.validation import DEFAULT_MAX_RECORD_BYTES, is_strict_utf8, parse_record
+
+CAP = DEFAULT_MAX_RECORD_BYTES
+
+
+def _line(record) -> bytes:
+    return json.dumps(record).encode()
+
+
+def _adversarial_record(index: int) -> dict:
+    return {"conversation_id": f"adv-{index}", "user_id": f"adv-user-{index}",
+            "messages": [{"role": "user", "content": "How do I fix my bike chain?"}]}
+
+
+_JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
+_JSON_VALUES = st.recursive(_JSON_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=12)
+# Where a wrong type can go: every field of a record and of a message, and the message itself.
+_PATHS = (("conversation_id",), ("user_id",), ("timestamp",), ("messages",), ("messages", 0),
+          ("messages", 0, "role"), ("messages", 0, "content"))
+
+
+@st.composite
+def _wrong_type(draw, index):
+    record = _adversarial_record(index)
+    path = draw(st.sampled_from(_PATHS))
+    target = record
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = draw(_JSON_VALUES)
+    for field, prefix in (("conversation_id", f"adv-{index}-"), ("user_id", f"adv-user-{index}-")):
+        if isinstance(record[field], str):  # a drawn string is of the right type: keep it recognisable
+            record[field] = prefix + record[field]
+    return _line(record)
+
+
+@st.composite
+def _with_text(draw, index, text_strategy):
+    """A record with drawn text in one of its string fields (ids, role, content, timestamp)."""
+    record = _adversarial_record(index)
+    field = draw(st.sampled_from(("conversation_id", "user_id", "content", "role", "timestamp")))
+    text = draw(text_strategy)
+    if field == "content":
+        record["messages"][0]["content"] = text
+    elif field == "role":
+        record["messages"][0]["role"] = text
+    else:
+        record[field] = record.get(field, "2026-11-01T") + text  # ids keep their "adv-" prefix
+    return json.dumps(record, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+
+
+_SURROGATE_TEXT = st.builds(lambda a, s, b: a + s + b, st.text(max_size=5), st.sampled_from(["\ud800", "\udfff", "\udc80"]),
+                            st.text(max_size=5))
+_CONTROL_TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=31), min_size=1, max_size=10).map(
+    lambda t: "id" + t)
+
+
+def adversarial_line(index: int) -> st.SearchStrategy[bytes]:
+    """One input line (no newline inside) meant to break the reader or a later step."""
+    valid = _line(_adversarial_record(index))
+    return st.one_of(
+        st.integers(1_000, 200_000).map(  # nesting past the parser's recursion limit, in an ignored field
+            lambda depth: valid[:-1] + b', "extra": ' + b"[" * depth + b"]" * depth + b"}"),
+        st.integers(4_301, 20_000).map(  # an integer past Python's digit limit, in an ignored field
+            lambda digits: valid[:-1] + b', "extra": ' + b"7" * digits + b"}"),
+        _with_text(index, _SURROGATE_TEXT),
+        _with_text(index, _CONTROL_TEXT),
+        st.sampled_from([b'{"user_id": "a", "user_id": "b", "conversation_id": "adv-dup-%d", "messages": []}' % index,
+                         valid[:-1] + b', "messages": []}']),  # duplicate keys
+        _wrong_type(index),
+        st.integers(100_000, CAP - 1_000).map(  # a huge string under the size cap
+            lambda n: _line({**_adversarial_record(index), "messages": [{"role": "user", "content": "a" * n}]})),
+        st.just(b"\xef\xbb\xbf" + valid),  # a byte order mark
+        st.just(valid + b"\r"),  # CRLF
+        _JSON_VALUES.filter(lambda v: not isinstance(v, dict)).map(_line),  # non-object JSON
+        st.binary(max_size=200).filter(lambda b: b"\n" not in b),
+        st.just(b"\xed\xa0\x80" + valid),  # a surrogate encoded in bytes (not UTF-8)
+    )
+
+
+@st.composite
+def _insertions(draw, base_count: int, max_lines: int):
+    """(position, line) pairs: adversarial lines and where they go among the valid ones."""
+    count = draw(st.integers(1, max_lines))
+    return [(draw(st.integers(0, base_count)), draw(adversarial_line(i))) for i in range(count)]
+
+
+def _with_insertions(base_lines: list[bytes], insertions) -> list[bytes]:
+    lines = list(base_lines)
+    for position, line in sorted(insertions, key=lambda pair: -pair[0]):
+        lines.insert(position, line)
+    return lines
+
+
+def _write(path, lines: list[bytes]) -> None:
+    with open(path, "wb") as handle:
+        handle.write(b"".join(line + b"\n" for line in lines))
+
+
+# --- parse_record alone -----------------------------------------------------------------------------
+
+@given(st.binary(max_size=300))
+def test_parse_record_is_total_on_any_bytes(raw):
+    outcome = parse_record(raw.replace(b"\n", b""), "f", 1)
+    assert isinstance(outcome, (Conversation, DeadLetter))
+
+
+@given(_JSON_VALUES)
+def test_parse_record_is_total_on_any_json_value_and_on_any_row(value):
+    for raw in (_line(value), value if isinstance(value, dict) else {"row": value}):
+        assert isinstance(parse_record(raw, "f", 1), (Conversation, DeadLetter))
+
+
+@given(st.data())
+def test_every_adversarial_line_is_valid_or_dead_lettered_and_valid_ones_are_strict_utf8(data):
+    outcome = parse_record(data.draw(adversarial_line(0)), "f", 1)
+    if isinstance(outcome, Conversation):
+        texts = [outcome.conversation_id, outcome.user_id, outcome.timestamp or ""]
+        texts += [m.content for m in outcome.messages] + [m.role for m in outcome.messages]
+        assert all(is_strict_utf8(text) for text in texts)
+    else:
+        assert outcome.reason and outcome.stage == "read"
+
+
+@pytest.mark.parametrize("line, reason", [
+    (b'{"conversation_id": "c", "user_id": "u", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "bad_json"),
+    (b'{"conversation_id": "c", "user_id": "u", "x": ' + b"9" * 5_000 + b"}", "bad_json"),
+    (b'{"conversation_id": "c", "conversation_id": "d", "user_id": "u", "messages": []}', "duplicate_key"),
+    (json.dumps({"conversation_id": "c", "user_id": "u\ud800",
+                 "messages": [{"role": "user", "content": "hi"}]}).encode(), "invalid_utf8"),
+    (json.dumps({"conversation_id": "c", "user_id": "u",
+                 "messages": [{"role": "user", "content": "hi \udfff"}]}).encode(), "invalid_utf8"),
+])
+def test_each_known_breaker_gets_its_own_reason(line, reason):
+    outcome = parse_record(line, "f", 3)
+    assert isinstance(outcome, DeadLetter) and outcome.reason == reason, outcome
+
+
+def test_bom_crlf_nul_and_control_characters_are_accepted():
+    record = {"conversation_id": "c\x00\x01", "user_id": "u\t", "messages": [{"role": "user", "content": "a\x00b"}]}
+    for raw in (b"\xef\xbb\xbf" + _line(record), _line(record)):
+        outcome = parse_record(raw, "f", 1)
+        assert isinstance(outcome, Conversation) and outcome.conversation_id == "c\x00\x01"
+
+
+# --- the reader at scale ----------------------------------------------------------------------------
+
+BASE_RECORDS = list(generate_records(4_000, 900, seed=11))
+BASE_LINES = [_line(record) for record in BASE_RECORDS]
+
+
+def _read_all(path: str, split_bytes: int):
+    outcomes = []
+    for part in split_file(path, os.path.getsize(path), split_bytes):
+        outcomes.extend(read_range(part))
+    return outcomes
+
+
+def _base_outcome():
+    return {r["conversation_id"]: parse_record(line, "x", None) for r, line in zip(BASE_RECORDS, BASE_LINES)}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(insertions=_insertions(len(BASE_LINES), 8), split_bytes=st.integers(50_000, 3_000_000))
+def test_the_reader_keeps_every_valid_record_whatever_is_inserted_among_them(tmp_path_factory, insertions,
+                                                                           split_bytes):
+    path = str(tmp_path_factory.mktemp("reader") / "input.jsonl")
+    lines = _with_insertions(BASE_LINES, insertions)
+    _write(path, lines)
+
+    outcomes = _read_all(path, split_bytes)
+
+    valid = {o.conversation_id: o for o in outcomes if isinstance(o, Conversation)}
+    dead = [o for o in outcomes if isinstance(o, DeadLetter)]
+    assert len(outcomes) == len(lines)  # read = valid + dead_lettered, one outcome per line
+    expected = _base_outcome()
+    assert {cid: valid[cid] for cid in expected} == expected  # same records, same content
+    assert all(cid.startswith("adv-") for cid in set(valid) - set(expected))
+    assert all(d.reason != "unreadable_file" and d.offset is not None for d in dead)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_ranges_neither_lose_nor_repeat_a_line_at_any_split_size(tmp_path_factory, data):
+    lines = data.draw(st.lists(st.sampled_from(BASE_LINES[:5] + [b"", b"x", b"{}\r"]), min_size=0, max_size=12))
+    split_bytes = data.draw(st.integers(1, 400))
+    path = str(tmp_path_factory.mktemp("split") / "input.jsonl")
+    _write(path, lines)
+    outcomes = _read_all(path, split_bytes)
+    offsets = [o.offset for o in outcomes if isinstance(o, DeadLetter)]
+    assert len(outcomes) == len(lines)
+    assert offsets == sorted(offsets)  # ranges come back in file order and each line once
+    expected_offsets, position = [], 0
+    for line in lines:
+        expected_offsets.append(position)
+        position += len(line) + 1
+    dead_positions = [expected_offsets[i] for i, line in enumerate(lines)
+                      if isinstance(parse_record(line.rstrip(b"\r"), "x", None), DeadLetter)]
+    assert offsets == dead_positions
+
+
+def test_a_large_file_is_read_as_several_ranges_spread_over_workers(tmp_path, collector):
+    path = tmp_path / "input.jsonl"
+    _write(path, BASE_LINES)
+    parts = split_file(str(path), path.stat().st_size, 256 * 1024)
+    assert len(parts) >= 10 and parts[0].start == 0 and parts[-1].end == path.stat().st_size
+    assert all(a.end == b.start for a, b in zip(parts, parts[1:]))
+    with local_pipeline() as pipeline:
+        result = pipeline | ReadConversations(str(path), split_bytes=256 * 1024)
+        collector(result.valid | beam.Map(lambda c: c.conversation_id), "ids")
+    ids = collector.result("ids")
+    assert sorted(ids) == sorted(r["conversation_id"] for r in BASE_RECORDS)
+
+
+def test_a_line_far_over_the_cap_is_dead_lettered_with_its_true_size_without_holding_it(tmp_path):
+    path = tmp_path / "input.jsonl"
+    _write(path, [BASE_LINES[0], b'{"x": "' + b"y" * 5_000_000 + b'"}', BASE_LINES[1]])
+    outcomes = _read_all(str(path), 64 * 1024 * 1024)
+    assert [type(o).__name__ for o in outcomes] == ["Conversation", "DeadLetter", "Conversation"]
+    assert outcomes[1].reason == "record_too_large" and "5000009 bytes" in outcomes[1].detail
+    assert len(outcomes[1].raw) <= 10_000
+
+
+# --- real I/O failures end a file early, and say how much was not read --------------------------------
+
+def test_a_truncated_gzip_keeps_the_records_before_the_break_and_says_how_much_was_lost(tmp_path):
+    import gzip
+    whole = gzip.compress(b"".join(line + b"\n" for line in BASE_LINES[:2_000]))
+    path = tmp_path / "input.jsonl.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    outcomes = _read_all(str(path), 64 * 1024 * 1024)
+    valid = [o for o in outcomes if isinstance(o, Conversation)]
+    dead = [o for o in outcomes if isinstance(o, DeadLetter)]
+    assert 500 < len(valid) < 2_000
+    assert [o.conversation_id for o in valid] == [r["conversation_id"] for r in BASE_RECORDS[:len(valid)]]
+    assert len(dead) == 1 and dead[0].reason == "unreadable_file"
+    assert 0 <= dead[0].unread_bytes < len(whole) // 2 and f"line {len(valid)}" in dead[0].detail
+
+
+def test_a_corrupt_parquet_file_is_one_dead_letter_for_all_of_its_bytes(tmp_path):
+    path = tmp_path / "input.parquet"
+    path.write_bytes(b"PAR1" + b"\x00" * 1000 + b"PAR1")
+    outcomes = _read_all(str(path), 64 * 1024 * 1024)
+    assert [(o.reason, o.unread_bytes) for o in outcomes] == [("unreadable_file", 1008)]
+
+
+def test_a_file_that_vanishes_is_dead_lettered_with_its_size(tmp_path):
+    path = tmp_path / "input.jsonl"
+    _write(path, BASE_LINES[:100])
+    parts = split_file(str(path), path.stat().st_size, 4096)
+    path.unlink()
+    outcomes = [o for part in parts for o in read_range(part)]
+    assert {o.reason for o in outcomes} == {"unreadable_file"}
+    assert sum(o.unread_bytes for o in outcomes) == sum(len(line) + 1 for line in BASE_LINES[:100])
+
+
+# --- Parquet rows with wrong or nested types ----------------------------------------------------------
+
+def test_parquet_rows_with_wrong_or_nested_types_dead_letter_themselves_only(tmp_path, collector):
+    good = [dict(r) for r in BASE_RECORDS[:6]]
+    for r in good:
+        r.pop("planted_topic")
+        r.pop("source")
+    columns = {key: [r[key] for r in good] for key in ("conversation_id", "user_id", "timestamp", "messages")}
+    tables = {
+        "ok.parquet": pa.table(columns),
+        "user_struct.parquet": pa.table({**columns, "user_id": [{"id": "u", "n": 1}] * 6}),
+        "content_int.parquet": pa.table({**columns, "messages": [[{"role": "user", "content": 5}]] * 6}),
+        "messages_strings.parquet": pa.table({**columns, "messages": [["hello"]] * 6}),
+        "timestamp_int.parquet": pa.table({**columns, "timestamp": list(range(6))}),
+        "id_list.parquet": pa.table({**columns, "conversation_id": [["a", "b"]] * 6}),
+        "deep.parquet": pa.table({**columns, "extra": [[[[[[1]]]]]] * 6}),
+    }
+    for name, table in tables.items():
+        pq.write_table(table, str(tmp_path / name), row_group_size=2)
+    with local_pipeline() as pipeline:
+        result = pipeline | ReadConversations(str(tmp_path / "*.parquet"), split_bytes=1)
+        collector(result.valid | beam.Map(lambda c: c.conversation_id), "valid")
+        collector(result.dead_letter | beam.Map(lambda d: (d.source.rsplit("/", 1)[-1], d.reason, d.line)), "dead")
+    valid, dead = collector.result("valid"), collector.result("dead")
+    assert sorted(valid) == sorted(columns["conversation_id"] * 2)  # ok and deep (an ignored nested column)
+    expected = {"user_struct.parquet": "missing_user_id", "content_int.parquet": "bad_messages",
+                "messages_strings.parquet": "bad_messages", "timestamp_int.parquet": "bad_timestamp",
+                "id_list.parquet": "missing_conversation_id"}
+    assert sorted(dead) == sorted((name, reason, row) for name, reason in expected.items() for row in range(1, 7))
+
+
+# --- the per-record steps and the whole job -----------------------------------------------------------
+
+SMALL_RECORDS = list(generate_records(48, 14, seed=5))
+SMALL_LINES = [_line(record) for record in SMALL_RECORDS]
+
+
+def _per_record_outcomes(path: str, collector) -> dict:
+    """conversation id -> (facet, embedding) after reading, bounding, facets and embedding, as the job does."""
+    with local_pipeline() as pipeline:
+        records = pipeline | ReadConversations(path)
+        kept = records.valid | BoundUserContributions(3, seed=1)
+        facets = kept | ExtractFacets(UserTurnsFacetExtractor())
+        blocks = facets.output | EmbedConversations("all-MiniLM-L6-v2", block_size=8, encode_batch_size=4)
+        collector(blocks.output | beam.FlatMap(
+            lambda b: [(c, f, e) for c, f, e in zip(b.conversation_ids, b.facets, b.embeddings)]), "rows")
+    return {cid: (facet, vector) for cid, facet, vector in collector.result("rows")}
+
+
+@pytest.fixture(scope="module")
+def small_baseline(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("baseline")
+    path = str(folder / "input.jsonl")
+    _write(path, SMALL_LINES)
+    from tests.conftest import Collector
+    return _per_record_outcomes(path, Collector(str(folder)))
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                              HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(insertions=_insertions(len(SMALL_LINES), 4))
+def test_valid_records_keep_their_kept_facet_and_embedding_whatever_is_inserted(tmp_path_factory, small_baseline,
+                                                                                insertions):
+    folder = tmp_path_factory.mktemp("adversarial")
+    path = str(folder / "input.jsonl")
+    _write(path, _with_insertions(SMALL_LINES, insertions))
+    from tests.conftest import Collector
+    outcomes = _per_record_outcomes(path, Collector(str(folder)))
+    base = {cid: outcome for cid, outcome in outcomes.items() if not cid.startswith("adv-")}
+    assert base.keys() == small_baseline.keys()  # the same conversations kept by bounding
+    for cid, (facet, vector) in small_baseline.items():
+        assert base[cid][0] == facet
+        assert np.max(np.abs(base[cid][1] - vector)) <= 1e-5
+
+
+def _run_job(path: str, output: str) -> int:
+    from beam_jobs.insights import run
+    return run(["--input", path, "--output", output, "--seed", "3", "--noise_seed", "4", "--num_clusters", "3",
+                "--embedding_block_size", "16", "--keyword_mode", "centroid", "--progress", "off"])
+
+
+def _assignments(output: str) -> dict:
+    rows = [json.loads(line) for f in glob.glob(os.path.join(output, "private", "assignments", "*.jsonl"))
+            for line in open(f, encoding="utf-8")]
+    return {row["conversation_id"]: row["cluster_id"] for row in rows}
+
+
+@pytest.fixture(scope="module")
+def small_job_baseline(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("job-baseline")
+    _write(folder / "input.jsonl", SMALL_LINES)
+    assert _run_job(str(folder / "input.jsonl"), str(folder / "out")) == 0
+    return _assignments(str(folder / "out"))
+
+
+@pytest.mark.slow
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                              HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(insertions=_insertions(len(SMALL_LINES), 4))
+def test_the_whole_job_exits_0_and_accounts_for_every_line_whatever_is_inserted(tmp_path_factory,
+                                                                                small_job_baseline, insertions):
+    folder = tmp_path_factory.mktemp("job")
+    lines = _with_insertions(SMALL_LINES, insertions)
+    _write(folder / "input.jsonl", lines)
+    assert _run_job(str(folder / "input.jsonl"), str(folder / "out")) == 0
+    stats = json.load(open(folder / "out" / "private" / "run_stats.json"))
+    assert stats["read"] == len(lines) == stats["valid"] + stats["dead_lettered"]
+    assert stats["read"] == stats["processed"] + stats["dead_lettered"]
+    dead = [json.loads(line) for f in glob.glob(str(folder / "out" / "private" / "dead_letter" / "*.jsonl"))
+            for line in open(f, encoding="utf-8")]
+    assert len(dead) == stats["dead_lettered"] and all(d["reason"] for d in dead)
+    assignments = _assignments(str(folder / "out"))
+    if stats["valid"] == len(SMALL_LINES):  # every inserted line was dead-lettered: nothing else may change
+        assert assignments == small_job_baseline
+    assert set(small_job_baseline) <= set(assignments)
+
+
+@pytest.mark.slow
+def test_the_reported_breakers_are_dead_lettered_alone_and_the_job_releases(tmp_path):
+    """The issue's reproduction: 200 valid conversations, a deeply nested record at line 11 (the rest
+    of the file used to be lost), a lone surrogate in a user turn (the job used to exit 1) and in an id
+    (it used to break the assignments writer), and an integer past the digit limit."""
+    valid = [_line(r) for r in generate_records(200, 60, seed=8)]
+    nested = b'{"conversation_id": "n", "user_id": "n", "extra": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    surrogate_turn = json.dumps({"conversation_id": "s", "user_id": "s",
+                                 "messages": [{"role": "user", "content": "bread \ud800"}]}).encode()
+    surrogate_id = json.dumps({"conversation_id": "i\udc80", "user_id": "i",
+                               "messages": [{"role": "user", "content": "bread"}]}).encode()
+    huge_int = b'{"conversation_id": "h", "user_id": "h", "n": ' + b"1" * 5_000 + b"}"
+    lines = valid[:10] + [nested] + valid[10:50] + [surrogate_turn] + valid[50:90] + [surrogate_id, huge_int] + valid[90:]
+    _write(tmp_path / "input.jsonl", lines)
+    assert _run_job(str(tmp_path / "input.jsonl"), str(tmp_path / "out")) == 0
+    stats = json.load(open(tmp_path / "out" / "private" / "run_stats.json"))
+    assert (stats["read"], stats["valid"], stats["dead_lettered"]) == (204, 200, 4)
+    assert stats["dead_letter_reasons"] == {"bad_json": 2, "invalid_utf8": 2}
+    assert len(_assignments(str(tmp_path / "out"))) == stats["conversations_after_bounding"]
+    assert os.path.exists(tmp_path / "out" / "release" / "report.json")
