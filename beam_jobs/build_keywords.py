@@ -144,7 +144,7 @@ def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions) -> list[Mec
                                             o.max_conversations_per_user, o.max_terms_per_conversation, o.df_buckets)
         selection = dataclasses.replace(selection, epsilon=o.epsilon_keyword_set - df_params.epsilon)
         clipped = _bounded_facets(pipeline, o) | "clipped term counts" >> ClippedTermCounts(o.max_terms_per_conversation)
-        frequencies = DPDocumentFrequencies(df_params, o.noise_seed)
+        frequencies = DPDocumentFrequencies(df_params)
         noisy = clipped | "DP document frequencies" >> frequencies
         min_df = o.tfidf_min_noisy_df if o.tfidf_min_noisy_df is not None else df_params.default_min_noisy_frequency()
         pairs = clipped | "top-k TF-IDF terms" >> TopTfidfTerms(noisy, o.terms_per_conversation, min_df)

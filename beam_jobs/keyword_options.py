@@ -3,7 +3,8 @@
 A subclass of InsightsOptions: it reuses the main job's reading, validation and contribution
 bounding flags (--input, --max_record_bytes, --max_conversations_per_user, --seed, --facet_max_chars,
 --embedding_model, --private_output, --privacy_ledger, --max_epsilon_per_window, --window_days,
---date, --noise_seed) with the same meaning, except --output, which here is the keyword-set FILE to write.
+--date) with the same meaning, except --output, which here is the keyword-set FILE to write. --noise_seed
+is accepted but does nothing here: none of the builder's noise can be seeded.
 """
 
 from __future__ import annotations

@@ -1,16 +1,21 @@
 """The discrete Laplace (two-sided geometric) mechanism for integer counts, and its spend.
 
-Adding Z with P(Z = z) proportional to exp(-|z| / scale) to an integer vector whose L1 sensitivity
-is `sensitivity` is (sensitivity / scale, 0)-DP (Ghosh et al.; Canonne et al. 2020). Integer noise
-on integer counts has none of the floating-point attacks on continuous Laplace.
+Adding Z with P(Z = z) = (1 - a) / (1 + a) * a^|z|, a = exp(-1 / scale), to an integer vector whose L1
+sensitivity is `sensitivity` is (sensitivity / scale, 0)-DP (Ghosh et al. 2009; Canonne et al. 2020).
+Integer noise on integer counts has none of the floating-point attacks on continuous Laplace, provided
+the noise itself is drawn exactly and unpredictably. It is: `sample` uses OpenDP's integer Laplace
+measurement, which converts the float scale to a rational exactly, samples with Canonne, Kamath and
+Steinke's algorithm in exact big-integer arithmetic, and takes its random bits from OpenSSL's CSPRNG
+(RAND_priv_bytes). The noise cannot be seeded. It costs about 10 us a coordinate whatever the scale
+(0.6 s for the default 2^16 + 1 document-frequency buckets, 10 s for 10^6), once per run.
 """
 
 from __future__ import annotations
 
 import math
-import secrets
 
 import numpy as np
+import opendp.prelude as dp
 
 from dp_ops.spend import MechanismSpend
 
@@ -23,12 +28,20 @@ def scale_for(epsilon: float, sensitivity: float) -> float:
     return sensitivity / epsilon
 
 
-def sample(shape, scale: float, noise_seed: int | None = None) -> np.ndarray:
-    """Discrete Laplace noise: the difference of two i.i.d. geometric variables with
-    p = 1 - exp(-1/scale). Seeded from the OS unless a (testing-only) noise_seed is given."""
-    rng = np.random.default_rng(secrets.randbits(128) if noise_seed is None else [noise_seed, 0xD15C])
-    p = -math.expm1(-1.0 / scale)
-    return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(np.int64)
+def measurement(scale: float) -> dp.Measurement:
+    """OpenDP's discrete Laplace measurement on int64 vectors (L1 distance); its privacy map gives
+    epsilon = d_in / scale, which `epsilon_of` must agree with."""
+    # OpenDP makes callers opt in to constructors still in its vetting process ("contrib"); make_laplace
+    # is one. Enabled next to the one call that needs it, not as a side effect of importing this module.
+    dp.enable_features("contrib")
+    return dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64"), scale=float(scale))
+
+
+def sample(shape, scale: float) -> np.ndarray:
+    """Discrete Laplace noise of the given shape, for the caller to add to its counts (the measurement
+    adds noise to its input, here zeros)."""
+    size = int(np.prod(shape))
+    return np.asarray(measurement(scale)(np.zeros(size, dtype=np.int64)), dtype=np.int64).reshape(shape)
 
 
 def epsilon_of(scale: float, sensitivity: float) -> float:

@@ -35,17 +35,16 @@ class _CountDocumentsFn(beam.CombineFn):
         return accumulator
 
 
-def _add_noise(exact: np.ndarray, scale: float, noise_seed: int | None) -> NoisyDocumentFrequencies:
-    return NoisyDocumentFrequencies.from_noisy_vector(exact + discrete_laplace.sample(exact.shape, scale, noise_seed))
+def _add_noise(exact: np.ndarray, scale: float) -> NoisyDocumentFrequencies:
+    return NoisyDocumentFrequencies.from_noisy_vector(exact + discrete_laplace.sample(exact.shape, scale))
 
 
 class DPDocumentFrequencies(beam.PTransform):
     """`self.spend` is known at construction: the noise depends on the parameters only."""
 
-    def __init__(self, params: DocumentFrequencyParams, noise_seed: int | None = None):
+    def __init__(self, params: DocumentFrequencyParams):
         super().__init__()
         self.params = params
-        self.noise_seed = noise_seed
         self.spend = params.spend()
 
     def expand(self, clipped_terms):
@@ -53,4 +52,4 @@ class DPDocumentFrequencies(beam.PTransform):
         return (clipped_terms
                 | "buckets each conversation adds to" >> beam.Map(lambda c: document_vector_indices(c.counts, buckets))
                 | "count documents per bucket" >> beam.CombineGlobally(_CountDocumentsFn(buckets))
-                | "discrete Laplace noise" >> beam.Map(_add_noise, self.params.scale, self.noise_seed))
+                | "discrete Laplace noise" >> beam.Map(_add_noise, self.params.scale))
