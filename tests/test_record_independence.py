@@ -424,3 +424,97 @@ def test_the_reported_breakers_are_dead_lettered_alone_and_the_job_releases(tmp_
     assert stats["dead_letter_reasons"] == {"bad_json": 2, "invalid_utf8": 2}
     assert len(_assignments(str(tmp_path / "out"))) == stats["conversations_after_bounding"]
     assert os.path.exists(tmp_path / "out" / "release" / "report.json")
+
+
+# --- later per-record steps: a record that fails there is dead-lettered alone ---------------------------
+
+class _PoisonedExtractor(UserTurnsFacetExtractor):
+    """The offline extractor, except that it raises on a conversation mentioning POISON."""
+
+    def __init__(self, batch_size: int):
+        super().__init__()
+        self.batch_size = batch_size
+
+    def extract(self, conversation):
+        if "POISON" in " ".join(conversation.user_turns()):
+            raise RuntimeError("cannot summarise this one")
+        return super().extract(conversation)
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_a_facet_that_raises_dead_letters_its_conversation_only(collector, batch_size):
+    from transforms.records import Message, WeightedConversation
+    conversations = [WeightedConversation(Conversation(f"c{i}", f"u{i}", None,
+                                                       (Message("user", f"question {i}" + (" POISON" if i == 5 else "")),)),
+                                          1.0) for i in range(10)]
+    with local_pipeline() as pipeline:
+        facets = pipeline | beam.Create(conversations) | ExtractFacets(_PoisonedExtractor(batch_size))
+        collector(facets.output | beam.Map(lambda f: (f.conversation_id, f.text)), "facets")
+        collector(facets.dead_letter, "dead")
+    assert sorted(collector.result("facets")) == sorted((f"c{i}", f"question {i}") for i in range(10) if i != 5)
+    [dead] = collector.result("dead")
+    assert (dead.stage, dead.reason, dead.conversation_id) == ("facets", "facet_failed", "c5")
+    assert "cannot summarise" in dead.detail
+
+
+@pytest.mark.slow
+def test_a_text_the_model_cannot_embed_is_dead_lettered_alone_and_the_rest_keep_their_vectors(collector):
+    from backends.embedding import embed_texts
+    from transforms.records import Facet
+    texts = [f"how do I cook rice number {i}" for i in range(7)]
+    facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
+    # A lone surrogate gets past nothing upstream now; here it stands for any text the tokenizer rejects.
+    facets.insert(3, Facet("bad", "u-bad", 1.0, "rice \ud800"))
+    with local_pipeline() as pipeline:
+        embedded = pipeline | beam.Create(facets) | EmbedConversations("all-MiniLM-L6-v2", block_size=8)
+        collector(embedded.output | beam.FlatMap(lambda b: list(zip(b.conversation_ids, b.embeddings))), "rows")
+        collector(embedded.dead_letter, "dead")
+    rows = dict(collector.result("rows"))
+    [dead] = collector.result("dead")
+    assert (dead.stage, dead.reason, dead.conversation_id) == ("embed", "embedding_failed", "bad")
+    assert sorted(rows) == sorted(f"c{i}" for i in range(7))
+    alone = {f"c{i}": embed_texts("all-MiniLM-L6-v2", [text])[0] for i, text in enumerate(texts)}
+    assert max(float(np.max(np.abs(rows[c] - alone[c]))) for c in rows) <= 1e-5
+
+
+class _PoisonedSelector:
+    def setup(self):
+        pass
+
+    def select(self, facets, embeddings, max_keywords):
+        if any("POISON" in facet for facet in facets):
+            raise ValueError("selector broke")
+        return [["python"] for _ in facets]
+
+
+def test_a_keyword_selection_that_raises_dead_letters_its_conversation_only(collector):
+    from transforms.keyword_histograms import SelectKeywords
+    from transforms.records import ConversationBlock
+    block = ConversationBlock([f"c{i}" for i in range(5)], [f"u{i}" for i in range(5)], np.ones(5),
+                              ["a", "b", "POISON", "d", "e"], np.zeros((5, 4), dtype=np.float32),
+                              cluster_ids=np.array([0, 0, 1, 1, 1]))
+    with local_pipeline() as pipeline:
+        selection = pipeline | beam.Create([block]) | SelectKeywords(_PoisonedSelector(), ("python",), 3)
+        collector(selection.output, "pairs")
+        collector(selection.dead_letter, "dead")
+    assert sorted(collector.result("pairs")) == [("u0", (0, "python")), ("u1", (0, "python")),
+                                                 ("u3", (1, "python")), ("u4", (1, "python"))]
+    [dead] = collector.result("dead")
+    assert (dead.stage, dead.reason, dead.conversation_id) == ("select_keywords", "keyword_selection_failed", "c2")
+
+
+def test_the_private_writers_never_fail_on_a_row():
+    from transforms.write_outputs import json_line
+    assert json_line({"text": "ünïcode"}) == '{"text": "ünïcode"}'  # readable where it can be
+    line = json_line({"conversation_id": "x\ud800", "detail": "bad \udfff"})
+    line.encode("utf-8")  # what the text sink does with each line: must not raise
+    assert json.loads(line) == {"conversation_id": "x\ud800", "detail": "bad \udfff"}
+
+
+def test_run_stats_count_dead_letters_of_every_stage_and_the_unread_bytes():
+    from transforms.write_outputs import dead_letter_summary
+    summary = dead_letter_summary([(("read", "bad_json"), (3, 0)), (("read", "unreadable_file"), (2, 700)),
+                                   (("embed", "embedding_failed"), (1, 0))])
+    assert summary == {"dead_letter_reasons": {"bad_json": 3, "embedding_failed": 1, "unreadable_file": 2},
+                       "dead_lettered_by_stage": {"embed": 1, "read": 5}, "dead_lettered": 6,
+                       "unreadable_file_ranges": 2, "unread_bytes": 700}
