@@ -166,6 +166,16 @@ def test_an_earlier_undated_runs_decision_is_not_reused(tmp_path):
     assert json.load(open(clean.private("release_gate.json")))["run_id"] == clean.run_id
 
 
+def test_a_corrupt_gate_record_stops_the_retry_instead_of_rescanning(tmp_path):
+    context, ledger, pending = _pending_run(tmp_path)
+    os.makedirs(os.path.dirname(context.private("release_gate.json")))
+    with open(context.private("release_gate.json"), "w") as handle:
+        handle.write('{"run_id": "')
+    with pytest.raises(RuntimeError, match="not valid JSON"):
+        finalize(context.report_pending, context, (CANARY,), ledger)
+    assert _files(context.path("release.pending")) == pending and not os.path.exists(context.path("release"))
+
+
 def test_nothing_to_finalize_is_a_clear_error(tmp_path):
     context = make_run_context(str(tmp_path / "in.jsonl"), str(tmp_path / "out"), "2026-11-21", now=NOW)
     with pytest.raises(RuntimeError, match="nothing to finalize"):

@@ -111,3 +111,7 @@ def test_whole_job_on_gcs_paths(logs, tmp_path, monkeypatch):
         ledger = json.loads(client.bucket(bucket).blob("ledger.json").download_as_bytes())
         assert [e["status"] for e in ledger["entries"]] == ["committed"]
         assert "insights/index.json" in names
+        # The gate record is written aside and renamed on GCS too: in place, nothing left over.
+        gate_name = report_name.replace("release/report.json", "private/release_gate.json")
+        assert json.loads(client.bucket(bucket).blob(gate_name).download_as_bytes())["status"] == "committed"
+        assert not any(n.endswith(".tmp") for n in names)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -21,8 +20,6 @@ from beam_jobs import json_store
 from beam_jobs.release_gate import scan
 from beam_jobs.run_context import RunContext
 from dp_ops.budget_ledger import Ledger
-
-log = logging.getLogger("urania.finalize")
 
 
 class ReleaseGateFailed(RuntimeError):
@@ -52,17 +49,18 @@ def _move_files(contents: dict[str, bytes], source_dir: str, target_dir: str, la
         FileSystems.delete([path])
 
 
-def _write_json(path: str, document: dict) -> None:
-    with FileSystems.create(path) as handle:
+def _write_json_atomically(path: str, document: dict) -> None:
+    """Written aside, then renamed over `path` (an atomic replace locally; on GCS an object is never
+    partly visible): a crash never leaves a torn release-gate record for a retry to misread."""
+    temporary = path + ".tmp"
+    with FileSystems.create(temporary) as handle:
         handle.write(json.dumps(document, indent=2).encode())
+    FileSystems.rename([temporary], [path])
 
 
 def _recorded_gate(context: RunContext) -> dict | None:
-    """The release-gate decision an earlier attempt of this run recorded, or None.
-
-    A record from another run is ignored: undated runs share OUTPUT/private/. A record that does not
-    parse is ignored too: it is written whole before the first file moves, so a torn one means the
-    earlier attempt died before moving anything and release.pending/ is complete to scan again."""
+    """The release-gate decision an earlier attempt of this run recorded, or None. A record from
+    another run is ignored: undated runs share OUTPUT/private/."""
     path = context.private("release_gate.json")
     if not FileSystems.exists(path):
         return None
@@ -70,10 +68,11 @@ def _recorded_gate(context: RunContext) -> dict | None:
         raw = handle.read()
     try:
         gate = json.loads(raw)
-    except ValueError:
-        log.warning("unreadable release-gate record; scanning release.pending/ again",
-                    extra={"event": "release_gate_record_unreadable", "run_id": context.run_id, "path": path})
-        return None
+    except ValueError as error:
+        # Not a crash (writes are atomic): scanning what is left pending could pass a release whose
+        # offending file already moved, so stop and let a person look.
+        raise RuntimeError(f"run {context.run_id}: {path} is not valid JSON ({error}); not finalizing "
+                           f"without the release gate's recorded decision") from error
     return gate if gate.get("run_id") == context.run_id else None
 
 
@@ -121,7 +120,7 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
         # Findings hold the offending text itself, so they go to private/, never next to the release.
         gate = {"run_id": context.run_id, "status": "rejected" if findings else "committed",
                 "findings": [f.__dict__ for f in findings]}
-        _write_json(context.private("release_gate.json"), gate)
+        _write_json_atomically(context.private("release_gate.json"), gate)
     status, rejected = gate["status"], gate["status"] == "rejected"
     target_dir = context.path("release.rejected" if rejected else "release")
     _move_files(pending, pending_dir, target_dir, last=report_path)
@@ -133,7 +132,7 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
     if "finished_at" not in gate:
         # The run's timing stays private (see _index_entry); a retry keeps the first completion's.
         gate["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        _write_json(context.private("release_gate.json"), gate)
+        _write_json_atomically(context.private("release_gate.json"), gate)
     if rejected:
         kinds = sorted({f["kind"] for f in gate["findings"]})
         raise ReleaseGateFailed(f"release gate found {len(gate['findings'])} PII-like or canary string(s) "
