@@ -1,32 +1,40 @@
 """The public keyword set K: loading and validating it.
 
 A keyword set file is either plain text (one keyword per line, '#' comments) or JSON as written by
-`beam_jobs.build_keywords` (format version 1):
+`beam_jobs.build_keywords` (format version 2):
 
-    {"format": "urania-keyword-set", "version": 1, "created_at": "2026-11-22T03:00:00+00:00",
+    {"format": "urania-keyword-set", "version": 2, "created_at": "2026-11-22T03:00:00+00:00",
      "method": "tfidf", "params": {...}, "source": {...}, "keywords": [...],
-     "privacy": {"epsilon": ..., "delta": ..., "mechanisms": [MechanismSpend, ...]}}
+     "privacy": {"epsilon": ..., "delta": ..., "mechanisms": [MechanismSpend, ...],
+                 "ledger": {"run_id": "keyword-set-…", "date": "2026-11-22"}}}
 
-A DP-built set carries the privacy it spent, which the main job adds to its report. Older JSON
-without "version" (just "keywords", "method", "privacy") still loads; a newer version is refused.
+A DP-built set carries the privacy it spent, which the main job adds to its report, and (version 2)
+the run id and date under which a privacy ledger charges that spend, once: by the build with
+--privacy_ledger, else by the first nightly run that uses the set. Version 2 exists so that an
+older job, which would not charge it, refuses such a file instead. Version 1 and older JSON without
+"version" (just "keywords", "method", "privacy") still load: a DP one gets a run id derived from its
+content and its build day (see `_legacy_ledger`). A newer version is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 
 from apache_beam.io.filesystems import FileSystems
 
+from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX
 from dp_ops.spend import MechanismSpend
 
 DEFAULT_KEYWORD_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                    "beam_jobs", "resources", "default_keywords.txt")
 MAX_KEYWORD_CHARS = 60
 FORMAT_NAME = "urania-keyword-set"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+LEGACY_RUN_PREFIX = KEYWORD_SET_RUN_PREFIX + "legacy-"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +47,10 @@ class KeywordSet:
     created_at: str | None = None
     params: dict = dataclasses.field(default_factory=dict)
     origin: dict = dataclasses.field(default_factory=dict)
+    # Where a privacy ledger charges `spend` (None when it spent nothing): the build's ledger run id
+    # and date (None only for an old file without a creation time: then the night that uses it).
+    ledger_run_id: str | None = None
+    ledger_date: str | None = None
 
 
 def _clean(keywords: list[str], source: str) -> tuple[str, ...]:
@@ -79,16 +91,63 @@ def _from_json(data: dict, path: str) -> KeywordSet:
     if "keywords" not in data:
         raise ValueError(f"{path}: a JSON keyword set needs a \"keywords\" list")
     spend = tuple(MechanismSpend.from_json(s) for s in data.get("privacy", {}).get("mechanisms", []))
+    ledger_run_id = ledger_date = None
+    if spend:
+        ledger = data["privacy"].get("ledger")
+        if ledger is not None:
+            ledger_run_id, ledger_date = _checked_ledger(ledger, path)
+        elif version is not None and version >= 2:
+            raise ValueError(f"{path}: a keyword set that spent privacy must carry privacy.ledger "
+                             f"(run_id, date) from version 2 on; rebuild it with beam_jobs.build_keywords")
+        else:
+            ledger_run_id, ledger_date = _legacy_ledger(data, path)
     return KeywordSet(_clean(data["keywords"], path), path, data.get("method", "unknown"), spend,
                       version=version, created_at=data.get("created_at"), params=data.get("params", {}),
-                      origin=data.get("source", {}))
+                      origin=data.get("source", {}), ledger_run_id=ledger_run_id, ledger_date=ledger_date)
+
+
+def _checked_ledger(ledger: dict, path: str) -> tuple[str, str]:
+    run_id, date = ledger.get("run_id"), ledger.get("date")
+    if not isinstance(run_id, str) or not run_id.startswith(KEYWORD_SET_RUN_PREFIX):
+        raise ValueError(f"{path}: privacy.ledger.run_id must start with {KEYWORD_SET_RUN_PREFIX!r}, got {run_id!r}")
+    try:
+        return run_id, dt.date.fromisoformat(date).isoformat()
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: privacy.ledger.date must be YYYY-MM-DD, got {date!r}") from error
+
+
+def _legacy_ledger(data: dict, path: str) -> tuple[str, str | None]:
+    """A DP set written before files carried their ledger run id. Its build may have charged a
+    ledger under a random id nothing records, so it cannot be matched: it is charged (once, under an
+    id derived from its content, so every night finds the same one) even if that double-counts it,
+    as over-counting a spend is safe and under-counting is not. Its date is the UTC day of its
+    creation, what the build charged without --date; with no creation time, the night that uses it."""
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    created_at = data.get("created_at")
+    if created_at is None:
+        return LEGACY_RUN_PREFIX + digest, None
+    try:
+        created = dt.datetime.fromisoformat(created_at)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: created_at must be an ISO 8601 time, got {created_at!r}") from error
+    created = created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
+    return LEGACY_RUN_PREFIX + digest, created.astimezone(dt.timezone.utc).date().isoformat()
 
 
 def keyword_set_document(keywords: list[str], method: str, params: dict, source: dict,
-                         spend: list[MechanismSpend], created_at: str | None = None) -> dict:
-    """The version-1 JSON document for a built keyword set (keywords cleaned as the loader does)."""
+                         spend: list[MechanismSpend], created_at: str | None = None,
+                         ledger_run_id: str | None = None, ledger_date: str | None = None) -> dict:
+    """The JSON document for a built keyword set (keywords cleaned as the loader does). A set that
+    spent privacy needs the ledger run id and date its spend is charged under; one that spent
+    nothing has nothing to charge, so no ledger entry."""
     epsilon = sum(s.epsilon for s in spend)
     delta = sum(s.delta for s in spend)
+    privacy = {"unit": "user", "composition": "basic", "epsilon": epsilon, "delta": delta,
+               "mechanisms": [s.to_json() for s in spend]}
+    if spend:
+        if not (ledger_run_id and ledger_date):
+            raise ValueError(f"a {method} keyword set that spent privacy needs its ledger run id and date")
+        privacy["ledger"] = {"run_id": ledger_run_id, "date": ledger_date}
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -97,8 +156,7 @@ def keyword_set_document(keywords: list[str], method: str, params: dict, source:
         "params": params,
         "source": source,
         "keywords": list(_clean(keywords, f"{method} keyword set")),
-        "privacy": {"unit": "user", "composition": "basic", "epsilon": epsilon, "delta": delta,
-                    "mechanisms": [s.to_json() for s in spend]},
+        "privacy": privacy,
     }
 
 

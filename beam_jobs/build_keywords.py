@@ -4,9 +4,10 @@
     python -m beam_jobs.build_keywords --method public --public_corpus public.txt --output kw/public.json
 
 Writes a versioned keyword-set file (backends/keyword_set.py: keywords, method, params, source,
-creation time and the privacy actually spent, read back from the mechanisms' accountants) that the
-main job takes with --keyword_set. DP methods also write dead letters and exact counts to a private
-folder (--private_output, default OUTPUT.private/), never into the keyword-set file.
+creation time and the privacy actually spent, read back from the mechanisms' accountants, with the
+ledger run id and date that spend is charged under) that the main job takes with --keyword_set. DP
+methods also write dead letters and exact counts to a private folder (--private_output, default
+OUTPUT.private/), never into the keyword-set file.
 
 - tfidf:  conversation term counts (L1-clipped) -> DP document frequencies (discrete Laplace) ->
           each conversation's top-k TF-IDF terms -> DP partition selection (user: <= C x k terms).
@@ -24,7 +25,6 @@ import datetime as dt
 import logging
 import random
 import sys
-import uuid
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -37,7 +37,8 @@ from beam_jobs.insights import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED, EXIT_FAILE
 from beam_jobs.insights import _check_input_matches, _fail, use_local_engine
 from beam_jobs.keyword_options import DP_METHODS, BuildKeywordsOptions, validate_build
 from beam_jobs.logging_setup import configure_logging
-from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
+from beam_jobs.run_context import resolve_date
+from dp_ops.budget_ledger import BudgetRefused, Ledger, new_keyword_set_run_id
 from dp_ops.partition_selection import TermSelectionParams
 from dp_ops.spend import MechanismSpend
 from dp_ops.tfidf import STAGE, DocumentFrequencyParams
@@ -131,8 +132,17 @@ def _public_set(pipeline, o: BuildKeywordsOptions):
             | "refine public set" >> beam.Map(_refined, refiner, o.refine_to, o.max_refine_rounds))
 
 
-def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions) -> list[MechanismSpend]:
-    """Wires the method's stages and the final write; returns what its DP stages spend."""
+def ledger_date(o: BuildKeywordsOptions) -> str:
+    """The date a keyword set's spend is charged on, in any ledger: --date, else the UTC build day."""
+    return resolve_date(o.date) or dt.datetime.now(dt.timezone.utc).date().isoformat()
+
+
+def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions, ledger_run_id: str | None = None,
+                   charge_date: str | None = None) -> list[MechanismSpend]:
+    """Wires the method's stages and the final write; returns what its DP stages spend. The file
+    carries the ledger run id and date its spend is charged under (new ones unless given)."""
+    ledger_run_id = ledger_run_id or new_keyword_set_run_id()
+    charge_date = charge_date or ledger_date(o)
     spends: list[MechanismSpend] = []
     selection = TermSelectionParams(stage=STAGE, epsilon=o.epsilon_keyword_set, delta=o.delta_keyword_set,
                                     max_partitions_per_user=max_terms_per_user(o),
@@ -178,7 +188,8 @@ def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions) -> list[Mec
             raise ValueError(f"no keyword survived the {method} method (DP selection or the public corpus gave "
                              f"none): use more data, a larger --epsilon_keyword_set or a smaller "
                              f"--max_conversations_per_user x --terms_per_conversation")
-        write_keyword_set(output, keyword_set_document(keywords, method, params, source, spends))
+        write_keyword_set(output, keyword_set_document(keywords, method, params, source, spends,
+                                                       ledger_run_id=ledger_run_id, ledger_date=charge_date))
         return len(keywords)
 
     trigger = pipeline | "write trigger" >> beam.Create([None])
@@ -190,21 +201,10 @@ def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions) -> list[Mec
     return spends
 
 
-def _charge_ledger(o: BuildKeywordsOptions, run_id: str, epsilon: float, delta: float) -> None:
+def _charge_ledger(o: BuildKeywordsOptions, run_id: str, date: str, epsilon: float, delta: float) -> None:
     """Records the keyword set's spend once, on its build date (not each night it is used)."""
-    today = dt.datetime.now(dt.timezone.utc).date()
-    date = {None: today, "today": today, "yesterday": today - dt.timedelta(days=1)}.get(o.date, o.date)
-    date = str(date)
-
-    def reserve(document):
-        ledger = Ledger.from_json(document)
-        ledger.check(date, epsilon, o.max_epsilon_per_window, o.window_days, allow_rerun=True)
-        entry = LedgerEntry(run_id=run_id, date=date, epsilon=epsilon, delta=delta, status="reserved",
-                            recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                            output=o.output)
-        return ledger.with_entry(entry).to_json()
-
-    json_store.update_json(o.privacy_ledger, reserve)
+    json_store.update_json(o.privacy_ledger, lambda document: Ledger.from_json(document).with_keyword_set(
+        run_id, date, epsilon, delta, "reserved", o.output, o.max_epsilon_per_window, o.window_days).to_json())
 
 
 def _set_status(o: BuildKeywordsOptions, run_id: str, status: str) -> None:
@@ -218,6 +218,7 @@ def run(argv: list[str] | None = None) -> int:
         validate_build(o)
         if o.seed is None:
             o.seed = random.SystemRandom().randrange(2**31)
+        date = ledger_date(o)
     except ValueError as error:
         return _fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     if o.method in DP_METHODS:
@@ -227,12 +228,14 @@ def run(argv: list[str] | None = None) -> int:
             return _fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error))
     use_local_engine(pipeline_options)
     pipeline = beam.Pipeline(options=pipeline_options)
-    spends = build_pipeline(pipeline, o)
-    run_id = f"{KEYWORD_SET_RUN_PREFIX}{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    # Made whether or not --privacy_ledger is given and written into the file: a nightly run whose
+    # ledger does not hold this id charges the set's spend under it (beam_jobs.insights._reserve_budget).
+    run_id = new_keyword_set_run_id()
+    spends = build_pipeline(pipeline, o, run_id, date)
     ledgered = bool(o.privacy_ledger and spends)
     if ledgered:
         try:
-            _charge_ledger(o, run_id, sum(s.epsilon for s in spends), sum(s.delta for s in spends))
+            _charge_ledger(o, run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends))
         except BudgetRefused as error:
             return _fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error))
     try:

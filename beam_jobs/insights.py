@@ -21,7 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from backends import factory
-from backends.keyword_set import load_keyword_set
+from backends.keyword_set import LEGACY_RUN_PREFIX, KeywordSet, load_keyword_set
 from beam_jobs import json_store, progress
 from beam_jobs.json_store import read_json_or_none
 from beam_jobs.logging_setup import configure_logging
@@ -240,16 +240,33 @@ def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
                                      options.kmeans_iterations, interval=progress.DEFAULT_INTERVAL_SECONDS)
 
 
-def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend]) -> None:
+def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend],
+                    keyword_set: KeywordSet) -> None:
     """Checks the window cap and records this run as `reserved`, in one atomic ledger update.
-    Raises BudgetRefused. The keyword set's own spend is not charged again each night: a DP keyword
-    set is spent once, on the data it was built from, and beam_jobs.build_keywords records it in the
-    ledger when it is built (the report's total still includes it, as the release depends on it)."""
+    Raises BudgetRefused.
+
+    A DP keyword set is spent once, on the data it was built from, not each night it is used, so
+    this run's own entry leaves its spend out (the report's total still includes it: the release
+    depends on it). It is charged in the same update, under the run id its file carries, if this
+    ledger does not hold that id yet (the set was built without a ledger, or with another one), and
+    checked against the same cap before this run's spend is. Its date is the one the build charges
+    (its --date, else its UTC build day; `KeywordSet.ledger_date`), so every ledger counts the set in
+    the windows of the data it was built from, whichever of the build or a night records it."""
     epsilon = sum(s.epsilon for s in spends if s.stage != "keyword_set")
     delta = sum(s.delta for s in spends if s.stage != "keyword_set")
+    set_epsilon, set_delta = sum(s.epsilon for s in keyword_set.spend), sum(s.delta for s in keyword_set.spend)
+    set_date = keyword_set.ledger_date or context.ledger_date
+    charged_set = False
 
     def reserve(document):
+        nonlocal charged_set  # update_json may call this again on a concurrent update: reset each time
         ledger = Ledger.from_json(document)
+        charged_set = bool(keyword_set.spend) and not ledger.has_run(keyword_set.ledger_run_id)
+        if charged_set:
+            # Committed: the set exists and its spend happened, whatever becomes of this run.
+            ledger = ledger.with_keyword_set(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta,
+                                             "committed", keyword_set.source, options.max_epsilon_per_window,
+                                             options.window_days)
         ledger.check(context.ledger_date, epsilon, options.max_epsilon_per_window, options.window_days,
                      options.allow_rerun)
         entry = LedgerEntry(run_id=context.run_id, date=context.ledger_date, epsilon=epsilon, delta=delta,
@@ -260,6 +277,15 @@ def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[
         return ledger.with_entry(entry).to_json()
 
     json_store.update_json(options.privacy_ledger, reserve)
+    if charged_set:
+        log.info("keyword set charged", extra={"event": "keyword_set_charged", "run_id": context.run_id,
+                                               "keyword_set_run_id": keyword_set.ledger_run_id, "date": set_date,
+                                               "epsilon": set_epsilon, "delta": set_delta})
+        if keyword_set.ledger_run_id.startswith(LEGACY_RUN_PREFIX):
+            log.warning("the keyword set's file predates ledger run ids: charged under one derived from its content; "
+                        "if its build already charged this ledger, it now counts twice (rebuild it to avoid that)",
+                        extra={"event": "keyword_set_legacy_charge", "run_id": context.run_id,
+                               "keyword_set_run_id": keyword_set.ledger_run_id})
     log.info("budget reserved", extra={"event": "budget_reserved", "run_id": context.run_id,
                                        "date": context.ledger_date, "epsilon": epsilon, "delta": delta})
 
@@ -278,7 +304,7 @@ def run(argv: list[str] | None = None) -> int:
         validate(options)
         if options.seed is None:
             options.seed = random.SystemRandom().randrange(2**31)
-        load_keyword_set(options.keyword_set)
+        keyword_set = load_keyword_set(options.keyword_set)
         canaries = load_canaries(options.canary_file)
         context = make_run_context(options.input, options.output, options.date,
                                    private_output=options.private_output)
@@ -305,7 +331,7 @@ def run(argv: list[str] | None = None) -> int:
     spends = build_pipeline(pipeline, options, embedding_dim, context, canaries)
     if options.privacy_ledger:
         try:
-            _reserve_budget(options, context, spends)
+            _reserve_budget(options, context, spends, keyword_set)
         except BudgetRefused as error:
             return _fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
     paths = output_paths(context)

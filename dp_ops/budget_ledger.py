@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import secrets
 
 LEDGER_VERSION = 1
-# Keyword-set builds (beam_jobs.build_keywords) are charged once, on their build date; they are
-# not nightly runs, so they do not make that date's nightly run a re-run.
+# Keyword-set builds (beam_jobs.build_keywords) are charged once, on their build date, under the
+# run id written into the set's file (by the build with --privacy_ledger, else by the first nightly
+# run that uses the set); they are not nightly runs, so they do not make that date's nightly run a re-run.
 KEYWORD_SET_RUN_PREFIX = "keyword-set-"
 STATUSES = ("reserved", "committed", "failed", "rejected")
+
+
+def new_keyword_set_run_id() -> str:
+    """A keyword-set build's ledger run id. Random only: it is written into the public keyword-set
+    file next to its creation time, and a start time beside that would publish the build's duration."""
+    return KEYWORD_SET_RUN_PREFIX + secrets.token_hex(8)
 
 
 class BudgetRefused(Exception):
@@ -94,8 +102,25 @@ class Ledger:
                 f"epsilon {epsilon:.4g} on {date} would bring the {window_days}-day window starting {start} to "
                 f"{spent + epsilon:.4g} > cap {max_epsilon_per_window:.4g} (already spent {spent:.4g})")
 
+    def has_run(self, run_id: str) -> bool:
+        return any(e.run_id == run_id for e in self.entries)
+
+    def with_keyword_set(self, run_id: str, date: str, epsilon: float, delta: float, status: str, output: str,
+                         max_epsilon_per_window: float | None, window_days: int) -> "Ledger":
+        """Charges a keyword-set build: checked against the cap on its own date like a run, but never
+        a re-run of that date. Raises BudgetRefused (naming the set) or ValueError if already charged."""
+        if not run_id.startswith(KEYWORD_SET_RUN_PREFIX):
+            raise ValueError(f"a keyword-set run id starts with {KEYWORD_SET_RUN_PREFIX!r}, got {run_id!r}")
+        try:
+            self.check(date, epsilon, max_epsilon_per_window, window_days, allow_rerun=True)
+        except BudgetRefused as error:
+            raise BudgetRefused(f"keyword set {run_id} (dated {date}): {error}") from error
+        return self.with_entry(LedgerEntry(
+            run_id=run_id, date=date, epsilon=epsilon, delta=delta, status=status,
+            recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), output=output))
+
     def with_entry(self, entry: LedgerEntry) -> "Ledger":
-        if any(e.run_id == entry.run_id for e in self.entries):
+        if self.has_run(entry.run_id):
             raise ValueError(f"run id {entry.run_id} is already in the ledger")
         return dataclasses.replace(self, entries=self.entries + (entry,))
 

@@ -61,3 +61,15 @@ def test_status_updates_and_json_round_trip():
         ledger.with_entry(_entry("a", "2026-11-02", 1.0))
     with pytest.raises(ValueError):
         _entry("x", "2026-13-01", 1.0)
+
+
+def test_a_keyword_set_charge_is_checked_on_its_date_and_recorded_once():
+    ledger = _ledger(_entry("a", "2026-11-01", 7.0))
+    with pytest.raises(BudgetRefused, match="keyword set keyword-set-1 \\(dated 2026-11-02\\).*cap 8"):
+        ledger.with_keyword_set("keyword-set-1", "2026-11-02", 1.5, 1e-7, "committed", "kw.json", 8.0, 7)
+    charged = ledger.with_keyword_set("keyword-set-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", 8.0, 7)
+    assert charged.has_run("keyword-set-1") and not ledger.has_run("keyword-set-1")
+    with pytest.raises(ValueError, match="already"):
+        charged.with_keyword_set("keyword-set-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", None, 7)
+    with pytest.raises(ValueError, match="keyword-set-"):
+        ledger.with_keyword_set("nightly-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", None, 7)

@@ -8,7 +8,7 @@ import re
 import apache_beam as beam
 import pytest
 
-from backends.keyword_set import load_keyword_set
+from backends.keyword_set import FORMAT_VERSION, load_keyword_set
 from backends.tokenize import content_terms
 from beam_jobs.build_keywords import build_pipeline, run
 from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
@@ -65,7 +65,7 @@ def test_dp_methods_release_shared_terms_only_and_record_the_asked_spend(data, m
     assert all(len(users.get(k, ())) >= 5 for k in keywords), {k: len(users.get(k, ())) for k in keywords}
     # Every conversation carries a unique ticket code, a frequent top TF-IDF term for its one user.
     assert not any(TICKET.match(k) and any(c.isdigit() for c in k) for k in keywords)
-    assert document["version"] == 1 and document["method"] == method
+    assert document["version"] == FORMAT_VERSION and document["method"] == method
     assert document["privacy"]["epsilon"] == pytest.approx(3.0)
     assert document["privacy"]["delta"] == pytest.approx(1e-6)
     assert sum(m["epsilon"] for m in document["privacy"]["mechanisms"]) == pytest.approx(3.0)
@@ -115,6 +115,7 @@ def test_public_method_succeeds_with_an_unreadable_input_and_spends_nothing(data
                                     "--refine_to", "60")
     assert 20 <= len(document["keywords"]) <= 60
     assert document["privacy"]["epsilon"] == 0 and document["privacy"]["mechanisms"] == []
+    assert "ledger" not in document["privacy"]  # nothing to charge
     assert document["source"] == {"private_input": None, "reads_private_input": False, "public_corpus": public}
     assert not os.path.exists(path + ".private")
 
@@ -133,14 +134,29 @@ def test_hybrid_keeps_the_public_set_and_adds_dp_selected_novel_keywords(data):
 def test_a_dp_build_is_charged_to_the_ledger_once_and_does_not_block_that_nights_run(data):
     folder, private, _ = data
     ledger_path = str(folder / "ledger.json")
-    _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5", "--privacy_ledger",
-                   ledger_path, "--date", "2026-11-20", *DP_FLAGS)
+    path, document = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5",
+                                    "--privacy_ledger", ledger_path, "--date", "2026-11-20", *DP_FLAGS)
     ledger = Ledger.from_json(json.load(open(ledger_path)))
     [entry] = ledger.entries
     assert entry.status == "committed" and entry.epsilon == pytest.approx(1.5) and entry.date == "2026-11-20"
+    # The file names the entry, so a nightly run on this ledger finds it charged.
+    assert document["privacy"]["ledger"] == {"run_id": entry.run_id, "date": "2026-11-20"}
+    assert load_keyword_set(path).ledger_run_id == entry.run_id
     ledger.check("2026-11-20", 1.0, max_epsilon_per_window=3.0, window_days=30, allow_rerun=False)
     with pytest.raises(Exception, match="cap"):
         ledger.check("2026-11-20", 2.0, max_epsilon_per_window=3.0, window_days=30, allow_rerun=False)
+
+
+def test_a_dp_build_without_a_ledger_still_names_its_ledger_entry(data):
+    folder, private, _ = data
+    _, first = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5",
+                              "--date", "2026-11-20", *DP_FLAGS)
+    _, second = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5", *DP_FLAGS)
+    assert first["privacy"]["ledger"]["date"] == "2026-11-20"
+    assert second["privacy"]["ledger"]["date"] == second["created_at"][:10]  # UTC build day without --date
+    # A new random id per build (no time in it: the file is public and holds its creation time).
+    ids = [first["privacy"]["ledger"]["run_id"], second["privacy"]["ledger"]["run_id"]]
+    assert ids[0] != ids[1] and all(re.fullmatch(r"keyword-set-[0-9a-f]{16}", i) for i in ids)
 
 
 def test_bad_options_exit_2(data):

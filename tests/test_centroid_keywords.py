@@ -41,7 +41,8 @@ def sample(tmp_path_factory):
     spend = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=0.5,
                            delta=1e-7, sensitivity=5.0, noise={"kind": "partition_selection"})
     write_keyword_set(keywords, keyword_set_document(list(load_keyword_set(DEFAULT_KEYWORD_SET).keywords), "llm",
-                                                     {}, {}, [spend]))
+                                                     {}, {}, [spend], ledger_run_id="keyword-set-centroid",
+                                                     ledger_date="2026-11-01"))
     return folder, data, keywords
 
 

@@ -17,14 +17,41 @@ SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition sele
 def test_round_trip_keeps_keywords_method_params_source_and_spend(tmp_path):
     path = str(tmp_path / "kw.json")
     document = keyword_set_document(["Python", "  unit   test ", "python", "sql"], "tfidf", {"epsilon": 0.8},
-                                    {"private_input": "logs/*.jsonl"}, [SPEND])
+                                    {"private_input": "logs/*.jsonl"}, [SPEND], ledger_run_id="keyword-set-ab12",
+                                    ledger_date="2026-11-20")
     write_keyword_set(path, document)
     loaded = load_keyword_set(path)
     assert loaded.keywords == ("python", "unit test", "sql")
     assert loaded.method == "tfidf" and loaded.version == FORMAT_VERSION == json.load(open(path))["version"]
     assert loaded.params == {"epsilon": 0.8} and loaded.origin == {"private_input": "logs/*.jsonl"}
     assert loaded.spend == (SPEND,) and loaded.created_at.endswith("+00:00")
+    assert (loaded.ledger_run_id, loaded.ledger_date) == ("keyword-set-ab12", "2026-11-20")
     assert document["privacy"]["epsilon"] == 0.8 and document["privacy"]["delta"] == 1e-6
+
+
+def test_a_set_that_spent_privacy_must_say_where_a_ledger_charges_it(tmp_path):
+    with pytest.raises(ValueError, match="ledger run id and date"):
+        keyword_set_document(["python"], "llm", {}, {}, [SPEND])
+    document = keyword_set_document(["python"], "llm", {}, {}, [SPEND], ledger_run_id="keyword-set-ab12",
+                                    ledger_date="2026-11-20")
+    del document["privacy"]["ledger"]
+    path = tmp_path / "no-ledger.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="privacy.ledger"):
+        load_keyword_set(str(path))
+    document["privacy"]["ledger"] = {"run_id": "nightly-1", "date": "2026-11-20"}
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="must start with 'keyword-set-'"):
+        load_keyword_set(str(path))
+
+
+def test_a_set_without_spend_has_nothing_to_charge(tmp_path):
+    path = str(tmp_path / "public.json")
+    write_keyword_set(path, keyword_set_document(["python"], "public", {}, {}, [], ledger_run_id="keyword-set-ab12",
+                                                 ledger_date="2026-11-20"))
+    loaded = load_keyword_set(path)
+    assert "ledger" not in json.load(open(path))["privacy"]
+    assert (loaded.spend, loaded.ledger_run_id, loaded.ledger_date) == ((), None, None)
 
 
 def test_old_json_and_text_files_still_load(tmp_path):
@@ -33,6 +60,12 @@ def test_old_json_and_text_files_still_load(tmp_path):
                                "privacy": {"mechanisms": [SPEND.to_json()]}}))
     loaded = load_keyword_set(str(old))
     assert loaded.keywords == ("a b", "c") and loaded.version is None and loaded.spend == (SPEND,)
+    # No creation time: charged on the night that first uses it (see test_keyword_set_ledger.py).
+    assert loaded.ledger_run_id.startswith("keyword-set-legacy-") and loaded.ledger_date is None
+    version_1 = tmp_path / "v1.json"
+    version_1.write_text(json.dumps({"version": 1, "created_at": "2026-11-22T03:00:00+00:00", "keywords": ["c"],
+                                     "method": "tfidf", "privacy": {"mechanisms": [SPEND.to_json()]}}))
+    assert load_keyword_set(str(version_1)).ledger_date == "2026-11-22"
     text = tmp_path / "k.txt"
     text.write_text("# comment\npython\n\nsql # trailing\n")
     assert load_keyword_set(str(text)).keywords == ("python", "sql")

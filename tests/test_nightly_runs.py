@@ -7,8 +7,10 @@ import os
 
 import pytest
 
+from backends.keyword_set import keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import EXIT_BUDGET_REFUSED, EXIT_RELEASE_GATE_FAILED, run
+from dp_ops.spend import MechanismSpend
 from tests.gcs_emulator import local_gcs
 
 pytestmark = pytest.mark.slow
@@ -44,6 +46,26 @@ def test_ledger_composes_nights_and_refuses_over_the_cap_before_reading_data(log
     assert [(r["date"], r["status"]) for r in index] == [("2026-11-01", "committed"), ("2026-11-02", "committed")]
     for run_entry in index:
         assert os.path.exists(os.path.join(output, run_entry["path"], "release", "report.json"))
+
+
+def test_a_dp_keyword_set_built_without_the_ledger_is_charged_once_and_counts_against_the_cap(logs, tmp_path):
+    output, ledger = str(tmp_path / "out"), str(tmp_path / "ledger.json")
+    keywords = str(tmp_path / "kw.json")
+    spend = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=0.5,
+                           delta=1e-7, sensitivity=5.0, noise={"kind": "partition_selection"})
+    write_keyword_set(keywords, keyword_set_document(list(load_keyword_set(None).keywords), "llm", {}, {}, [spend],
+                                                     ledger_run_id="keyword-set-built-elsewhere",
+                                                     ledger_date="2026-10-30"))
+    with_set = ["--keyword_set", keywords, "--window_days", "7"]
+    assert _nightly(logs, output, ledger, "2026-11-01", *with_set, "--max_epsilon_per_window", "14.2") == 0
+    # 0.5 + 7 + 7 > 14.2: refused because of the set (two nights alone would fit).
+    assert _nightly(logs, output, ledger, "2026-11-02", *with_set, "--max_epsilon_per_window", "14.2") == (
+        EXIT_BUDGET_REFUSED)
+    assert _nightly(logs, output, ledger, "2026-11-03", *with_set) == 0
+    entries = json.load(open(ledger))["entries"]
+    assert [(e["run_id"] == "keyword-set-built-elsewhere", e["date"]) for e in entries] == [
+        (True, "2026-10-30"), (False, "2026-11-01"), (False, "2026-11-03")]
+    assert entries[0]["epsilon"] == 0.5 and all(6.99 < e["epsilon"] <= 7.0 for e in entries[1:])
 
 
 def test_rerunning_a_date_is_refused_or_recorded_as_a_second_spend(logs, tmp_path):
@@ -89,3 +111,7 @@ def test_whole_job_on_gcs_paths(logs, tmp_path, monkeypatch):
         ledger = json.loads(client.bucket(bucket).blob("ledger.json").download_as_bytes())
         assert [e["status"] for e in ledger["entries"]] == ["committed"]
         assert "insights/index.json" in names
+        # The gate record is written aside and renamed on GCS too: in place, nothing left over.
+        gate_name = report_name.replace("release/report.json", "private/release_gate.json")
+        assert json.loads(client.bucket(bucket).blob(gate_name).download_as_bytes())["status"] == "committed"
+        assert not any(n.endswith(".tmp") for n in names)

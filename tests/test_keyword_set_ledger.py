@@ -1,0 +1,111 @@
+"""A DP keyword set is charged to every ledger that nightly runs use, once: by its build with
+--privacy_ledger, else by the first nightly run (beam_jobs.insights._reserve_budget) in the same
+atomic update as that run's reservation and under the same cap."""
+
+import datetime as dt
+import json
+
+import pytest
+
+from backends.keyword_set import LEGACY_RUN_PREFIX, keyword_set_document, load_keyword_set, write_keyword_set
+from beam_jobs.build_keywords import _charge_ledger
+from beam_jobs.insights import _reserve_budget
+from beam_jobs.keyword_options import BuildKeywordsOptions
+from beam_jobs.options import InsightsOptions
+from beam_jobs.run_context import make_run_context
+from dp_ops.budget_ledger import BudgetRefused, Ledger
+from dp_ops.spend import MechanismSpend
+
+NOW = dt.datetime(2026, 11, 22, 3, 4, 5, tzinfo=dt.timezone.utc)
+SET_SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=1.5,
+                           delta=1e-7, sensitivity=3.0, noise={"kind": "partition_selection"})
+RUN_SPENDS = [MechanismSpend(stage="clustering", mechanism="DP k-means", epsilon=4.0, delta=5e-7, sensitivity=1.0,
+                             noise={"kind": "gaussian"}),
+              MechanismSpend(stage="cluster_sizes", mechanism="COUNT", epsilon=1.0, delta=0.0, sensitivity=5.0,
+                             noise={"kind": "laplace"})]
+SET_ID = "keyword-set-0123456789abcdef"
+
+
+def _dp_set(tmp_path, date="2026-11-10"):
+    path = str(tmp_path / "kw.json")
+    write_keyword_set(path, keyword_set_document(["python", "sql"], "llm", {}, {}, [SET_SPEND],
+                                                 ledger_run_id=SET_ID, ledger_date=date))
+    return load_keyword_set(path)
+
+
+def _night(tmp_path, keyword_set, date, *flags):
+    """Reserves one nightly run's budget on `date` with the keyword set, as beam_jobs.insights.run does."""
+    ledger = str(tmp_path / "ledger.json")
+    options = InsightsOptions(["--privacy_ledger", ledger, *flags])
+    context = make_run_context("in/*.jsonl", str(tmp_path / "out"), date, now=NOW)
+    _reserve_budget(options, context, [*keyword_set.spend, *RUN_SPENDS], keyword_set)
+    return context.run_id
+
+
+def _entries(tmp_path):
+    return Ledger.from_json(json.load(open(tmp_path / "ledger.json"))).entries
+
+
+def test_a_set_built_without_a_ledger_is_charged_by_the_first_night_only(tmp_path):
+    keyword_set = _dp_set(tmp_path)
+    first = _night(tmp_path, keyword_set, "2026-11-20")
+    second = _night(tmp_path, keyword_set, "2026-11-21")
+    charged = [(e.run_id, e.date, e.epsilon, e.delta, e.status) for e in _entries(tmp_path)]
+    assert charged == [(SET_ID, "2026-11-10", 1.5, 1e-7, "committed"), (first, "2026-11-20", 5.0, 5e-7, "reserved"),
+                       (second, "2026-11-21", 5.0, 5e-7, "reserved")]
+
+
+def test_a_set_built_with_the_same_ledger_is_not_charged_again(tmp_path):
+    keyword_set = _dp_set(tmp_path)
+    build = BuildKeywordsOptions(["--privacy_ledger", str(tmp_path / "ledger.json"), "--output", keyword_set.source])
+    _charge_ledger(build, keyword_set.ledger_run_id, keyword_set.ledger_date, 1.5, 1e-7)
+    night = _night(tmp_path, keyword_set, "2026-11-20")
+    assert [(e.run_id, e.date, e.epsilon) for e in _entries(tmp_path)] == [
+        (SET_ID, "2026-11-10", 1.5), (night, "2026-11-20", 5.0)]
+
+
+def test_the_cap_counts_the_set_and_a_refusal_charges_nothing(tmp_path):
+    keyword_set = _dp_set(tmp_path, date="2026-11-20")
+    # 5 for the run fits a cap of 6 alone; with the set's 1.5 in the same window it does not.
+    with pytest.raises(BudgetRefused, match="cap 6"):
+        _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6")
+    assert not (tmp_path / "ledger.json").exists()
+    _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6.5")
+    assert [e.epsilon for e in _entries(tmp_path)] == [1.5, 5.0]
+
+
+def test_the_set_is_checked_against_the_cap_on_its_own_date(tmp_path):
+    # The set's build date is outside this night's windows, but a night there already used the cap.
+    keyword_set = _dp_set(tmp_path, date="2026-10-01")
+    _night(tmp_path, _public_set(), "2026-10-02")
+    with pytest.raises(BudgetRefused, match=f"keyword set {SET_ID} \\(dated 2026-10-01\\).*cap 6"):
+        _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6")
+    assert len(_entries(tmp_path)) == 1
+
+
+def test_the_set_does_not_make_its_build_dates_night_a_rerun(tmp_path):
+    keyword_set = _dp_set(tmp_path, date="2026-11-20")
+    _night(tmp_path, keyword_set, "2026-11-20")
+    assert [e.rerun for e in _entries(tmp_path)] == [False, False]
+
+
+def _public_set():
+    return load_keyword_set(None)  # the bundled list: no spend
+
+
+def test_a_set_without_spend_charges_nothing(tmp_path):
+    night = _night(tmp_path, _public_set(), "2026-11-20")
+    assert [e.run_id for e in _entries(tmp_path)] == [night]
+
+
+def test_an_old_dp_set_is_charged_once_on_its_build_day_under_a_content_id(tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"version": 1, "created_at": "2026-11-09T23:30:00-02:00", "method": "llm",
+                               "keywords": ["python"], "privacy": {"mechanisms": [SET_SPEND.to_json()]}}))
+    keyword_set = load_keyword_set(str(old))
+    assert keyword_set.ledger_run_id.startswith(LEGACY_RUN_PREFIX) and keyword_set.ledger_date == "2026-11-10"
+    assert load_keyword_set(str(old)).ledger_run_id == keyword_set.ledger_run_id
+    _night(tmp_path, keyword_set, "2026-11-20")
+    _night(tmp_path, load_keyword_set(str(old)), "2026-11-21")
+    assert [(e.run_id, e.date) for e in _entries(tmp_path)][0] == (keyword_set.ledger_run_id, "2026-11-10")
+    assert len(_entries(tmp_path)) == 3
