@@ -6,6 +6,7 @@ import numpy as np
 
 from backends import embedding
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
+from dp_ops.rowwise import rowwise_matmul
 from transforms.records import Conversation
 
 MAX_NAME_WORDS = 10
@@ -39,7 +40,8 @@ class EmbeddingKeywordSelector(KeywordSelector):
 
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
         self.setup()
-        similarities = embeddings @ self._keyword_embeddings.T
+        # Row by row, so a conversation's keywords never depend on the others in its block.
+        similarities = rowwise_matmul(embeddings, self._keyword_embeddings.T)
         top = np.argsort(-similarities, axis=1, kind="stable")[:, :max_keywords]
         return [
             [self.keywords[j] for j in row if similarities[i, j] >= self.min_similarity]

@@ -32,7 +32,11 @@ import math
 import numpy as np
 import pipeline_dp.dp_computations
 
-from dp_ops.gaussian_accounting import calibrate_gaussian_noise_multiplier, epsilon_of_gaussian_releases
+from dp_ops.gaussian_accounting import (
+    calibrate_gaussian_noise_multiplier,
+    epsilon_of_gaussian_releases,
+)
+from dp_ops.rowwise import rowwise_matmul
 from dp_ops.spend import MechanismSpend
 
 # A user's points carry total weight <= 1 and each point has norm <= 1 (see module docstring).
@@ -140,12 +144,12 @@ def normalise_rows(vectors: np.ndarray) -> np.ndarray:
 
 def project_points(embeddings: np.ndarray, projection: np.ndarray | None) -> np.ndarray:
     """Projects and re-normalises, so every point has norm <= 1 (the sensitivity argument)."""
-    points = embeddings if projection is None else embeddings @ projection
+    points = embeddings if projection is None else rowwise_matmul(embeddings, projection)
     return normalise_rows(points.astype(np.float32, copy=False))
 
 
 def lsh_buckets(points: np.ndarray, hyperplanes: np.ndarray) -> np.ndarray:
-    bits = (points @ hyperplanes) > 0
+    bits = rowwise_matmul(points, hyperplanes) > 0
     return (bits * (1 << np.arange(hyperplanes.shape[1]))).sum(axis=1).astype(np.int64)
 
 
@@ -188,7 +192,7 @@ def update_centres(noisy_sums: np.ndarray) -> np.ndarray:
 
 
 def assign_nearest(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    return np.argmax(points @ centres.T, axis=1).astype(np.int64)
+    return np.argmax(rowwise_matmul(points, centres.T), axis=1).astype(np.int64)
 
 
 def fit_dp_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: DPKMeansParams,
