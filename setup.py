@@ -14,7 +14,7 @@ setuptools.setup(
     version="0.1.0",
     description="User-level DP topic insights from chatbot conversation logs on Apache Beam (URANIA).",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["beam_jobs", "beam_jobs.*", "transforms", "transforms.*",
+    packages=setuptools.find_packages(include=["beam_jobs", "beam_jobs.*", "transforms", "transforms.*", "core", "core.*",
                                                 "dp_ops", "dp_ops.*", "backends", "backends.*", "eval", "eval.*"]),
     package_data={"beam_jobs": ["resources/*.txt"]},
     install_requires=REQUIREMENTS,

@@ -10,7 +10,7 @@ import abc
 
 import numpy as np
 
-from transforms.records import Conversation
+from core.records import Conversation
 
 
 class FacetExtractor(abc.ABC):

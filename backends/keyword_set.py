@@ -26,8 +26,8 @@ import os
 
 from apache_beam.io.filesystems import FileSystems
 
+from core.spend import MechanismSpend
 from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX
-from dp_ops.spend import MechanismSpend
 
 DEFAULT_KEYWORD_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                    "beam_jobs", "resources", "default_keywords.txt")

@@ -6,8 +6,8 @@ import numpy as np
 
 from backends import embedding
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
+from core.records import Conversation
 from dp_ops.rowwise import rowwise_matmul
-from transforms.records import Conversation
 
 MAX_NAME_WORDS = 10
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from backends.tokenize import is_content_term, stopwords, words
 from backends.keyword_set import MAX_KEYWORD_CHARS
+from backends.tokenize import is_content_term, stopwords, words
 
 # Entity kinds that name a topic; dates, money, quantities and people's names do not.
 TOPICAL_ENTITY_LABELS = frozenset({"ORG", "PRODUCT", "GPE", "LOC", "NORP", "EVENT", "WORK_OF_ART", "LANGUAGE",

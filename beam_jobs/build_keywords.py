@@ -32,15 +32,22 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from backends import factory
 from backends.keyword_set import keyword_set_document, load_keyword_set, write_keyword_set
 from backends.offline_keywords import refine_until_stable
-from beam_jobs import json_store
-from beam_jobs.insights import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED, EXIT_FAILED, EXIT_UNREADABLE_INPUT
-from beam_jobs.insights import _check_input_matches, _fail, use_local_engine
+from beam_jobs.job_runtime import (
+    EXIT_BAD_OPTIONS,
+    EXIT_BUDGET_REFUSED,
+    EXIT_FAILED,
+    EXIT_UNREADABLE_INPUT,
+    check_input_matches,
+    fail,
+    use_local_engine,
+)
 from beam_jobs.keyword_options import DP_METHODS, BuildKeywordsOptions, validate_build
 from beam_jobs.logging_setup import configure_logging
-from beam_jobs.run_context import resolve_date
+from core import json_store
+from core.run_context import resolve_date
+from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, Ledger, new_keyword_set_run_id
 from dp_ops.partition_selection import TermSelectionParams
-from dp_ops.spend import MechanismSpend
 from dp_ops.tfidf import STAGE, DocumentFrequencyParams
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_document_frequencies import DPDocumentFrequencies
@@ -220,12 +227,12 @@ def run(argv: list[str] | None = None) -> int:
             o.seed = random.SystemRandom().randrange(2**31)
         date = ledger_date(o)
     except ValueError as error:
-        return _fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
+        return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     if o.method in DP_METHODS:
         try:
-            _check_input_matches(o.input)
+            check_input_matches(o.input)
         except FileNotFoundError as error:
-            return _fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error))
+            return fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error))
     use_local_engine(pipeline_options)
     pipeline = beam.Pipeline(options=pipeline_options)
     # Made whether or not --privacy_ledger is given and written into the file: a nightly run whose
@@ -237,13 +244,13 @@ def run(argv: list[str] | None = None) -> int:
         try:
             _charge_ledger(o, run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends))
         except BudgetRefused as error:
-            return _fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error))
+            return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error))
     try:
         pipeline.run().wait_until_finish()
     except Exception as error:
         if ledgered:
             _set_status(o, run_id, "failed")
-        return _fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}")
+        return fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}")
     if ledgered:
         _set_status(o, run_id, "committed")
     built = load_keyword_set(o.output)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
-from beam_jobs.report_html import STATUS_ORDER, render_comparison, run_label
+from core.report_html import STATUS_ORDER, render_comparison, run_label
 from transforms.topic_hierarchy import topic_vectors
 
 DEFAULT_THRESHOLD = 0.75
@@ -68,7 +68,7 @@ def match_topics(old_topics: list[dict], new_topics: list[dict], embed: Callable
 
 
 def compare(old: dict, new: dict, embed: Callable[[list[str]], np.ndarray], threshold: float = DEFAULT_THRESHOLD) -> dict:
-    """The comparison as a dict (rendered by beam_jobs.report_html.render_comparison)."""
+    """The comparison as a dict (rendered by core.report_html.render_comparison)."""
     old_topics, new_topics = old.get("topics", []), new.get("topics", [])
     margin = change_margin(old, new)
     rows = []

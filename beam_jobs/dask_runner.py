@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from dask import bag as db
-
 from apache_beam import pvalue
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
-from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
-from apache_beam.runners.dask.overrides import dask_overrides
 from apache_beam.runners.common import DoFnInvoker
 from apache_beam.runners.dask import transform_evaluator
+from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
+from apache_beam.runners.dask.overrides import dask_overrides
 from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, DaskBagWindowedIterator, Flatten, NoOp
 from apache_beam.transforms.sideinputs import SideInputMap
+from dask import bag as db
 
 
 def apply_dofn_to_bundle(items, do_fn_invoker_args, do_fn_invoker_kwargs, tagged_receivers):

@@ -17,21 +17,31 @@ import sys
 import time
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from backends import factory
 from backends.keyword_set import LEGACY_RUN_PREFIX, KeywordSet, load_keyword_set
-from beam_jobs import json_store, progress
-from beam_jobs.json_store import read_json_or_none
+from beam_jobs import progress
+from beam_jobs.job_runtime import (
+    EXIT_BAD_OPTIONS,
+    EXIT_BUDGET_REFUSED,
+    EXIT_FAILED,
+    EXIT_RELEASE_GATE_FAILED,
+    EXIT_UNREADABLE_INPUT,
+    check_input_matches,
+    fail,
+    use_local_engine,
+)
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import InsightsOptions, delta_split, resolve_embedding_threads, runs_on_dataflow, validate
-from beam_jobs.release_gate import load_canaries
-from beam_jobs.run_context import RunContext, make_run_context
+from core import json_store
+from core.json_store import read_json_or_none
+from core.release_gate import load_canaries
+from core.run_context import RunContext, make_run_context
+from core.spend import MechanismSpend
 from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
 from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
-from dp_ops.spend import MechanismSpend
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.centroid_keywords import CentroidKeywords
@@ -40,21 +50,28 @@ from transforms.dp_kmeans import DPKMeans
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun, set_ledger_status
-from transforms.keyword_histograms import (DPKeywordHistogram, SampleForKeywords, SelectKeywords, TopKeywords,
-                                           keyword_count_params)
+from transforms.keyword_histograms import (
+    DPKeywordHistogram,
+    SampleForKeywords,
+    SelectKeywords,
+    TopKeywords,
+    keyword_count_params,
+)
 from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
-from transforms.write_outputs import (WriteDeadLetters, WriteJsonLines, WriteReport, WriteRunStats, count_globally,
-                                      read_json, write_json)
+from transforms.write_outputs import (
+    WriteDeadLetters,
+    WriteJsonLines,
+    WriteReport,
+    WriteRunStats,
+    count_globally,
+    read_json,
+    write_json,
+)
 
 log = logging.getLogger("urania.insights")
 
-EXIT_FAILED = 1
-EXIT_BAD_OPTIONS = 2
-EXIT_UNREADABLE_INPUT = 3
-EXIT_BUDGET_REFUSED = 4
-EXIT_RELEASE_GATE_FAILED = 5
 
 
 def output_paths(context: RunContext) -> dict[str, str]:
@@ -206,27 +223,6 @@ def _llm_counts(result) -> dict:
     return llm_counts(counters)
 
 
-def _check_input_matches(pattern: str) -> None:
-    try:
-        matches = FileSystems.match([pattern])[0].metadata_list
-    except Exception as error:
-        raise FileNotFoundError(f"cannot list --input {pattern}: {error}") from error
-    if not matches:
-        raise FileNotFoundError(f"--input {pattern} matches no file")
-
-
-def use_local_engine(pipeline_options: PipelineOptions) -> None:
-    """Runs "DirectRunner" pipelines on its in-process engine (FnApiRunner) directly.
-
-    Beam 2.77's DirectRunner first tries the Prism runner, which downloads a binary from GitHub at
-    run time; without network it falls back after a failed download. The FnApiRunner is the engine
-    it falls back to, and it honours --direct_running_mode and --direct_num_workers.
-    """
-    standard = pipeline_options.view_as(StandardOptions)
-    if standard.runner in (None, "DirectRunner"):
-        standard.runner = "FnApiRunner"
-
-
 def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
     """A progress reporter on stderr for local in-process runs (see beam_jobs/progress.py), else nothing."""
     enabled, why = progress.progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
@@ -290,12 +286,6 @@ def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[
                                        "date": context.ledger_date, "epsilon": epsilon, "delta": delta})
 
 
-def _fail(code: int, event: str, message: str, **fields) -> int:
-    log.error(message, extra={"event": event, "exit_code": code, **fields})
-    print(f"error: {message}", file=sys.stderr)
-    return code
-
-
 def run(argv: list[str] | None = None) -> int:
     """Builds and runs the job; returns the process exit code (see README: exit codes)."""
     pipeline_options = PipelineOptions(argv)
@@ -309,13 +299,13 @@ def run(argv: list[str] | None = None) -> int:
         context = make_run_context(options.input, options.output, options.date,
                                    private_output=options.private_output)
     except (ValueError, OSError) as error:
-        return _fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
+        return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     log.info("run started", extra={"event": "run_started", "run_id": context.run_id, "date": context.date,
                                    "output": context.run_dir})
     try:
-        _check_input_matches(context.input_pattern)
+        check_input_matches(context.input_pattern)
     except FileNotFoundError as error:
-        return _fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error), run_id=context.run_id)
+        return fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error), run_id=context.run_id)
     if options.noise_seed is not None:
         log.warning("--noise_seed is set: DP k-means noise is reproducible; never do this in production",
                     extra={"event": "noise_seed_fixed", "run_id": context.run_id})
@@ -333,7 +323,7 @@ def run(argv: list[str] | None = None) -> int:
         try:
             _reserve_budget(options, context, spends, keyword_set)
         except BudgetRefused as error:
-            return _fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
+            return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
     paths = output_paths(context)
     try:
         with _progress(options, pipeline_options):
@@ -347,12 +337,12 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as error:  # classify: the release gate, or anything else
         gate = read_json_or_none(paths["release_gate"])
         if gate is not None and gate["status"] == "rejected":
-            return _fail(EXIT_RELEASE_GATE_FAILED, "release_gate_failed",
+            return fail(EXIT_RELEASE_GATE_FAILED, "release_gate_failed",
                          f"release gate rejected the release ({len(gate['findings'])} finding(s)); "
                          f"see {paths['release_gate']}", run_id=context.run_id)
         if options.privacy_ledger:
             set_ledger_status(options.privacy_ledger, context.run_id, "failed")
-        return _fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}",
+        return fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}",
                      run_id=context.run_id)
     stats = read_json(paths["run_stats"])
     stats.update(seed=options.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),

@@ -37,15 +37,14 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from bench.bench_pipeline import cpu_model  # noqa: E402
-
 import apache_beam as beam  # noqa: E402
 from apache_beam.metrics.metric import MetricsFilter  # noqa: E402
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
+from bench.bench_pipeline import cpu_model  # noqa: E402
+from core.records import ConversationBlock  # noqa: E402
 from dp_ops import dp_kmeans as dk  # noqa: E402
 from transforms.dp_kmeans import DPKMeans  # noqa: E402
-from transforms.records import ConversationBlock  # noqa: E402
 
 DIM = 384
 BLOCK = 512  # the job's --embedding_block_size default

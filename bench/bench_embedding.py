@@ -19,7 +19,6 @@ whose lengths vary far more than the generated ones.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -32,6 +31,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from bench.bench_pipeline import cpu_model  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import apache_beam as beam  # noqa: E402
@@ -40,8 +40,8 @@ import torch  # noqa: E402
 from backends import embedding  # noqa: E402
 from backends.offline import UserTurnsFacetExtractor  # noqa: E402
 from beam_jobs.generate_sample import generate_records  # noqa: E402
+from core.records import Conversation, Facet  # noqa: E402
 from transforms.embed import EmbedConversations  # noqa: E402
-from transforms.records import Conversation, Facet  # noqa: E402
 from transforms.validation import parse_record  # noqa: E402
 
 

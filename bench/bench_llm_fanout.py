@@ -12,10 +12,9 @@ import tempfile
 import time
 
 from backends.llm.config import LLMConfig
-from backends.llm.metrics import tally
 from backends.llm.steps import LLMFacetExtractor
+from core.records import Conversation, Message
 from tests.llm_server import FakeChatServer
-from transforms.records import Conversation, Message
 
 
 def conversations(n: int) -> list[Conversation]:

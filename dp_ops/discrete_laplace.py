@@ -17,7 +17,7 @@ import math
 import numpy as np
 import opendp.prelude as dp
 
-from dp_ops.spend import MechanismSpend
+from core.spend import MechanismSpend
 
 
 def scale_for(epsilon: float, sensitivity: float) -> float:

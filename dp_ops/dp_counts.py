@@ -13,7 +13,7 @@ import statistics
 import pipeline_dp
 from pipeline_dp import dp_computations
 
-from dp_ops.spend import MechanismSpend
+from core.spend import MechanismSpend
 
 NOISE_KINDS = {"laplace": pipeline_dp.NoiseKind.LAPLACE, "gaussian": pipeline_dp.NoiseKind.GAUSSIAN}
 

@@ -32,12 +32,12 @@ import math
 import numpy as np
 import pipeline_dp.dp_computations
 
+from core.spend import MechanismSpend
 from dp_ops.gaussian_accounting import (
     calibrate_gaussian_noise_multiplier,
     epsilon_of_gaussian_releases,
 )
 from dp_ops.rowwise import rowwise_matmul
-from dp_ops.spend import MechanismSpend
 
 # A user's points carry total weight <= 1 and each point has norm <= 1 (see module docstring).
 USER_L2_SENSITIVITY = 1.0

@@ -14,8 +14,8 @@ import math
 
 import pipeline_dp
 
+from core.spend import MechanismSpend
 from dp_ops.dp_counts import accountant_spent
-from dp_ops.spend import MechanismSpend
 
 # Gaussian thresholding is the default: its threshold grows with sqrt(max_partitions_per_user), the
 # others' linearly (at epsilon 1, delta 1e-6 and 25 terms per user, a term needs ~122 users against

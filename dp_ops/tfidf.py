@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
+from core.spend import MechanismSpend
 from dp_ops import discrete_laplace
-from dp_ops.spend import MechanismSpend
 
 STAGE = "keyword_set"
 

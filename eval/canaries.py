@@ -26,7 +26,7 @@ import os
 import subprocess
 import sys
 
-from beam_jobs.release_gate import scan
+from core.release_gate import scan
 
 RELEASE_FOLDERS = ("release", "release.pending", "release.rejected")
 
@@ -97,7 +97,7 @@ def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[
 
 
 def gate_verdict(files: dict[str, bytes], canary_strings: list[str]) -> dict:
-    """What the job's release gate (beam_jobs.release_gate.scan) says about these files."""
+    """What the job's release gate (core.release_gate.scan) says about these files."""
     findings = [f for path, content in files.items() for f in scan(path, content, tuple(canary_strings))]
     return {"status": "rejected" if findings else "passed", "findings": len(findings),
             "kinds": dict(collections.Counter(f.kind for f in findings))}

@@ -17,8 +17,8 @@ import numpy as np
 
 from backends import embedding
 from backends.offline import UserTurnsFacetExtractor
+from core.records import Conversation
 from dp_ops.sampling import keyed_uniform
-from transforms.records import Conversation
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES, parse_record
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

@@ -13,13 +13,39 @@ The eval CLIs take the job's own --llm_* and --pseudonymize options (beam_jobs/o
 
 from __future__ import annotations
 
+import abc
 import argparse
 
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig, config_from_options
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
-from eval.utility_metrics import JudgeFailure, SummaryJudge
+
+
+class JudgeFailure(Exception):
+    """The judge gave no usable verdict for a pair (e.g. a malformed answer after retries)."""
+
+
+class SummaryJudge(abc.ABC):
+    """Compares two topic summaries (eval/llm_judge.py implements it with an LLM; none is offline)."""
+
+    @abc.abstractmethod
+    def compare(self, first: str, second: str) -> tuple[int, int, int]:
+        """(rating of first 1-5, rating of second 1-5, preferred: 0 = first, 1 = second); raises JudgeFailure."""
+
+    def compare_many(self, pairs: list[tuple[str, str]]) -> list[tuple[int, int, int] | None]:
+        """One verdict per (first, second) pair, None where the judge failed."""
+        verdicts = []
+        for first, second in pairs:
+            try:
+                verdicts.append(self.compare(first, second))
+            except JudgeFailure:
+                verdicts.append(None)
+        return verdicts
+
+    def details(self) -> dict:
+        """Anything worth reporting next to the verdicts (backend, model, call counts)."""
+        return {}
 
 
 class LLMSummaryJudge(SummaryJudge):

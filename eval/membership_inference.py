@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
         json.dump({"args": vars(args), "summary": summary, **result}, handle)
     plot_roc(result, summary, os.path.join(args.output, f"{name}_roc.png"),
              f"Membership inference, {name}\nR={args.runs}, n={args.n}, k={args.num_clusters}")
-    print(f"| pipeline | ROC AUC | 95% CI (bootstrap) | runs in / out |\n|---|---|---|---|")
+    print("| pipeline | ROC AUC | 95% CI (bootstrap) | runs in / out |\n|---|---|---|---|")
     for pipeline, s in summary.items():
         print(f"| {pipeline} | {s['auc']:.3f} | [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {s['runs_in']} / {s['runs_out']} |")
     print(f"ROC curves: {os.path.join(args.output, name + '_roc.png')} ({time.time() - started:.0f} s)")

@@ -28,7 +28,7 @@ import re
 
 import numpy as np
 
-from beam_jobs.release_gate import PII_PATTERNS
+from core.release_gate import PII_PATTERNS
 from eval.data import embed_cached, load_dataset
 
 BASELINE_FOLDER = "non_private_baseline"

@@ -11,7 +11,7 @@ Shared with the Beam job (the same functions, not copies):
   on PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
   Poisson sampling for keywords (poisson_keep, keyword_sampling_rate), the offline
   EmbeddingKeywordSelector, the filter to K, top_keywords, release_floor, KeywordClusterNamer and
-  write_outputs.build_report.
+  core.report.build_report.
 Differs from the Beam job: no Beam and no release gate; the DP k-means calibration is memoised
 across runs with equal parameters (it is deterministic); k-means noise is numpy's Gaussian seeded per
 run when `noise_seed` is given (same distribution as the production PyDP sampler, reproducible;
@@ -30,13 +30,13 @@ import pipeline_dp
 
 from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
+from core.report import build_report
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
 from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.keyword_histograms import keyword_count_params, top_keywords
-from transforms.write_outputs import build_report
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,6 @@ and the binary preference, the two summaries shown in random order. A summary is
 
 from __future__ import annotations
 
-import abc
 import argparse
 import functools
 import json
@@ -25,6 +24,12 @@ import re
 import statistics
 
 import numpy as np
+
+from eval.llm_judge import (
+    SummaryJudge,
+    add_llm_arguments,
+    judge_from_args,
+)
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'+#-]*")
 
@@ -123,32 +128,6 @@ def topic_overlap(private_vectors: np.ndarray, baseline_vectors: np.ndarray, thr
             "baseline_covered": float((backward >= threshold).mean()) if len(backward) else None}
 
 
-class JudgeFailure(Exception):
-    """The judge gave no usable verdict for a pair (e.g. a malformed answer after retries)."""
-
-
-class SummaryJudge(abc.ABC):
-    """Compares two topic summaries (eval/llm_judge.py implements it with an LLM; none is offline)."""
-
-    @abc.abstractmethod
-    def compare(self, first: str, second: str) -> tuple[int, int, int]:
-        """(rating of first 1-5, rating of second 1-5, preferred: 0 = first, 1 = second); raises JudgeFailure."""
-
-    def compare_many(self, pairs: list[tuple[str, str]]) -> list[tuple[int, int, int] | None]:
-        """One verdict per (first, second) pair, None where the judge failed."""
-        verdicts = []
-        for first, second in pairs:
-            try:
-                verdicts.append(self.compare(first, second))
-            except JudgeFailure:
-                verdicts.append(None)
-        return verdicts
-
-    def details(self) -> dict:
-        """Anything worth reporting next to the verdicts (backend, model, call counts)."""
-        return {}
-
-
 def judge_comparison(private: list[str], baseline: list[str], private_vectors: np.ndarray,
                      baseline_vectors: np.ndarray, judge: SummaryJudge | None, seed: int = 0) -> dict:
     """Each private summary against its nearest baseline summary, shown in random order. A pair the
@@ -211,7 +190,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", required=True, help="SIMPLE-CLIO's report.json")
     parser.add_argument("--overlap_threshold", type=float, default=0.6)
     parser.add_argument("--seed", type=int, default=0, help="seed of the judge's random presentation order")
-    from eval.llm_judge import add_llm_arguments, judge_from_args
     add_llm_arguments(parser)
     args = parser.parse_args(argv)
     judge = judge_from_args(args, parser)

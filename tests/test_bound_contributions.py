@@ -1,12 +1,11 @@
 import collections
 
+import apache_beam as beam
 import pytest
 
+from core.records import Conversation, Message
 from tests.conftest import local_pipeline
 from transforms.bound_contributions import BoundUserContributions
-from transforms.records import Conversation, Message
-
-import apache_beam as beam
 
 
 def _conversations(counts: dict[str, int]):

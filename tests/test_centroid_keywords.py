@@ -9,8 +9,9 @@ import pytest
 from backends.keyword_set import DEFAULT_KEYWORD_SET, keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
-from dp_ops.spend import MechanismSpend
-from transforms.centroid_keywords import keyword_agreement, nearest_keywords
+from core.report import keyword_agreement
+from core.spend import MechanismSpend
+from transforms.centroid_keywords import nearest_keywords
 
 
 def test_nearest_keywords_are_the_most_similar_per_centre():

@@ -1,7 +1,5 @@
 """Statistical tests of the PipelineDP stages: noise scale, spent budget, user-level bounds."""
 
-import collections
-import statistics
 
 import apache_beam as beam
 import numpy as np

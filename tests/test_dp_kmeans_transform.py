@@ -1,11 +1,11 @@
 import apache_beam as beam
 import numpy as np
 
+from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
 from tests.conftest import local_pipeline
 from transforms.assign_clusters import AssignClusters
 from transforms.dp_kmeans import DPKMeans
-from transforms.records import ConversationBlock
 
 
 def _blocks(points: np.ndarray, weights: np.ndarray, block_size: int):

@@ -11,8 +11,8 @@ from apache_beam.testing.util import assert_that
 from backends import embedding
 from backends.offline import EmbeddingKeywordSelector
 from beam_jobs.options import InsightsOptions, resolve_embedding_threads, validate
+from core.records import Facet
 from transforms.embed import EmbedConversations
-from transforms.records import Facet
 
 TEXTS = [
     "How do I reset the password on my home router?",

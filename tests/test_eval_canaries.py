@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from beam_jobs.release_gate import PII_PATTERNS, load_canaries, scan
-from beam_jobs.run_context import make_run_context
+from core.records import Conversation
+from core.release_gate import PII_PATTERNS, load_canaries, scan
+from core.run_context import make_run_context
 from eval import canaries as bench
 from eval.canary_generator import CANARY_KINDS, generate_canary_records, write_canary_sample
 from transforms.finalize_run import ReleaseGateFailed, finalize
-from transforms.records import Conversation
 from transforms.validation import parse_record
 
 

@@ -194,6 +194,7 @@ def test_sweep_table_gets_the_judge_columns_only_with_a_judge():
 @pytest.mark.slow
 def test_sweep_cli_judges_every_labelled_topic_of_every_configuration(tmp_path, capsys):
     import csv
+
     from beam_jobs.generate_sample import write_sample
     from eval import sweep
     path = str(tmp_path / "conversations.jsonl")

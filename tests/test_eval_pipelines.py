@@ -8,17 +8,17 @@ import subprocess
 import sys
 
 import apache_beam as beam
-from apache_beam.testing.util import assert_that
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that
 
 from beam_jobs.generate_sample import write_sample
+from core.records import Conversation, Message
 from dp_ops.dp_kmeans import DPKMeansParams, fit_dp_kmeans
 from eval.data import bound_contributions
 from eval.simple_clio import ClusterSummariser, redact_pii, run_simple_clio, write_report
 from eval.urania_inprocess import fit_kmeans
 from transforms.bound_contributions import BoundUserContributions
-from transforms.records import Conversation, Message
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from eval import utility_metrics as um
+from eval.llm_judge import SummaryJudge
 
 
 def test_jaccard_known_values():
@@ -59,7 +60,7 @@ def test_embedding_proximity_and_topic_overlap_on_known_vectors():
     assert um.embedding_proximity(np.zeros((0, 2)), baseline)["mean"] is None
 
 
-class _PrefersPrivate(um.SummaryJudge):
+class _PrefersPrivate(SummaryJudge):
     """Rates a summary containing PRIVATE 5, others 2, and prefers the PRIVATE one."""
 
     def __init__(self):

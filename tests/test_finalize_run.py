@@ -9,7 +9,7 @@ import os
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from beam_jobs.run_context import make_run_context
+from core.run_context import make_run_context
 from dp_ops.budget_ledger import Ledger, LedgerEntry
 from transforms import finalize_run
 from transforms.finalize_run import ReleaseGateFailed, finalize

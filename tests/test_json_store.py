@@ -1,11 +1,10 @@
 import json
 import multiprocessing
 import os
-import threading
 
 import pytest
 
-from beam_jobs import json_store
+from core import json_store
 from tests.gcs_emulator import local_gcs
 
 

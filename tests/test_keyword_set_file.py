@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from backends.interfaces import KeywordSetRefiner
 from backends.keyword_set import FORMAT_VERSION, keyword_set_document, load_keyword_set, write_keyword_set
 from backends.offline_keywords import refine_until_stable
-from backends.interfaces import KeywordSetRefiner
 from beam_jobs.build_keywords import ranked_selection
-from dp_ops.spend import MechanismSpend
+from core.spend import MechanismSpend
 
 SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=0.8,
                        delta=1e-6, sensitivity=10.0, noise={"kind": "partition_selection"})

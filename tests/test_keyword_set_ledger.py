@@ -12,9 +12,9 @@ from beam_jobs.build_keywords import _charge_ledger
 from beam_jobs.insights import _reserve_budget
 from beam_jobs.keyword_options import BuildKeywordsOptions
 from beam_jobs.options import InsightsOptions
-from beam_jobs.run_context import make_run_context
+from core.run_context import make_run_context
+from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, Ledger
-from dp_ops.spend import MechanismSpend
 
 NOW = dt.datetime(2026, 11, 22, 3, 4, 5, tzinfo=dt.timezone.utc)
 SET_SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=1.5,

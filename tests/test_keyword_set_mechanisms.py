@@ -9,8 +9,14 @@ import pytest
 
 from dp_ops import discrete_laplace
 from dp_ops.partition_selection import TermSelectionParams
-from dp_ops.tfidf import (DocumentFrequencyParams, NoisyDocumentFrequencies, bucket_of, clip_counts,
-                          document_vector_indices, top_tfidf_terms)
+from dp_ops.tfidf import (
+    DocumentFrequencyParams,
+    NoisyDocumentFrequencies,
+    bucket_of,
+    clip_counts,
+    document_vector_indices,
+    top_tfidf_terms,
+)
 from tests.conftest import local_pipeline
 from transforms.dp_document_frequencies import DPDocumentFrequencies
 from transforms.dp_select_terms import DPSelectTerms

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from backends.interfaces import KeywordSelector
+from core.records import ConversationBlock
 from dp_ops.sampling import keyed_uniform, keyword_sampling_rate, poisson_keep
 from tests.conftest import local_pipeline
 from transforms.keyword_histograms import SelectKeywords, sample_block, top_keywords
-from transforms.records import ConversationBlock
 
 
 class _MisbehavingSelector(KeywordSelector):

@@ -17,12 +17,17 @@ from backends.llm.config import LLMConfig
 from backends.llm.fanout import Caller, CallSpec, RetryPolicy
 from backends.llm.openai_client import OpenAIChatClient, chat_completions_url
 from backends.llm.parsing import MalformedOutput
-from backends.llm.steps import (LLMClusterNamer, LLMFacetExtractor, LLMKeywordProposer, LLMKeywordSelector,
-                                LLMKeywordSetRefiner)
+from backends.llm.steps import (
+    LLMClusterNamer,
+    LLMFacetExtractor,
+    LLMKeywordProposer,
+    LLMKeywordSelector,
+    LLMKeywordSetRefiner,
+)
+from core.records import Conversation, ConversationBlock, Message
 from tests.conftest import local_pipeline
 from tests.llm_server import FakeChatServer
 from transforms.keyword_histograms import SelectKeywords
-from transforms.records import Conversation, ConversationBlock, Message
 
 K = ("python", "rust", "machine learning", "cooking", "travel")
 

@@ -9,8 +9,9 @@ import pytest
 
 from backends.keyword_set import keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.generate_sample import write_sample
-from beam_jobs.insights import EXIT_BUDGET_REFUSED, EXIT_RELEASE_GATE_FAILED, run
-from dp_ops.spend import MechanismSpend
+from beam_jobs.insights import run
+from beam_jobs.job_runtime import EXIT_BUDGET_REFUSED, EXIT_RELEASE_GATE_FAILED
+from core.spend import MechanismSpend
 from tests.gcs_emulator import local_gcs
 
 pytestmark = pytest.mark.slow

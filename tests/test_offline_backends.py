@@ -4,7 +4,7 @@ import pytest
 from backends.embedding import embed_texts
 from backends.keyword_set import DEFAULT_KEYWORD_SET, load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
-from transforms.records import Conversation, Message
+from core.records import Conversation, Message
 
 
 def test_facet_is_the_user_turns_only_truncated():

@@ -1,6 +1,7 @@
 import pytest
 
-from beam_jobs.insights import EXIT_BAD_OPTIONS, EXIT_UNREADABLE_INPUT, run
+from beam_jobs.insights import run
+from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_UNREADABLE_INPUT
 from beam_jobs.options import InsightsOptions, delta_split, validate
 
 

@@ -106,7 +106,8 @@ def test_the_job_builds_a_reporter_only_when_progress_is_on(capsys):
 
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from beam_jobs.insights import _progress, use_local_engine
+    from beam_jobs.insights import _progress
+    from beam_jobs.job_runtime import use_local_engine
     from beam_jobs.options import InsightsOptions
 
     def reporter_for(*flags):

@@ -1,8 +1,4 @@
-import gzip
-import json
-import os
 
-import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest

@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 
 from backends.offline import UserTurnsFacetExtractor
 from beam_jobs.generate_sample import generate_records
+from core.records import Conversation, DeadLetter
 from tests.conftest import local_pipeline
 from transforms.bound_contributions import BoundUserContributions
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
 from transforms.read_conversations import ReadConversations, read_range, split_file
-from transforms.records import Conversation, DeadLetter
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES, is_strict_utf8, parse_record
 
 CAP = DEFAULT_MAX_RECORD_BYTES
@@ -443,7 +443,7 @@ class _PoisonedExtractor(UserTurnsFacetExtractor):
 
 @pytest.mark.parametrize("batch_size", [1, 4])
 def test_a_facet_that_raises_dead_letters_its_conversation_only(collector, batch_size):
-    from transforms.records import Message, WeightedConversation
+    from core.records import Message, WeightedConversation
     conversations = [WeightedConversation(Conversation(f"c{i}", f"u{i}", None,
                                                        (Message("user", f"question {i}" + (" POISON" if i == 5 else "")),)),
                                           1.0) for i in range(10)]
@@ -460,7 +460,7 @@ def test_a_facet_that_raises_dead_letters_its_conversation_only(collector, batch
 @pytest.mark.slow
 def test_a_text_the_model_cannot_embed_is_dead_lettered_alone_and_the_rest_keep_their_vectors(collector):
     from backends.embedding import embed_texts
-    from transforms.records import Facet
+    from core.records import Facet
     texts = [f"how do I cook rice number {i}" for i in range(7)]
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
     # A lone surrogate gets past nothing upstream now; here it stands for any text the tokenizer rejects.
@@ -488,8 +488,8 @@ class _PoisonedSelector:
 
 
 def test_a_keyword_selection_that_raises_dead_letters_its_conversation_only(collector):
+    from core.records import ConversationBlock
     from transforms.keyword_histograms import SelectKeywords
-    from transforms.records import ConversationBlock
     block = ConversationBlock([f"c{i}" for i in range(5)], [f"u{i}" for i in range(5)], np.ones(5),
                               ["a", "b", "POISON", "d", "e"], np.zeros((5, 4), dtype=np.float32),
                               cluster_ids=np.array([0, 0, 1, 1, 1]))

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from beam_jobs.release_gate import scan
+from core.release_gate import scan
 
 
 def _report(**topic):

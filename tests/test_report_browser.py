@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from beam_jobs.report_html import render_comparison, render_report, table_rows
+from core.report_html import render_comparison, render_report, table_rows
 from tests.report_fixtures import sample_report, theme_embed, themed_topics
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"

@@ -3,8 +3,8 @@
 import json
 import re
 
-from beam_jobs.release_gate import scan
-from beam_jobs.report_html import noise_margin, render_comparison, render_report, table_rows
+from core.release_gate import scan
+from core.report_html import noise_margin, render_comparison, render_report, table_rows
 from tests.report_fixtures import sample_report, themed_topics
 
 XSS_NAME = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'

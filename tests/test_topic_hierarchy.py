@@ -5,8 +5,8 @@ import pytest
 
 from backends.interfaces import ClusterNamer
 from backends.offline import KeywordClusterNamer
+from tests.report_fixtures import THEME_OF_KEYWORD, THEMES, theme_embed, themed_topics
 from transforms.topic_hierarchy import build_hierarchy, group_keywords, number_of_groups, topic_vectors
-from tests.report_fixtures import THEMES, THEME_OF_KEYWORD, theme_embed, themed_topics
 
 
 def _themes_of(group, topics):

@@ -6,8 +6,8 @@ import dataclasses
 
 import apache_beam as beam
 
+from core.records import ConversationBlock
 from dp_ops.dp_kmeans import assign_nearest
-from transforms.records import ConversationBlock
 from transforms.stage_timing import timed
 
 

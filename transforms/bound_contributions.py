@@ -11,8 +11,8 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from core.records import Conversation, WeightedConversation
 from dp_ops.sampling import keyed_uniform
-from transforms.records import Conversation, WeightedConversation
 from transforms.stage_timing import timed
 
 

@@ -26,21 +26,6 @@ def nearest_keywords(centres: np.ndarray, keyword_points: np.ndarray, keywords: 
     return [[keywords[j] for j in row] for row in order]
 
 
-def keyword_agreement(histogram: dict[int, list[str]], centroid: dict[int, list[str]]) -> dict:
-    """How much the histogram's and the centroid's keywords agree, per topic and overall:
-    Jaccard |A & B| / |A | B| and the share of the centroid's keywords the histogram also released."""
-    per_topic = []
-    for cluster_id in sorted(histogram):
-        a, b = set(histogram[cluster_id]), set(centroid.get(cluster_id, []))
-        union = a | b
-        per_topic.append({"id": int(cluster_id), "shared": sorted(a & b),
-                          "jaccard": len(a & b) / len(union) if union else 1.0,
-                          "centroid_share_in_histogram": len(a & b) / len(b) if b else 0.0})
-    mean = lambda key: (sum(t[key] for t in per_topic) / len(per_topic)) if per_topic else None  # noqa: E731
-    return {"mean_jaccard": mean("jaccard"), "mean_centroid_share_in_histogram": mean("centroid_share_in_histogram"),
-            "topics_with_a_shared_keyword": sum(1 for t in per_topic if t["shared"]), "per_topic": per_topic}
-
-
 class _NearestKeywordsFn(beam.DoFn):
     def __init__(self, keywords: tuple[str, ...], model_name: str, params: mechanism.DPKMeansParams, top_t: int):
         self._keywords = keywords

@@ -14,8 +14,8 @@ import apache_beam as beam
 import numpy as np
 import threadpoolctl
 
+from core.records import ConversationBlock
 from dp_ops import dp_kmeans as mechanism
-from transforms.records import ConversationBlock
 from transforms.stage_timing import timed
 
 

@@ -20,9 +20,9 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends import embedding
+from core.records import ConversationBlock, Facet
 from transforms import progress
 from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
-from transforms.records import ConversationBlock, Facet
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 
 STAGE = "embed"

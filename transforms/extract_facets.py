@@ -10,8 +10,8 @@ from __future__ import annotations
 import apache_beam as beam
 
 from backends.interfaces import FacetExtractor
+from core.records import Facet, WeightedConversation
 from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
-from transforms.records import Facet, WeightedConversation
 from transforms.stage_timing import timed
 from transforms.validation import is_strict_utf8
 

@@ -16,9 +16,9 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_jobs import json_store
-from beam_jobs.release_gate import scan
-from beam_jobs.run_context import RunContext
+from core import json_store
+from core.release_gate import scan
+from core.run_context import RunContext
 from dp_ops.budget_ledger import Ledger
 
 

@@ -18,11 +18,11 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends.interfaces import KeywordSelector
+from core.records import ConversationBlock
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from transforms.dp_count import DPCountPerPartition
 from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
-from transforms.records import ConversationBlock
 from transforms.stage_timing import timed
 
 

@@ -25,8 +25,8 @@ from apache_beam.io.filesystem import CompressedFile, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from core.records import Conversation, DeadLetter
 from transforms import progress
-from transforms.records import Conversation, DeadLetter
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES, parse_record
 
 _PARQUET_SUFFIXES = (".parquet", ".parq")

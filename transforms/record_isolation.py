@@ -21,7 +21,7 @@ from typing import TypeVar
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.records import DeadLetter
+from core.records import DeadLetter
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

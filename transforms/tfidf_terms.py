@@ -12,8 +12,8 @@ import dataclasses
 import apache_beam as beam
 
 from backends.tokenize import content_terms
+from core.records import Facet
 from dp_ops.tfidf import clip_counts, top_tfidf_terms
-from transforms.records import Facet
 from transforms.stage_timing import timed
 
 

@@ -77,7 +77,8 @@ def build_hierarchy(topics: Sequence[dict], embed: Callable[[list[str]], np.ndar
     labels = group_labels(vectors, number_of_groups(len(topics)), seed)
     groups = []
     for label in sorted(set(labels.tolist())):
-        members = sorted((t for t, l in zip(topics, labels) if l == label), key=lambda t: (-t["size"], t["id"]))
+        members = sorted((t for t, topic_label in zip(topics, labels) if topic_label == label),
+                         key=lambda t: (-t["size"], t["id"]))
         keywords = group_keywords(members)
         name, description = namer.name_group(keywords, [m["name"] for m in members])
         groups.append({"name": name, "description": description, "keywords": keywords,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from transforms.records import ROLES, Conversation, DeadLetter, Message
+from core.records import ROLES, Conversation, DeadLetter, Message
 
 DEFAULT_MAX_RECORD_BYTES = 1_000_000
 # Dead-lettered raw text is cut to this, so one huge bad line cannot bloat the private output.

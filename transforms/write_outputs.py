@@ -8,9 +8,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from backends.interfaces import ClusterNamer
-from beam_jobs.report_html import render_report
-from dp_ops.spend import MechanismSpend, total_spend
-from transforms.centroid_keywords import keyword_agreement
+from core.report import build_report
+from core.report_html import render_report
+from core.spend import MechanismSpend
 from transforms.topic_hierarchy import build_hierarchy
 
 
@@ -23,42 +23,6 @@ def write_json(path: str, document: dict) -> None:
 def read_json(path: str) -> dict:
     with FileSystems.open(path) as handle:
         return json.loads(handle.read().decode("utf-8"))
-
-
-def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: int) -> dict:
-    epsilon, delta = total_spend(spends)
-    return {
-        "unit": "user",
-        "max_conversations_per_user": max_conversations_per_user,
-        "composition": "basic (sum over stages; each stage's own composition is in its entry)",
-        "epsilon": epsilon,
-        "delta": delta,
-        "mechanisms": [spend.to_json() for spend in spends],
-    }
-
-
-def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
-                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None) -> dict:
-    """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
-    With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
-    the report says how much they agree with the histogram's."""
-    topics = [
-        {
-            "id": int(cluster_id),
-            "name": topic["name"],
-            "description": topic["description"],
-            "keywords": topic["keywords"],
-            "size": max(0, int(round(noisy_sizes[cluster_id]))),
-        }
-        for cluster_id, topic in named_topics.items()
-    ]
-    topics.sort(key=lambda t: (-t["size"], t["id"]))
-    report = {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user), "config": config}
-    if centroid_keywords is not None:
-        for topic in topics:
-            topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])
-        report["keyword_agreement"] = keyword_agreement({t["id"]: t["keywords"] for t in topics}, centroid_keywords)
-    return report
 
 
 def add_hierarchy(report: dict, embedding_model: str, namer: ClusterNamer) -> dict:

@@ -62,6 +62,7 @@ class Pseudonymizer:
             return
         _offline_tldextract()
         import importlib
+
         from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
         from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
         from presidio_anonymizer import AnonymizerEngine

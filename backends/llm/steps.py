@@ -12,14 +12,13 @@ import functools
 
 import numpy as np
 
-from backends.interfaces import (ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector,
-                                 KeywordSetRefiner)
+from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
 from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
-from transforms.records import Conversation
+from core.records import Conversation
 
 # Characters of a conversation put into the facet prompt (both roles, each turn labelled).
 MAX_CONVERSATION_CHARS = 6000

@@ -1,0 +1,60 @@
+"""Assembling report.json from DP outputs: the release's shape, with no Beam and no data access.
+
+Everything here is post-processing of released values (noisy sizes, DP keywords, names made from
+them, the mechanisms' spends), so it costs no budget.
+"""
+
+from __future__ import annotations
+
+from core.spend import MechanismSpend, total_spend
+
+
+def keyword_agreement(histogram: dict[int, list[str]], centroid: dict[int, list[str]]) -> dict:
+    """How much the histogram's and the centroid's keywords agree, per topic and overall:
+    Jaccard |A & B| / |A | B| and the share of the centroid's keywords the histogram also released."""
+    per_topic = []
+    for cluster_id in sorted(histogram):
+        a, b = set(histogram[cluster_id]), set(centroid.get(cluster_id, []))
+        union = a | b
+        per_topic.append({"id": int(cluster_id), "shared": sorted(a & b),
+                          "jaccard": len(a & b) / len(union) if union else 1.0,
+                          "centroid_share_in_histogram": len(a & b) / len(b) if b else 0.0})
+    mean = lambda key: (sum(t[key] for t in per_topic) / len(per_topic)) if per_topic else None  # noqa: E731
+    return {"mean_jaccard": mean("jaccard"), "mean_centroid_share_in_histogram": mean("centroid_share_in_histogram"),
+            "topics_with_a_shared_keyword": sum(1 for t in per_topic if t["shared"]), "per_topic": per_topic}
+
+
+def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: int) -> dict:
+    epsilon, delta = total_spend(spends)
+    return {
+        "unit": "user",
+        "max_conversations_per_user": max_conversations_per_user,
+        "composition": "basic (sum over stages; each stage's own composition is in its entry)",
+        "epsilon": epsilon,
+        "delta": delta,
+        "mechanisms": [spend.to_json() for spend in spends],
+    }
+
+
+def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
+                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None) -> dict:
+    """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
+    With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
+    the report says how much they agree with the histogram's."""
+    topics = [
+        {
+            "id": int(cluster_id),
+            "name": topic["name"],
+            "description": topic["description"],
+            "keywords": topic["keywords"],
+            "size": max(0, int(round(noisy_sizes[cluster_id]))),
+        }
+        for cluster_id, topic in named_topics.items()
+    ]
+    topics.sort(key=lambda t: (-t["size"], t["id"]))
+    report = {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user), "config": config}
+    if centroid_keywords is not None:
+        for topic in topics:
+            topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])
+        report["keyword_agreement"] = keyword_agreement({t["id"]: t["keywords"] for t in topics}, centroid_keywords)
+    return report
