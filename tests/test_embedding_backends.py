@@ -129,8 +129,8 @@ def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home)
             np.testing.assert_allclose(vector, expected[cid], atol=1e-5)
 
     with beam.Pipeline() as pipeline:
-        blocks = pipeline | beam.Create(facets) | EmbedConversations(name, block_size=2, backend="onnx")
-        assert_that(blocks, check)
+        embedded = pipeline | beam.Create(facets) | EmbedConversations(name, block_size=2, backend="onnx")
+        assert_that(embedded.output, check)
 
     selector = EmbeddingKeywordSelector(("router", "bread", "retirement savings"), name, 0.2, backend="onnx-int8")
     picks = selector.select(TEXTS[:3], embedding.embed_texts(name, TEXTS[:3], backend="onnx-int8"), 1)
