@@ -2,8 +2,11 @@
 
 Backends (--embedding_backend): "torch" runs the SentenceTransformer as is. "onnx" runs the same
 network exported to ONNX (exported once from the local model folder, offline, into model_home())
-with onnxruntime; "onnx-int8" runs it with dynamically quantised int8 weights. The ONNX paths
-support models whose pooling is a mean over tokens (the MiniLM/mpnet sentence-transformers).
+with onnxruntime; "onnx-int8" runs it dynamically quantised to int8, one text per run: dynamic
+quantisation scales activations by their range over the whole batch, so in a batch a text's vector
+would depend on its neighbours. Every backend gives each text the vector it gets alone, up to float
+rounding (tests/test_embedding_backends.py). The ONNX paths support models whose pooling is a mean
+over tokens (the MiniLM/mpnet sentence-transformers).
 """
 
 from __future__ import annotations
@@ -85,14 +88,16 @@ def embed_texts(name: str, texts: list[str], batch_size: int = 64, backend: str 
 class _OnnxEncoder:
     """Tokenise (the model's own tokenizer), run the exported network, mean-pool, normalise."""
 
-    def __init__(self, session, tokenizer, max_seq_length: int):
+    def __init__(self, session, tokenizer, max_seq_length: int, max_batch_size: int | None = None):
         self._session = session
+        self._max_batch_size = max_batch_size  # caps encode()'s batch_size; None: no cap
         self._tokenizer = tokenizer
         self._max_seq_length = max_seq_length
         self._input_names = [i.name for i in session.get_inputs()]
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         out = np.zeros((len(texts), 0), dtype=np.float32)
+        batch_size = min(batch_size, self._max_batch_size or batch_size)
         # Longest first, like SentenceTransformer.encode: batches of similar length pad less.
         order = np.argsort([-len(t) for t in texts], kind="stable")
         pieces = []
@@ -176,7 +181,11 @@ def load_onnx_model(name: str, backend: str) -> _OnnxEncoder:
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = torch.get_num_threads()  # the same threads as the torch backend
             session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-            _onnx_models[(name, backend)] = _OnnxEncoder(session, model.tokenizer, model.max_seq_length)
+            # Dynamic quantisation scales each activation tensor by its range over the whole batch, so an
+            # int8 vector would depend on the texts batched with it (L2 shifts up to 0.26 measured). DP k-means
+            # needs one user's texts to move only that user's points: the int8 model runs one text at a time.
+            max_batch_size = 1 if backend == "onnx-int8" else None
+            _onnx_models[(name, backend)] = _OnnxEncoder(session, model.tokenizer, model.max_seq_length, max_batch_size)
         return _onnx_models[(name, backend)]
 
 

@@ -52,9 +52,10 @@ class InsightsOptions(PipelineOptions):
             help="sentence-transformers model: a packaged name (all-MiniLM-L6-v2) or a local model folder, "
                  "e.g. all-mpnet-base-v2 unpacked.")
         add("--embedding_backend", choices=EMBEDDING_BACKENDS, default="torch",
-            help="How the embedding model runs: torch (default, the fastest measured here), onnx (the same "
-                 "network exported to ONNX, run by onnxruntime: same vectors, ~0.7x torch's speed) or "
-                 "onnx-int8 (int8 weights: ~1.1-1.3x torch's speed, mean cosine ~0.96 to torch's vectors). "
+            help="How the embedding model runs: torch (default), onnx (the same network exported to ONNX, "
+                 "run by onnxruntime: same vectors, ~0.7x torch's speed) or onnx-int8 (dynamically quantised "
+                 "to int8 and run one text at a time, so no vector depends on its batch: ~1.7-2.2x torch's "
+                 "speed, mean cosine ~0.96 to torch's vectors). "
                  "The ONNX file is exported offline on first use. See README, Performance.")
         add("--embedding_threads", type=int, default=0,
             help="Threads each worker process gives the embedding model. 0 (default) = auto: 1 on Dataflow "

@@ -196,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
             purity, nmi = purity_and_nmi(vectors[name][is_generated], generated_topics, args.seed)
             print(f"  {name:<10} {seconds:7.2f} s {len(texts) / seconds:7.1f} conv/s  speed-up "
                   f"{torch_seconds / seconds:4.2f}x  cosine to torch mean {cosine.mean():.4f} min {cosine.min():.4f}"
-                  f"  k-means purity {purity:.3f} NMI {nmi:.3f}", flush=True)
+                  f"  k-means purity {purity:.3f} NMI {nmi:.3f}  rounds: {', '.join(f'{t:.1f}' for t in times[name])}",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,29 @@ def test_onnx_backends_export_offline_and_match_the_torch_vectors(model_home):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("backend", embedding.BACKENDS)
+def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, backend):
+    # DP k-means assumes one user's records move only that user's points: a vector must not depend
+    # on the texts batched with it (neighbours, padding to a longer neighbour, position, batch size).
+    name = embedding.DEFAULT_EMBEDDING_MODEL
+    tiny = ["hi", "ok?"]
+    huge = ["Please summarise this contract clause for me in plain words. " * 12]  # truncated: 256 tokens
+    batches = [  # (texts, batch_size)
+        (TEXTS, 64),
+        (TEXTS[::-1], 2),
+        (tiny + TEXTS + huge, 3),
+        (huge * 3 + TEXTS + tiny * 3, 8),
+        (TEXTS[3:4] + TEXTS[:1] + huge, 16),
+    ]
+    alone = {text: embedding.embed_texts(name, [text], backend=backend)[0] for texts, _ in batches for text in texts}
+    for texts, batch_size in batches:
+        vectors = embedding.embed_texts(name, texts, batch_size, backend=backend)
+        for position, (text, vector) in enumerate(zip(texts, vectors)):
+            np.testing.assert_allclose(vector, alone[text], rtol=0, atol=1e-5,
+                                       err_msg=f"{backend}: text {position} of {len(texts)}, batch_size {batch_size}")
+
+
+@pytest.mark.slow
 def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home):
     name = embedding.DEFAULT_EMBEDDING_MODEL
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(TEXTS)]
@@ -106,8 +129,8 @@ def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home)
             np.testing.assert_allclose(vector, expected[cid], atol=1e-5)
 
     with beam.Pipeline() as pipeline:
-        blocks = pipeline | beam.Create(facets) | EmbedConversations(name, block_size=2, backend="onnx")
-        assert_that(blocks, check)
+        embedded = pipeline | beam.Create(facets) | EmbedConversations(name, block_size=2, backend="onnx")
+        assert_that(embedded.output, check)
 
     selector = EmbeddingKeywordSelector(("router", "bread", "retirement savings"), name, 0.2, backend="onnx-int8")
     picks = selector.select(TEXTS[:3], embedding.embed_texts(name, TEXTS[:3], backend="onnx-int8"), 1)
