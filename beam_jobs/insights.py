@@ -4,7 +4,7 @@
 
 Writes RUN/release/report.json and report.html (DP outputs and their post-processing only) and RUN/private/
 (run_stats.json, dead_letter/, assignments/, release_gate.json), where RUN is OUTPUT, or
-OUTPUT/dt=DATE/run=RUN_ID/ with --date. See README.md for the privacy guarantee and exit codes.
+OUTPUT/dt=DATE/run=RUN_ID/ with --date. See docs/privacy.md for the privacy guarantee and README.md for exit codes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One record must never change what happens to anyone else's (README: Privacy, "each record is
+"""One record must never change what happens to anyone else's (docs/privacy.md, "each record is
 processed independently").
 
 Property-based: adversarial records (deep nesting, huge numbers, lone surrogates, NUL and control

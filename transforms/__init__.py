@@ -1,1 +1,1 @@
-"""Beam PTransforms, one pipeline stage per module. Record types live in records.py."""
+"""Beam PTransforms, one pipeline stage per module. The record types they pass around live in core/records.py."""

@@ -2,7 +2,7 @@
 
 `parse_record` is total: whatever a record holds, it returns a Conversation or a DeadLetter and never
 raises, so one record can never stop the reading of the records after it (user-level DP assumes a
-user's records change only that user's contribution). What is rejected, and why (README: Input):
+user's records change only that user's contribution). What is rejected, and why (docs/input.md):
 
 - `record_too_large`: over --max_record_bytes (as read, or as JSON for a Parquet row).
 - `empty_line`: a blank line.
