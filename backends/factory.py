@@ -1,61 +1,54 @@
-"""Builds the pluggable steps the job's options ask for (--llm_backend picks offline or an LLM)."""
+"""Builds the pluggable steps a job asks for: the offline ones, or with an LLMConfig (the job's
+--llm_backend other than offline) the LLM ones, with the offline ones as their fallbacks."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
 from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
 
-
-def _llm_config(options):
-    """The LLM settings, or None for the offline backend (no LLM module is imported then)."""
-    if getattr(options, "llm_backend", "offline") in (None, "offline"):
-        return None
-    from backends.llm.config import config_from_options
-    return config_from_options(options)
+if TYPE_CHECKING:  # no LLM module is imported for the offline backend
+    from backends.llm.config import LLMConfig
 
 
-def make_facet_extractor(options) -> FacetExtractor:
-    offline = UserTurnsFacetExtractor(max_chars=options.facet_max_chars)
-    config = _llm_config(options)
-    if config is None:
+def make_facet_extractor(max_chars: int, llm: LLMConfig | None) -> FacetExtractor:
+    offline = UserTurnsFacetExtractor(max_chars=max_chars)
+    if llm is None:
         return offline
     from backends.llm.steps import LLMFacetExtractor
-    return LLMFacetExtractor(config, fallback=offline)
+    return LLMFacetExtractor(llm, fallback=offline)
 
 
-def make_keyword_selector(options, keywords: tuple[str, ...]) -> KeywordSelector:
-    offline = EmbeddingKeywordSelector(keywords, options.embedding_model, options.keyword_min_similarity,
-                                       backend=options.embedding_backend)
-    config = _llm_config(options)
-    if config is None:
+def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_similarity: float,
+                          embedding_backend: str, llm: LLMConfig | None) -> KeywordSelector:
+    offline = EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend)
+    if llm is None:
         return offline
     from backends.llm.steps import LLMKeywordSelector
-    return LLMKeywordSelector(config, keywords, fallback=offline)
+    return LLMKeywordSelector(llm, keywords, fallback=offline)
 
 
-def make_cluster_namer(options) -> ClusterNamer:
-    config = _llm_config(options)
-    if config is None:
+def make_cluster_namer(llm: LLMConfig | None) -> ClusterNamer:
+    if llm is None:
         return KeywordClusterNamer()
     from backends.llm.steps import LLMClusterNamer
-    return LLMClusterNamer(config, fallback=KeywordClusterNamer())
+    return LLMClusterNamer(llm, fallback=KeywordClusterNamer())
 
 
-def make_keyword_proposer(options) -> KeywordProposer:
+def make_keyword_proposer(llm: LLMConfig | None) -> KeywordProposer:
     """The `llm`/`hybrid` keyword-set methods' proposer."""
     offline = FrequentTermsKeywordProposer()
-    config = _llm_config(options)
-    if config is None:
+    if llm is None:
         return offline
     from backends.llm.steps import LLMKeywordProposer
-    return LLMKeywordProposer(config, fallback=offline)
+    return LLMKeywordProposer(llm, fallback=offline)
 
 
-def make_keyword_set_refiner(options) -> KeywordSetRefiner:
-    offline = EmbeddingKeywordSetRefiner(options.embedding_model)
-    config = _llm_config(options)
-    if config is None:
+def make_keyword_set_refiner(embedding_model: str, llm: LLMConfig | None) -> KeywordSetRefiner:
+    offline = EmbeddingKeywordSetRefiner(embedding_model)
+    if llm is None:
         return offline
     from backends.llm.steps import LLMKeywordSetRefiner
-    return LLMKeywordSetRefiner(config, fallback=offline)
+    return LLMKeywordSetRefiner(llm, fallback=offline)

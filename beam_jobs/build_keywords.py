@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-import random
 import sys
 
 import apache_beam as beam
@@ -41,8 +40,9 @@ from beam_jobs.job_runtime import (
     fail,
     use_local_engine,
 )
-from beam_jobs.keyword_options import DP_METHODS, BuildKeywordsOptions, validate_build
+from beam_jobs.keyword_options import DP_METHODS, BuildKeywordsOptions, BuildKeywordsParams, build_keywords_params
 from beam_jobs.logging_setup import configure_logging
+from beam_jobs.options import RunParams
 from core import json_store
 from core.run_context import resolve_date
 from core.spend import MechanismSpend
@@ -62,42 +62,42 @@ from transforms.write_outputs import WriteDeadLetters, WriteRunStats, count_glob
 log = logging.getLogger("urania.build_keywords")
 
 
-def private_folder(o: BuildKeywordsOptions) -> str:
-    return (o.private_output or o.output + ".private").rstrip("/")
+def private_folder(params: BuildKeywordsParams) -> str:
+    return (params.run.private_output or params.run.output + ".private").rstrip("/")
 
 
-def max_terms_per_user(o: BuildKeywordsOptions) -> int:
-    return o.max_terms_per_user or o.max_conversations_per_user * o.terms_per_conversation
-
-
-def build_params(o: BuildKeywordsOptions) -> dict:
+def build_params(params: BuildKeywordsParams) -> dict:
     """The public parameters recorded in the file (no data, no seed)."""
-    params = {"refine_to": o.refine_to, "max_refine_rounds": o.max_refine_rounds,
-              "refiner": type(factory.make_keyword_set_refiner(o)).__name__}
-    if o.method in DP_METHODS:
-        params.update(epsilon=o.epsilon_keyword_set, delta=o.delta_keyword_set,
-                      max_conversations_per_user=o.max_conversations_per_user,
-                      terms_per_conversation=o.terms_per_conversation, max_terms_per_user=max_terms_per_user(o),
-                      partition_selection=o.partition_selection, max_keywords=o.max_keywords,
-                      facet_extractor=type(factory.make_facet_extractor(o)).__name__)
-    if o.method == "tfidf":
-        params.update(tfidf_df_epsilon_share=o.tfidf_df_epsilon_share,
-                      max_terms_per_conversation=o.max_terms_per_conversation, df_buckets=o.df_buckets,
-                      tfidf_min_noisy_df=o.tfidf_min_noisy_df,
-                      tokenizer="HF tokenizers BertNormalizer + BertPreTokenizer, spaCy English stopwords")
-    if o.method in ("llm", "hybrid"):
-        params["proposer"] = type(factory.make_keyword_proposer(o)).__name__
-    if o.method in ("public", "hybrid"):
-        params.update(min_public_document_frequency=o.min_public_document_frequency,
-                      max_public_candidates=o.max_public_candidates,
-                      candidate_extractors=["spaCy en_core_web_sm entities + noun chunks", "YAKE"])
-    return params
+    builder, llm = params.builder, params.llm.config()
+    recorded = {"refine_to": builder.refine_to, "max_refine_rounds": builder.max_refine_rounds,
+                "refiner": type(factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)).__name__}
+    if builder.method in DP_METHODS:
+        recorded.update(epsilon=builder.epsilon_keyword_set, delta=builder.delta_keyword_set,
+                        max_conversations_per_user=params.privacy.max_conversations_per_user,
+                        terms_per_conversation=builder.terms_per_conversation,
+                        max_terms_per_user=params.max_terms_per_user,
+                        partition_selection=builder.partition_selection, max_keywords=builder.max_keywords,
+                        facet_extractor=type(factory.make_facet_extractor(params.reading.facet_max_chars,
+                                                                          llm)).__name__)
+    if builder.method == "tfidf":
+        recorded.update(tfidf_df_epsilon_share=builder.tfidf_df_epsilon_share,
+                        max_terms_per_conversation=builder.max_terms_per_conversation, df_buckets=builder.df_buckets,
+                        tfidf_min_noisy_df=builder.tfidf_min_noisy_df,
+                        tokenizer="HF tokenizers BertNormalizer + BertPreTokenizer, spaCy English stopwords")
+    if builder.method in ("llm", "hybrid"):
+        recorded["proposer"] = type(factory.make_keyword_proposer(llm)).__name__
+    if builder.method in ("public", "hybrid"):
+        recorded.update(min_public_document_frequency=builder.min_public_document_frequency,
+                        max_public_candidates=builder.max_public_candidates,
+                        candidate_extractors=["spaCy en_core_web_sm entities + noun chunks", "YAKE"])
+    return recorded
 
 
-def source_description(o: BuildKeywordsOptions) -> dict:
-    return {"private_input": o.input if o.method in DP_METHODS else None,
-            "reads_private_input": o.method in DP_METHODS,
-            "public_corpus": o.public_corpus if o.method in ("public", "hybrid") else None}
+def source_description(params: BuildKeywordsParams) -> dict:
+    method = params.builder.method
+    return {"private_input": params.reading.input if method in DP_METHODS else None,
+            "reads_private_input": method in DP_METHODS,
+            "public_corpus": params.builder.public_corpus if method in ("public", "hybrid") else None}
 
 
 def ranked_selection(selected: list[tuple[str, float | None]], max_keywords: int | None) -> list[str]:
@@ -117,12 +117,15 @@ def _refined(keywords: list[str], refiner, target: int, max_rounds: int) -> list
     return refined
 
 
-def _bounded_facets(pipeline, o: BuildKeywordsOptions):
+def _bounded_facets(pipeline, params: BuildKeywordsParams):
     """The private side shared by the DP methods: read + validate, bound to C per user, facets."""
-    records = pipeline | "read and validate conversations" >> ReadConversations(o.input, o.max_record_bytes)
-    kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
-    facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
-    folder = private_folder(o)
+    records = pipeline | "read and validate conversations" >> ReadConversations(params.reading.input,
+                                                                                params.reading.max_record_bytes)
+    kept = records.valid | "bound user contributions" >> BoundUserContributions(
+        params.privacy.max_conversations_per_user, params.run.seed)
+    facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(params.reading.facet_max_chars,
+                                                                                   params.llm.config()))
+    folder = private_folder(params)
     dead_letters = (records.dead_letter, facets.dead_letter) | "all dead letters" >> beam.Flatten()
     dead_letters | "write dead letters" >> WriteDeadLetters(folder + "/dead_letter/dead_letter")
     counts = {"valid": count_globally(records.valid, "count valid"),
@@ -131,58 +134,65 @@ def _bounded_facets(pipeline, o: BuildKeywordsOptions):
     return facets.output
 
 
-def _public_set(pipeline, o: BuildKeywordsOptions):
-    refiner = factory.make_keyword_set_refiner(o)
+def _public_set(pipeline, params: BuildKeywordsParams):
+    builder = params.builder
+    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, params.llm.config())
     return (pipeline
-            | "public candidates" >> PublicKeywordCandidates(o.public_corpus, o.min_public_document_frequency,
-                                                             o.max_public_candidates)
-            | "refine public set" >> beam.Map(_refined, refiner, o.refine_to, o.max_refine_rounds))
+            | "public candidates" >> PublicKeywordCandidates(builder.public_corpus,
+                                                             builder.min_public_document_frequency,
+                                                             builder.max_public_candidates)
+            | "refine public set" >> beam.Map(_refined, refiner, builder.refine_to, builder.max_refine_rounds))
 
 
-def ledger_date(o: BuildKeywordsOptions) -> str:
+def ledger_date(run_params: RunParams) -> str:
     """The date a keyword set's spend is charged on, in any ledger: --date, else the UTC build day."""
-    return resolve_date(o.date) or dt.datetime.now(dt.timezone.utc).date().isoformat()
+    return resolve_date(run_params.date) or dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
-def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions, ledger_run_id: str | None = None,
+def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_run_id: str | None = None,
                    charge_date: str | None = None) -> list[MechanismSpend]:
     """Wires the method's stages and the final write; returns what its DP stages spend. The file
     carries the ledger run id and date its spend is charged under (new ones unless given)."""
+    builder = params.builder
     ledger_run_id = ledger_run_id or new_keyword_set_run_id()
-    charge_date = charge_date or ledger_date(o)
+    charge_date = charge_date or ledger_date(params.run)
     spends: list[MechanismSpend] = []
-    selection = TermSelectionParams(stage=STAGE, epsilon=o.epsilon_keyword_set, delta=o.delta_keyword_set,
-                                    max_partitions_per_user=max_terms_per_user(o),
-                                    with_counts=o.max_keywords is not None, strategy=o.partition_selection)
-    public = _public_set(pipeline, o) if o.method in ("public", "hybrid") else None
+    selection = TermSelectionParams(stage=STAGE, epsilon=builder.epsilon_keyword_set,
+                                    delta=builder.delta_keyword_set, max_partitions_per_user=params.max_terms_per_user,
+                                    with_counts=builder.max_keywords is not None,
+                                    strategy=builder.partition_selection)
+    public = _public_set(pipeline, params) if builder.method in ("public", "hybrid") else None
     selected = None
-    if o.method == "tfidf":
-        df_params = DocumentFrequencyParams(o.epsilon_keyword_set * o.tfidf_df_epsilon_share,
-                                            o.max_conversations_per_user, o.max_terms_per_conversation, o.df_buckets)
-        selection = dataclasses.replace(selection, epsilon=o.epsilon_keyword_set - df_params.epsilon)
-        clipped = _bounded_facets(pipeline, o) | "clipped term counts" >> ClippedTermCounts(o.max_terms_per_conversation)
+    if builder.method == "tfidf":
+        df_params = DocumentFrequencyParams(builder.epsilon_keyword_set * builder.tfidf_df_epsilon_share,
+                                            params.privacy.max_conversations_per_user,
+                                            builder.max_terms_per_conversation, builder.df_buckets)
+        selection = dataclasses.replace(selection, epsilon=builder.epsilon_keyword_set - df_params.epsilon)
+        clipped = _bounded_facets(pipeline, params) | "clipped term counts" >> ClippedTermCounts(
+            builder.max_terms_per_conversation)
         frequencies = DPDocumentFrequencies(df_params)
         noisy = clipped | "DP document frequencies" >> frequencies
-        min_df = o.tfidf_min_noisy_df if o.tfidf_min_noisy_df is not None else df_params.default_min_noisy_frequency()
-        pairs = clipped | "top-k TF-IDF terms" >> TopTfidfTerms(noisy, o.terms_per_conversation, min_df)
+        min_df = (builder.tfidf_min_noisy_df if builder.tfidf_min_noisy_df is not None
+                  else df_params.default_min_noisy_frequency())
+        pairs = clipped | "top-k TF-IDF terms" >> TopTfidfTerms(noisy, builder.terms_per_conversation, min_df)
         spends.append(frequencies.spend)
-    elif o.method in ("llm", "hybrid"):
-        pairs = _bounded_facets(pipeline, o) | "propose keywords" >> ProposeKeywords(
-            factory.make_keyword_proposer(o), o.terms_per_conversation)
+    elif builder.method in ("llm", "hybrid"):
+        pairs = _bounded_facets(pipeline, params) | "propose keywords" >> ProposeKeywords(
+            factory.make_keyword_proposer(params.llm.config()), builder.terms_per_conversation)
         if public is not None:
             # Public keywords need no budget: only novel ones go through DP selection.
             known = public | "public set for lookup" >> beam.Map(frozenset)
             pairs = pairs | "novel keywords only" >> beam.Filter(
                 lambda pair, known: pair[1] not in known, beam.pvalue.AsSingleton(known))
-    if o.method in DP_METHODS:
+    if builder.method in DP_METHODS:
         select = DPSelectTerms(selection)
         selected = pairs | "DP partition selection" >> select
         spends.append(select.spend)
 
-    refiner = factory.make_keyword_set_refiner(o)
-    params, source, output = build_params(o), source_description(o), o.output
-    max_keywords, refine_to, max_rounds = o.max_keywords, o.refine_to, o.max_refine_rounds
-    method = o.method
+    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, params.llm.config())
+    recorded, source, output = build_params(params), source_description(params), params.run.output
+    max_keywords, refine_to, max_rounds = builder.max_keywords, builder.refine_to, builder.max_refine_rounds
+    method = builder.method
 
     def write(_, dp_terms, public_terms):
         if method == "public":
@@ -195,7 +205,7 @@ def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions, ledger_run_
             raise ValueError(f"no keyword survived the {method} method (DP selection or the public corpus gave "
                              f"none): use more data, a larger --epsilon_keyword_set or a smaller "
                              f"--max_conversations_per_user x --terms_per_conversation")
-        write_keyword_set(output, keyword_set_document(keywords, method, params, source, spends,
+        write_keyword_set(output, keyword_set_document(keywords, method, recorded, source, spends,
                                                        ledger_run_id=ledger_run_id, ledger_date=charge_date))
         return len(keywords)
 
@@ -208,29 +218,29 @@ def build_pipeline(pipeline: beam.Pipeline, o: BuildKeywordsOptions, ledger_run_
     return spends
 
 
-def _charge_ledger(o: BuildKeywordsOptions, run_id: str, date: str, epsilon: float, delta: float) -> None:
+def _charge_ledger(run_params: RunParams, run_id: str, date: str, epsilon: float, delta: float) -> None:
     """Records the keyword set's spend once, on its build date (not each night it is used)."""
-    json_store.update_json(o.privacy_ledger, lambda document: Ledger.from_json(document).with_keyword_set(
-        run_id, date, epsilon, delta, "reserved", o.output, o.max_epsilon_per_window, o.window_days).to_json())
+    json_store.update_json(run_params.privacy_ledger, lambda document: Ledger.from_json(document).with_keyword_set(
+        run_id, date, epsilon, delta, "reserved", run_params.output, run_params.max_epsilon_per_window,
+        run_params.window_days).to_json())
 
 
-def _set_status(o: BuildKeywordsOptions, run_id: str, status: str) -> None:
-    json_store.update_json(o.privacy_ledger, lambda doc: Ledger.from_json(doc).with_status(run_id, status).to_json())
+def _set_status(run_params: RunParams, run_id: str, status: str) -> None:
+    json_store.update_json(run_params.privacy_ledger,
+                           lambda doc: Ledger.from_json(doc).with_status(run_id, status).to_json())
 
 
 def run(argv: list[str] | None = None) -> int:
     pipeline_options = PipelineOptions(argv)
-    o = pipeline_options.view_as(BuildKeywordsOptions)
     try:
-        validate_build(o)
-        if o.seed is None:
-            o.seed = random.SystemRandom().randrange(2**31)
-        date = ledger_date(o)
+        params = build_keywords_params(pipeline_options.view_as(BuildKeywordsOptions))
+        params = dataclasses.replace(params, run=params.run.with_seed())
+        date = ledger_date(params.run)
     except ValueError as error:
         return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
-    if o.method in DP_METHODS:
+    if params.builder.method in DP_METHODS:
         try:
-            check_input_matches(o.input)
+            check_input_matches(params.reading.input)
         except FileNotFoundError as error:
             return fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error))
     use_local_engine(pipeline_options)
@@ -238,24 +248,26 @@ def run(argv: list[str] | None = None) -> int:
     # Made whether or not --privacy_ledger is given and written into the file: a nightly run whose
     # ledger does not hold this id charges the set's spend under it (beam_jobs.insights._reserve_budget).
     run_id = new_keyword_set_run_id()
-    spends = build_pipeline(pipeline, o, run_id, date)
-    ledgered = bool(o.privacy_ledger and spends)
+    spends = build_pipeline(pipeline, params, run_id, date)
+    ledgered = bool(params.run.privacy_ledger and spends)
     if ledgered:
         try:
-            _charge_ledger(o, run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends))
+            _charge_ledger(params.run, run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends))
         except BudgetRefused as error:
             return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error))
     try:
         pipeline.run().wait_until_finish()
     except Exception as error:
         if ledgered:
-            _set_status(o, run_id, "failed")
+            _set_status(params.run, run_id, "failed")
         return fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}")
     if ledgered:
-        _set_status(o, run_id, "committed")
-    built = load_keyword_set(o.output)
+        _set_status(params.run, run_id, "committed")
+    output = params.run.output
+    built = load_keyword_set(output)
     epsilon, delta = sum(s.epsilon for s in built.spend), sum(s.delta for s in built.spend)
-    print(f"wrote {len(built.keywords)} keywords ({o.method}, epsilon {epsilon:.3f}, delta {delta:.1e}) -> {o.output}")
+    print(f"wrote {len(built.keywords)} keywords ({params.builder.method}, epsilon {epsilon:.3f}, "
+          f"delta {delta:.1e}) -> {output}")
     return 0
 
 

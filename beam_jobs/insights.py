@@ -10,9 +10,9 @@ OUTPUT/dt=DATE/run=RUN_ID/ with --date. See docs/privacy.md for the privacy guar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
-import random
 import sys
 import time
 
@@ -33,7 +33,14 @@ from beam_jobs.job_runtime import (
     use_local_engine,
 )
 from beam_jobs.logging_setup import configure_logging
-from beam_jobs.options import InsightsOptions, delta_split, resolve_embedding_threads, runs_on_dataflow, validate
+from beam_jobs.options import (
+    InsightsOptions,
+    InsightsParams,
+    RunParams,
+    insights_params,
+    resolve_embedding_threads,
+    runs_on_dataflow,
+)
 from core import json_store
 from core.json_store import read_json_or_none
 from core.release_gate import load_canaries
@@ -85,95 +92,85 @@ def output_paths(context: RunContext) -> dict[str, str]:
     }
 
 
-def release_config(o: InsightsOptions, keyword_set, embedding_dim: int, context: RunContext) -> dict:
-    """Public run parameters for the report (no data, no noise seed)."""
+def release_config(params: InsightsParams, keyword_set, embedding_dim: int, context: RunContext) -> dict:
+    """Public run parameters for the report: what the params declare public (no data, no seed, no
+    path or endpoint), the run's id and date, the keyword set's description and the embedding size."""
     return {
         "run_id": context.run_id,
         "date": context.date,
-        "num_clusters": o.num_clusters,
-        "max_conversations_per_user": o.max_conversations_per_user,
-        "epsilon_clustering": o.epsilon_clustering,
-        "epsilon_size": o.epsilon_size,
-        "epsilon_keywords": o.epsilon_keywords,
-        "delta": o.delta,
-        "min_cluster_size": o.min_cluster_size,
-        "samples_per_cluster": o.samples_per_cluster,
-        "keywords_per_cluster": o.keywords_per_cluster,
-        "max_keywords_per_conversation": o.max_keywords_per_conversation,
-        "max_keyword_partitions_per_user": o.max_keyword_partitions_per_user,
-        "keyword_noise": o.keyword_noise,
-        "keyword_mode": o.keyword_mode,
+        **params.public_config(),
         "keyword_set": {"method": keyword_set.method, "size": len(keyword_set.keywords),
                         "version": keyword_set.version, "created_at": keyword_set.created_at},
-        "embedding_model": o.embedding_model,
-        "embedding_backend": o.embedding_backend,
-        "llm_backend": o.llm_backend,
         "embedding_dim": embedding_dim,
-        "kmeans_iterations": o.kmeans_iterations,
-        "projection_dim": o.projection_dim,
-        "noise_seed_fixed": o.noise_seed is not None,
-        # Whether the spend was checked against a cap across runs (not where the ledger lives).
-        "privacy_ledger": ({"window_days": o.window_days, "max_epsilon_per_window": o.max_epsilon_per_window}
-                           if o.privacy_ledger else None),
     }
 
 
-def build_pipeline(pipeline: beam.Pipeline, o: InsightsOptions, embedding_dim: int, context: RunContext,
+def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_dim: int, context: RunContext,
                    canaries: tuple[str, ...] = ()) -> list[MechanismSpend]:
     """Wires the stages; returns what the DP stages will spend. Reads like URANIA's Algorithm 1."""
+    reading, privacy, clustering, embedding, keyword_params = (params.reading, params.privacy, params.clustering,
+                                                               params.embedding, params.keywords)
     paths = output_paths(context)
-    keyword_set = load_keyword_set(o.keyword_set)
+    keyword_set = load_keyword_set(keyword_params.keyword_set)
     keywords = keyword_set.keywords
-    delta_clustering, delta_keywords = delta_split(o)
-    kmeans = DPKMeans(DPKMeansParams(num_clusters=o.num_clusters, epsilon=o.epsilon_clustering,
+    delta_clustering, delta_keywords = privacy.delta_split(keyword_params.keyword_mode)
+    kmeans = DPKMeans(DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=privacy.epsilon_clustering,
                                      delta=delta_clustering, input_dim=embedding_dim,
-                                     iterations=o.kmeans_iterations, projection_dim=o.projection_dim, seed=o.seed),
-                      noise_seed=o.noise_seed)
-    sizes = DPClusterSizes(o.num_clusters, cluster_size_params(o.epsilon_size, o.max_conversations_per_user))
+                                     iterations=clustering.kmeans_iterations, projection_dim=clustering.projection_dim,
+                                     seed=params.run.seed),
+                      noise_seed=privacy.noise_seed)
+    sizes = DPClusterSizes(clustering.num_clusters,
+                           cluster_size_params(privacy.epsilon_size, privacy.max_conversations_per_user))
 
     records = pipeline | "read and validate conversations" >> ReadConversations(context.input_pattern,
-                                                                                o.max_record_bytes)
-    kept = records.valid | "bound user contributions" >> BoundUserContributions(o.max_conversations_per_user, o.seed)
-    facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(o))
+                                                                                reading.max_record_bytes)
+    kept = records.valid | "bound user contributions" >> BoundUserContributions(privacy.max_conversations_per_user,
+                                                                                 params.run.seed)
+    facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(reading.facet_max_chars,
+                                                                                   params.llm.config()))
     embedded = facets.output | "embed conversations" >> EmbedConversations(
-        o.embedding_model, o.embedding_block_size, backend=o.embedding_backend, threads=o.embedding_threads)
+        embedding.embedding_model, embedding.embedding_block_size, backend=embedding.embedding_backend,
+        threads=embedding.embedding_threads)
     dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter]
     centres = embedded.output | "DP k-means" >> kmeans
     assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
     noisy_sizes = assigned | "DP cluster sizes" >> sizes
-    kept_sizes = keep_large_clusters(noisy_sizes, o.min_cluster_size)
+    kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
     spends = [*keyword_set.spend, kmeans.spend, sizes.spend]
     histogram_keywords = centroid_keywords = sampled = keyword_pairs = None
-    if o.keyword_mode in ("histogram", "both"):
+    if keyword_params.keyword_mode in ("histogram", "both"):
         sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
-            kept_sizes, o.samples_per_cluster, o.seed)
+            kept_sizes, keyword_params.samples_per_cluster, params.run.seed)
         selection = sampled | "select keywords" >> SelectKeywords(
-            factory.make_keyword_selector(o, keywords), keywords, o.max_keywords_per_conversation)
+            factory.make_keyword_selector(keywords, embedding.embedding_model, keyword_params.keyword_min_similarity,
+                                          embedding.embedding_backend, params.llm.config()),
+            keywords, keyword_params.max_keywords_per_conversation)
         keyword_pairs = selection.output
         dead_letters.append(selection.dead_letter)
         histogram = DPKeywordHistogram(
-            keyword_count_params(o.epsilon_keywords, delta_keywords, o.keyword_noise,
-                                 o.max_keyword_partitions_per_user),
+            keyword_count_params(privacy.epsilon_keywords, delta_keywords, privacy.keyword_noise,
+                                 privacy.max_keyword_partitions_per_user),
             kept_cluster_ids=kept_ids, keywords=keywords)
         noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
-        floor = (o.keyword_min_noisy_count if o.keyword_min_noisy_count is not None
+        floor = (keyword_params.keyword_min_noisy_count if keyword_params.keyword_min_noisy_count is not None
                  else release_floor(histogram.spend.noise, len(keywords)))
-        histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(o.keywords_per_cluster, floor)
+        histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(
+            keyword_params.keywords_per_cluster, floor)
         spends.append(histogram.spend)
-    if o.keyword_mode in ("centroid", "both"):
+    if keyword_params.keyword_mode in ("centroid", "both"):
         # Post-processing of the DP centres: no budget (transforms/centroid_keywords.py).
         centroid_keywords = centres | "centroid keywords" >> CentroidKeywords(
-            keywords, o.embedding_model, kmeans.params, o.keywords_per_cluster, kept_ids)
+            keywords, embedding.embedding_model, kmeans.params, keyword_params.keywords_per_cluster, kept_ids)
     top_keywords = histogram_keywords if histogram_keywords is not None else centroid_keywords
-    namer = factory.make_cluster_namer(o)
+    namer = factory.make_cluster_namer(params.llm.config())
     named = top_keywords | "name clusters" >> NameClusters(namer)
 
     report = named | "write pending report" >> WriteReport(
-        paths["report_pending"], kept_sizes, spends, o.max_conversations_per_user,
-        release_config(o, keyword_set, embedding_dim, context), o.embedding_model, namer,
-        centroid_keywords=centroid_keywords if o.keyword_mode == "both" else None)
-    report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, o.privacy_ledger)
+        paths["report_pending"], kept_sizes, spends, privacy.max_conversations_per_user,
+        release_config(params, keyword_set, embedding_dim, context), embedding.embedding_model, namer,
+        centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None)
+    report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
     all_dead_letters = dead_letters | "all dead letters" >> beam.Flatten()
     _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs)
@@ -223,20 +220,20 @@ def _llm_counts(result) -> dict:
     return llm_counts(counters)
 
 
-def _progress(options: InsightsOptions, pipeline_options: PipelineOptions):
+def _progress(params: InsightsParams, pipeline_options: PipelineOptions):
     """A progress reporter on stderr for local in-process runs (see beam_jobs/progress.py), else nothing."""
-    enabled, why = progress.progress_enabled(options.progress, pipeline_options.view_as(StandardOptions).runner,
+    enabled, why = progress.progress_enabled(params.run.progress, pipeline_options.view_as(StandardOptions).runner,
                                              pipeline_options.view_as(DirectOptions).direct_running_mode,
                                              runs_on_dataflow(pipeline_options))
     if not enabled:
-        if options.progress == "on":
+        if params.run.progress == "on":
             print(f"progress: off ({why})", file=sys.stderr)
         return contextlib.nullcontext()
-    return progress.ProgressReporter(options.max_conversations_per_user, options.embedding_block_size,
-                                     options.kmeans_iterations, interval=progress.DEFAULT_INTERVAL_SECONDS)
+    return progress.ProgressReporter(params.privacy.max_conversations_per_user, params.embedding.embedding_block_size,
+                                     params.clustering.kmeans_iterations, interval=progress.DEFAULT_INTERVAL_SECONDS)
 
 
-def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[MechanismSpend],
+def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[MechanismSpend],
                     keyword_set: KeywordSet) -> None:
     """Checks the window cap and records this run as `reserved`, in one atomic ledger update.
     Raises BudgetRefused.
@@ -261,10 +258,10 @@ def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[
         if charged_set:
             # Committed: the set exists and its spend happened, whatever becomes of this run.
             ledger = ledger.with_keyword_set(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta,
-                                             "committed", keyword_set.source, options.max_epsilon_per_window,
-                                             options.window_days)
-        ledger.check(context.ledger_date, epsilon, options.max_epsilon_per_window, options.window_days,
-                     options.allow_rerun)
+                                             "committed", keyword_set.source, run_params.max_epsilon_per_window,
+                                             run_params.window_days)
+        ledger.check(context.ledger_date, epsilon, run_params.max_epsilon_per_window, run_params.window_days,
+                     run_params.allow_rerun)
         entry = LedgerEntry(run_id=context.run_id, date=context.ledger_date, epsilon=epsilon, delta=delta,
                             status="reserved", recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                             output=context.run_dir,
@@ -272,7 +269,7 @@ def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[
                                       for e in ledger.runs_on(context.ledger_date)))
         return ledger.with_entry(entry).to_json()
 
-    json_store.update_json(options.privacy_ledger, reserve)
+    json_store.update_json(run_params.privacy_ledger, reserve)
     if charged_set:
         log.info("keyword set charged", extra={"event": "keyword_set_charged", "run_id": context.run_id,
                                                "keyword_set_run_id": keyword_set.ledger_run_id, "date": set_date,
@@ -289,15 +286,13 @@ def _reserve_budget(options: InsightsOptions, context: RunContext, spends: list[
 def run(argv: list[str] | None = None) -> int:
     """Builds and runs the job; returns the process exit code (see README: exit codes)."""
     pipeline_options = PipelineOptions(argv)
-    options = pipeline_options.view_as(InsightsOptions)
     try:
-        validate(options)
-        if options.seed is None:
-            options.seed = random.SystemRandom().randrange(2**31)
-        keyword_set = load_keyword_set(options.keyword_set)
-        canaries = load_canaries(options.canary_file)
-        context = make_run_context(options.input, options.output, options.date,
-                                   private_output=options.private_output)
+        params = insights_params(pipeline_options.view_as(InsightsOptions))
+        params = dataclasses.replace(params, run=params.run.with_seed())
+        keyword_set = load_keyword_set(params.keywords.keyword_set)
+        canaries = load_canaries(params.run.canary_file)
+        context = make_run_context(params.reading.input, params.run.output, params.run.date,
+                                   private_output=params.run.private_output)
     except (ValueError, OSError) as error:
         return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     log.info("run started", extra={"event": "run_started", "run_id": context.run_id, "date": context.date,
@@ -306,27 +301,28 @@ def run(argv: list[str] | None = None) -> int:
         check_input_matches(context.input_pattern)
     except FileNotFoundError as error:
         return fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error), run_id=context.run_id)
-    if options.noise_seed is not None:
+    if params.privacy.noise_seed is not None:
         log.warning("--noise_seed is set: DP k-means noise is reproducible; never do this in production",
                     extra={"event": "noise_seed_fixed", "run_id": context.run_id})
 
     use_local_engine(pipeline_options)
     # Resolved before the pipeline is built: the embedding DoFn carries it to the workers, and
     # run_stats.json records it.
-    options.embedding_threads = resolve_embedding_threads(options, pipeline_options)
+    params = dataclasses.replace(params, embedding=dataclasses.replace(
+        params.embedding, embedding_threads=resolve_embedding_threads(params.embedding, pipeline_options)))
     from backends.embedding import embedding_dimension
-    embedding_dim = embedding_dimension(options.embedding_model)
+    embedding_dim = embedding_dimension(params.embedding.embedding_model)
     started = time.time()
     pipeline = beam.Pipeline(options=pipeline_options)
-    spends = build_pipeline(pipeline, options, embedding_dim, context, canaries)
-    if options.privacy_ledger:
+    spends = build_pipeline(pipeline, params, embedding_dim, context, canaries)
+    if params.run.privacy_ledger:
         try:
-            _reserve_budget(options, context, spends, keyword_set)
+            _reserve_budget(params.run, context, spends, keyword_set)
         except BudgetRefused as error:
             return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
     paths = output_paths(context)
     try:
-        with _progress(options, pipeline_options):
+        with _progress(params, pipeline_options):
             result = pipeline.run()
             if runs_on_dataflow(pipeline_options):
                 # A Flex Template launcher must return once the job is submitted; the pipeline's own last
@@ -340,13 +336,13 @@ def run(argv: list[str] | None = None) -> int:
             return fail(EXIT_RELEASE_GATE_FAILED, "release_gate_failed",
                          f"release gate rejected the release ({len(gate['findings'])} finding(s)); "
                          f"see {paths['release_gate']}", run_id=context.run_id)
-        if options.privacy_ledger:
-            set_ledger_status(options.privacy_ledger, context.run_id, "failed")
+        if params.run.privacy_ledger:
+            set_ledger_status(params.run.privacy_ledger, context.run_id, "failed")
         return fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}",
                      run_id=context.run_id)
     stats = read_json(paths["run_stats"])
-    stats.update(seed=options.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),
-                 stage_seconds=_stage_seconds(result), embedding_threads=options.embedding_threads)
+    stats.update(seed=params.run.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),
+                 stage_seconds=_stage_seconds(result), embedding_threads=params.embedding.embedding_threads)
     llm = _llm_counts(result)
     if llm:
         stats["llm"] = llm

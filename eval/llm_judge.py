@@ -7,7 +7,7 @@ summaries of a pair are pseudonymized together before they are sent; the judge i
 is private. An answer that cannot be read after the fan-out's retries is a failed pair: it is counted
 and left out, never given a rating.
 
-The eval CLIs take the job's own --llm_* and --pseudonymize options (beam_jobs/options.py);
+The eval CLIs take the job's own --llm_* and --pseudonymize options (beam_jobs/options.py, LLMParams);
 --llm_backend offline (the default) means no judge.
 """
 
@@ -17,7 +17,7 @@ import abc
 import argparse
 
 from backends.llm import parsing, prompts
-from backends.llm.config import LLMConfig, config_from_options
+from backends.llm.config import LLMConfig
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
 
@@ -90,33 +90,23 @@ class LLMSummaryJudge(SummaryJudge):
                 "llm": {name: int(value) for name, value in self.counters.totals.items() if name != "fallbacks"}}
 
 
-class _LLMOptionsOnly:
-    """Lets InsightsOptions add only its --llm_* and --pseudonymize flags to another parser."""
-
-    def __init__(self, parser):
-        self.parser = parser
-
-    def add_argument(self, *flags, **kwargs):
-        if any(flag.startswith("--llm_") or flag == "--pseudonymize" for flag in flags):
-            self.parser.add_argument(*flags, **kwargs)
-
-
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
-    """The job's LLM options, same names, defaults and help (beam_jobs/options.py)."""
-    from beam_jobs.options import InsightsOptions
-    group = parser.add_argument_group("LLM judge (the job's LLM options; offline = no judge)")
-    InsightsOptions._add_argparse_args(_LLMOptionsOnly(group))
+    """The job's LLM options, same names, defaults and help (beam_jobs/options.py, LLMParams)."""
+    from beam_jobs.flags import add_flags
+    from beam_jobs.options import LLMParams
+    add_flags(parser.add_argument_group("LLM judge (the job's LLM options; offline = no judge)"), LLMParams)
 
 
 def judge_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> LLMSummaryJudge | None:
     """None for --llm_backend offline; otherwise a judge, after the job's checks of the LLM options."""
     if args.llm_backend == "offline":
         return None
-    from beam_jobs.options import _validate_llm
+    from beam_jobs.flags import params_from
+    from beam_jobs.options import LLMParams
     try:
-        _validate_llm(args)
+        llm = params_from(args, LLMParams)
     except ValueError as error:
         if parser is None:
             raise
         parser.error(str(error))
-    return LLMSummaryJudge(config_from_options(args))
+    return LLMSummaryJudge(llm.config())

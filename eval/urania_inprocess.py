@@ -30,6 +30,7 @@ import pipeline_dp
 
 from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
+from beam_jobs.options import ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
 from core.report import build_report
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
@@ -41,25 +42,25 @@ from transforms.keyword_histograms import keyword_count_params, top_keywords
 
 @dataclasses.dataclass(frozen=True)
 class UraniaConfig:
-    """The job's options that matter here, with the job's defaults."""
+    """The job's options that matter here, with the job's defaults (its params classes')."""
 
-    num_clusters: int = 50
-    max_conversations_per_user: int = 5
-    epsilon_clustering: float = 4.0
-    epsilon_size: float = 1.0
-    epsilon_keywords: float = 2.0
-    delta: float = 1e-6
-    min_cluster_size: float = 25
-    samples_per_cluster: int = 200
-    keywords_per_cluster: int = 5
-    max_keywords_per_conversation: int = 5
-    max_keyword_partitions_per_user: int = 10
-    keyword_min_similarity: float = 0.3
-    kmeans_iterations: int = 3
-    projection_dim: int = 32
-    keyword_noise: str = "gaussian"
-    embedding_model: str = "all-MiniLM-L6-v2"
-    keyword_set: str | None = None
+    num_clusters: int = ClusteringParams.num_clusters
+    max_conversations_per_user: int = PrivacyParams.max_conversations_per_user
+    epsilon_clustering: float = PrivacyParams.epsilon_clustering
+    epsilon_size: float = PrivacyParams.epsilon_size
+    epsilon_keywords: float = PrivacyParams.epsilon_keywords
+    delta: float = PrivacyParams.delta
+    min_cluster_size: float = ClusteringParams.min_cluster_size
+    samples_per_cluster: int = KeywordParams.samples_per_cluster
+    keywords_per_cluster: int = KeywordParams.keywords_per_cluster
+    max_keywords_per_conversation: int = KeywordParams.max_keywords_per_conversation
+    max_keyword_partitions_per_user: int = PrivacyParams.max_keyword_partitions_per_user
+    keyword_min_similarity: float = KeywordParams.keyword_min_similarity
+    kmeans_iterations: int = ClusteringParams.kmeans_iterations
+    projection_dim: int = ClusteringParams.projection_dim
+    keyword_noise: str = PrivacyParams.keyword_noise
+    embedding_model: str = EmbeddingParams.embedding_model
+    keyword_set: str | None = KeywordParams.keyword_set
 
     @property
     def private(self) -> bool:

@@ -12,7 +12,7 @@ from backends.keyword_set import FORMAT_VERSION, load_keyword_set
 from backends.tokenize import content_terms
 from beam_jobs.build_keywords import build_pipeline, run
 from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
-from beam_jobs.keyword_options import BuildKeywordsOptions
+from beam_jobs.keyword_options import BuildKeywordsOptions, build_keywords_params
 from dp_ops.budget_ledger import Ledger
 
 pytestmark = pytest.mark.slow  # the refiner embeds the keywords with the real model; public loads spaCy
@@ -86,8 +86,9 @@ def test_max_keywords_caps_by_noisy_count(data):
 
 
 def _public_options(folder, public, private_input):
-    return BuildKeywordsOptions(["--method", "public", "--public_corpus", public, "--input", private_input,
-                                 "--output", str(folder / "public.json"), "--refine_to", "60"])
+    return build_keywords_params(BuildKeywordsOptions([
+        "--method", "public", "--public_corpus", public, "--input", private_input,
+        "--output", str(folder / "public.json"), "--refine_to", "60"]))
 
 
 def test_public_pipeline_has_no_read_of_the_input(data):

@@ -10,7 +10,7 @@ from apache_beam.testing.util import assert_that
 
 from backends import embedding
 from backends.offline import EmbeddingKeywordSelector
-from beam_jobs.options import InsightsOptions, resolve_embedding_threads, validate
+from beam_jobs.options import InsightsOptions, insights_params, resolve_embedding_threads
 from core.records import Facet
 from transforms.embed import EmbedConversations
 
@@ -30,16 +30,14 @@ def _options(*extra):
 def test_embedding_backend_defaults_to_torch_and_accepts_the_onnx_runtimes():
     assert _options().embedding_backend == "torch"
     for backend in ("onnx", "onnx-int8"):
-        options = _options("--embedding_backend", backend)
-        validate(options)
-        assert options.embedding_backend == backend
+        assert insights_params(_options("--embedding_backend", backend)).embedding.embedding_backend == backend
 
 
 def test_embedding_threads_default_to_auto_and_must_not_be_negative():
     assert _options().embedding_threads == 0
-    validate(_options("--embedding_threads", "1"))
+    insights_params(_options("--embedding_threads", "1"))
     with pytest.raises(ValueError, match="embedding_threads"):
-        validate(_options("--embedding_threads", "-1"))
+        insights_params(_options("--embedding_threads", "-1"))
 
 
 @pytest.mark.parametrize("flags,expected", [
@@ -53,7 +51,7 @@ def test_embedding_threads_default_to_auto_and_must_not_be_negative():
 ])
 def test_auto_embedding_threads_follow_the_runners_processes(flags, expected):
     options = _options(*flags)
-    assert resolve_embedding_threads(options, options) == expected
+    assert resolve_embedding_threads(insights_params(options).embedding, options) == expected
 
 
 def test_unknown_embedding_backend_is_rejected():

@@ -1,11 +1,11 @@
-import argparse
 import json
 import os
 import re
 
 import pytest
 
-from beam_jobs.options import InsightsOptions, validate
+from beam_jobs.flags import argument_parser
+from beam_jobs.options import InsightsOptions, insights_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METADATA = json.load(open(os.path.join(ROOT, "templates", "metadata.json")))
@@ -13,9 +13,7 @@ PARAMETERS = {p["name"]: p for p in METADATA["parameters"]}
 
 
 def _option_actions():
-    parser = argparse.ArgumentParser()
-    InsightsOptions._add_argparse_args(parser)
-    return {a.dest: a for a in parser._actions if a.dest != "help"}
+    return {a.dest: a for a in argument_parser(InsightsOptions)._actions if a.dest != "help"}
 
 
 def _requirement_pins(path: str) -> dict[str, str]:
@@ -54,9 +52,8 @@ def test_parameters_as_the_launcher_passes_them_parse_and_validate():
     for name, value in example.items():
         for regex in PARAMETERS[name].get("regexes", []):
             assert re.match(regex, value), (name, value)
-    options = InsightsOptions([f"--{name}={value}" for name, value in example.items()])
-    validate(options)
-    assert options.allow_rerun is True and options.num_clusters == 200 and options.delta == 1e-6
+    params = insights_params(InsightsOptions([f"--{name}={value}" for name, value in example.items()]))
+    assert params.run.allow_rerun is True and params.clustering.num_clusters == 200 and params.privacy.delta == 1e-6
 
 
 @pytest.mark.parametrize("name,bad", [("date", "2026/11/01"), ("output", "/local/path"), ("num_clusters", "-3"),

@@ -9,9 +9,9 @@ import pytest
 
 from backends.keyword_set import LEGACY_RUN_PREFIX, keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.build_keywords import _charge_ledger
+from beam_jobs.flags import params_from
 from beam_jobs.insights import _reserve_budget
-from beam_jobs.keyword_options import BuildKeywordsOptions
-from beam_jobs.options import InsightsOptions
+from beam_jobs.options import InsightsOptions, RunParams
 from core.run_context import make_run_context
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, Ledger
@@ -36,9 +36,9 @@ def _dp_set(tmp_path, date="2026-11-10"):
 def _night(tmp_path, keyword_set, date, *flags):
     """Reserves one nightly run's budget on `date` with the keyword set, as beam_jobs.insights.run does."""
     ledger = str(tmp_path / "ledger.json")
-    options = InsightsOptions(["--privacy_ledger", ledger, *flags])
+    run_params = params_from(InsightsOptions(["--privacy_ledger", ledger, *flags]), RunParams)
     context = make_run_context("in/*.jsonl", str(tmp_path / "out"), date, now=NOW)
-    _reserve_budget(options, context, [*keyword_set.spend, *RUN_SPENDS], keyword_set)
+    _reserve_budget(run_params, context, [*keyword_set.spend, *RUN_SPENDS], keyword_set)
     return context.run_id
 
 
@@ -57,7 +57,7 @@ def test_a_set_built_without_a_ledger_is_charged_by_the_first_night_only(tmp_pat
 
 def test_a_set_built_with_the_same_ledger_is_not_charged_again(tmp_path):
     keyword_set = _dp_set(tmp_path)
-    build = BuildKeywordsOptions(["--privacy_ledger", str(tmp_path / "ledger.json"), "--output", keyword_set.source])
+    build = RunParams(privacy_ledger=str(tmp_path / "ledger.json"), output=keyword_set.source)
     _charge_ledger(build, keyword_set.ledger_run_id, keyword_set.ledger_date, 1.5, 1e-7)
     night = _night(tmp_path, keyword_set, "2026-11-20")
     assert [(e.run_id, e.date, e.epsilon) for e in _entries(tmp_path)] == [

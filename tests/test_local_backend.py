@@ -11,18 +11,18 @@ import sys
 import pytest
 
 from backends.llm import local_client
-from beam_jobs.options import InsightsOptions, validate
+from beam_jobs.options import InsightsOptions, insights_params
 from tests.test_llm_backends import K
 
 
 def test_local_backend_explains_what_is_missing(monkeypatch, tmp_path):
     monkeypatch.setattr(local_client, "llama_cpp_available", lambda: False)
     with pytest.raises(ValueError, match="needs llama-cpp-python"):
-        validate(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "local"]))
+        insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "local"]))
     monkeypatch.setattr(local_client, "llama_cpp_available", lambda: True)
     with pytest.raises(ValueError, match="install_local_llm.py"):
-        validate(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "local",
-                                  "--llm_model", str(tmp_path / "missing.gguf")]))
+        insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "local",
+                                         "--llm_model", str(tmp_path / "missing.gguf")]))
 
 
 needs_local_model = pytest.mark.skipif(

@@ -1,41 +1,101 @@
-import pytest
+import dataclasses
+import json
+import os
 
-from beam_jobs.insights import run
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from backends.keyword_set import load_keyword_set
+from beam_jobs import insights
+from beam_jobs.flags import argument_parser, public_fields
+from beam_jobs.insights import release_config, run
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_UNREADABLE_INPUT
-from beam_jobs.options import InsightsOptions, delta_split, validate
+from beam_jobs.keyword_options import BuildKeywordsOptions, KeywordSetParams, build_keywords_params
+from beam_jobs.options import (
+    ClusteringParams,
+    EmbeddingParams,
+    InsightsOptions,
+    InsightsParams,
+    KeywordParams,
+    LLMParams,
+    PrivacyParams,
+    ReadingParams,
+    RunParams,
+    insights_params,
+)
+from core.run_context import make_run_context
+
+INSIGHTS_GROUPS = (ReadingParams, PrivacyParams, ClusteringParams, EmbeddingParams, KeywordParams, LLMParams, RunParams)
 
 
 def _options(*extra):
     return InsightsOptions(["--input", "x.jsonl", "--output", "out", *extra])
 
 
+def _params(*extra) -> InsightsParams:
+    return insights_params(_options(*extra))
+
+
+def _flags(params_classes) -> set[str]:
+    return {field.name for group in params_classes for field in dataclasses.fields(group)}
+
+
 def test_defaults_match_the_documented_interface():
-    o = _options()
-    assert (o.num_clusters, o.max_conversations_per_user, o.epsilon_clustering, o.epsilon_size,
-            o.epsilon_keywords, o.delta, o.min_cluster_size, o.samples_per_cluster,
-            o.keywords_per_cluster) == (50, 5, 4.0, 1.0, 2.0, 1e-6, 25, 200, 5)
-    validate(o)
+    p = _params()
+    assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon_clustering,
+            p.privacy.epsilon_size, p.privacy.epsilon_keywords, p.privacy.delta, p.clustering.min_cluster_size,
+            p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster) == (50, 5, 4.0, 1.0, 2.0, 1e-6, 25, 200, 5)
+
+
+def test_every_flag_belongs_to_exactly_one_group():
+    names = [field.name for group in INSIGHTS_GROUPS for field in dataclasses.fields(group)]
+    assert len(names) == len(set(names))
+    parsed = {action.dest for action in argument_parser(InsightsOptions)._actions if action.dest != "help"}
+    assert parsed == set(names)
+
+
+def test_flags_as_dataflow_passes_them_reach_their_group():
+    p = insights_params(InsightsOptions(["--input=x", "--output=y", "--num_clusters=7", "--epsilon_size=0.5",
+                                         "--allow_rerun=true", "--llm_timeout_s=5", "--embedding_backend=onnx"]))
+    assert (p.clustering.num_clusters, p.privacy.epsilon_size, p.run.allow_rerun, p.llm.llm_timeout_s,
+            p.embedding.embedding_backend) == (7, 0.5, True, 5.0, "onnx")
+    assert insights_params(_options("--allow_rerun")).run.allow_rerun is True
+    assert insights_params(_options("--allow_rerun=false")).run.allow_rerun is False
+
+
+def test_params_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        _params().privacy.epsilon_size = 3.0
 
 
 @pytest.mark.parametrize("flag,value,message", [
     ("--num_clusters", "0", "num_clusters"), ("--epsilon_size", "-1", "epsilon_size"),
     ("--epsilon_keywords", "inf", "epsilon_keywords"), ("--delta", "1", "delta"),
     ("--max_conversations_per_user", "0", "max_conversations_per_user"),
-    ("--keywords_per_cluster", "0", "keywords_per_cluster"),
+    ("--keywords_per_cluster", "0", "keywords_per_cluster"), ("--max_record_bytes", "0", "max_record_bytes"),
+    ("--window_days", "0", "window_days"), ("--max_epsilon_per_window", "3", "needs --privacy_ledger"),
 ])
 def test_bad_values_name_the_option(flag, value, message):
     with pytest.raises(ValueError, match=message):
-        validate(_options(flag, value))
+        _params(flag, value)
+
+
+def test_a_group_checks_itself_when_built_directly():
+    with pytest.raises(ValueError, match="--delta must be in"):
+        PrivacyParams(delta=0)
+    with pytest.raises(ValueError, match="--epsilon_clustering"):
+        dataclasses.replace(_params().privacy, epsilon_clustering=float("nan"))
 
 
 def test_missing_input_is_a_bad_option():
     with pytest.raises(ValueError, match="--input is required"):
-        validate(InsightsOptions(["--output", "o"]))
+        insights_params(InsightsOptions(["--output", "o"]))
 
 
 def test_delta_goes_to_clustering_alone_with_laplace_keywords():
-    assert delta_split(_options("--keyword_noise", "laplace")) == (1e-6, 0.0)
-    assert delta_split(_options()) == (5e-7, 5e-7)
+    assert PrivacyParams(keyword_noise="laplace").delta_split("histogram") == (1e-6, 0.0)
+    assert PrivacyParams().delta_split("histogram") == (5e-7, 5e-7)
+    assert PrivacyParams().delta_split("centroid") == (1e-6, 0.0)
 
 
 def test_run_exits_with_bad_options_code(tmp_path, capsys):
@@ -63,27 +123,124 @@ def test_run_rejects_an_unreadable_keyword_set(tmp_path):
 ])
 def test_llm_options_are_validated(extra, message):
     with pytest.raises(ValueError, match=message):
-        validate(InsightsOptions(["--input", "x", "--output", "y", *extra]))
+        _params(*extra)
 
 
 def test_offline_is_the_default_and_builds_no_llm_step():
     from backends import factory
     from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
-    options = InsightsOptions(["--input", "x", "--output", "y"])
-    validate(options)
-    assert options.llm_backend == "offline" and options.pseudonymize is None
-    assert isinstance(factory.make_facet_extractor(options), UserTurnsFacetExtractor)
-    assert isinstance(factory.make_cluster_namer(options), KeywordClusterNamer)
+    p = _params()
+    assert p.llm.llm_backend == "offline" and p.llm.pseudonymize is None and p.llm.config() is None
+    assert isinstance(factory.make_facet_extractor(p.reading.facet_max_chars, p.llm.config()), UserTurnsFacetExtractor)
+    assert isinstance(factory.make_cluster_namer(p.llm.config()), KeywordClusterNamer)
 
 
 def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
     from backends import factory
     from backends.llm.steps import LLMClusterNamer, LLMFacetExtractor, LLMKeywordSelector
-    options = InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "openai", "--llm_base_url",
-                               "http://127.0.0.1:9/v1", "--llm_model", "m", "--llm_cache", "/tmp/c"])
-    validate(options)
-    extractor = factory.make_facet_extractor(options)
+    p = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
+                "--llm_cache", "/tmp/c")
+    config = p.llm.config()
+    extractor = factory.make_facet_extractor(p.reading.facet_max_chars, config)
     assert isinstance(extractor, LLMFacetExtractor) and extractor.config.pseudonymize
     assert extractor.config.cache_path == "/tmp/c" and extractor.batch_size > 1
-    assert isinstance(factory.make_keyword_selector(options, ("a", "b")), LLMKeywordSelector)
-    assert isinstance(factory.make_cluster_namer(options), LLMClusterNamer)
+    selector = factory.make_keyword_selector(("a", "b"), p.embedding.embedding_model,
+                                             p.keywords.keyword_min_similarity, p.embedding.embedding_backend, config)
+    assert isinstance(selector, LLMKeywordSelector)
+    assert isinstance(factory.make_cluster_namer(config), LLMClusterNamer)
+
+
+# The report's configuration: derived from what the params declare public.
+
+TODAYS_CONFIG_KEYS = {
+    "run_id", "date", "num_clusters", "max_conversations_per_user", "epsilon_clustering", "epsilon_size",
+    "epsilon_keywords", "delta", "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
+    "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
+    "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "embedding_dim", "kmeans_iterations",
+    "projection_dim", "noise_seed_fixed", "privacy_ledger"}
+
+# Distinctive values for every private thing a run may be given: none may reach the report.
+SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",
+                "--private_output", "gs://secret-private-7f3a", "--privacy_ledger", "gs://secret-ledger-7f3a/l.json",
+                "--max_epsilon_per_window", "30", "--seed", "918273645", "--noise_seed", "564738291",
+                "--canary_file", "/secret/canaries-7f3a.txt", "--llm_backend", "openai",
+                "--llm_base_url", "http://secret-host-7f3a:8000/v1", "--llm_model", "secret-model-7f3a",
+                "--llm_cache", "gs://secret-cache-7f3a", "--keyword_set", "/secret/kw-7f3a.txt",
+                "--date", "yesterday"]
+
+
+def _secret_run(tmp_path):
+    (tmp_path / "kw.txt").write_text("python\nsql\n")
+    flags = [value.replace("/secret/kw-7f3a.txt", str(tmp_path / "kw.txt")) for value in SECRET_FLAGS]
+    p = insights_params(InsightsOptions(flags))
+    context = make_run_context(p.reading.input, p.run.output, p.run.date, private_output=p.run.private_output)
+    return p, release_config(p, load_keyword_set(p.keywords.keyword_set), 384, context), context
+
+
+def test_release_config_is_what_the_params_declare_public(tmp_path):
+    p, config, context = _secret_run(tmp_path)
+    groups = [getattr(p, field.name) for field in dataclasses.fields(p)]
+    declared = {name: value for group in groups for name, value in public_fields(group).items()}
+    derived = {"noise_seed_fixed": True, "privacy_ledger": {"window_days": 30, "max_epsilon_per_window": 30.0}}
+    keyword_set = load_keyword_set(p.keywords.keyword_set)
+    assert config == {"run_id": context.run_id, "date": context.date, **declared, **derived, "embedding_dim": 384,
+                      "keyword_set": {"method": keyword_set.method, "size": 2, "version": keyword_set.version,
+                                      "created_at": keyword_set.created_at}}
+    assert set(config) == TODAYS_CONFIG_KEYS  # the keys of the config as it was hand-listed
+
+
+def test_no_private_value_enters_the_release_config(tmp_path):
+    p, config, _ = _secret_run(tmp_path)
+    text = json.dumps(config)
+    assert "7f3a" not in text and "918273645" not in text and "564738291" not in text
+    for group in (getattr(p, field.name) for field in dataclasses.fields(p)):
+        for field in dataclasses.fields(group):
+            if not field.metadata["public"] and field.name in config:
+                # A public value may reuse a private field's name (privacy_ledger: whether a cap was
+                # checked; keyword_set: the set's description; date: the resolved date), never its value.
+                assert config[field.name] != getattr(group, field.name), field.name
+
+
+# The keyword-set builder: its own flags and only the groups it needs.
+
+def test_build_keywords_takes_only_the_groups_it_needs():
+    parsed = {action.dest for action in argument_parser(BuildKeywordsOptions)._actions if action.dest != "help"}
+    assert parsed == _flags((KeywordSetParams, ReadingParams, PrivacyParams, EmbeddingParams, LLMParams, RunParams))
+    assert not parsed & _flags((ClusteringParams, KeywordParams))  # --num_clusters, --keyword_set, ...
+
+
+def test_build_keywords_ignores_the_insights_jobs_other_groups():
+    options = PipelineOptions(["--method", "public", "--public_corpus", "p.txt", "--input", "x", "--output", "kw.json",
+                               "--num_clusters", "0", "--keywords_per_cluster", "0"])
+    params = build_keywords_params(options.view_as(BuildKeywordsOptions))
+    assert params.builder.method == "public" and not hasattr(params, "clustering")
+    with pytest.raises(ValueError, match="--num_clusters"):
+        insights_params(options.view_as(InsightsOptions))
+
+
+# run() reads its params and leaves the parsed options as they were.
+
+@pytest.mark.slow
+def test_run_leaves_the_options_unchanged_and_records_the_resolved_values(tmp_path, monkeypatch):
+    import torch
+
+    from beam_jobs.generate_sample import write_sample
+    write_sample(str(tmp_path / "day.jsonl"), 40, 10, seed=3)
+    created = []
+
+    def recording_options(argv):
+        created.append(PipelineOptions(argv))
+        return created[-1]
+
+    # A resolved thread count other than the flag's 0 (auto), and the process's own, so that the
+    # embedding DoFn's torch.set_num_threads changes nothing for later tests.
+    resolved_threads = torch.get_num_threads()
+    monkeypatch.setattr(insights, "PipelineOptions", recording_options)
+    monkeypatch.setattr(insights, "resolve_embedding_threads", lambda embedding, pipeline_options: resolved_threads)
+    output = str(tmp_path / "out")
+    assert run(["--input", str(tmp_path / "day.jsonl"), "--output", output, "--num_clusters", "2",
+                "--min_cluster_size", "1000", "--progress", "off"]) == 0
+    options = created[0].view_as(InsightsOptions)
+    assert options.seed is None and options.embedding_threads == 0
+    stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
+    assert isinstance(stats["seed"], int) and stats["embedding_threads"] == resolved_threads >= 1

@@ -108,12 +108,12 @@ def test_the_job_builds_a_reporter_only_when_progress_is_on(capsys):
 
     from beam_jobs.insights import _progress
     from beam_jobs.job_runtime import use_local_engine
-    from beam_jobs.options import InsightsOptions
+    from beam_jobs.options import InsightsOptions, insights_params
 
     def reporter_for(*flags):
         pipeline_options = PipelineOptions(["--input", "x", "--output", "y", *flags])
         use_local_engine(pipeline_options)
-        return _progress(pipeline_options.view_as(InsightsOptions), pipeline_options)
+        return _progress(insights_params(pipeline_options.view_as(InsightsOptions)), pipeline_options)
 
     assert isinstance(reporter_for(), ProgressReporter)
     assert isinstance(reporter_for("--progress", "off"), contextlib.nullcontext)

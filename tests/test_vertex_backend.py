@@ -8,10 +8,10 @@ import pytest
 from google.oauth2.credentials import Credentials
 
 from backends.llm.client import PermanentError, RetryableError
-from backends.llm.config import LLMConfig, config_from_options
+from backends.llm.config import LLMConfig
 from backends.llm.steps import LLMClusterNamer
 from backends.llm.vertex_client import VertexChatClient
-from beam_jobs.options import InsightsOptions, validate
+from beam_jobs.options import InsightsOptions, insights_params
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "name this"}]
 
@@ -89,15 +89,13 @@ def test_the_namer_on_vertex_retries_a_429_then_parses_the_tags():
 def test_project_and_location_come_from_options_or_the_environment(monkeypatch):
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-project")
     monkeypatch.delenv("GOOGLE_CLOUD_LOCATION", raising=False)
-    options = InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"])
-    validate(options)
-    config = config_from_options(options)
+    config = insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"])).llm.config()
     assert (config.project, config.location, config.model, config.pseudonymize) == \
         ("env-project", "us-central1", "gemini-2.5-flash", True)
     options = InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex", "--llm_project", "p-1",
                                "--llm_location", "asia-east1", "--pseudonymize", "off"])
-    config = config_from_options(options)
+    config = insights_params(options).llm.config()
     assert (config.project, config.location, config.pseudonymize) == ("p-1", "asia-east1", False)
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
     with pytest.raises(ValueError, match="--llm_project"):
-        validate(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"]))
+        insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"]))

@@ -1,4 +1,5 @@
-"""LLMConfig: the picklable settings of a backend, turned into a Caller on each worker."""
+"""LLMConfig: the picklable settings of a backend, turned into a Caller on each worker. (The jobs
+build it from their --llm_* flags: beam_jobs.options.LLMParams.config.)"""
 
 from __future__ import annotations
 
@@ -43,22 +44,3 @@ class LLMConfig:
                       timeout_s=self.timeout_s, policy=RetryPolicy(self.max_retries, self.backoff_base_s),
                       max_concurrency=self.max_concurrency,
                       cache=ResponseCache(self.cache_path) if self.cache_path else None)
-
-
-def config_from_options(options) -> LLMConfig:
-    """The LLM settings of InsightsOptions (validated by beam_jobs.options.validate)."""
-    from backends.llm.vertex_client import DEFAULT_VERTEX_MODEL, vertex_location, vertex_project
-    backend = options.llm_backend
-    pseudonymize = options.pseudonymize != "off" if options.pseudonymize else backend in REMOTE_BACKENDS
-    return LLMConfig(
-        backend=backend,
-        model=options.llm_model or (DEFAULT_VERTEX_MODEL if backend == "vertex" else ""),
-        base_url=options.llm_base_url,
-        project=vertex_project(options.llm_project) if backend == "vertex" else options.llm_project,
-        location=vertex_location(options.llm_location) if backend == "vertex" else options.llm_location,
-        max_concurrency=options.llm_max_concurrency,
-        timeout_s=options.llm_timeout_s,
-        max_retries=options.llm_max_retries,
-        cache_path=options.llm_cache,
-        pseudonymize=pseudonymize,
-    )
