@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNSET_SHOWN_AS = {
     "input": "required", "output": "required", "private_output": "under `--output`", "seed": "random",
     "keyword_set": "bundled list", "keyword_min_noisy_count": "auto", "pseudonymize": "on for openai/vertex",
-    "llm_project": "`$GOOGLE_CLOUD_PROJECT`", "llm_location": "`$GOOGLE_CLOUD_PROJECT`",  # one row for both
+    "llm_project": "`$GOOGLE_CLOUD_PROJECT`", "llm_location": "`$GOOGLE_CLOUD_LOCATION`",
 }
 
 
