@@ -48,6 +48,7 @@ from core.run_context import resolve_date
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, Ledger, new_keyword_set_run_id
 from dp_ops.partition_selection import TermSelectionParams
+from dp_ops.run_budget import spend_event
 from dp_ops.tfidf import STAGE, DocumentFrequencyParams
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_document_frequencies import DPDocumentFrequencies
@@ -218,11 +219,13 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     return spends
 
 
-def _charge_ledger(run_params: RunParams, run_id: str, date: str, epsilon: float, delta: float) -> None:
-    """Records the keyword set's spend once, on its build date (not each night it is used)."""
+def _charge_ledger(run_params: RunParams, run_id: str, date: str, epsilon: float, delta: float,
+                   events=None) -> None:
+    """Records the keyword set's spend once, on its build date (not each night it is used), with its
+    mechanisms' events (None: the (epsilon, delta) event of its total)."""
     json_store.update_json(run_params.privacy_ledger, lambda document: Ledger.from_json(document).with_keyword_set(
         run_id, date, epsilon, delta, "reserved", run_params.output, run_params.max_epsilon_per_window,
-        run_params.window_days).to_json())
+        run_params.window_days, events=events).to_json())
 
 
 def _set_status(run_params: RunParams, run_id: str, status: str) -> None:
@@ -252,7 +255,8 @@ def run(argv: list[str] | None = None) -> int:
     ledgered = bool(params.run.privacy_ledger and spends)
     if ledgered:
         try:
-            _charge_ledger(params.run, run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends))
+            _charge_ledger(params.run, run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends),
+                           [spend_event(s) for s in spends])
         except BudgetRefused as error:
             return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error))
     try:

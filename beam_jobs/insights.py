@@ -49,6 +49,7 @@ from core.spend import MechanismSpend
 from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
 from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
+from dp_ops.run_budget import RunBudget, spend_event
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.centroid_keywords import CentroidKeywords
@@ -235,8 +236,8 @@ def _progress(params: InsightsParams, pipeline_options: PipelineOptions):
 
 def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[MechanismSpend],
                     keyword_set: KeywordSet) -> None:
-    """Checks the window cap and records this run as `reserved`, in one atomic ledger update.
-    Raises BudgetRefused.
+    """Checks the window cap and records this run as `reserved`, with its (epsilon, delta) (the PLD
+    composition of its stages at --delta) and its events, in one atomic ledger update. Raises BudgetRefused.
 
     A DP keyword set is spent once, on the data it was built from, not each night it is used, so
     this run's own entry leaves its spend out (the report's total still includes it: the release
@@ -245,9 +246,11 @@ def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[Mec
     checked against the same cap before this run's spend is. Its date is the one the build charges
     (its --date, else its UTC build day; `KeywordSet.ledger_date`), so every ledger counts the set in
     the windows of the data it was built from, whichever of the build or a night records it."""
-    epsilon = sum(s.epsilon for s in spends if s.stage != "keyword_set")
-    delta = sum(s.delta for s in spends if s.stage != "keyword_set")
+    nightly = RunBudget.of([s for s in spends if s.stage != "keyword_set"], options.delta)
+    epsilon, delta = nightly.total()
+    events = [entry.event for entry in nightly.entries]
     set_epsilon, set_delta = sum(s.epsilon for s in keyword_set.spend), sum(s.delta for s in keyword_set.spend)
+    set_events = [spend_event(s) for s in keyword_set.spend]
     set_date = keyword_set.ledger_date or context.ledger_date
     charged_set = False
 
@@ -259,12 +262,12 @@ def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[Mec
             # Committed: the set exists and its spend happened, whatever becomes of this run.
             ledger = ledger.with_keyword_set(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta,
                                              "committed", keyword_set.source, run_params.max_epsilon_per_window,
-                                             run_params.window_days)
+                                             run_params.window_days, events=set_events)
         ledger.check(context.ledger_date, epsilon, run_params.max_epsilon_per_window, run_params.window_days,
-                     run_params.allow_rerun)
+                     run_params.allow_rerun, delta=delta, events=events)
         entry = LedgerEntry(run_id=context.run_id, date=context.ledger_date, epsilon=epsilon, delta=delta,
                             status="reserved", recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                            output=context.run_dir,
+                            output=context.run_dir, events=tuple(events),
                             rerun=any(not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)
                                       for e in ledger.runs_on(context.ledger_date)))
         return ledger.with_entry(entry).to_json()

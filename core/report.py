@@ -24,23 +24,32 @@ def keyword_agreement(histogram: dict[int, list[str]], centroid: dict[int, list[
             "topics_with_a_shared_keyword": sum(1 for t in per_topic if t["shared"]), "per_topic": per_topic}
 
 
-def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: int) -> dict:
-    epsilon, delta = total_spend(spends)
+def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: int,
+                    composition: dict | None = None) -> dict:
+    """The report's privacy guarantee. `composition` is the run's total as its budget composed it
+    (dp_ops.run_budget.RunBudget.composition(): {"composition": "PLD", "accountant", "epsilon",
+    "delta"}), and `spends` its registered entries, each listing the event composed. Without it the
+    total is the basic composition (sum) of the spends, which is a valid but looser bound."""
+    if composition is None:
+        epsilon, delta = total_spend(spends)
+        composition = {"composition": "basic (sum over stages; each stage's own composition is in its entry)",
+                       "epsilon": epsilon, "delta": delta}
+    elif any(spend.event is None for spend in spends):
+        raise ValueError("a PLD total must list the event of every mechanism it composed")
     return {
         "unit": "user",
         "max_conversations_per_user": max_conversations_per_user,
-        "composition": "basic (sum over stages; each stage's own composition is in its entry)",
-        "epsilon": epsilon,
-        "delta": delta,
+        **composition,
         "mechanisms": [spend.to_json() for spend in spends],
     }
 
 
 def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
-                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None) -> dict:
+                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
+                 composition: dict | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
-    the report says how much they agree with the histogram's."""
+    the report says how much they agree with the histogram's. `composition`: see privacy_section."""
     topics = [
         {
             "id": int(cluster_id),
@@ -52,7 +61,8 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         for cluster_id, topic in named_topics.items()
     ]
     topics.sort(key=lambda t: (-t["size"], t["id"]))
-    report = {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user), "config": config}
+    report = {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user, composition),
+              "config": config}
     if centroid_keywords is not None:
         for topic in topics:
             topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])

@@ -199,7 +199,8 @@ def _privacy_panel(report: dict) -> str:
                     f"&epsilon; = {_number(cap)}" if cap else "no cap was set")
         parts.append(f"<p><b>Ledger:</b> this run's spend was recorded in the privacy ledger before any data was "
                      f"read ({cap_text}); it is marked committed when this release is published. Runs over the "
-                     "same users add up: a user seen in two runs is protected at the sum of their &epsilon;.</p>")
+                     "same users compose: the ledger charges a window the PLD composition of its runs, which is at "
+                     "most the sum of their &epsilon;.</p>")
     else:
         parts.append("<p><b>Ledger:</b> this run did not use a privacy ledger, so its spend was not checked against "
                      "a cap across runs. Runs over the same users add up: a user seen in two runs is protected at "

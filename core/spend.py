@@ -13,7 +13,11 @@ class MechanismSpend:
 
     `noise` describes the noise actually added (e.g. {"kind": "gaussian", "sigma": 3.2}) so a
     reader can judge small counts; `sensitivity` is the user-level sensitivity it was calibrated
-    to (L1 for Laplace, L2 for Gaussian).
+    to (L1 for Laplace, L2 for Gaussian). `epsilon` and `delta` are the stage's own guarantee.
+
+    `event` is the dp-accounting event of that noise, as plain JSON (dp_ops.dp_events writes and
+    reads it), which the run's budget composes with the other stages' (PLD): the run's total is not
+    the sum of the stages' epsilons. None only in files written before spends carried events.
     """
 
     stage: str
@@ -22,6 +26,7 @@ class MechanismSpend:
     delta: float
     sensitivity: float
     noise: dict
+    event: dict | None = None
 
     def __post_init__(self):
         if not (self.epsilon >= 0 and math.isfinite(self.epsilon)):
@@ -34,7 +39,8 @@ class MechanismSpend:
 
     @classmethod
     def from_json(cls, data: dict) -> "MechanismSpend":
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        optional = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data or f.name not in optional})
 
 
 def total_spend(spends: Iterable[MechanismSpend]) -> tuple[float, float]:

@@ -1,9 +1,23 @@
 """The privacy-budget ledger: what nightly runs spent per privacy unit, and the window cap.
 
-A user can appear on many nights, so spends compose. With basic composition, a user's total over
-any `window_days` consecutive days is at most the sum of the epsilons of the runs dated in those
-days; a new run is allowed only if every window that contains its date stays under the cap
-(checking only the window ending on its date would let a backfill overspend later windows).
+A user can appear on many nights, so spends compose. Each entry stores its run's dp-accounting
+events (dp_ops.dp_events, as JSON), and a window's spend is the PLD composition of the events of all
+runs dated in it: not the sum of their epsilons, which overstates it (nightly runs of Gaussian and
+Laplace noise compose like one run with sqrt(n)-times less noise, not n times the epsilon). A new run
+is allowed only if every window of `window_days` consecutive days that contains its date stays within
+the caps (checking only the window ending on its date would let a backfill overspend later windows).
+
+The caps are on epsilon at the window's delta and on that delta: with `max_delta_per_window`, every
+window must be (max_epsilon_per_window, max_delta_per_window)-DP, and a window whose (epsilon,
+delta) events (partition selection, old entries) alone need more delta than that is refused
+whatever its epsilon. Without it, a window's delta is the sum of its runs' deltas (what basic
+composition charged). Either way a window is never charged more than the basic composition of its
+runs' own (epsilon, delta) where that applies (the PLD's pessimistic discretisation can round a
+legacy entry's epsilon up by 1e-3).
+
+Version-1 ledgers (entries with only epsilon and delta) are read: such an entry is the (epsilon,
+delta) event of its own figure, which is sound (that is its guarantee) if loose. The ledger is
+written as version 2, which an older job refuses rather than misread.
 
 Entries are never deleted by the job. A run reserves its spend before reading data and marks it
 committed, failed or rejected at the end; reserved, failed and rejected runs still count, because
@@ -14,9 +28,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import secrets
 
-LEDGER_VERSION = 1
+import dp_accounting
+
+from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, delta_floor, event_from_json, event_to_json
+
+LEDGER_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 # Keyword-set builds (beam_jobs.build_keywords) are charged once, on their build date, under the
 # run id written into the set's file (by the build with --privacy_ledger, else by the first nightly
 # run that uses the set); they are not nightly runs, so they do not make that date's nightly run a re-run.
@@ -44,6 +64,8 @@ class LedgerEntry:
     recorded_at: str
     output: str
     rerun: bool = False
+    # The run's dp-accounting events as JSON; empty in version-1 entries (see dp_events()).
+    events: tuple[dict, ...] = ()
 
     def __post_init__(self):
         dt.date.fromisoformat(self.date)
@@ -51,6 +73,55 @@ class LedgerEntry:
             raise ValueError(f"ledger status must be one of {STATUSES}, got {self.status!r}")
         if self.epsilon < 0 or not 0 <= self.delta < 1:
             raise ValueError(f"ledger entry {self.run_id}: bad epsilon/delta {self.epsilon}/{self.delta}")
+        object.__setattr__(self, "events", tuple(self.events))
+        try:
+            self.dp_events()
+        except ValueError as error:
+            raise ValueError(f"ledger entry {self.run_id}: {error}") from error
+
+    def dp_events(self) -> list[dp_accounting.DpEvent]:
+        """What the window composes: the stored events, or for a version-1 entry its own (epsilon, delta)."""
+        return _dp_events(self.epsilon, self.delta, self.events or None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Charge:
+    """What a run or a keyword set is about to spend: its own (epsilon, delta) and its events (the
+    (epsilon, delta) event of its own figure if None)."""
+
+    epsilon: float
+    delta: float
+    events: tuple[dict, ...] | None = None
+
+    def dp_events(self) -> list[dp_accounting.DpEvent]:
+        return _dp_events(self.epsilon, self.delta, self.events)
+
+
+def _dp_events(epsilon: float, delta: float, events) -> list[dp_accounting.DpEvent]:
+    if events is None:
+        return [EpsilonDeltaDpEvent(epsilon, delta)]
+    return [event_from_json(event) for event in events]
+
+
+def events_json(events) -> tuple[dict, ...]:
+    """DpEvents (or their JSON) as a ledger entry stores them."""
+    return tuple(e if isinstance(e, dict) else event_to_json(e) for e in events)
+
+
+def window_spend(charges, max_delta_per_window: float | None) -> tuple[float, float]:
+    """(epsilon, delta) of running all `charges` (entries or Charges) on the same users: the PLD
+    composition of their events at `max_delta_per_window`, or at the sum of their deltas without it,
+    and never more than the sum of their epsilons when that delta covers the sum of their deltas."""
+    charges = list(charges)
+    delta_sum = sum(c.delta for c in charges)
+    delta = delta_sum if max_delta_per_window is None else max_delta_per_window
+    if not charges:
+        return 0.0, delta
+    events = [event for c in charges for event in c.dp_events()]
+    epsilon = composed_epsilon(events, delta)
+    if delta >= delta_sum:  # basic composition of the runs' own guarantees also holds
+        epsilon = min(epsilon, sum(c.epsilon for c in charges))
+    return epsilon, delta
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,62 +133,96 @@ class Ledger:
     def from_json(cls, data: dict | None) -> "Ledger":
         if not data:
             return cls()
-        if data.get("version") != LEDGER_VERSION:
-            raise ValueError(f"unsupported ledger version {data.get('version')!r}")
+        if data.get("version") not in READABLE_VERSIONS:
+            raise ValueError(f"unsupported ledger version {data.get('version')!r} (this job reads {READABLE_VERSIONS})")
         return cls(unit=data["unit"], entries=tuple(LedgerEntry(**e) for e in data["entries"]))
 
     def to_json(self) -> dict:
         return {"version": LEDGER_VERSION, "unit": self.unit,
-                "entries": [dataclasses.asdict(e) for e in self.entries]}
+                "entries": [{**dataclasses.asdict(e), "events": list(e.events)} for e in self.entries]}
 
     def runs_on(self, date: str) -> list[LedgerEntry]:
         return [e for e in self.entries if e.date == date]
 
-    def worst_window_spend(self, date: str, window_days: int) -> tuple[float, float, str]:
-        """(epsilon, delta, first day) of the most-spent window of `window_days` days containing `date`."""
+    def _windows(self, date: str, window_days: int):
+        """(first day, entries dated in it) of every window of `window_days` days containing `date`."""
         day = dt.date.fromisoformat(date)
-        worst = (0.0, 0.0, date)
         for offset in range(window_days):
             start = day - dt.timedelta(days=window_days - 1 - offset)
             end = start + dt.timedelta(days=window_days - 1)
-            inside = [e for e in self.entries if start <= dt.date.fromisoformat(e.date) <= end]
-            spend = (sum(e.epsilon for e in inside), sum(e.delta for e in inside), start.isoformat())
-            if spend[0] > worst[0]:
-                worst = spend
+            yield start.isoformat(), [e for e in self.entries if start <= dt.date.fromisoformat(e.date) <= end]
+
+    def _worst_window(self, date: str, window_days: int, max_delta_per_window: float | None,
+                      charge: Charge | None) -> tuple[float, float, str, list[LedgerEntry]]:
+        windows = list(self._windows(date, window_days))
+        if max_delta_per_window is not None:
+            # At a fixed delta, a window whose runs are a subset of another's spends no more (composing
+            # one more mechanism never lowers epsilon), so only the largest windows are composed.
+            runs = [{e.run_id for e in inside} for _, inside in windows]
+            windows = [window for window, ids in zip(windows, runs) if not any(ids < other for other in runs)]
+        worst, spent = None, {}
+        for start, inside in windows:
+            key = tuple(e.run_id for e in inside)
+            if key not in spent:  # neighbouring windows often hold the same runs
+                spent[key] = window_spend(inside + ([charge] if charge else []), max_delta_per_window)
+            epsilon, delta = spent[key]
+            if worst is None or epsilon > worst[0]:
+                worst = (epsilon, delta, start, inside)
         return worst
 
+    def worst_window_spend(self, date: str, window_days: int,
+                           max_delta_per_window: float | None = None) -> tuple[float, float, str]:
+        """(epsilon, delta, first day) of the most-spent window of `window_days` days containing `date`
+        (PLD composition of its runs' events; see the module docstring for its delta)."""
+        epsilon, delta, start, _ = self._worst_window(date, window_days, max_delta_per_window, None)
+        return epsilon, delta, start
+
     def check(self, date: str, epsilon: float, max_epsilon_per_window: float | None, window_days: int,
-              allow_rerun: bool) -> None:
-        """Raises BudgetRefused if a run of `epsilon` on `date` is not allowed."""
+              allow_rerun: bool, *, delta: float = 0.0, events=None,
+              max_delta_per_window: float | None = None) -> None:
+        """Raises BudgetRefused if a run of (`epsilon`, `delta`) with `events` (DpEvents or their
+        JSON; None: the (epsilon, delta) event itself) on `date` is not allowed."""
         earlier = [e for e in self.runs_on(date) if not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)]
         if earlier and not allow_rerun:
             ids = ", ".join(e.run_id for e in earlier)
             raise BudgetRefused(f"{date} already has run(s) {ids} in the ledger; re-running would spend again. "
                                 f"Pass --allow_rerun to record a second spend explicitly.")
-        if max_epsilon_per_window is None:
+        if max_epsilon_per_window is None and max_delta_per_window is None:
             return
-        spent, _, start = self.worst_window_spend(date, window_days)
-        if spent + epsilon > max_epsilon_per_window + 1e-9:
+        charge = Charge(epsilon, delta, None if events is None else events_json(events))
+        total, window_delta, start, inside = self._worst_window(date, window_days, max_delta_per_window, charge)
+        spent, _ = window_spend(inside, max_delta_per_window)
+        if max_delta_per_window is not None and math.isinf(total):
+            floor = delta_floor([event for c in [*inside, charge] for event in c.dp_events()])
+            raise BudgetRefused(
+                f"the run on {date} would bring the {window_days}-day window starting {start} to delta {floor:.3g} "
+                f"from its (epsilon, delta) mechanisms alone, >= cap {max_delta_per_window:.3g}")
+        if max_epsilon_per_window is not None and total > max_epsilon_per_window + 1e-9:
             raise BudgetRefused(
                 f"epsilon {epsilon:.4g} on {date} would bring the {window_days}-day window starting {start} to "
-                f"{spent + epsilon:.4g} > cap {max_epsilon_per_window:.4g} (already spent {spent:.4g})")
+                f"{total:.4g} (PLD composition at delta {window_delta:.3g}) > cap {max_epsilon_per_window:.4g} "
+                f"(already spent {spent:.4g})")
 
     def has_run(self, run_id: str) -> bool:
         return any(e.run_id == run_id for e in self.entries)
 
     def with_keyword_set(self, run_id: str, date: str, epsilon: float, delta: float, status: str, output: str,
-                         max_epsilon_per_window: float | None, window_days: int) -> "Ledger":
-        """Charges a keyword-set build: checked against the cap on its own date like a run, but never
-        a re-run of that date. Raises BudgetRefused (naming the set) or ValueError if already charged."""
+                         max_epsilon_per_window: float | None, window_days: int, *, events=None,
+                         max_delta_per_window: float | None = None) -> "Ledger":
+        """Charges a keyword-set build: checked against the caps on its own date like a run, but never
+        a re-run of that date. Raises BudgetRefused (naming the set) or ValueError if already charged.
+        `events`: as for `check`; None records the set as the (epsilon, delta) event of its figure."""
         if not run_id.startswith(KEYWORD_SET_RUN_PREFIX):
             raise ValueError(f"a keyword-set run id starts with {KEYWORD_SET_RUN_PREFIX!r}, got {run_id!r}")
         try:
-            self.check(date, epsilon, max_epsilon_per_window, window_days, allow_rerun=True)
+            self.check(date, epsilon, max_epsilon_per_window, window_days, allow_rerun=True, delta=delta,
+                       events=events, max_delta_per_window=max_delta_per_window)
         except BudgetRefused as error:
             raise BudgetRefused(f"keyword set {run_id} (dated {date}): {error}") from error
         return self.with_entry(LedgerEntry(
             run_id=run_id, date=date, epsilon=epsilon, delta=delta, status=status,
-            recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), output=output))
+            recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), output=output,
+            events=() if events is None else events_json(events)))
 
     def with_entry(self, entry: LedgerEntry) -> "Ledger":
         if self.has_run(entry.run_id):

@@ -16,8 +16,10 @@ import math
 
 import numpy as np
 import opendp.prelude as dp
+from dp_accounting import dp_event
 
 from core.spend import MechanismSpend
+from dp_ops.dp_events import event_to_json
 
 
 def scale_for(epsilon: float, sensitivity: float) -> float:
@@ -53,7 +55,15 @@ def variance(scale: float) -> float:
     return 2 * a / (1 - a) ** 2
 
 
+def event(scale: float, sensitivity: int) -> dp_event.DiscreteLaplaceDpEvent:
+    """dp-accounting's discrete Laplace has P(z) proportional to exp(-a |z|): a = 1 / scale here."""
+    if int(sensitivity) != sensitivity:
+        raise ValueError(f"the discrete Laplace mechanism needs an integer sensitivity, got {sensitivity}")
+    return dp_event.DiscreteLaplaceDpEvent(noise_parameter=1.0 / scale, sensitivity=int(sensitivity))
+
+
 def spend(stage: str, mechanism: str, scale: float, sensitivity: float) -> MechanismSpend:
     return MechanismSpend(stage=stage, mechanism=mechanism, epsilon=epsilon_of(scale, sensitivity), delta=0.0,
                           sensitivity=sensitivity,
-                          noise={"kind": "discrete_laplace", "scale": scale, "std": math.sqrt(variance(scale))})
+                          noise={"kind": "discrete_laplace", "scale": scale, "std": math.sqrt(variance(scale))},
+                          event=event_to_json(event(scale, sensitivity)))

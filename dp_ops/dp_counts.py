@@ -1,7 +1,10 @@
 """User-level DP counts over public partitions with PipelineDP: parameters, noise and spend.
 
 The Beam wiring is in transforms/; this module decides the contribution bounds and reads back, from
-PipelineDP's own budget accountant, what the aggregation spent.
+PipelineDP's own budget accountant, what the aggregation spent and the dp-accounting event of the
+noise it drew. PipelineDP derives its noise from an (epsilon, delta) budget (Laplace: scale =
+L1 / epsilon; Gaussian: PyDP's analytic-Gaussian sigma); `pipeline_dp_budget` inverts that, for a
+noise calibrated elsewhere (dp_ops.joint_calibration).
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ import dataclasses
 import math
 import statistics
 
+import dp_accounting
 import pipeline_dp
-from pipeline_dp import dp_computations
+from pipeline_dp import budget_accounting, dp_computations
 
 from core.spend import MechanismSpend
+from dp_ops.dp_events import event_to_json
 
 NOISE_KINDS = {"laplace": pipeline_dp.NoiseKind.LAPLACE, "gaussian": pipeline_dp.NoiseKind.GAUSSIAN}
 
@@ -104,11 +109,26 @@ def accountant_spent(accountant: pipeline_dp.NaiveBudgetAccountant, stage: str) 
     return sum(spec.eps for spec in specs), sum(spec.delta or 0.0 for spec in specs)
 
 
+def additive_noise_event(spec: budget_accounting.MechanismSpec, sensitivities) -> dp_accounting.DpEvent:
+    """The dp-accounting event of the noise PipelineDP draws for a Laplace or Gaussian `spec`, built
+    with PipelineDP's own `create_additive_mechanism` (what its combiners call), so the event is the
+    noise actually drawn, not a re-derivation of it."""
+    if spec.count != 1:
+        raise ValueError(f"a PipelineDP mechanism applied {spec.count} times is not accounted here")
+    noise = dp_computations.create_additive_mechanism(spec, sensitivities)
+    if noise.noise_kind == pipeline_dp.NoiseKind.LAPLACE:
+        return dp_accounting.LaplaceDpEvent(noise.noise_parameter / noise.sensitivity)
+    return dp_accounting.GaussianDpEvent(noise.std / noise.sensitivity)
+
+
 def spend_from_accountant(params: DPCountParams, accountant: pipeline_dp.NaiveBudgetAccountant,
                           mechanism: str) -> MechanismSpend:
-    """What the stage's aggregations were actually given by PipelineDP's accountant."""
+    """What the stage's aggregation was actually given by PipelineDP's accountant, with the event
+    of the noise that budget draws."""
     epsilon, delta = accountant_spent(accountant, params.stage)
     sensitivity = params.sensitivity()
+    (spec,) = accountant.mechanism_specs  # one COUNT per stage
+    event = additive_noise_event(spec, dp_computations.compute_sensitivities_for_count(params.aggregate_params()))
     return MechanismSpend(
         stage=params.stage,
         mechanism=mechanism,
@@ -116,4 +136,46 @@ def spend_from_accountant(params: DPCountParams, accountant: pipeline_dp.NaiveBu
         delta=delta,
         sensitivity=sensitivity,
         noise=noise_description(params.noise, epsilon, delta, sensitivity),
+        event=event_to_json(event),
     )
+
+
+def pipeline_dp_budget(noise: str, noise_multiplier: float, delta: float, sensitivity: float) -> tuple[float, float]:
+    """(epsilon, delta) to give PipelineDP for one aggregation so that it draws noise of at least
+    `noise_multiplier` x `sensitivity` (Laplace scale, or Gaussian sigma), and barely more.
+
+    Laplace: epsilon = 1 / multiplier, delta 0, exactly. Gaussian: PyDP's sigma for (epsilon, delta)
+    is its analytic-Gaussian calibration, rounded up to a grid (a step function of epsilon), so this
+    is the largest epsilon at the given `delta` whose sigma is still >= the target, by bisection;
+    `noise_for_budget` gives the sigma PipelineDP will then actually draw.
+    """
+    if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)) or sensitivity <= 0:
+        raise ValueError(f"need noise_multiplier > 0 and sensitivity > 0, got {noise_multiplier}, {sensitivity}")
+    if noise == "laplace":
+        return 1.0 / noise_multiplier, 0.0
+    if noise != "gaussian":
+        raise ValueError(f"noise must be one of {sorted(NOISE_KINDS)}, got {noise!r}")
+    if not 0 < delta < 1:
+        raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {delta}")
+    target = noise_multiplier * sensitivity
+    enough, too_little = 1e-6, 1.0  # epsilons with sigma >= target, and < target
+    while dp_computations.compute_sigma(enough, delta, sensitivity) < target:
+        enough /= 2
+    while dp_computations.compute_sigma(too_little, delta, sensitivity) >= target:
+        too_little *= 2
+    while too_little - enough > 1e-12 * too_little:
+        middle = (enough + too_little) / 2
+        if dp_computations.compute_sigma(middle, delta, sensitivity) >= target:
+            enough = middle
+        else:
+            too_little = middle
+    return enough, delta
+
+
+def noise_for_budget(noise: str, epsilon: float, delta: float, sensitivity: float) -> float:
+    """The Laplace scale or Gaussian sigma PipelineDP draws for an aggregation given (epsilon, delta)."""
+    kind = {"laplace": budget_accounting.MechanismType.LAPLACE, "gaussian": budget_accounting.MechanismType.GAUSSIAN}[noise]
+    spec = budget_accounting.MechanismSpec(kind, _eps=epsilon, _delta=delta)
+    mechanism = dp_computations.create_additive_mechanism(
+        spec, dp_computations.Sensitivities(l1=sensitivity, l2=sensitivity))
+    return mechanism.noise_parameter if noise == "laplace" else mechanism.std

@@ -17,7 +17,9 @@ User-level sensitivity: a user's conversations are weighted 1/n_u (n_u <= C afte
 bounding), so one user's points carry total weight <= 1. Each point has norm <= 1, so adding or
 removing a user moves the stacked per-cluster sums by at most 1 in L2 (triangle inequality), in
 every release. With sigma = z * 1, the T+1 releases compose as a self-composed Gaussian, which
-dp-accounting's PLD accountant turns into the epsilon we report. Weighting also keeps a heavy user
+dp-accounting's PLD accountant turns into the epsilon we report (`NoiseCalibration.event`). The noise
+is calibrated to the stage's own (epsilon, delta), or given as a noise multiplier when the run's
+stages are calibrated jointly (dp_ops.joint_calibration). Weighting also keeps a heavy user
 from dominating a topic; with every user at exactly C conversations it equals the unweighted sum
 with sensitivity C, and is strictly better otherwise.
 
@@ -33,8 +35,10 @@ import numpy as np
 import pipeline_dp.dp_computations
 
 from core.spend import MechanismSpend
+from dp_ops.dp_events import event_to_json
 from dp_ops.gaussian_accounting import (
     calibrate_gaussian_noise_multiplier,
+    composed_gaussian_event,
     epsilon_of_gaussian_releases,
 )
 from dp_ops.rowwise import rowwise_matmul
@@ -45,20 +49,29 @@ USER_L2_SENSITIVITY = 1.0
 
 @dataclasses.dataclass(frozen=True)
 class DPKMeansParams:
+    """`epsilon`: calibrate the noise so that the releases alone are (epsilon, delta)-DP; or, with
+    epsilon=None, `noise_multiplier`: use sigma = noise_multiplier x sensitivity as given (from
+    dp_ops.joint_calibration), and report the epsilon it spends at `delta`."""
+
     num_clusters: int
-    epsilon: float
+    epsilon: float | None
     delta: float
     input_dim: int
     iterations: int = 3
     projection_dim: int = 32
     lsh_bits: int | None = None
     seed: int = 0
+    noise_multiplier: float | None = None
 
     def __post_init__(self):
         if self.num_clusters < 1:
             raise ValueError(f"num_clusters must be >= 1, got {self.num_clusters}")
-        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+        if (self.epsilon is None) == (self.noise_multiplier is None):
+            raise ValueError("give DP k-means either epsilon or noise_multiplier, not both or neither")
+        if self.epsilon is not None and not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise ValueError(f"epsilon for clustering must be > 0 and finite, got {self.epsilon}")
+        if self.noise_multiplier is not None and not (self.noise_multiplier > 0 and math.isfinite(self.noise_multiplier)):
+            raise ValueError(f"noise_multiplier for clustering must be > 0 and finite, got {self.noise_multiplier}")
         if not 0 < self.delta < 1:
             raise ValueError(f"delta for clustering must be in (0, 1), got {self.delta}")
         if self.iterations < 1:
@@ -97,6 +110,10 @@ class NoiseCalibration:
     delta: float
     releases: int
 
+    def event(self):
+        """The releases as dp-accounting composes them: `releases` Gaussians of multiplier z."""
+        return composed_gaussian_event(self.noise_multiplier, self.releases)
+
     def spend(self, params: DPKMeansParams) -> MechanismSpend:
         return MechanismSpend(
             stage="clustering",
@@ -107,11 +124,13 @@ class NoiseCalibration:
             sensitivity=USER_L2_SENSITIVITY,
             noise={"kind": "gaussian", "sigma": self.sigma, "per": "coordinate of each cluster sum",
                    "releases": self.releases, "dimension": params.dim},
+            event=event_to_json(self.event()),
         )
 
 
 def calibrate(params: DPKMeansParams) -> NoiseCalibration:
-    z = calibrate_gaussian_noise_multiplier(params.epsilon, params.delta, params.releases)
+    z = (params.noise_multiplier if params.noise_multiplier is not None
+         else calibrate_gaussian_noise_multiplier(params.epsilon, params.delta, params.releases))
     return NoiseCalibration(
         noise_multiplier=z,
         sigma=z * USER_L2_SENSITIVITY,

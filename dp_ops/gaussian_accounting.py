@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 import dp_accounting
-from dp_accounting.pld import pld_privacy_accountant
 
-# PLD discretisation: fine enough that the reported epsilon is within ~1e-2 of the exact value,
-# and it is pessimistic (rounds the privacy loss up), so the reported figure is an upper bound.
-_PLD_DISCRETIZATION = 1e-3
-
-
-def _fresh_accountant() -> dp_accounting.PrivacyAccountant:
-    return pld_privacy_accountant.PLDAccountant(value_discretization_interval=_PLD_DISCRETIZATION)
+from dp_ops.dp_events import PLDAccountant, composed_epsilon
 
 
 def composed_gaussian_event(noise_multiplier: float, releases: int) -> dp_accounting.DpEvent:
@@ -20,9 +13,7 @@ def composed_gaussian_event(noise_multiplier: float, releases: int) -> dp_accoun
 
 def epsilon_of_gaussian_releases(noise_multiplier: float, releases: int, delta: float) -> float:
     """Epsilon at `delta` of `releases` Gaussian releases, each with sigma = multiplier * L2 sensitivity."""
-    accountant = _fresh_accountant()
-    accountant.compose(composed_gaussian_event(noise_multiplier, releases))
-    return accountant.get_epsilon(delta)
+    return composed_epsilon([composed_gaussian_event(noise_multiplier, releases)], delta)
 
 
 def calibrate_gaussian_noise_multiplier(epsilon: float, delta: float, releases: int) -> float:
@@ -34,7 +25,7 @@ def calibrate_gaussian_noise_multiplier(epsilon: float, delta: float, releases: 
     if epsilon <= 0 or not 0 < delta < 1 or releases < 1:
         raise ValueError(f"need epsilon > 0, 0 < delta < 1, releases >= 1; got {epsilon}, {delta}, {releases}")
     multiplier = dp_accounting.calibrate_dp_mechanism(
-        _fresh_accountant,
+        PLDAccountant,
         lambda z: composed_gaussian_event(z, releases),
         target_epsilon=epsilon,
         target_delta=delta,

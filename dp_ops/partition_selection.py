@@ -5,6 +5,10 @@ term and for at most `max_partitions_per_user` terms (PipelineDP samples a user'
 bound), so a term used by one user is kept with probability at most ~delta however often that
 user repeats it. With `with_counts`, the kept terms also get a noisy user count (Laplace), which the
 budget accountant pays for out of the same epsilon.
+
+Accounting: dp-accounting has no privacy loss distribution for thresholding, so the selection is
+accounted as the (epsilon, delta) PipelineDP calibrated it to (dp_ops.dp_events.EpsilonDeltaDpEvent:
+sound for any mechanism with that guarantee), and the optional counts as the Laplace noise they draw.
 """
 
 from __future__ import annotations
@@ -12,10 +16,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import dp_accounting
 import pipeline_dp
+from pipeline_dp import budget_accounting, dp_computations
 
 from core.spend import MechanismSpend
-from dp_ops.dp_counts import accountant_spent
+from dp_ops.dp_counts import accountant_spent, additive_noise_event
+from dp_ops.dp_events import EpsilonDeltaDpEvent, event_to_json
 
 # Gaussian thresholding is the default: its threshold grows with sqrt(max_partitions_per_user), the
 # others' linearly (at epsilon 1, delta 1e-6 and 25 terms per user, a term needs ~122 users against
@@ -61,6 +68,19 @@ class TermSelectionParams:
             partition_selection_strategy=STRATEGIES[self.strategy])
 
 
+def selection_event(params: TermSelectionParams, accountant: pipeline_dp.NaiveBudgetAccountant) -> dp_accounting.DpEvent:
+    """Each of the stage's PipelineDP mechanisms as dp-accounting composes it (see the module docstring)."""
+    events = []
+    for spec in accountant.mechanism_specs:
+        if spec.mechanism_type in (budget_accounting.MechanismType.LAPLACE, budget_accounting.MechanismType.GAUSSIAN):
+            # The user counts: one per term, a user in <= max_partitions_per_user terms.
+            sensitivities = dp_computations.compute_sensitivities_for_privacy_id_count(params.count_params())
+            events.append(additive_noise_event(spec, sensitivities))
+        else:  # a partition selection strategy
+            events.append(EpsilonDeltaDpEvent(spec.eps, spec.delta or 0.0))
+    return dp_accounting.ComposedDpEvent(events)
+
+
 def spend_from_accountant(params: TermSelectionParams, accountant: pipeline_dp.NaiveBudgetAccountant,
                           mechanism: str) -> MechanismSpend:
     specs = accountant.mechanism_specs
@@ -70,4 +90,5 @@ def spend_from_accountant(params: TermSelectionParams, accountant: pipeline_dp.N
              "mechanisms": [{"kind": str(spec.mechanism_type.name).lower(), "epsilon": spec.eps,
                              "delta": spec.delta or 0.0} for spec in specs]}
     return MechanismSpend(stage=params.stage, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                          sensitivity=float(params.max_partitions_per_user), noise=noise)
+                          sensitivity=float(params.max_partitions_per_user), noise=noise,
+                          event=event_to_json(selection_event(params, accountant)))

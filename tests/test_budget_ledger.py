@@ -1,6 +1,12 @@
+import dataclasses
+import json
+
+import dp_accounting
 import pytest
+from dp_accounting.pld import pld_privacy_accountant
 
 from dp_ops.budget_ledger import BudgetRefused, Ledger, LedgerEntry
+from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, event_from_json, event_to_json
 
 
 def _entry(run_id, date, epsilon, status="committed"):
@@ -73,3 +79,78 @@ def test_a_keyword_set_charge_is_checked_on_its_date_and_recorded_once():
         charged.with_keyword_set("keyword-set-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", None, 7)
     with pytest.raises(ValueError, match="keyword-set-"):
         ledger.with_keyword_set("nightly-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", None, 7)
+
+
+# --- PLD composition across nights ---
+
+NIGHT = [dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(2.4514), 4), dp_accounting.LaplaceDpEvent(1.0),
+         dp_accounting.GaussianDpEvent(2.2988)]  # today's default noise: 5.35 at delta 1e-6
+NIGHT_EPSILON = composed_epsilon(NIGHT, 1e-6)
+
+
+def _night(run_id, date, events=NIGHT):
+    return LedgerEntry(run_id=run_id, date=date, epsilon=NIGHT_EPSILON, delta=1e-6, status="committed",
+                       recorded_at="2026-11-01T00:00:00+00:00", output="out",
+                       events=tuple(event_to_json(e) for e in events))
+
+
+def test_a_windows_spend_is_the_pld_composition_of_its_nights_events():
+    ledger = _ledger(*[_night(f"n{day}", f"2026-11-0{day}") for day in range(1, 5)])
+    epsilon, delta, _ = ledger.worst_window_spend("2026-11-04", 7, max_delta_per_window=1e-6)
+    # Recomputed with a fresh dp-accounting accountant from the stored JSON.
+    accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    for entry in ledger.entries:
+        for event in entry.events:
+            accountant.compose(event_from_json(event))
+    assert delta == 1e-6 and epsilon == pytest.approx(accountant.get_epsilon(1e-6), abs=5e-3)
+    assert epsilon < 0.62 * 4 * NIGHT_EPSILON  # 13.1 against 21.4 by adding epsilons
+    summed_delta_epsilon, summed_delta, _ = ledger.worst_window_spend("2026-11-04", 7)
+    assert summed_delta == pytest.approx(4e-6) and summed_delta_epsilon < epsilon
+
+
+def test_the_epsilon_cap_admits_what_pld_composition_fits_and_refuses_one_night_more():
+    ledger = _ledger(*[_night(f"n{day}", f"2026-11-0{day}") for day in range(1, 4)])
+    four = ledger.with_entry(_night("n4", "2026-11-04")).worst_window_spend("2026-11-04", 30, 1e-6)[0]
+    # Adding epsilons, a fourth night of 5.35 would need a cap of 21.4.
+    ledger.check("2026-11-04", NIGHT_EPSILON, four + 0.01, 30, False, delta=1e-6, events=NIGHT,
+                 max_delta_per_window=1e-6)
+    with pytest.raises(BudgetRefused, match="PLD composition at delta 1e-06"):
+        ledger.check("2026-11-04", NIGHT_EPSILON, four - 0.01, 30, False, delta=1e-6, events=NIGHT,
+                     max_delta_per_window=1e-6)
+
+
+def test_the_delta_cap_refuses_a_window_whose_epsilon_delta_events_need_more_delta():
+    keyword_set = LedgerEntry(run_id="keyword-set-1", date="2026-11-01", epsilon=1.0, delta=1e-6, status="committed",
+                              recorded_at="2026-11-01T00:00:00+00:00", output="kw.json",
+                              events=(event_to_json(EpsilonDeltaDpEvent(1.0, 1e-6)),))
+    ledger = _ledger(keyword_set)
+    ledger.check("2026-11-02", NIGHT_EPSILON, 100.0, 30, False, delta=1e-6, events=NIGHT, max_delta_per_window=2e-6)
+    with pytest.raises(BudgetRefused, match="delta 1e-06 from its \\(epsilon, delta\\) mechanisms alone, >= cap 1e-06"):
+        ledger.check("2026-11-02", NIGHT_EPSILON, 100.0, 30, False, delta=1e-6, events=NIGHT,
+                     max_delta_per_window=1e-6)
+    with pytest.raises(BudgetRefused, match="cap 5e-07"):  # the delta cap alone, without an epsilon cap
+        ledger.check("2026-11-02", NIGHT_EPSILON, None, 30, False, delta=1e-6, events=NIGHT, max_delta_per_window=5e-7)
+
+
+def test_an_old_ledger_is_read_and_its_entries_compose_as_their_own_epsilon_delta():
+    old = {"version": 1, "unit": "user", "entries": [
+        {"run_id": "a", "date": "2026-11-01", "epsilon": 7.0, "delta": 1e-6, "status": "committed",
+         "recorded_at": "2026-11-01T00:00:00+00:00", "output": "out", "rerun": False}]}
+    ledger = Ledger.from_json(old)
+    assert ledger.entries[0].dp_events() == [EpsilonDeltaDpEvent(7.0, 1e-6)]
+    # An old entry counts at its full epsilon: 7 + a 5.35 night fits 12.4, not 12.
+    ledger.check("2026-11-02", NIGHT_EPSILON, 12.4, 30, False, delta=1e-6, events=NIGHT)
+    with pytest.raises(BudgetRefused):
+        ledger.check("2026-11-02", NIGHT_EPSILON, 12.0, 30, False, delta=1e-6, events=NIGHT)
+    written = ledger.with_entry(_night("b", "2026-11-02")).to_json()
+    assert written["version"] == 2 and written["entries"][0]["events"] == []
+    assert Ledger.from_json(json.loads(json.dumps(written))) == ledger.with_entry(_night("b", "2026-11-02"))
+
+
+def test_a_newer_ledger_or_a_bad_event_is_refused():
+    with pytest.raises(ValueError, match="version 3"):
+        Ledger.from_json({"version": 3, "unit": "user", "entries": []})
+    bad = dataclasses.asdict(_night("a", "2026-11-01"))
+    bad["events"] = [{"type": "GaussianDpEvent", "noise_multiplier": -1.0}]
+    with pytest.raises(ValueError, match="ledger entry a"):
+        Ledger.from_json({"version": 2, "unit": "user", "entries": [bad]})

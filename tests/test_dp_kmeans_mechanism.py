@@ -74,7 +74,9 @@ def test_new_centres_are_the_directions_of_the_noisy_sums():
 
 
 @pytest.mark.parametrize("kwargs", [dict(num_clusters=0), dict(epsilon=0), dict(delta=0), dict(iterations=0),
-                                    dict(projection_dim=-1), dict(lsh_bits=2, num_clusters=10)])
+                                    dict(projection_dim=-1), dict(lsh_bits=2, num_clusters=10),
+                                    dict(noise_multiplier=2.0), dict(epsilon=None),
+                                    dict(epsilon=None, noise_multiplier=0.0)])
 def test_bad_parameters_fail_at_construction(kwargs):
     base = dict(num_clusters=5, epsilon=1.0, delta=1e-6, input_dim=8)
     with pytest.raises(ValueError):

@@ -5,6 +5,7 @@ atomic update as that run's reservation and under the same cap."""
 import datetime as dt
 import json
 
+import dp_accounting
 import pytest
 
 from backends.keyword_set import LEGACY_RUN_PREFIX, keyword_set_document, load_keyword_set, write_keyword_set
@@ -15,14 +16,19 @@ from beam_jobs.options import InsightsOptions, RunParams
 from core.run_context import make_run_context
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, Ledger
+from dp_ops.dp_events import event_to_json
+from dp_ops.run_budget import RunBudget
 
 NOW = dt.datetime(2026, 11, 22, 3, 4, 5, tzinfo=dt.timezone.utc)
 SET_SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=1.5,
                            delta=1e-7, sensitivity=3.0, noise={"kind": "partition_selection"})
 RUN_SPENDS = [MechanismSpend(stage="clustering", mechanism="DP k-means", epsilon=4.0, delta=5e-7, sensitivity=1.0,
-                             noise={"kind": "gaussian"}),
+                             noise={"kind": "gaussian"},
+                             event=event_to_json(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(2.4514), 4))),
               MechanismSpend(stage="cluster_sizes", mechanism="COUNT", epsilon=1.0, delta=0.0, sensitivity=5.0,
-                             noise={"kind": "laplace"})]
+                             noise={"kind": "laplace"}, event=event_to_json(dp_accounting.LaplaceDpEvent(1.0)))]
+# A night is charged the PLD composition of its stages at --delta (1e-6): ~4.77, not 4 + 1.
+NIGHT_EPSILON = RunBudget.of(RUN_SPENDS, 1e-6).epsilon()
 SET_ID = "keyword-set-0123456789abcdef"
 
 
@@ -51,8 +57,11 @@ def test_a_set_built_without_a_ledger_is_charged_by_the_first_night_only(tmp_pat
     first = _night(tmp_path, keyword_set, "2026-11-20")
     second = _night(tmp_path, keyword_set, "2026-11-21")
     charged = [(e.run_id, e.date, e.epsilon, e.delta, e.status) for e in _entries(tmp_path)]
-    assert charged == [(SET_ID, "2026-11-10", 1.5, 1e-7, "committed"), (first, "2026-11-20", 5.0, 5e-7, "reserved"),
-                       (second, "2026-11-21", 5.0, 5e-7, "reserved")]
+    assert 4.7 < NIGHT_EPSILON < 4.8
+    assert charged == [(SET_ID, "2026-11-10", 1.5, 1e-7, "committed"),
+                       (first, "2026-11-20", NIGHT_EPSILON, 1e-6, "reserved"),
+                       (second, "2026-11-21", NIGHT_EPSILON, 1e-6, "reserved")]
+    assert [e.events for e in _entries(tmp_path)[1:]] == [tuple(s.event for s in RUN_SPENDS)] * 2
 
 
 def test_a_set_built_with_the_same_ledger_is_not_charged_again(tmp_path):
@@ -61,17 +70,17 @@ def test_a_set_built_with_the_same_ledger_is_not_charged_again(tmp_path):
     _charge_ledger(build, keyword_set.ledger_run_id, keyword_set.ledger_date, 1.5, 1e-7)
     night = _night(tmp_path, keyword_set, "2026-11-20")
     assert [(e.run_id, e.date, e.epsilon) for e in _entries(tmp_path)] == [
-        (SET_ID, "2026-11-10", 1.5), (night, "2026-11-20", 5.0)]
+        (SET_ID, "2026-11-10", 1.5), (night, "2026-11-20", NIGHT_EPSILON)]
 
 
 def test_the_cap_counts_the_set_and_a_refusal_charges_nothing(tmp_path):
     keyword_set = _dp_set(tmp_path, date="2026-11-20")
-    # 5 for the run fits a cap of 6 alone; with the set's 1.5 in the same window it does not.
+    # The run's ~4.77 fits a cap of 6 alone; with the set's (1.5, 1e-7) in the same window (~6.24) it does not.
     with pytest.raises(BudgetRefused, match="cap 6"):
         _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6")
     assert not (tmp_path / "ledger.json").exists()
     _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6.5")
-    assert [e.epsilon for e in _entries(tmp_path)] == [1.5, 5.0]
+    assert [e.epsilon for e in _entries(tmp_path)] == [1.5, NIGHT_EPSILON]
 
 
 def test_the_set_is_checked_against_the_cap_on_its_own_date(tmp_path):

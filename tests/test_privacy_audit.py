@@ -1,0 +1,180 @@
+"""An empirical privacy audit of each DP mechanism the job runs (tests/privacy_audit.py): on two
+neighbouring tiny inputs, without and with one heavy user who contributes C times, the mechanism as
+the job runs it (its production noise source) never shows more privacy loss than its accounted
+epsilon, and the audit is not vacuous: a deliberately under-noised copy of the mechanism is caught.
+
+The audited epsilon is the accountant's figure for the event the mechanism registers (dp_ops.
+dp_events.composed_epsilon), for one release of the mechanism.
+
+Where outputs of one run are independent repetitions of the audited mechanism (the public partitions
+of a PipelineDP count each hold their own heavy user and draw independent noise; the discrete Laplace
+noise of separate vectors), a run yields many samples at once.
+"""
+
+import numpy as np
+import pipeline_dp
+import pytest
+from dp_accounting import GaussianDpEvent
+
+from dp_ops import discrete_laplace
+from dp_ops import dp_kmeans as km
+from dp_ops.dp_counts import spend_from_accountant
+from dp_ops.dp_events import composed_epsilon, event_from_json
+from dp_ops.tfidf import DocumentFrequencyParams, bucket_of, clip_counts, document_vector_indices
+from tests.privacy_audit import epsilon_lower_bound
+from transforms.dp_cluster_sizes import cluster_size_params
+from transforms.keyword_histograms import keyword_count_params
+
+C = 5  # conversations of the heavy user (the job's default max_conversations_per_user)
+# Laplace noise is pure epsilon-DP, but dp-accounting's Laplace PLD puts its truncated tail (~1e-22)
+# at infinite loss, so its epsilon is read, and the audit run, at a negligible delta instead of 0.
+PURE_DELTA = 1e-12
+
+
+def test_the_audit_is_tight_on_an_exactly_known_mechanism_and_never_above_it():
+    # Laplace of scale 1 on a count of sensitivity 1 is exactly 1-DP: tails beyond the shift have
+    # likelihood ratio e, so the audit gets close to 1 from below.
+    rng = np.random.default_rng(0)
+    bounds = [epsilon_lower_bound(rng.laplace(0, 1, 20000), 1 + rng.laplace(0, 1, 20000), 0.0) for _ in range(3)]
+    assert all(0.85 < bound <= 1.0 for bound in bounds)
+
+
+# --- DP k-means: one Gaussian release of the per-cluster sums (dp_ops.dp_kmeans) ---
+
+def _kmeans_sums(with_heavy_user: bool) -> np.ndarray:
+    """Exact per-cluster sums of weighted unit points, 2 clusters in 2 dimensions; the heavy user's C
+    conversations weigh 1/C each (the job's 1/n_u weighting) and sit at one point of cluster 0."""
+    points = [[0.6, 0.8], [0.0, 1.0], [-1.0, 0.0]]
+    weights, labels = [1.0, 0.5, 0.5], [0, 1, 1]
+    if with_heavy_user:
+        points += [[1.0, 0.0]] * C
+        weights += [1.0 / C] * C
+        labels += [0] * C
+    return km.weighted_sums(np.array(points, dtype=np.float32), np.array(weights), np.array(labels), 2)
+
+
+def _kmeans_scores(sigma: float, samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each release projected on the heavy user's contribution (the likelihood-ratio test for a Gaussian)."""
+    sums0, sums1 = _kmeans_sums(False), _kmeans_sums(True)
+    direction = (sums1 - sums0) / np.linalg.norm(sums1 - sums0)
+    scores = []
+    for sums in (sums0, sums1):
+        # Production noise (noise_seed=None: PyDP's secure sampler), `samples` releases at once.
+        noisy = km.add_gaussian_noise(np.broadcast_to(sums, (samples, *sums.shape)), sigma, None, 0)
+        scores.append(((noisy - sums0) * direction).sum(axis=(1, 2)))
+    return scores[0], scores[1]
+
+
+def test_kmeans_gaussian_release_never_shows_more_than_its_accounted_epsilon():
+    params = km.DPKMeansParams(num_clusters=2, epsilon=4.0, delta=1e-6, input_dim=2, projection_dim=0)
+    calibration = km.calibrate(params)
+    assert np.linalg.norm(_kmeans_sums(True) - _kmeans_sums(False)) == pytest.approx(km.USER_L2_SENSITIVITY)
+    # The run registers releases x Gaussian(z); one release is Gaussian(z).
+    claimed = composed_epsilon([GaussianDpEvent(calibration.noise_multiplier)], params.delta)
+    audited = epsilon_lower_bound(*_kmeans_scores(calibration.sigma, 40000), params.delta)
+    assert 0.3 < audited <= claimed
+    under_noised = epsilon_lower_bound(*_kmeans_scores(calibration.sigma / 4, 15000), params.delta)
+    assert under_noised > claimed
+
+
+# --- PipelineDP counts over public partitions, on its LocalBackend ---
+
+def _pipeline_dp_counts(params, pairs, partitions):
+    accountant = params.budget_accountant()
+    engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
+    extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda pair: pair[0],
+                                            partition_extractor=lambda pair: pair[1], value_extractor=lambda pair: 0)
+    result = engine.aggregate(pairs, params.aggregate_params(), extractors, public_partitions=partitions)
+    accountant.compute_budgets()
+    counts = {partition: metrics.count for partition, metrics in result}
+    return counts, spend_from_accountant(params, accountant, "audit")
+
+
+def _cluster_size_scores(params, clusters: int):
+    """Noisy size of cluster k without and with heavy user k (C conversations in cluster k); every
+    cluster is one repetition. A background user outside the audited clusters keeps the input non-empty."""
+    partitions = list(range(clusters + 1))
+    background = [("background", clusters)]
+    without, spend = _pipeline_dp_counts(params, background, partitions)
+    with_users, _ = _pipeline_dp_counts(params, background + [(f"heavy-{k}", k) for k in range(clusters)
+                                                              for _ in range(C)], partitions)
+    scores = [np.array([counts[k] for k in range(clusters)]) for counts in (without, with_users)]
+    return scores[0], scores[1], spend
+
+
+def test_laplace_cluster_size_never_shows_more_than_its_accounted_epsilon():
+    scores0, scores1, spend = _cluster_size_scores(cluster_size_params(1.0, C), 12000)
+    claimed = composed_epsilon([event_from_json(spend.event)], PURE_DELTA)
+    assert claimed == pytest.approx(spend.epsilon, abs=2e-3)
+    audited = epsilon_lower_bound(scores0, scores1, PURE_DELTA)
+    assert 0.6 < audited <= claimed
+    scores0, scores1, _ = _cluster_size_scores(cluster_size_params(3.0, C), 4000)  # noise for epsilon 3
+    assert epsilon_lower_bound(scores0, scores1, PURE_DELTA) > claimed
+
+
+def _keyword_scores(params, groups: int):
+    """Group g holds 10 (cluster, keyword) partitions; heavy user g has C conversations that each
+    pick all 10 (PipelineDP counts the user once per pair, in <= 10 pairs). The score is the sum of
+    the group's noisy counts: the likelihood-ratio test for Gaussian noise on that shift."""
+    partitions = [(g, j) for g in range(groups) for j in range(10)] + [("background", 0)]
+    background = [("background", ("background", 0))]
+    heavy = [(f"heavy-{g}", (g, j)) for g in range(groups) for j in range(10) for _ in range(C)]
+    without, spend = _pipeline_dp_counts(params, background, partitions)
+    with_users, _ = _pipeline_dp_counts(params, background + heavy, partitions)
+    scores = [np.array([sum(counts[(g, j)] for j in range(10)) for g in range(groups)])
+              for counts in (without, with_users)]
+    return scores[0], scores[1], spend
+
+
+@pytest.mark.slow
+def test_gaussian_keyword_count_never_shows_more_than_its_accounted_epsilon():
+    params = keyword_count_params(2.0, 1e-6, "gaussian", 10)
+    scores0, scores1, spend = _keyword_scores(params, 3000)
+    claimed = composed_epsilon([event_from_json(spend.event)], params.delta)
+    assert claimed == pytest.approx(2.0, abs=0.02)
+    audited = epsilon_lower_bound(scores0, scores1, params.delta)
+    assert audited <= claimed
+    scores0, scores1, _ = _keyword_scores(keyword_count_params(20.0, 1e-6, "gaussian", 10), 1000)
+    assert epsilon_lower_bound(scores0, scores1, params.delta) > claimed
+
+
+# --- Discrete Laplace document frequencies (dp_ops.tfidf, dp_ops.discrete_laplace) ---
+
+def _document_frequency_vector(conversations: list[list[str]], buckets: int) -> np.ndarray:
+    vector = np.zeros(buckets + 1, dtype=np.int64)
+    for terms in conversations:
+        np.add.at(vector, document_vector_indices(clip_counts(terms, len(terms)), buckets), 1)
+    return vector
+
+
+def _document_frequency_scores(params: DocumentFrequencyParams, scale: float, samples: int):
+    """The heavy user's C conversations each use L terms in distinct buckets: the release moves by C
+    in L + 1 coordinates, L1 = C (L + 1), its sensitivity. The score is the privacy loss itself,
+    sum |y - a| - |y - b| (the likelihood-ratio test for Laplace noise)."""
+    terms = []
+    for word in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"):
+        if bucket_of(word, params.buckets) not in {bucket_of(t, params.buckets) for t in terms}:
+            terms.append(word)
+    terms = terms[: params.max_terms_per_conversation]
+    assert len(terms) == params.max_terms_per_conversation
+    background = [["alpha"], ["beta", "gamma"]]
+    exact0 = _document_frequency_vector(background, params.buckets)
+    exact1 = _document_frequency_vector(background + [terms] * params.max_conversations_per_user, params.buckets)
+    assert np.abs(exact1 - exact0).sum() == params.sensitivity
+    scores = []
+    for exact in (exact0, exact1):
+        noisy = exact + discrete_laplace.sample((samples, len(exact)), scale)
+        scores.append((np.abs(noisy - exact0) - np.abs(noisy - exact1)).sum(axis=1))
+    return scores[0], scores[1]
+
+
+def test_discrete_laplace_document_frequencies_never_show_more_than_their_accounted_epsilon():
+    params = DocumentFrequencyParams(epsilon=1.0, max_conversations_per_user=2, max_terms_per_conversation=2,
+                                     buckets=4)
+    spend = params.spend()
+    claimed = composed_epsilon([event_from_json(spend.event)], PURE_DELTA)
+    assert claimed == pytest.approx(1.0, abs=2e-3)
+    audited = epsilon_lower_bound(*_document_frequency_scores(params, params.scale, 20000), PURE_DELTA)
+    assert 0.5 < audited <= claimed
+    under_noised = epsilon_lower_bound(*_document_frequency_scores(params, params.scale / 3, 6000), PURE_DELTA)
+    assert under_noised > claimed
