@@ -39,18 +39,39 @@ class ReadingParams(Params):
         check(self.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
 
 
+STAGES = ("clustering", "cluster_sizes", "keyword_histograms")
+# Today's nominal shares (4 + 1 + 2 = 7), now composed with PLD, so each stage gets less noise.
+DEFAULT_EPSILON_WEIGHTS = "clustering:4,cluster_sizes:1,keyword_histograms:2"
+RETIRED_EPSILON_FLAGS = ("give the run's total with --epsilon and the stages' shares with --epsilon_weights "
+                         f"(default {DEFAULT_EPSILON_WEIGHTS}); e.g. --epsilon_clustering 4 --epsilon_size 1 "
+                         "--epsilon_keywords 2 becomes --epsilon 7, and the stages then get less noise than before, "
+                         "as their releases are composed with PLD instead of added up.")
+
+
 @dataclasses.dataclass(frozen=True)
 class PrivacyParams(Params):
-    """The privacy parameters: contribution bounds, the budget of each DP stage, its noise."""
+    """The privacy parameters: contribution bounds, the run's total budget and how the DP stages
+    share it, the keyword noise.
+
+    One total (epsilon, delta) per run: the stages' noise is calibrated jointly so that the PLD
+    composition of all their releases is exactly `epsilon` at `delta` (dp_ops/joint_calibration.py),
+    each stage's share in proportion to its weight. The former per-stage epsilons are retired:
+    summing them (basic composition) overstated the spend, and a stage's share of a PLD total is
+    not an epsilon of its own.
+    """
 
     max_conversations_per_user: int = flag(
         5, "C: conversations kept per user (uniformly at random) before any aggregate.", type=int, public=True)
-    epsilon_clustering: float = flag(4.0, "Epsilon for DP k-means.", type=float, public=True)
-    epsilon_size: float = flag(1.0, "Epsilon for the DP cluster sizes.", type=float, public=True)
-    epsilon_keywords: float = flag(2.0, "Epsilon for the DP keyword histograms.", type=float, public=True)
-    delta: float = flag(
-        1e-6, "Total delta; split between DP k-means and (with Gaussian keyword noise) the keyword histograms.",
+    epsilon: float = flag(
+        7.0, "Total epsilon of a run: the PLD composition of all its DP releases at --delta (plus a DP keyword "
+             "set's own spend, if one is used). The stages' noise is calibrated jointly to meet it.",
         type=float, public=True)
+    epsilon_weights: str = flag(
+        DEFAULT_EPSILON_WEIGHTS, "How the DP stages share --epsilon, as stage:weight pairs (stages: "
+        f"{', '.join(STAGES)}); a stage's noise is calibrated to its weighted share, then all are scaled "
+        "together until the composition meets --epsilon. A stage that does not run (keyword_histograms with "
+        "--keyword_mode centroid) is left out.", public=True)
+    delta: float = flag(1e-6, "Total delta of a run, at which its epsilon is composed.", type=float, public=True)
     keyword_noise: str = flag("gaussian", "Noise of the keyword histograms.", choices=("gaussian", "laplace"),
                               public=True)
     max_keyword_partitions_per_user: int = flag(
@@ -60,24 +81,42 @@ class PrivacyParams(Params):
     noise_seed: int | None = flag(
         None, "TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
               "anyone who knows the seed. PipelineDP's noise is never seeded.", type=int)
+    epsilon_clustering: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
+    epsilon_size: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
+    epsilon_keywords: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
 
     def __post_init__(self):
-        check(self.max_conversations_per_user >= 1, "--max_conversations_per_user must be >= 1")
         for name in ("epsilon_clustering", "epsilon_size", "epsilon_keywords"):
-            value = getattr(self, name)
-            check(value > 0 and math.isfinite(value), f"--{name} must be a positive finite number, got {value}")
+            # Beam would otherwise drop an unknown flag silently, and the run would spend what the
+            # user did not ask for.
+            check(getattr(self, name) is None, f"--{name} is retired: {RETIRED_EPSILON_FLAGS}")
+        check(self.max_conversations_per_user >= 1, "--max_conversations_per_user must be >= 1")
+        check(self.epsilon > 0 and math.isfinite(self.epsilon),
+              f"--epsilon must be a positive finite number, got {self.epsilon}")
         check(0 < self.delta < 1, f"--delta must be in (0, 1), got {self.delta}")
+        self.stage_weights()  # raises on a malformed --epsilon_weights
         check(self.max_keyword_partitions_per_user >= 1, "--max_keyword_partitions_per_user must be >= 1")
 
     def derived_public_values(self) -> dict:
         return {"noise_seed_fixed": self.noise_seed is not None}
 
-    def delta_split(self, keyword_mode: str) -> tuple[float, float]:
-        """(delta for DP k-means, delta for the keyword histograms); Laplace keywords need none, and
-        centroid keywords spend nothing."""
-        if self.keyword_noise == "gaussian" and keyword_mode != "centroid":
-            return self.delta / 2, self.delta / 2
-        return self.delta, 0.0
+    def stage_weights(self) -> dict[str, float]:
+        """--epsilon_weights as {stage: weight}; every stage named, each weight positive."""
+        weights: dict[str, float] = {}
+        for item in filter(None, (part.strip() for part in self.epsilon_weights.split(","))):
+            stage, _, value = item.partition(":")
+            stage = stage.strip()
+            check(stage in STAGES, f"--epsilon_weights: unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
+            check(stage not in weights, f"--epsilon_weights: {stage} is given twice")
+            try:
+                weight = float(value)
+            except ValueError:
+                raise ValueError(f"--epsilon_weights: {stage}'s weight must be a number, got {value!r}") from None
+            check(weight > 0 and math.isfinite(weight), f"--epsilon_weights: {stage}'s weight must be > 0")
+            weights[stage] = weight
+        missing = [stage for stage in STAGES if stage not in weights]
+        check(not missing, f"--epsilon_weights: give a weight for {', '.join(missing)} (e.g. {DEFAULT_EPSILON_WEIGHTS})")
+        return weights
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +290,10 @@ class RunParams(Params):
     max_epsilon_per_window: float | None = flag(
         None, "Refuse, before reading any data, a run that would bring any --window_days window over this "
               "epsilon (needs --privacy_ledger).", type=float)
+    max_delta_per_window: float | None = flag(
+        None, "The delta at which a window's runs are composed and its epsilon checked against "
+              "--max_epsilon_per_window; a window whose runs need a larger delta is refused too. Default: the sum "
+              "of its runs' deltas (needs --privacy_ledger).", type=float)
     window_days: int = flag(30, "Length of the ledger's budget window in days.", type=int)
     allow_rerun: bool = flag(
         False, "Allow a second run for a date already in the ledger, recorded as a second spend "
@@ -272,11 +315,16 @@ class RunParams(Params):
               "--max_epsilon_per_window needs --privacy_ledger")
         check(self.max_epsilon_per_window is None or self.max_epsilon_per_window > 0,
               "--max_epsilon_per_window must be > 0")
+        check(self.max_delta_per_window is None or self.privacy_ledger is not None,
+              "--max_delta_per_window needs --privacy_ledger")
+        check(self.max_delta_per_window is None or 0 < self.max_delta_per_window < 1,
+              "--max_delta_per_window must be in (0, 1)")
 
     def derived_public_values(self) -> dict:
         # Whether the spend was checked against a cap across runs (not where the ledger lives).
         return {"privacy_ledger": ({"window_days": self.window_days,
-                                    "max_epsilon_per_window": self.max_epsilon_per_window}
+                                    "max_epsilon_per_window": self.max_epsilon_per_window,
+                                    "max_delta_per_window": self.max_delta_per_window}
                                    if self.privacy_ledger else None)}
 
     def with_seed(self) -> RunParams:
