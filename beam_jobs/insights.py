@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
 import logging
 import sys
 import time
@@ -41,14 +40,14 @@ from beam_jobs.options import (
     resolve_embedding_threads,
     runs_on_dataflow,
 )
-from core import json_store
 from core.json_store import read_json_or_none
 from core.release_gate import load_canaries
 from core.run_context import RunContext, make_run_context
 from core.spend import MechanismSpend
-from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
+from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
+from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.centroid_keywords import CentroidKeywords
@@ -56,7 +55,7 @@ from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, kee
 from transforms.dp_kmeans import DPKMeans
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
-from transforms.finalize_run import FinalizeRun, set_ledger_status
+from transforms.finalize_run import FinalizeRun
 from transforms.keyword_histograms import (
     DPKeywordHistogram,
     SampleForKeywords,
@@ -249,27 +248,13 @@ def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[Mec
     delta = sum(s.delta for s in spends if s.stage != "keyword_set")
     set_epsilon, set_delta = sum(s.epsilon for s in keyword_set.spend), sum(s.delta for s in keyword_set.spend)
     set_date = keyword_set.ledger_date or context.ledger_date
-    charged_set = False
-
-    def reserve(document):
-        nonlocal charged_set  # update_json may call this again on a concurrent update: reset each time
-        ledger = Ledger.from_json(document)
-        charged_set = bool(keyword_set.spend) and not ledger.has_run(keyword_set.ledger_run_id)
-        if charged_set:
-            # Committed: the set exists and its spend happened, whatever becomes of this run.
-            ledger = ledger.with_keyword_set(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta,
-                                             "committed", keyword_set.source, run_params.max_epsilon_per_window,
-                                             run_params.window_days)
-        ledger.check(context.ledger_date, epsilon, run_params.max_epsilon_per_window, run_params.window_days,
-                     run_params.allow_rerun)
-        entry = LedgerEntry(run_id=context.run_id, date=context.ledger_date, epsilon=epsilon, delta=delta,
-                            status="reserved", recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                            output=context.run_dir,
-                            rerun=any(not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)
-                                      for e in ledger.runs_on(context.ledger_date)))
-        return ledger.with_entry(entry).to_json()
-
-    json_store.update_json(run_params.privacy_ledger, reserve)
+    # Committed: the set exists and its spend happened, whatever becomes of this run.
+    charged_set = reserve_budget(
+        run_params.privacy_ledger, run_params.max_epsilon_per_window, run_params.window_days,
+        run=Charge(context.run_id, context.ledger_date, epsilon, delta, context.run_dir),
+        keyword_set=(Charge(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta, keyword_set.source)
+                     if keyword_set.spend else None),
+        keyword_set_status="committed", allow_rerun=run_params.allow_rerun)
     if charged_set:
         log.info("keyword set charged", extra={"event": "keyword_set_charged", "run_id": context.run_id,
                                                "keyword_set_run_id": keyword_set.ledger_run_id, "date": set_date,
