@@ -131,8 +131,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         embedding.embedding_model, embedding.embedding_block_size, backend=embedding.embedding_backend,
         threads=embedding.embedding_threads)
     dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter]
-    centres = embedded.output | "DP k-means" >> kmeans
-    assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
+    kmeans_output = embedded.output | "DP k-means" >> kmeans
+    centres = kmeans_output.centres
+    assigned = kmeans_output.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
     noisy_sizes = assigned | "DP cluster sizes" >> sizes
     kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
