@@ -66,6 +66,7 @@ from transforms.keyword_histograms import (
 from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
+from transforms.topic_hierarchy import BuildTopicHierarchy
 from transforms.write_outputs import (
     WriteDeadLetters,
     WriteJsonLines,
@@ -166,9 +167,10 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     namer = factory.make_cluster_namer(params.llm.config())
     named = top_keywords | "name clusters" >> NameClusters(namer)
 
+    hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, embedding.embedding_model, namer)
     report = named | "write pending report" >> WriteReport(
         paths["report_pending"], kept_sizes, spends, privacy.max_conversations_per_user,
-        release_config(params, keyword_set, embedding_dim, context), embedding.embedding_model, namer,
+        release_config(params, keyword_set, embedding_dim, context), hierarchy,
         centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
