@@ -19,13 +19,13 @@ content and its build day (see `_legacy_ledger`). A newer version is refused.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import hashlib
 import json
 import os
 
 from apache_beam.io.filesystems import FileSystems
 
+from core.dates import iso_date, utc_day_of, utc_timestamp
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX
 
@@ -111,8 +111,8 @@ def _checked_ledger(ledger: dict, path: str) -> tuple[str, str]:
     if not isinstance(run_id, str) or not run_id.startswith(KEYWORD_SET_RUN_PREFIX):
         raise ValueError(f"{path}: privacy.ledger.run_id must start with {KEYWORD_SET_RUN_PREFIX!r}, got {run_id!r}")
     try:
-        return run_id, dt.date.fromisoformat(date).isoformat()
-    except (TypeError, ValueError) as error:
+        return run_id, iso_date(date)
+    except ValueError as error:
         raise ValueError(f"{path}: privacy.ledger.date must be YYYY-MM-DD, got {date!r}") from error
 
 
@@ -127,11 +127,9 @@ def _legacy_ledger(data: dict, path: str) -> tuple[str, str | None]:
     if created_at is None:
         return LEGACY_RUN_PREFIX + digest, None
     try:
-        created = dt.datetime.fromisoformat(created_at)
+        return LEGACY_RUN_PREFIX + digest, utc_day_of(created_at)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path}: created_at must be an ISO 8601 time, got {created_at!r}") from error
-    created = created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
-    return LEGACY_RUN_PREFIX + digest, created.astimezone(dt.timezone.utc).date().isoformat()
 
 
 def keyword_set_document(keywords: list[str], method: str, params: dict, source: dict,
@@ -151,7 +149,7 @@ def keyword_set_document(keywords: list[str], method: str, params: dict, source:
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
-        "created_at": created_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": created_at or utc_timestamp(),
         "method": method,
         "params": params,
         "source": source,

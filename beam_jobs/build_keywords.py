@@ -21,7 +21,6 @@ DP-selected sets (tfidf, llm) are then optionally capped to --max_keywords by no
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 import sys
 
@@ -43,10 +42,10 @@ from beam_jobs.job_runtime import (
 from beam_jobs.keyword_options import DP_METHODS, BuildKeywordsOptions, BuildKeywordsParams, build_keywords_params
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import RunParams
-from core import json_store
-from core.run_context import resolve_date
+from core.dates import resolve_date
 from core.spend import MechanismSpend
-from dp_ops.budget_ledger import BudgetRefused, Ledger, new_keyword_set_run_id
+from dp_ops.budget_ledger import BudgetRefused, new_keyword_set_run_id
+from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from dp_ops.partition_selection import TermSelectionParams
 from dp_ops.run_budget import spend_event
 from dp_ops.tfidf import STAGE, DocumentFrequencyParams
@@ -147,7 +146,7 @@ def _public_set(pipeline, params: BuildKeywordsParams):
 
 def ledger_date(run_params: RunParams) -> str:
     """The date a keyword set's spend is charged on, in any ledger: --date, else the UTC build day."""
-    return resolve_date(run_params.date) or dt.datetime.now(dt.timezone.utc).date().isoformat()
+    return resolve_date(run_params.date or "today")
 
 
 def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_run_id: str | None = None,
@@ -219,20 +218,6 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     return spends
 
 
-def _charge_ledger(run_params: RunParams, run_id: str, date: str, epsilon: float, delta: float,
-                   events=None) -> None:
-    """Records the keyword set's spend once, on its build date (not each night it is used), with its
-    mechanisms' events (None: the (epsilon, delta) event of its total)."""
-    json_store.update_json(run_params.privacy_ledger, lambda document: Ledger.from_json(document).with_keyword_set(
-        run_id, date, epsilon, delta, "reserved", run_params.output, run_params.max_epsilon_per_window,
-        run_params.window_days, events=events).to_json())
-
-
-def _set_status(run_params: RunParams, run_id: str, status: str) -> None:
-    json_store.update_json(run_params.privacy_ledger,
-                           lambda doc: Ledger.from_json(doc).with_status(run_id, status).to_json())
-
-
 def run(argv: list[str] | None = None) -> int:
     pipeline_options = PipelineOptions(argv)
     try:
@@ -255,18 +240,21 @@ def run(argv: list[str] | None = None) -> int:
     ledgered = bool(params.run.privacy_ledger and spends)
     if ledgered:
         try:
-            _charge_ledger(params.run, run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends),
-                           [spend_event(s) for s in spends])
+            # The set's spend is charged once, on its build date (not each night it is used).
+            set_charge = Charge(run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends),
+                                params.run.output, events=tuple(spend_event(s) for s in spends))
+            reserve_budget(params.run.privacy_ledger, params.run.max_epsilon_per_window, params.run.window_days,
+                           keyword_set=set_charge, max_delta_per_window=params.run.max_delta_per_window)
         except BudgetRefused as error:
             return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error))
     try:
         pipeline.run().wait_until_finish()
     except Exception as error:
         if ledgered:
-            _set_status(params.run, run_id, "failed")
+            set_ledger_status(params.run.privacy_ledger, run_id, "failed")
         return fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}")
     if ledgered:
-        _set_status(params.run, run_id, "committed")
+        set_ledger_status(params.run.privacy_ledger, run_id, "committed")
     output = params.run.output
     built = load_keyword_set(output)
     epsilon, delta = sum(s.epsilon for s in built.spend), sum(s.delta for s in built.spend)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
 import logging
 import sys
 import time
@@ -41,15 +40,15 @@ from beam_jobs.options import (
     resolve_embedding_threads,
     runs_on_dataflow,
 )
-from core import json_store
 from core.json_store import read_json_or_none
 from core.release_gate import load_canaries
 from core.run_context import RunContext, make_run_context
 from core.spend import MechanismSpend
-from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry
+from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.run_budget import RunBudget, spend_event
+from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.centroid_keywords import CentroidKeywords
@@ -57,7 +56,7 @@ from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, kee
 from transforms.dp_kmeans import DPKMeans
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
-from transforms.finalize_run import FinalizeRun, set_ledger_status
+from transforms.finalize_run import FinalizeRun
 from transforms.keyword_histograms import (
     DPKeywordHistogram,
     SampleForKeywords,
@@ -68,6 +67,7 @@ from transforms.keyword_histograms import (
 from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
+from transforms.topic_hierarchy import BuildTopicHierarchy
 from transforms.write_outputs import (
     WriteDeadLetters,
     WriteJsonLines,
@@ -133,8 +133,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         embedding.embedding_model, embedding.embedding_block_size, backend=embedding.embedding_backend,
         threads=embedding.embedding_threads)
     dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter]
-    centres = embedded.output | "DP k-means" >> kmeans
-    assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
+    kmeans_output = embedded.output | "DP k-means" >> kmeans
+    centres = kmeans_output.centres
+    assigned = kmeans_output.projected_blocks | "assign conversations to centres" >> AssignClusters(centres)
     noisy_sizes = assigned | "DP cluster sizes" >> sizes
     kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
@@ -167,9 +168,10 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     namer = factory.make_cluster_namer(params.llm.config())
     named = top_keywords | "name clusters" >> NameClusters(namer)
 
+    hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, embedding.embedding_model, namer)
     report = named | "write pending report" >> WriteReport(
         paths["report_pending"], kept_sizes, spends, privacy.max_conversations_per_user,
-        release_config(params, keyword_set, embedding_dim, context), embedding.embedding_model, namer,
+        release_config(params, keyword_set, embedding_dim, context), hierarchy,
         centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
@@ -252,27 +254,15 @@ def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[Mec
     set_epsilon, set_delta = sum(s.epsilon for s in keyword_set.spend), sum(s.delta for s in keyword_set.spend)
     set_events = [spend_event(s) for s in keyword_set.spend]
     set_date = keyword_set.ledger_date or context.ledger_date
-    charged_set = False
-
-    def reserve(document):
-        nonlocal charged_set  # update_json may call this again on a concurrent update: reset each time
-        ledger = Ledger.from_json(document)
-        charged_set = bool(keyword_set.spend) and not ledger.has_run(keyword_set.ledger_run_id)
-        if charged_set:
-            # Committed: the set exists and its spend happened, whatever becomes of this run.
-            ledger = ledger.with_keyword_set(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta,
-                                             "committed", keyword_set.source, run_params.max_epsilon_per_window,
-                                             run_params.window_days, events=set_events)
-        ledger.check(context.ledger_date, epsilon, run_params.max_epsilon_per_window, run_params.window_days,
-                     run_params.allow_rerun, delta=delta, events=events)
-        entry = LedgerEntry(run_id=context.run_id, date=context.ledger_date, epsilon=epsilon, delta=delta,
-                            status="reserved", recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                            output=context.run_dir, events=tuple(events),
-                            rerun=any(not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)
-                                      for e in ledger.runs_on(context.ledger_date)))
-        return ledger.with_entry(entry).to_json()
-
-    json_store.update_json(run_params.privacy_ledger, reserve)
+    # Committed: the set exists and its spend happened, whatever becomes of this run.
+    charged_set = reserve_budget(
+        run_params.privacy_ledger, run_params.max_epsilon_per_window, run_params.window_days,
+        run=Charge(context.run_id, context.ledger_date, epsilon, delta, context.run_dir, events=tuple(events)),
+        keyword_set=(Charge(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta, keyword_set.source,
+                            events=tuple(set_events))
+                     if keyword_set.spend else None),
+        keyword_set_status="committed", allow_rerun=run_params.allow_rerun,
+        max_delta_per_window=run_params.max_delta_per_window)
     if charged_set:
         log.info("keyword set charged", extra={"event": "keyword_set_charged", "run_id": context.run_id,
                                                "keyword_set_run_id": keyword_set.ledger_run_id, "date": set_date,

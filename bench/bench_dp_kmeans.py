@@ -108,11 +108,11 @@ def run_beam(path: str, n: int, params: dk.DPKMeansParams, noise_seed: int, runn
 
     pipeline = beam.Pipeline(options=PipelineOptions(runner_args))
     stage = DPKMeans(params, noise_seed=noise_seed)
-    _ = (pipeline
-         | "block starts" >> beam.Create(list(range(0, n, BLOCK)))
-         | "read blocks" >> beam.Map(_read_block, _Embeddings(path), n)
-         | "dp k-means" >> stage
-         | "keep" >> beam.Map(lambda centres, p: np.save(p, centres), out_path))
+    clustering = (pipeline
+                  | "block starts" >> beam.Create(list(range(0, n, BLOCK)))
+                  | "read blocks" >> beam.Map(_read_block, _Embeddings(path), n)
+                  | "dp k-means" >> stage)
+    _ = clustering.centres | "keep" >> beam.Map(lambda centres, p: np.save(p, centres), out_path)
     result = pipeline.run()
     result.wait_until_finish()
     metrics = result.metrics().query(MetricsFilter())["counters"]

@@ -42,6 +42,7 @@ from backends.offline import UserTurnsFacetExtractor  # noqa: E402
 from beam_jobs.generate_sample import generate_records  # noqa: E402
 from core.records import Conversation, Facet  # noqa: E402
 from transforms.embed import EmbedConversations  # noqa: E402
+from transforms.sum_arrays import SumArraysFn  # noqa: E402
 from transforms.validation import parse_record  # noqa: E402
 
 
@@ -77,7 +78,7 @@ def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
                     | EmbedConversations(model_name, block_size, encode_batch_size, backend=backend))
         _ = (embedded.output
              | beam.Map(lambda block: np.concatenate([[len(block)], block.embeddings.sum(axis=0)]))
-             | beam.CombineGlobally(lambda rows: np.sum(list(rows), axis=0) if rows else np.zeros(1))
+             | beam.CombineGlobally(SumArraysFn(1 + embedding.embedding_dimension(model_name)))
              | beam.Map(lambda total, path: np.save(path, total), out))
     total = np.load(out)
     os.remove(out)

@@ -44,12 +44,8 @@ def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: in
     }
 
 
-def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
-                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
-                 composition: dict | None = None) -> dict:
-    """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
-    With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
-    the report says how much they agree with the histogram's. `composition`: see privacy_section."""
+def report_topics(named_topics: dict, noisy_sizes: dict) -> list[dict]:
+    """The report's topics (id, name, description, keywords, rounded noisy size), largest first."""
     topics = [
         {
             "id": int(cluster_id),
@@ -61,10 +57,23 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         for cluster_id, topic in named_topics.items()
     ]
     topics.sort(key=lambda t: (-t["size"], t["id"]))
+    return topics
+
+
+def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
+                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
+                 hierarchy: dict | None = None, composition: dict | None = None) -> dict:
+    """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
+    With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
+    the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
+    built from the same topics) is placed last as it is. `composition`: see privacy_section."""
+    topics = report_topics(named_topics, noisy_sizes)
     report = {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user, composition),
               "config": config}
     if centroid_keywords is not None:
         for topic in topics:
             topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])
         report["keyword_agreement"] = keyword_agreement({t["id"]: t["keywords"] for t in topics}, centroid_keywords)
+    if hierarchy is not None:
+        report["hierarchy"] = hierarchy
     return report

@@ -13,6 +13,8 @@ import html
 import json
 import math
 
+from core.dates import day_of_run_id
+
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2433;background:#f6f7f9}
 main{max-width:1100px;margin:auto;padding:16px 24px 48px}
@@ -287,7 +289,7 @@ TABLE_COLUMNS = ["rank", "id", "name", "size", "keywords", "group", "description
 def run_label(report: dict) -> str:
     config = report.get("config", {})
     run_id = config.get("run_id") or ""
-    date = config.get("date") or (f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}" if len(run_id) >= 8 else "unknown date")
+    date = config.get("date") or day_of_run_id(run_id) or "unknown date"
     return f"{date}, run {run_id}" if run_id else date
 
 

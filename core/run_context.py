@@ -8,22 +8,9 @@ import secrets
 
 from apache_beam.io.filesystems import FileSystems
 
+from core.dates import day_of_run_id, resolve_date, run_id_prefix, utc_now
+
 DATE_PLACEHOLDER = "{date}"
-
-
-def resolve_date(value: str | None, today: dt.date | None = None) -> str | None:
-    """YYYY-MM-DD, or 'today'/'yesterday' in UTC (what a scheduler that cannot compute dates passes)."""
-    if value is None:
-        return None
-    today = today or dt.datetime.now(dt.timezone.utc).date()
-    if value == "today":
-        return today.isoformat()
-    if value == "yesterday":
-        return (today - dt.timedelta(days=1)).isoformat()
-    try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError as error:
-        raise ValueError(f"--date must be YYYY-MM-DD, 'today' or 'yesterday', got {value!r}") from error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +25,7 @@ class RunContext:
     @property
     def ledger_date(self) -> str:
         """The run's date, or the UTC day it started (run ids start with YYYYMMDD)."""
-        return self.date or f"{self.run_id[:4]}-{self.run_id[4:6]}-{self.run_id[6:8]}"
+        return self.date or day_of_run_id(self.run_id)
 
     def path(self, *parts: str) -> str:
         """A path under the run's folder (release side)."""
@@ -59,8 +46,8 @@ class RunContext:
 
 def make_run_context(input_pattern: str, output: str, date_flag: str | None, now: dt.datetime | None = None,
                      private_output: str | None = None) -> RunContext:
-    now = now or dt.datetime.now(dt.timezone.utc)
-    run_id = now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    now = now or utc_now()
+    run_id = run_id_prefix(now) + "-" + secrets.token_hex(3)
     date = resolve_date(date_flag, now.date())
     if DATE_PLACEHOLDER in input_pattern and date is None:
         raise ValueError("--input has a {date} placeholder; give --date")

@@ -85,7 +85,7 @@ class LedgerEntry:
 
 
 @dataclasses.dataclass(frozen=True)
-class Charge:
+class PendingSpend:
     """What a run or a keyword set is about to spend: its own (epsilon, delta) and its events (the
     (epsilon, delta) event of its own figure if None)."""
 
@@ -109,7 +109,7 @@ def events_json(events) -> tuple[dict, ...]:
 
 
 def window_spend(charges, max_delta_per_window: float | None) -> tuple[float, float]:
-    """(epsilon, delta) of running all `charges` (entries or Charges) on the same users: the PLD
+    """(epsilon, delta) of running all `charges` (entries or PendingSpends) on the same users: the PLD
     composition of their events at `max_delta_per_window`, or at the sum of their deltas without it,
     and never more than the sum of their epsilons when that delta covers the sum of their deltas."""
     charges = list(charges)
@@ -153,7 +153,7 @@ class Ledger:
             yield start.isoformat(), [e for e in self.entries if start <= dt.date.fromisoformat(e.date) <= end]
 
     def _worst_window(self, date: str, window_days: int, max_delta_per_window: float | None,
-                      charge: Charge | None) -> tuple[float, float, str, list[LedgerEntry]]:
+                      charge: PendingSpend | None) -> tuple[float, float, str, list[LedgerEntry]]:
         windows = list(self._windows(date, window_days))
         if max_delta_per_window is not None:
             # At a fixed delta, a window whose runs are a subset of another's spends no more (composing
@@ -189,7 +189,7 @@ class Ledger:
                                 f"Pass --allow_rerun to record a second spend explicitly.")
         if max_epsilon_per_window is None and max_delta_per_window is None:
             return
-        charge = Charge(epsilon, delta, None if events is None else events_json(events))
+        charge = PendingSpend(epsilon, delta, None if events is None else events_json(events))
         total, window_delta, start, inside = self._worst_window(date, window_days, max_delta_per_window, charge)
         spent, _ = window_spend(inside, max_delta_per_window)
         if max_delta_per_window is not None and math.isinf(total):

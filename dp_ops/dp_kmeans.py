@@ -214,19 +214,70 @@ def assign_nearest(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return np.argmax(rowwise_matmul(points, centres.T), axis=1).astype(np.int64)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Release:
+    """One of the T+1 Gaussian releases: number 0 seeds from LSH buckets, number t >= 1 is Lloyd step t.
+
+    The in-process fit and the Beam transform both run exactly these: `sums` over all the points, or
+    over parts whose results are added up (weighted sums are additive), then `centres` on the total.
+    `number` seeds the test noise, so both draw the same noise for the same noise seed.
+    """
+
+    number: int
+    num_groups: int
+    num_clusters: int
+    dim: int
+    hyperplanes: np.ndarray | None = None  # seeding only
+
+    @property
+    def seeding(self) -> bool:
+        return self.number == 0
+
+    @property
+    def label(self) -> str:
+        return "seeding" if self.seeding else f"step {self.number}"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.num_groups, self.dim
+
+    def sums(self, points: np.ndarray, weights: np.ndarray, centres: np.ndarray | None = None) -> np.ndarray:
+        """The weighted sums this release noises, per LSH bucket (seeding) or per nearest of the
+        previous release's `centres` (a Lloyd step)."""
+        groups = lsh_buckets(points, self.hyperplanes) if self.seeding else assign_nearest(points, centres)
+        return weighted_sums(points, weights, groups, self.num_groups)
+
+    def centres(self, exact_sums: np.ndarray, sigma: float, noise_seed: int | None) -> np.ndarray:
+        """The released centres: directions of the noisy sums (of the largest noisy bucket sums when
+        seeding). sigma = 0 adds no noise and is not DP: only evaluations' non-private baseline."""
+        if sigma < 0:
+            raise ValueError(f"sigma must be >= 0, got {sigma}")
+        noisy = exact_sums if sigma == 0 else add_gaussian_noise(exact_sums, sigma, noise_seed, self.number)
+        return seed_centres(noisy, self.num_clusters) if self.seeding else update_centres(noisy)
+
+
+def release_schedule(params: DPKMeansParams) -> list[Release]:
+    """The releases in order: LSH seeding, then `params.iterations` Lloyd steps."""
+    seeding = Release(0, 1 << params.seeding_bits, params.num_clusters, params.dim, lsh_hyperplanes(params))
+    return [seeding] + [Release(step, params.num_clusters, params.num_clusters, params.dim)
+                        for step in range(1, params.releases)]
+
+
+def fit_centres(points: np.ndarray, weights: np.ndarray, params: DPKMeansParams, sigma: float,
+                noise_seed: int | None = None) -> np.ndarray:
+    """Every release in one process, on projected points (`project_points`); the centres of the last."""
+    centres = None
+    for release in release_schedule(params):
+        centres = release.centres(release.sums(points, weights, centres), sigma, noise_seed)
+    return centres
+
+
 def fit_dp_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: DPKMeansParams,
                   noise_seed: int | None = None) -> tuple[np.ndarray, NoiseCalibration]:
-    """Single-process reference implementation; the Beam transform computes the same releases.
+    """Single-process DP k-means; the Beam transform computes the same releases.
 
     Returns the centres (num_clusters x dim, unit rows, in the projected space) and the calibration.
     """
     calibration = calibrate(params)
-    projection = projection_matrix(params)
-    points = project_points(embeddings, projection)
-    buckets = lsh_buckets(points, lsh_hyperplanes(params))
-    bucket_sums = weighted_sums(points, weights, buckets, 1 << params.seeding_bits)
-    centres = seed_centres(add_gaussian_noise(bucket_sums, calibration.sigma, noise_seed, 0), params.num_clusters)
-    for step in range(1, params.releases):
-        sums = weighted_sums(points, weights, assign_nearest(points, centres), params.num_clusters)
-        centres = update_centres(add_gaussian_noise(sums, calibration.sigma, noise_seed, step))
-    return centres, calibration
+    points = project_points(embeddings, projection_matrix(params))
+    return fit_centres(points, weights, params, calibration.sigma, noise_seed), calibration

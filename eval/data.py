@@ -18,7 +18,7 @@ import numpy as np
 from backends import embedding
 from backends.offline import UserTurnsFacetExtractor
 from core.records import Conversation
-from dp_ops.sampling import keyed_uniform
+from dp_ops.contribution_bounding import bounding_rank, contribution_weight, keep_first
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES, parse_record
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -109,20 +109,18 @@ class TextEmbedder:
 
 def bound_contributions(user_ids: list[str], conversation_ids: list[str], limit: int,
                         seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The job's contribution bounding (transforms/bound_contributions.py) in numpy: per user, the
-    `limit` conversations with the smallest keyed_uniform(seed, "bound", id), weighted 1/n_u.
-    Returns (indices kept, in input order; their weights)."""
-    by_user: dict[str, list[tuple[float, int]]] = {}
+    """The job's contribution bounding (dp_ops.contribution_bounding, as transforms/bound_contributions.py
+    applies it) on lists. Returns (indices kept, in input order; their weights)."""
+    by_user: dict[str, list] = {}
     for index, (user, conversation) in enumerate(zip(user_ids, conversation_ids)):
-        by_user.setdefault(user, []).append((keyed_uniform(seed, "bound", conversation), index))
-    kept, weights = [], {}
-    for entries in by_user.values():
-        chosen = sorted(entries)[:limit]
-        for _, index in chosen:
-            kept.append(index)
-            weights[index] = 1.0 / len(chosen)
-    kept.sort()
-    return np.array(kept, dtype=np.int64), np.array([weights[i] for i in kept], dtype=np.float64)
+        by_user.setdefault(user, []).append((bounding_rank(seed, conversation), index))
+    weights = {}
+    for ranked in by_user.values():
+        kept = keep_first(ranked, limit)
+        for _, index in kept:
+            weights[index] = contribution_weight(len(kept))
+    kept_indices = sorted(weights)
+    return np.array(kept_indices, dtype=np.int64), np.array([weights[i] for i in kept_indices], dtype=np.float64)
 
 
 def main(argv: list[str] | None = None) -> None:

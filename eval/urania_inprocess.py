@@ -2,13 +2,12 @@
 hundreds of runs (membership inference: 400; the sweep: 5 configurations per data set).
 
 Shared with the Beam job (the same functions, not copies):
-  contribution bounding's keyed hash (dp_ops.sampling.keyed_uniform, same "bound" purpose and order);
-  DP k-means (dp_ops.dp_kmeans: calibrate, projection_matrix, lsh_hyperplanes, weighted_sums,
-  add_gaussian_noise, seed_centres, update_centres, assign_nearest: the steps of fit_dp_kmeans, which
-  the Beam transform is tested to match);
-  DP cluster sizes and keyword histograms: PipelineDP's DPEngine with the job's DPCountParams
-  (cluster_size_params, keyword_count_params), its NaiveBudgetAccountant and spend_from_accountant,
-  on PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
+  contribution bounding's choice rule and weights (dp_ops.contribution_bounding, via eval.data);
+  DP k-means (dp_ops.dp_kmeans: calibrate, project_points, fit_centres, assign_nearest: fit_dp_kmeans's
+  steps; fit_centres runs the release_schedule that the Beam transform runs too);
+  DP cluster sizes and keyword histograms: dp_ops.pipeline_dp_engine.release_with_pipeline_dp with
+  the job's DPCountParams (cluster_size_params, keyword_count_params) and spend_from_accountant, on
+  PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
   Poisson sampling for keywords (poisson_keep, keyword_sampling_rate), the offline
   EmbeddingKeywordSelector, the filter to K, top_keywords, release_floor, KeywordClusterNamer and
   core.report.build_report.
@@ -34,6 +33,7 @@ from beam_jobs.options import ClusteringParams, EmbeddingParams, KeywordParams, 
 from core.report import build_report
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
+from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
 from transforms.dp_cluster_sizes import cluster_size_params
@@ -92,22 +92,11 @@ def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> E
 
 def fit_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: km.DPKMeansParams, private: bool,
                noise_seed: int | None) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
-    """dp_ops.dp_kmeans.fit_dp_kmeans step by step (memoised calibration); returns (centres,
-    projected points, calibration). Non-private: the same algorithm with zero noise."""
+    """dp_ops.dp_kmeans.fit_centres with the memoised calibration; returns (centres, projected
+    points, calibration). Non-private: the same releases with zero noise (exact spherical k-means)."""
     calibration = _calibration(params) if private else None
-    sigma = calibration.sigma if private else 0.0
-    noise_seed = noise_seed if (noise_seed is not None or private) else 0
-
-    def noisy(sums, release):
-        return sums if sigma == 0 else km.add_gaussian_noise(sums, sigma, noise_seed, release)
-
     points = km.project_points(embeddings, km.projection_matrix(params))
-    buckets = km.lsh_buckets(points, km.lsh_hyperplanes(params))
-    centres = km.seed_centres(noisy(km.weighted_sums(points, weights, buckets, 1 << params.seeding_bits), 0),
-                              params.num_clusters)
-    for step in range(1, params.releases):
-        sums = km.weighted_sums(points, weights, km.assign_nearest(points, centres), params.num_clusters)
-        centres = km.update_centres(noisy(sums, step))
+    centres = km.fit_centres(points, weights, params, calibration.sigma if private else 0.0, noise_seed)
     return centres, points, calibration
 
 
@@ -117,15 +106,10 @@ def _dp_count(params: DPCountParams, pairs: list[tuple[str, object]], partitions
         # PipelineDP refuses empty input; data outside the public partitions is dropped, so one
         # such element gives every public partition a pure-noise count, as the job would release.
         pairs = [("no user", ("no partition",))]
-    accountant = params.budget_accountant()
-    engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
-    extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda pair: pair[0],
-                                            partition_extractor=lambda pair: pair[1],
-                                            value_extractor=lambda pair: 0)
-    result = engine.aggregate(pairs, params.aggregate_params(), extractors, public_partitions=partitions)
-    accountant.compute_budgets()
-    counts = {partition: metrics.count for partition, metrics in result}
-    return counts, spend_from_accountant(params, accountant, "PipelineDP COUNT, public partitions (in-process)")
+    released, spend = release_with_pipeline_dp(pairs, pipeline_dp.LocalBackend(), params, params.aggregate_params(),
+                                               spend_from_accountant, "PipelineDP COUNT, public partitions (in-process)",
+                                               public_partitions=partitions)
+    return {partition: metrics.count for partition, metrics in released}, spend
 
 
 def _exact_count(pairs, partitions, per_user_cap: int | None = None) -> dict:

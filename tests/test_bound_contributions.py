@@ -4,6 +4,7 @@ import apache_beam as beam
 import pytest
 
 from core.records import Conversation, Message
+from dp_ops.contribution_bounding import bounding_rank, keep_first
 from tests.conftest import local_pipeline
 from transforms.bound_contributions import BoundUserContributions
 
@@ -44,15 +45,30 @@ def test_same_seed_keeps_same_conversations(collector):
 def test_choice_is_uniform_across_seeds():
     # The kept set is the C smallest keyed hashes; over many seeds every conversation of a
     # 10-conversation user is kept with probability C/10 = 0.3.
-    from dp_ops.sampling import keyed_uniform
     ids = [f"heavy-{i}" for i in range(10)]
     hits = collections.Counter()
     seeds = 3000
     for seed in range(seeds):
-        kept = sorted(ids, key=lambda cid: keyed_uniform(seed, "bound", cid))[:3]
-        hits.update(kept)
+        hits.update(cid for _, cid in keep_first(((bounding_rank(seed, cid), cid) for cid in ids), 3))
     for cid in ids:
         assert abs(hits[cid] / seeds - 0.3) < 0.04  # > 4 standard errors
+
+
+def test_the_rule_kept_on_parts_then_on_their_union_keeps_what_it_keeps_on_all():
+    # What lets the Beam combiner apply it per bundle and again when merging.
+    ranked = [(bounding_rank(5, f"c{i}"), f"c{i}") for i in range(50)]
+    whole = keep_first(ranked, 4)
+    parts = [keep_first(ranked[start:start + 7], 4) for start in range(0, 50, 7)]
+    assert keep_first([pair for part in parts for pair in part], 4) == whole
+    assert [cid for _, cid in whole] == sorted((cid for _, cid in ranked), key=lambda c: bounding_rank(5, c))[:4]
+
+
+def test_the_transform_keeps_what_the_rule_keeps_from_all_of_a_users_conversations(collector):
+    data = _conversations({"heavy": 40, "light": 3})
+    kept = {k.conversation.conversation_id for k in _bound(data, 5, 3, collector)}
+    expected = {cid for user in ("heavy", "light") for _, cid in keep_first(
+        ((bounding_rank(3, c.conversation_id), c.conversation_id) for c in data if c.user_id == user), 5)}
+    assert kept == expected and len(kept) == 8
 
 
 def test_limit_must_be_positive():

@@ -81,3 +81,38 @@ def test_bad_parameters_fail_at_construction(kwargs):
     base = dict(num_clusters=5, epsilon=1.0, delta=1e-6, input_dim=8)
     with pytest.raises(ValueError):
         dk.DPKMeansParams(**{**base, **kwargs})
+
+
+def test_the_schedule_is_lsh_seeding_then_one_lloyd_step_per_iteration():
+    params = dk.DPKMeansParams(num_clusters=6, epsilon=2.0, delta=1e-6, input_dim=24, projection_dim=8,
+                               iterations=3, lsh_bits=5)
+    schedule = dk.release_schedule(params)
+    assert [r.number for r in schedule] == [0, 1, 2, 3] and len(schedule) == params.releases
+    assert [r.seeding for r in schedule] == [True, False, False, False]
+    assert [r.shape for r in schedule] == [(32, 8), (6, 8), (6, 8), (6, 8)]
+
+
+def test_partial_sums_of_parts_add_up_to_the_release_on_all_points():
+    # What the Beam transform relies on: per-element sums, added up, release what one process does.
+    rng = np.random.default_rng(7)
+    points = dk.normalise_rows(rng.standard_normal((300, 8))).astype(np.float32)
+    weights = rng.choice([1.0, 0.5], size=300)
+    params = dk.DPKMeansParams(num_clusters=4, epsilon=2.0, delta=1e-6, input_dim=8, projection_dim=0, seed=1)
+    sigma = dk.calibrate(params).sigma
+    centres = None
+    for release in dk.release_schedule(params):
+        whole = release.sums(points, weights, centres)
+        parts = sum(release.sums(points[s:s + 70], weights[s:s + 70], centres) for s in range(0, 300, 70))
+        np.testing.assert_allclose(parts, whole, atol=1e-9)
+        centres = release.centres(parts, sigma, noise_seed=2)
+    np.testing.assert_allclose(centres, dk.fit_centres(points, weights, params, sigma, noise_seed=2), atol=1e-6)
+
+
+def test_each_release_draws_its_own_noise_and_zero_sigma_draws_none():
+    params = dk.DPKMeansParams(num_clusters=3, epsilon=2.0, delta=1e-6, input_dim=8, projection_dim=0)
+    first, second = dk.release_schedule(params)[1:3]
+    sums = np.eye(3, 8) * 5.0
+    assert not np.allclose(first.centres(sums, 1.0, noise_seed=4), second.centres(sums, 1.0, noise_seed=4))
+    np.testing.assert_allclose(first.centres(sums, 0.0, noise_seed=None), np.eye(3, 8))
+    with pytest.raises(ValueError, match="sigma"):
+        first.centres(sums, -1.0, noise_seed=4)

@@ -28,9 +28,9 @@ def test_beam_transform_releases_the_same_centres_as_the_reference_implementatio
 
     kmeans = DPKMeans(params, noise_seed=9)
     with local_pipeline() as pipeline:
-        centres = pipeline | beam.Create(_blocks(points, weights, 100)) | kmeans
-        assigned = kmeans.projected_blocks | AssignClusters(centres)
-        collector(centres, "centres")
+        clustering = pipeline | beam.Create(_blocks(points, weights, 100)) | kmeans
+        assigned = clustering.projected_blocks | AssignClusters(clustering.centres)
+        collector(clustering.centres, "centres")
         collector(assigned, "assigned")
 
     (released,) = collector.result("centres")
@@ -56,7 +56,7 @@ def test_an_empty_input_still_releases_one_set_of_pure_noise_centres(collector):
     expected, _ = dk.fit_dp_kmeans(np.zeros((0, 24), dtype=np.float32), np.zeros(0), params, noise_seed=11)
     with local_pipeline() as pipeline:
         no_blocks = pipeline | beam.Create([]).with_output_types(ConversationBlock)
-        collector(no_blocks | DPKMeans(params, noise_seed=11), "centres")
+        collector((no_blocks | DPKMeans(params, noise_seed=11)).centres, "centres")
     (released,) = collector.result("centres")
     np.testing.assert_allclose(released, expected, atol=1e-6)
     assert np.allclose(np.linalg.norm(released, axis=1), 1.0)

@@ -9,7 +9,6 @@ import dp_accounting
 import pytest
 
 from backends.keyword_set import LEGACY_RUN_PREFIX, keyword_set_document, load_keyword_set, write_keyword_set
-from beam_jobs.build_keywords import _charge_ledger
 from beam_jobs.flags import params_from
 from beam_jobs.insights import _reserve_budget
 from beam_jobs.options import InsightsOptions, RunParams
@@ -18,6 +17,7 @@ from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, Ledger
 from dp_ops.dp_events import event_to_json
 from dp_ops.run_budget import RunBudget
+from dp_ops.ledger_updates import Charge, reserve_budget
 
 NOW = dt.datetime(2026, 11, 22, 3, 4, 5, tzinfo=dt.timezone.utc)
 SET_SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=1.5,
@@ -66,8 +66,10 @@ def test_a_set_built_without_a_ledger_is_charged_by_the_first_night_only(tmp_pat
 
 def test_a_set_built_with_the_same_ledger_is_not_charged_again(tmp_path):
     keyword_set = _dp_set(tmp_path)
-    build = RunParams(privacy_ledger=str(tmp_path / "ledger.json"), output=keyword_set.source)
-    _charge_ledger(build, keyword_set.ledger_run_id, keyword_set.ledger_date, 1.5, 1e-7)
+    # What beam_jobs.build_keywords.run records for its build with --privacy_ledger.
+    charged = reserve_budget(str(tmp_path / "ledger.json"), None, 30, keyword_set=Charge(
+        keyword_set.ledger_run_id, keyword_set.ledger_date, 1.5, 1e-7, keyword_set.source))
+    assert charged
     night = _night(tmp_path, keyword_set, "2026-11-20")
     assert [(e.run_id, e.date, e.epsilon) for e in _entries(tmp_path)] == [
         (SET_ID, "2026-11-10", 1.5), (night, "2026-11-20", NIGHT_EPSILON)]

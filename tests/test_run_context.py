@@ -2,7 +2,8 @@ import datetime as dt
 
 import pytest
 
-from core.run_context import make_run_context, resolve_date
+from core.dates import resolve_date
+from core.run_context import make_run_context
 
 NOW = dt.datetime(2026, 11, 22, 3, 4, 5, tzinfo=dt.timezone.utc)
 

@@ -1,12 +1,22 @@
 """The report's topic hierarchy: ~sqrt(k) groups of released topics, named through the ClusterNamer."""
 
+import apache_beam as beam
 import numpy as np
 import pytest
 
+from backends import embedding
 from backends.interfaces import ClusterNamer
 from backends.offline import KeywordClusterNamer
+from core.report import report_topics
+from tests.conftest import local_pipeline
 from tests.report_fixtures import THEME_OF_KEYWORD, THEMES, theme_embed, themed_topics
-from transforms.topic_hierarchy import build_hierarchy, group_keywords, number_of_groups, topic_vectors
+from transforms.topic_hierarchy import (
+    BuildTopicHierarchy,
+    build_hierarchy,
+    group_keywords,
+    number_of_groups,
+    topic_vectors,
+)
 
 
 def _themes_of(group, topics):
@@ -86,3 +96,22 @@ def test_real_embedding_model_groups_related_topics():
                              KeywordClusterNamer())["groups"]
     assert len(groups) == 3
     assert sorted(tuple(sorted(_themes_of(g, topics))) for g in groups) == [(t,) for t in sorted(THEMES)]
+
+
+def test_the_stage_builds_the_hierarchy_of_the_report_topics_from_named_topics_and_noisy_sizes(collector,
+                                                                                              monkeypatch):
+    # The in-process runner runs the stage here, so the stand-in embedding reaches it.
+    monkeypatch.setattr(embedding, "embed_texts", lambda model, texts: theme_embed(texts))
+    topics = themed_topics()
+    named = [(t["id"], {"name": t["name"], "description": "", "keywords": t["keywords"]}) for t in topics]
+    sizes = [(t["id"], t["size"] + 0.3) for t in topics]
+    with local_pipeline() as pipeline:
+        kept_sizes = pipeline | "sizes" >> beam.Create(sizes)
+        for name, rows in (("all", named), ("none", [])):
+            topics_in = pipeline | f"named {name}" >> beam.Create(rows)
+            collector(topics_in | f"hierarchy {name}" >> BuildTopicHierarchy(kept_sizes, "any model",
+                                                                             KeywordClusterNamer()), name)
+    (hierarchy,) = collector.result("all")
+    assert hierarchy == build_hierarchy(report_topics(dict(named), dict(sizes)), theme_embed, KeywordClusterNamer())
+    assert len(hierarchy["groups"]) == 3
+    assert collector.result("none") == [{"method": hierarchy["method"], "groups": []}]

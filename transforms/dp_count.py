@@ -6,6 +6,7 @@ import apache_beam as beam
 import pipeline_dp
 
 from dp_ops.dp_counts import DPCountParams, spend_from_accountant
+from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
 from transforms.stage_timing import timed
 
 
@@ -29,16 +30,8 @@ class DPCountPerPartition(beam.PTransform):
         self.spend = None
 
     def expand(self, user_partition_pairs):
-        accountant = self._params.budget_accountant()
-        engine = pipeline_dp.DPEngine(accountant, pipeline_dp.BeamBackend())
-        extractors = pipeline_dp.DataExtractors(
-            privacy_id_extractor=lambda pair: pair[0],
-            partition_extractor=lambda pair: pair[1],
-            value_extractor=lambda pair: 0,
-        )
         counted = user_partition_pairs | "count contributions" >> beam.Map(timed(self._params.stage, _identity))
-        counts = engine.aggregate(counted, self._params.aggregate_params(), extractors,
-                                  public_partitions=self._public_partitions)
-        accountant.compute_budgets()
-        self.spend = spend_from_accountant(self._params, accountant, self._mechanism_name)
+        counts, self.spend = release_with_pipeline_dp(
+            counted, pipeline_dp.BeamBackend(), self._params, self._params.aggregate_params(), spend_from_accountant,
+            self._mechanism_name, public_partitions=self._public_partitions)
         return counts | "unpack noisy counts" >> beam.MapTuple(lambda partition, metrics: (partition, metrics.count))

@@ -11,27 +11,17 @@ import numpy as np
 
 from dp_ops import discrete_laplace
 from dp_ops.tfidf import DocumentFrequencyParams, NoisyDocumentFrequencies, document_vector_indices
+from transforms.sum_arrays import SumArraysFn
 
 
-class _CountDocumentsFn(beam.CombineFn):
+class _CountDocumentsFn(SumArraysFn):
+    """Documents per bucket (and in all): a conversation adds 1 at each of its indices."""
+
     def __init__(self, buckets: int):
-        self._size = buckets + 1
-
-    def create_accumulator(self):
-        return np.zeros(self._size, dtype=np.int64)
+        super().__init__(buckets + 1, dtype=np.int64)
 
     def add_input(self, accumulator, indices):
         np.add.at(accumulator, indices, 1)
-        return accumulator
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        total = np.array(next(accumulators), dtype=np.int64)
-        for accumulator in accumulators:
-            total += accumulator
-        return total
-
-    def extract_output(self, accumulator):
         return accumulator
 
 

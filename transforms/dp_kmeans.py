@@ -2,8 +2,8 @@
 
 Distributed: each block contributes partial per-cluster sums (a small k x dim array), the partials
 are summed by a global combine, and only the summed array meets the noise on one worker; no step
-gathers embeddings. The mechanism and its accounting are in dp_ops/dp_kmeans.py; this transform
-computes exactly the releases of `fit_dp_kmeans`.
+gathers embeddings. The mechanism, its release schedule and its accounting are in dp_ops/dp_kmeans.py;
+this transform runs the same `release_schedule` as `fit_dp_kmeans`, so it releases the same centres.
 """
 
 from __future__ import annotations
@@ -17,30 +17,7 @@ import threadpoolctl
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as mechanism
 from transforms.stage_timing import timed
-
-
-class _SumArraysFn(beam.CombineFn):
-    """Element-wise sum of equally shaped float64 arrays; zeros for an empty input."""
-
-    def __init__(self, shape: tuple[int, int]):
-        self._shape = shape
-
-    def create_accumulator(self):
-        return np.zeros(self._shape, dtype=np.float64)
-
-    def add_input(self, accumulator, partial):
-        accumulator += partial
-        return accumulator
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        total = np.array(next(accumulators), dtype=np.float64)
-        for accumulator in accumulators:
-            total += accumulator
-        return total
-
-    def extract_output(self, accumulator):
-        return accumulator
+from transforms.sum_arrays import SumArraysFn
 
 
 def project_block(block: ConversationBlock, projection: np.ndarray | None) -> ConversationBlock:
@@ -79,13 +56,18 @@ def concatenate(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray,
 CLUSTERING_ROWS_PER_ELEMENT = 16384
 
 
-class DPKMeans(beam.PTransform):
-    """Input: ConversationBlocks. Output: a singleton PCollection of centres (k x dim, unit rows).
+@dataclasses.dataclass(frozen=True)
+class DPKMeansOutput:
+    """The released centres (a singleton: k x dim, unit rows) and the input blocks with `points`
+    filled in (private: for the assignment stage, never released)."""
 
-    `self.projected_blocks` (the input with `points` filled in) is set by expand() for the
-    assignment stage; `self.calibration` and `self.spend` are known at construction time, since the
-    noise is calibrated from the parameters alone.
-    """
+    centres: beam.PCollection
+    projected_blocks: beam.PCollection
+
+
+class DPKMeans(beam.PTransform):
+    """Input: ConversationBlocks. Output: DPKMeansOutput. `self.calibration` and `self.spend` are
+    known at construction time, since the noise is calibrated from the parameters alone."""
 
     def __init__(self, params: mechanism.DPKMeansParams, noise_seed: int | None = None,
                  rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT):
@@ -95,15 +77,11 @@ class DPKMeans(beam.PTransform):
         self.noise_seed = noise_seed
         self.calibration = mechanism.calibrate(params)
         self.spend = self.calibration.spend(params)
-        self.projected_blocks = None
 
-    def expand(self, blocks):
+    def expand(self, blocks) -> DPKMeansOutput:
         params, sigma, noise_seed = self.params, self.calibration.sigma, self.noise_seed
         projection = mechanism.projection_matrix(params)
-        hyperplanes = mechanism.lsh_hyperplanes(params)
-        buckets = 1 << params.seeding_bits
         projected = blocks | "project to clustering space" >> beam.Map(timed("dp_kmeans", project_block), projection)
-        self.projected_blocks = projected
         points = (
             projected
             | "keep points and weights" >> beam.Map(points_and_weights)
@@ -120,28 +98,14 @@ class DPKMeans(beam.PTransform):
             [(np.zeros((0, params.dim), dtype=np.float32), np.zeros(0, dtype=np.float64))])
         points = (points, no_points) | "with the zero-row element" >> beam.Flatten()
 
-        centres = (
-            points
-            | "seeding: sum points per LSH bucket" >> beam.Map(timed("dp_kmeans",
-                lambda pw: mechanism.weighted_sums(pw[0], pw[1], mechanism.lsh_buckets(pw[0], hyperplanes),
-                                                   buckets)))
-            | "seeding: total bucket sums" >> beam.CombineGlobally(
-                _SumArraysFn((buckets, params.dim))).without_defaults()
-            | "seeding: noisy bucket sums to centres" >> beam.Map(
-                lambda sums: mechanism.seed_centres(mechanism.add_gaussian_noise(sums, sigma, noise_seed, 0),
-                                                    params.num_clusters))
-        )
-        for step in range(1, params.releases):
+        centres = None
+        for release in mechanism.release_schedule(params):
+            # Partial sums per element, one global total, and the noise on the one worker holding it.
+            previous = {} if centres is None else {"centres": beam.pvalue.AsSingleton(centres)}
             centres = (
                 points
-                | f"step {step}: sum points per nearest centre" >> beam.Map(timed("dp_kmeans",
-                    lambda pw, c: mechanism.weighted_sums(pw[0], pw[1], mechanism.assign_nearest(pw[0], c),
-                                                          params.num_clusters)),
-                    c=beam.pvalue.AsSingleton(centres))
-                | f"step {step}: total cluster sums" >> beam.CombineGlobally(
-                    _SumArraysFn((params.num_clusters, params.dim))).without_defaults()
-                | f"step {step}: noisy sums to centres" >> beam.Map(
-                    lambda sums, s=step: mechanism.update_centres(
-                        mechanism.add_gaussian_noise(sums, sigma, noise_seed, s)))
+                | f"{release.label}: partial sums" >> beam.MapTuple(timed("dp_kmeans", release.sums), **previous)
+                | f"{release.label}: total sums" >> beam.CombineGlobally(SumArraysFn(release.shape)).without_defaults()
+                | f"{release.label}: noisy sums to centres" >> beam.Map(release.centres, sigma, noise_seed)
             )
-        return centres
+        return DPKMeansOutput(centres=centres, projected_blocks=projected)

@@ -6,6 +6,7 @@ import apache_beam as beam
 import pipeline_dp
 
 from dp_ops.partition_selection import TermSelectionParams, spend_from_accountant
+from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
 
 
 class DPSelectTerms(beam.PTransform):
@@ -19,21 +20,13 @@ class DPSelectTerms(beam.PTransform):
 
     def expand(self, user_term_pairs):
         params = self._params
-        accountant = params.budget_accountant()
-        engine = pipeline_dp.DPEngine(accountant, pipeline_dp.BeamBackend())
-        extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda pair: pair[0],
-                                                partition_extractor=lambda pair: pair[1],
-                                                value_extractor=lambda pair: 0)
         if params.with_counts:
-            counted = engine.aggregate(user_term_pairs, params.count_params(), extractors)
-            accountant.compute_budgets()
-            released = counted | "unpack noisy user counts" >> beam.MapTuple(
-                lambda term, metrics: (term, float(metrics.privacy_id_count)))
-            mechanism = "PipelineDP partition selection + Laplace user count per term"
+            engine_params, mechanism = params.count_params(), "PipelineDP partition selection + Laplace user count per term"
         else:
-            selected = engine.select_partitions(user_term_pairs, params.select_params(), extractors)
-            accountant.compute_budgets()
-            released = selected | "no counts" >> beam.Map(lambda term: (term, None))
-            mechanism = "PipelineDP partition selection per term"
-        self.spend = spend_from_accountant(params, accountant, mechanism)
-        return released
+            engine_params, mechanism = params.select_params(), "PipelineDP partition selection per term"
+        released, self.spend = release_with_pipeline_dp(user_term_pairs, pipeline_dp.BeamBackend(), params,
+                                                        engine_params, spend_from_accountant, mechanism)
+        if params.with_counts:
+            return released | "unpack noisy user counts" >> beam.MapTuple(
+                lambda term, metrics: (term, float(metrics.privacy_id_count)))
+        return released | "no counts" >> beam.Map(lambda term: (term, None))

@@ -10,16 +10,16 @@ the public index.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from core import json_store
+from core.dates import utc_timestamp
 from core.release_gate import scan
 from core.run_context import RunContext
-from dp_ops.budget_ledger import Ledger
+from dp_ops.ledger_updates import set_ledger_status
 
 
 class ReleaseGateFailed(RuntimeError):
@@ -76,10 +76,6 @@ def _recorded_gate(context: RunContext) -> dict | None:
     return gate if gate.get("run_id") == context.run_id else None
 
 
-def set_ledger_status(ledger_path: str, run_id: str, status: str) -> None:
-    json_store.update_json(ledger_path, lambda doc: Ledger.from_json(doc).with_status(run_id, status).to_json())
-
-
 def _index_entry(context: RunContext, status: str, report: dict | None) -> dict:
     """The run's public index entry: its identity and, if published, DP outputs and spend. No time
     of day: the run id holds the start time, and a finish time beside it would publish the run's
@@ -131,7 +127,7 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
         add_to_index(context, status, report)
     if "finished_at" not in gate:
         # The run's timing stays private (see _index_entry); a retry keeps the first completion's.
-        gate["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        gate["finished_at"] = utc_timestamp()
         _write_json_atomically(context.private("release_gate.json"), gate)
     if rejected:
         kinds = sorted({f["kind"] for f in gate["findings"]})

@@ -2,7 +2,9 @@
 
 Pure post-processing of the release: it embeds the released topic names and keywords, clusters the
 embeddings deterministically and names each group through the ClusterNamer from the members'
-released keywords. No conversation is touched, so it costs no privacy budget.
+released keywords. No conversation is touched, so it costs no privacy budget. `BuildTopicHierarchy`
+is the job's stage for it (its model calls happen here, not in the report writer); WriteReport then
+places its singleton output into report.json.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import apache_beam as beam
 import numpy as np
 
 from backends.interfaces import ClusterNamer
+from core.report import report_topics
+from transforms.stage_timing import timed
 
 GROUP_KEYWORDS = 5
 METHOD = ("post-processing of released data: released topic names and keywords embedded with the run's "
@@ -85,3 +90,36 @@ def build_hierarchy(topics: Sequence[dict], embed: Callable[[list[str]], np.ndar
                        "size": sum(m["size"] for m in members), "topic_ids": [m["id"] for m in members]})
     groups.sort(key=lambda g: (-g["size"], g["topic_ids"][0]))
     return {"method": METHOD, "groups": groups}
+
+
+class _BuildHierarchyFn(beam.DoFn):
+    def __init__(self, embedding_model: str, namer: ClusterNamer):
+        self._embedding_model = embedding_model
+        self._namer = namer
+
+    def setup(self):
+        self._namer.setup()
+        self._timed_build = timed("topic_hierarchy", build_hierarchy)
+
+    def process(self, named_topics: list, noisy_sizes: dict):
+        from backends.embedding import embed_texts
+        model = self._embedding_model
+        topics = report_topics(dict(named_topics), noisy_sizes)
+        yield self._timed_build(topics, lambda texts: embed_texts(model, texts), self._namer)
+
+
+class BuildTopicHierarchy(beam.PTransform):
+    """Input: (cluster_id, named topic) for the kept clusters; side input: their noisy sizes.
+    Output: a singleton hierarchy (`build_hierarchy` of the report's topics; groups [] for none)."""
+
+    def __init__(self, kept_sizes, embedding_model: str, namer: ClusterNamer):
+        super().__init__()
+        self._kept_sizes = kept_sizes
+        self._embedding_model = embedding_model
+        self._namer = namer
+
+    def expand(self, named_topics):
+        return (named_topics
+                | "all named topics" >> beam.combiners.ToList()
+                | "group and name topics" >> beam.ParDo(_BuildHierarchyFn(self._embedding_model, self._namer),
+                                                        beam.pvalue.AsDict(self._kept_sizes)))

@@ -7,11 +7,9 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from backends.interfaces import ClusterNamer
 from core.report import build_report
 from core.report_html import render_report
 from core.spend import MechanismSpend
-from transforms.topic_hierarchy import build_hierarchy
 
 
 def write_json(path: str, document: dict) -> None:
@@ -25,14 +23,6 @@ def read_json(path: str) -> dict:
         return json.loads(handle.read().decode("utf-8"))
 
 
-def add_hierarchy(report: dict, embedding_model: str, namer: ClusterNamer) -> dict:
-    """The report with its topic hierarchy: post-processing of the released topics, no budget."""
-    from backends.embedding import embed_texts
-    namer.setup()
-    hierarchy = build_hierarchy(report["topics"], lambda texts: embed_texts(embedding_model, texts), namer)
-    return {**report, "hierarchy": hierarchy}
-
-
 def write_text(path: str, text: str) -> None:
     with FileSystems.create(path) as handle:
         handle.write(text.encode("utf-8"))
@@ -44,13 +34,14 @@ def html_path(report_path: str) -> str:
 
 
 class WriteReport(beam.PTransform):
-    """Input: (cluster_id, named topic) for kept clusters; side input: kept noisy sizes.
+    """Input: (cluster_id, named topic) for kept clusters; side inputs: kept noisy sizes and the
+    topic hierarchy (a singleton from transforms.topic_hierarchy.BuildTopicHierarchy).
 
-    Writes report.json (with the topic hierarchy) and report.html, rendered from report.json alone.
+    Writes report.json (with the hierarchy placed as it is) and report.html, rendered from report.json alone.
     """
 
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], max_conversations_per_user: int,
-                 config: dict, embedding_model: str, namer: ClusterNamer, centroid_keywords=None):
+                 config: dict, hierarchy, centroid_keywords=None):
         super().__init__()
         self._centroid_keywords = centroid_keywords
         self._path = path
@@ -58,15 +49,13 @@ class WriteReport(beam.PTransform):
         self._spends = spends
         self._max_conversations_per_user = max_conversations_per_user
         self._config = config
-        self._embedding_model = embedding_model
-        self._namer = namer
+        self._hierarchy = hierarchy
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
-        embedding_model, namer = self._embedding_model, self._namer
 
-        def write(_, topics, sizes, centroid):
-            report = add_hierarchy(build_report(topics, sizes, spends, limit, config, centroid), embedding_model, namer)
+        def write(_, topics, sizes, hierarchy, centroid):
+            report = build_report(topics, sizes, spends, limit, config, centroid, hierarchy)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
@@ -76,7 +65,8 @@ class WriteReport(beam.PTransform):
         return (named_topics.pipeline
                 | "report trigger" >> beam.Create([None])
                 | "build and write report.json" >> beam.Map(
-                    write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes), centroid))
+                    write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes),
+                    beam.pvalue.AsSingleton(self._hierarchy), centroid))
 
 
 def count_globally(pcoll, label: str):

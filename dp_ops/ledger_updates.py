@@ -1,0 +1,71 @@
+"""Changes to the privacy-budget ledger file: a job's reservation, and the status of a recorded run.
+
+Both jobs (beam_jobs.insights, beam_jobs.build_keywords) and a run's last step
+(transforms.finalize_run) change the ledger only through these two functions. Each is one atomic
+read-modify-write of the shared file (core.json_store), so concurrent jobs never lose an entry and a
+refused reservation writes nothing. The accounting itself (what a window holds, what the cap
+allows) is dp_ops.budget_ledger's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from core import json_store
+from core.dates import utc_timestamp
+from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, Ledger, LedgerEntry, events_json
+
+
+@dataclasses.dataclass(frozen=True)
+class Charge:
+    """A spend to record under `run_id` on `date` (YYYY-MM-DD); `output` is where its result went.
+    `events`: its mechanisms' dp-accounting events (or their JSON), which the ledger composes with
+    PLD across a window; None records it as the (epsilon, delta) event of its figure."""
+
+    run_id: str
+    date: str
+    epsilon: float
+    delta: float
+    output: str
+    events: tuple | None = None
+
+
+def reserve_budget(ledger_path: str, max_epsilon_per_window: float | None, window_days: int, *,
+                   run: Charge | None = None, keyword_set: Charge | None = None,
+                   keyword_set_status: str = "reserved", allow_rerun: bool = False,
+                   max_delta_per_window: float | None = None) -> bool:
+    """In one atomic update: charges `keyword_set` with `keyword_set_status` unless the ledger
+    already holds its run id (a keyword set is charged once per ledger, by its build or by the first
+    night that uses it), checked against the cap on its own date; then checks `run` against the cap
+    and against re-runs of its date, and records it `reserved`. Raises BudgetRefused (nothing is
+    written) if either is refused. Returns whether the keyword set was charged."""
+    if run is None and keyword_set is None:
+        raise ValueError("reserve_budget needs a run or a keyword set to charge")
+    charged_set = False
+
+    def reserve(document):
+        nonlocal charged_set  # update_json may call this again on a concurrent update: reset each time
+        ledger = Ledger.from_json(document)
+        charged_set = keyword_set is not None and not ledger.has_run(keyword_set.run_id)
+        if charged_set:
+            ledger = ledger.with_keyword_set(keyword_set.run_id, keyword_set.date, keyword_set.epsilon,
+                                             keyword_set.delta, keyword_set_status, keyword_set.output,
+                                             max_epsilon_per_window, window_days, events=keyword_set.events,
+                                             max_delta_per_window=max_delta_per_window)
+        if run is not None:
+            ledger.check(run.date, run.epsilon, max_epsilon_per_window, window_days, allow_rerun, delta=run.delta,
+                         events=run.events, max_delta_per_window=max_delta_per_window)
+            ledger = ledger.with_entry(LedgerEntry(
+                run_id=run.run_id, date=run.date, epsilon=run.epsilon, delta=run.delta, status="reserved",
+                recorded_at=utc_timestamp(), output=run.output, events=events_json(run.events or ()),
+                rerun=any(not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX) for e in ledger.runs_on(run.date))))
+        return ledger.to_json()
+
+    json_store.update_json(ledger_path, reserve)
+    return charged_set
+
+
+def set_ledger_status(ledger_path: str, run_id: str, status: str) -> None:
+    """Sets (not adds: safe to repeat) the status of a recorded run or keyword set. Raises KeyError
+    if the ledger does not hold `run_id`."""
+    json_store.update_json(ledger_path, lambda document: Ledger.from_json(document).with_status(run_id, status).to_json())

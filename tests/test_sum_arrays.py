@@ -1,0 +1,32 @@
+import apache_beam as beam
+import numpy as np
+import pytest
+
+from tests.conftest import local_pipeline
+from transforms.dp_document_frequencies import _CountDocumentsFn
+from transforms.sum_arrays import SumArraysFn
+
+
+def test_arrays_are_summed_element_wise_across_bundles(collector):
+    arrays = [np.full((2, 3), float(i)) for i in range(40)]
+    with local_pipeline() as pipeline:
+        total = (pipeline | beam.Create(arrays) | beam.Reshuffle()
+                 | beam.CombineGlobally(SumArraysFn((2, 3))).without_defaults())
+        collector(total, "total")
+    (released,) = collector.result("total")
+    np.testing.assert_array_equal(released, np.full((2, 3), float(sum(range(40)))))
+
+
+def test_no_input_sums_to_zeros_and_a_wrong_shape_is_refused():
+    combine = SumArraysFn((2, 3), dtype=np.int64)
+    empty = combine.extract_output(combine.merge_accumulators([combine.create_accumulator()]))
+    assert empty.dtype == np.int64 and not empty.any() and empty.shape == (2, 3)
+    with pytest.raises(ValueError, match="shape"):
+        combine.add_input(combine.create_accumulator(), np.ones(3))  # would broadcast silently
+
+
+def test_document_counts_add_one_at_each_index_and_merge_like_any_sum():
+    combine = _CountDocumentsFn(buckets=4)
+    first = combine.add_input(combine.create_accumulator(), np.array([0, 2, 4]))
+    second = combine.add_input(combine.create_accumulator(), np.array([2, 4]))
+    np.testing.assert_array_equal(combine.merge_accumulators([first, second]), [1, 0, 2, 0, 2])
