@@ -47,11 +47,12 @@ from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, new_keyword_set_run_id
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from dp_ops.partition_selection import TermSelectionParams
-from dp_ops.run_budget import spend_event
+from dp_ops.run_budget import RunBudget, spend_event
 from dp_ops.tfidf import STAGE, DocumentFrequencyParams
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_document_frequencies import DPDocumentFrequencies
 from transforms.dp_select_terms import DPSelectTerms
+from transforms.dp_stage import require_registered_dp_stages
 from transforms.extract_facets import ExtractFacets
 from transforms.propose_keywords import ProposeKeywords
 from transforms.public_candidates import PublicKeywordCandidates
@@ -157,6 +158,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     ledger_run_id = ledger_run_id or new_keyword_set_run_id()
     charge_date = charge_date or ledger_date(params.run)
     spends: list[MechanismSpend] = []
+    # Every DP stage registers here (transforms/dp_stage.py); the file records their spends, which
+    # the nightly run's budget composes with its own.
+    budget = RunBudget(builder.delta_keyword_set) if builder.method in DP_METHODS else None
     selection = TermSelectionParams(stage=STAGE, epsilon=builder.epsilon_keyword_set,
                                     delta=builder.delta_keyword_set, max_partitions_per_user=params.max_terms_per_user,
                                     with_counts=builder.max_keywords is not None,
@@ -170,7 +174,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
         selection = dataclasses.replace(selection, epsilon=builder.epsilon_keyword_set - df_params.epsilon)
         clipped = _bounded_facets(pipeline, params) | "clipped term counts" >> ClippedTermCounts(
             builder.max_terms_per_conversation)
-        frequencies = DPDocumentFrequencies(df_params)
+        frequencies = DPDocumentFrequencies(df_params, budget)
         noisy = clipped | "DP document frequencies" >> frequencies
         min_df = (builder.tfidf_min_noisy_df if builder.tfidf_min_noisy_df is not None
                   else df_params.default_min_noisy_frequency())
@@ -185,7 +189,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
             pairs = pairs | "novel keywords only" >> beam.Filter(
                 lambda pair, known: pair[1] not in known, beam.pvalue.AsSingleton(known))
     if builder.method in DP_METHODS:
-        select = DPSelectTerms(selection)
+        select = DPSelectTerms(selection, budget)
         selected = pairs | "DP partition selection" >> select
         spends.append(select.spend)
 
@@ -215,6 +219,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     public_side = (beam.pvalue.AsSingleton(public) if public is not None
                    else beam.pvalue.AsSingleton(pipeline | "no public terms" >> beam.Create([[]])))
     trigger | "write keyword set" >> beam.Map(write, dp_side, public_side)
+    require_registered_dp_stages(pipeline)
     return spends
 
 

@@ -43,17 +43,18 @@ from beam_jobs.options import (
 from core.json_store import read_json_or_none
 from core.release_gate import load_canaries
 from core.run_context import RunContext, make_run_context
-from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_counts import release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
-from dp_ops.run_budget import RunBudget, spend_event
+from dp_ops.joint_calibration import calibrate_jointly, job_requests
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
+from dp_ops.run_budget import RunBudget, spend_event
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.centroid_keywords import CentroidKeywords
 from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, keep_large_clusters
 from transforms.dp_kmeans import DPKMeans
+from transforms.dp_stage import require_registered_dp_stages
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun
@@ -107,21 +108,32 @@ def release_config(params: InsightsParams, keyword_set, embedding_dim: int, cont
 
 
 def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_dim: int, context: RunContext,
-                   canaries: tuple[str, ...] = ()) -> list[MechanismSpend]:
-    """Wires the stages; returns what the DP stages will spend. Reads like URANIA's Algorithm 1."""
+                   canaries: tuple[str, ...] = ()) -> RunBudget:
+    """Wires the stages; returns the run's budget, which every DP stage registered with. Reads like
+    URANIA's Algorithm 1."""
     reading, privacy, clustering, embedding, keyword_params = (params.reading, params.privacy, params.clustering,
                                                                params.embedding, params.keywords)
     paths = output_paths(context)
     keyword_set = load_keyword_set(keyword_params.keyword_set)
     keywords = keyword_set.keywords
-    delta_clustering, delta_keywords = privacy.delta_split(keyword_params.keyword_mode)
-    kmeans = DPKMeans(DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=privacy.epsilon_clustering,
-                                     delta=delta_clustering, input_dim=embedding_dim,
-                                     iterations=clustering.kmeans_iterations, projection_dim=clustering.projection_dim,
-                                     seed=params.run.seed),
-                      noise_seed=privacy.noise_seed)
+    # One budget for the run: the stages' noise is calibrated jointly so that the PLD composition of
+    # all their releases meets --epsilon at --delta; each DP stage registers its spend with `budget`.
+    histogram_noise = privacy.keyword_noise if keyword_params.keyword_mode in ("histogram", "both") else None
+    joint = calibrate_jointly(privacy.epsilon, privacy.delta, job_requests(
+        privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
+        privacy.max_keyword_partitions_per_user))
+    # A DP keyword set's (epsilon, delta) events need their own delta on top of the night's.
+    budget = RunBudget(privacy.delta + sum(s.delta for s in keyword_set.spend))
+    for spend in keyword_set.spend:
+        budget.register(spend)
+    kmeans = DPKMeans(DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
+                                     noise_multiplier=joint.stages["clustering"].noise_multiplier,
+                                     input_dim=embedding_dim, iterations=clustering.kmeans_iterations,
+                                     projection_dim=clustering.projection_dim, seed=params.run.seed),
+                      budget, noise_seed=privacy.noise_seed)
+    size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
     sizes = DPClusterSizes(clustering.num_clusters,
-                           cluster_size_params(privacy.epsilon_size, privacy.max_conversations_per_user))
+                           cluster_size_params(size_epsilon, privacy.max_conversations_per_user), budget)
 
     records = pipeline | "read and validate conversations" >> ReadConversations(context.input_pattern,
                                                                                 reading.max_record_bytes)
@@ -139,7 +151,6 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     noisy_sizes = assigned | "DP cluster sizes" >> sizes
     kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
-    spends = [*keyword_set.spend, kmeans.spend, sizes.spend]
     histogram_keywords = centroid_keywords = sampled = keyword_pairs = None
     if keyword_params.keyword_mode in ("histogram", "both"):
         sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
@@ -150,16 +161,16 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
             keywords, keyword_params.max_keywords_per_conversation)
         keyword_pairs = selection.output
         dead_letters.append(selection.dead_letter)
+        histogram_epsilon, histogram_delta = joint.stages["keyword_histograms"].pipeline_dp_budget
         histogram = DPKeywordHistogram(
-            keyword_count_params(privacy.epsilon_keywords, delta_keywords, privacy.keyword_noise,
+            keyword_count_params(histogram_epsilon, histogram_delta, privacy.keyword_noise,
                                  privacy.max_keyword_partitions_per_user),
-            kept_cluster_ids=kept_ids, keywords=keywords)
+            kept_cluster_ids=kept_ids, keywords=keywords, budget=budget)
         noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
         floor = (keyword_params.keyword_min_noisy_count if keyword_params.keyword_min_noisy_count is not None
                  else release_floor(histogram.spend.noise, len(keywords)))
         histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(
             keyword_params.keywords_per_cluster, floor)
-        spends.append(histogram.spend)
     if keyword_params.keyword_mode in ("centroid", "both"):
         # Post-processing of the DP centres: no budget (transforms/centroid_keywords.py).
         centroid_keywords = centres | "centroid keywords" >> CentroidKeywords(
@@ -169,15 +180,18 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     named = top_keywords | "name clusters" >> NameClusters(namer)
 
     hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, embedding.embedding_model, namer)
+    # Every DP stage is applied by now, so the budget holds all of them.
+    require_registered_dp_stages(pipeline)
     report = named | "write pending report" >> WriteReport(
-        paths["report_pending"], kept_sizes, spends, privacy.max_conversations_per_user,
+        paths["report_pending"], kept_sizes, list(budget.entries), budget.composition(),
+        privacy.max_conversations_per_user,
         release_config(params, keyword_set, embedding_dim, context), hierarchy,
         centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
     all_dead_letters = dead_letters | "all dead letters" >> beam.Flatten()
     _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs)
-    return spends
+    return budget
 
 
 def _write_private_outputs(paths, records, dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs) -> None:
@@ -236,7 +250,7 @@ def _progress(params: InsightsParams, pipeline_options: PipelineOptions):
                                      params.clustering.kmeans_iterations, interval=progress.DEFAULT_INTERVAL_SECONDS)
 
 
-def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[MechanismSpend],
+def _reserve_budget(run_params: RunParams, context: RunContext, budget: RunBudget, nightly_delta: float,
                     keyword_set: KeywordSet) -> None:
     """Checks the window cap and records this run as `reserved`, with its (epsilon, delta) (the PLD
     composition of its stages at --delta) and its events, in one atomic ledger update. Raises BudgetRefused.
@@ -248,7 +262,7 @@ def _reserve_budget(run_params: RunParams, context: RunContext, spends: list[Mec
     checked against the same cap before this run's spend is. Its date is the one the build charges
     (its --date, else its UTC build day; `KeywordSet.ledger_date`), so every ledger counts the set in
     the windows of the data it was built from, whichever of the build or a night records it."""
-    nightly = RunBudget.of([s for s in spends if s.stage != "keyword_set"], options.delta)
+    nightly = RunBudget.of([s for s in budget.entries if s.stage != "keyword_set"], nightly_delta)
     epsilon, delta = nightly.total()
     events = [entry.event for entry in nightly.entries]
     set_epsilon, set_delta = sum(s.epsilon for s in keyword_set.spend), sum(s.delta for s in keyword_set.spend)
@@ -307,10 +321,10 @@ def run(argv: list[str] | None = None) -> int:
     embedding_dim = embedding_dimension(params.embedding.embedding_model)
     started = time.time()
     pipeline = beam.Pipeline(options=pipeline_options)
-    spends = build_pipeline(pipeline, params, embedding_dim, context, canaries)
+    budget = build_pipeline(pipeline, params, embedding_dim, context, canaries)
     if params.run.privacy_ledger:
         try:
-            _reserve_budget(params.run, context, spends, keyword_set)
+            _reserve_budget(params.run, context, budget, params.privacy.delta, keyword_set)
         except BudgetRefused as error:
             return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
     paths = output_paths(context)

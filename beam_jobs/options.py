@@ -42,6 +42,9 @@ class ReadingParams(Params):
 STAGES = ("clustering", "cluster_sizes", "keyword_histograms")
 # Today's nominal shares (4 + 1 + 2 = 7), now composed with PLD, so each stage gets less noise.
 DEFAULT_EPSILON_WEIGHTS = "clustering:4,cluster_sizes:1,keyword_histograms:2"
+# Still parsed (Beam would silently drop an unknown flag, and the run would spend what the user did
+# not ask for), but refused; not Flex Template parameters.
+RETIRED_FLAGS = ("epsilon_clustering", "epsilon_size", "epsilon_keywords")
 RETIRED_EPSILON_FLAGS = ("give the run's total with --epsilon and the stages' shares with --epsilon_weights "
                          f"(default {DEFAULT_EPSILON_WEIGHTS}); e.g. --epsilon_clustering 4 --epsilon_size 1 "
                          "--epsilon_keywords 2 becomes --epsilon 7, and the stages then get less noise than before, "
@@ -86,9 +89,7 @@ class PrivacyParams(Params):
     epsilon_keywords: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
 
     def __post_init__(self):
-        for name in ("epsilon_clustering", "epsilon_size", "epsilon_keywords"):
-            # Beam would otherwise drop an unknown flag silently, and the run would spend what the
-            # user did not ask for.
+        for name in RETIRED_FLAGS:
             check(getattr(self, name) is None, f"--{name} is retired: {RETIRED_EPSILON_FLAGS}")
         check(self.max_conversations_per_user >= 1, "--max_conversations_per_user must be >= 1")
         check(self.epsilon > 0 and math.isfinite(self.epsilon),

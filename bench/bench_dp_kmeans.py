@@ -107,7 +107,7 @@ def run_beam(path: str, n: int, params: dk.DPKMeansParams, noise_seed: int, runn
         os.remove(out_path)
 
     pipeline = beam.Pipeline(options=PipelineOptions(runner_args))
-    stage = DPKMeans(params, noise_seed=noise_seed)
+    stage = DPKMeans(params, None, noise_seed=noise_seed)
     clustering = (pipeline
                   | "block starts" >> beam.Create(list(range(0, n, BLOCK)))
                   | "read blocks" >> beam.Map(_read_block, _Embeddings(path), n)

@@ -135,9 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=100, help="conversations per run")
     parser.add_argument("--num_clusters", type=int, default=10, help="k for both pipelines")
     parser.add_argument("--min_cluster_size", type=float, default=10, help="URANIA's tau at this small n")
-    parser.add_argument("--epsilon_clustering", type=float, default=4.0)
-    parser.add_argument("--epsilon_size", type=float, default=1.0)
-    parser.add_argument("--epsilon_keywords", type=float, default=2.0)
+    parser.add_argument("--epsilon", type=float, default=UraniaConfig.epsilon,
+                        help="the run's total epsilon, as the job's --epsilon")
+    parser.add_argument("--epsilon_weights", default=UraniaConfig.epsilon_weights,
+                        help="the stages' shares, as the job's --epsilon_weights")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "membership_inference"))
     args = parser.parse_args(argv)
@@ -146,8 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     vectors = embed_cached(dataset.facets)
     target = embed_cached([SENSITIVE_CONVERSATION])[0]
     config = UraniaConfig(num_clusters=args.num_clusters, min_cluster_size=args.min_cluster_size,
-                          epsilon_clustering=args.epsilon_clustering, epsilon_size=args.epsilon_size,
-                          epsilon_keywords=args.epsilon_keywords)
+                          epsilon=args.epsilon, epsilon_weights=args.epsilon_weights)
     result = run_attack(dataset.conversation_ids, dataset.user_ids, dataset.facets, vectors, target, args.runs,
                         args.n, config, args.num_clusters, args.seed,
                         progress=lambda r: print(f"  {r}/{args.runs} runs, {time.time() - started:.0f} s", flush=True))

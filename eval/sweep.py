@@ -18,6 +18,7 @@ import math
 import os
 import time
 
+from beam_jobs.options import PrivacyParams
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.simple_clio import run_simple_clio
 from eval.urania_inprocess import UraniaConfig, run_urania
@@ -44,8 +45,12 @@ def sweep(dataset, embeddings, num_clusters: int, min_cluster_size: float, seed:
     baseline_summaries = report_summaries(baseline)
     rows = []
     for eps_c, eps_hist in configs:
-        config = UraniaConfig(num_clusters=num_clusters, min_cluster_size=min_cluster_size, epsilon_clustering=eps_c,
-                              epsilon_keywords=eps_hist, epsilon_size=1.0 if math.isfinite(eps_c) else math.inf)
+        # The paper's per-stage epsilons, as the job takes them: their sum as the run's total (composed
+        # with PLD, so each stage gets less noise than the sum promised) and their ratio as weights.
+        config = UraniaConfig(num_clusters=num_clusters, min_cluster_size=min_cluster_size,
+                              epsilon=eps_c + 1.0 + eps_hist,
+                              epsilon_weights=(f"clustering:{eps_c},cluster_sizes:1,keyword_histograms:{eps_hist}"
+                                               if math.isfinite(eps_c) else PrivacyParams.epsilon_weights))
         report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config, seed=seed)
         labelled = {"topics": [t for t in report["topics"] if t["keywords"]]}
         metrics = utility_metrics(report_summaries(labelled), baseline_summaries, embed=embed, judge=judge,

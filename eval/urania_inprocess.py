@@ -33,7 +33,9 @@ from beam_jobs.options import ClusteringParams, EmbeddingParams, KeywordParams, 
 from core.report import build_report
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
+from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
 from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
+from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
 from transforms.dp_cluster_sizes import cluster_size_params
@@ -46,9 +48,8 @@ class UraniaConfig:
 
     num_clusters: int = ClusteringParams.num_clusters
     max_conversations_per_user: int = PrivacyParams.max_conversations_per_user
-    epsilon_clustering: float = PrivacyParams.epsilon_clustering
-    epsilon_size: float = PrivacyParams.epsilon_size
-    epsilon_keywords: float = PrivacyParams.epsilon_keywords
+    epsilon: float = PrivacyParams.epsilon  # math.inf: every mechanism switched off
+    epsilon_weights: str = PrivacyParams.epsilon_weights
     delta: float = PrivacyParams.delta
     min_cluster_size: float = ClusteringParams.min_cluster_size
     samples_per_cluster: int = KeywordParams.samples_per_cluster
@@ -64,18 +65,28 @@ class UraniaConfig:
 
     @property
     def private(self) -> bool:
-        return all(math.isfinite(e) for e in (self.epsilon_clustering, self.epsilon_size, self.epsilon_keywords))
-
-
-def _calibration(params: km.DPKMeansParams) -> km.NoiseCalibration:
-    # calibrate() depends on (epsilon, delta, releases) only; the seed and shapes vary per run.
-    return _calibration_for(params.epsilon, params.delta, params.iterations)
+        return math.isfinite(self.epsilon)
 
 
 @functools.lru_cache(maxsize=32)
-def _calibration_for(epsilon: float, delta: float, iterations: int) -> km.NoiseCalibration:
-    return km.calibrate(km.DPKMeansParams(num_clusters=1, epsilon=epsilon, delta=delta, input_dim=1,
-                                          iterations=iterations))
+def joint_calibration(config: UraniaConfig) -> JointCalibration:
+    """The job's joint calibration of its stages' noise (memoised: it depends on the parameters only)."""
+    weights = PrivacyParams(epsilon=config.epsilon, epsilon_weights=config.epsilon_weights,
+                            delta=config.delta).stage_weights()
+    return calibrate_jointly(config.epsilon, config.delta, job_requests(
+        weights, config.kmeans_iterations, config.max_conversations_per_user, config.keyword_noise,
+        config.max_keyword_partitions_per_user))
+
+
+def _calibration(params: km.DPKMeansParams) -> km.NoiseCalibration:
+    # calibrate() depends on (noise multiplier, delta, releases) only; the seed and shapes vary per run.
+    return _calibration_for(params.noise_multiplier, params.delta, params.iterations)
+
+
+@functools.lru_cache(maxsize=32)
+def _calibration_for(noise_multiplier: float, delta: float, iterations: int) -> km.NoiseCalibration:
+    return km.calibrate(km.DPKMeansParams(num_clusters=1, epsilon=None, noise_multiplier=noise_multiplier,
+                                          delta=delta, input_dim=1, iterations=iterations))
 
 
 @functools.lru_cache(maxsize=4)
@@ -129,11 +140,12 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     kept_users = [user_ids[i] for i in kept]
     kept_ids = [conversation_ids[i] for i in kept]
     vectors = embeddings[kept]
-    delta_clustering, delta_keywords = ((config.delta / 2, config.delta / 2) if config.keyword_noise == "gaussian"
-                                        else (config.delta, 0.0))
-    params = km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=config.epsilon_clustering
-                               if config.private else 1.0, delta=delta_clustering, input_dim=embeddings.shape[1],
-                               iterations=config.kmeans_iterations, projection_dim=config.projection_dim, seed=seed)
+    joint = joint_calibration(config) if config.private else None
+    # Non-private: any noise multiplier; fit_kmeans then adds none.
+    params = km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=None, delta=config.delta,
+                               noise_multiplier=joint.stages["clustering"].noise_multiplier if joint else 1.0,
+                               input_dim=embeddings.shape[1], iterations=config.kmeans_iterations,
+                               projection_dim=config.projection_dim, seed=seed)
     centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed)
     clusters = km.assign_nearest(points, centres)
 
@@ -141,7 +153,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     spends = []
     if config.private:
         spends.append(calibration.spend(params))
-        sizes, size_spend = _dp_count(cluster_size_params(config.epsilon_size, config.max_conversations_per_user),
+        size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
+        sizes, size_spend = _dp_count(cluster_size_params(size_epsilon, config.max_conversations_per_user),
                                       size_pairs, list(range(config.num_clusters)))
         spends.append(size_spend)
     else:
@@ -162,8 +175,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                 keyword_pairs.append((kept_users[i], (int(clusters[i]), keyword)))
     partitions = [(c, k) for c in sorted(kept_sizes) for k in keywords]
     if config.private:
-        count_params = keyword_count_params(config.epsilon_keywords, delta_keywords, config.keyword_noise,
-                                            config.max_keyword_partitions_per_user)
+        count_params = keyword_count_params(*joint.stages["keyword_histograms"].pipeline_dp_budget,
+                                            config.keyword_noise, config.max_keyword_partitions_per_user)
         if partitions:
             histogram, histogram_spend = _dp_count(count_params, keyword_pairs, partitions)
         else:  # nothing kept: the histogram stage releases nothing, but the job still accounts for it
@@ -181,9 +194,11 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         _, chosen = top_keywords((cluster, counts), config.keywords_per_cluster, floor)
         name, description = namer.name(list(chosen))
         named[cluster] = {"name": name, "description": description, "keywords": list(chosen)}
-    report = build_report(named, kept_sizes, spends, config.max_conversations_per_user,
+    budget = RunBudget.of(spends, config.delta) if config.private else None
+    report = build_report(named, kept_sizes, list(budget.entries) if budget else spends,
+                          config.max_conversations_per_user,
                           {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
-                           "seed": seed})
+                           "seed": seed}, composition=budget.composition() if budget else None)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:

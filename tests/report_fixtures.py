@@ -34,7 +34,8 @@ PRIVACY = {
 }
 
 CONFIG = {"run_id": "20261121T031500Z-a1b2c3", "date": "2026-11-21", "num_clusters": 50,
-          "max_conversations_per_user": 5, "epsilon_clustering": 4.0, "epsilon_size": 1.0, "epsilon_keywords": 2.0,
+          "max_conversations_per_user": 5, "epsilon": 7.0,
+          "epsilon_weights": "clustering:4,cluster_sizes:1,keyword_histograms:2",
           "delta": 1e-06, "min_cluster_size": 25, "samples_per_cluster": 200, "keywords_per_cluster": 5,
           "keyword_noise": "gaussian", "keyword_set": {"method": "bundled public list", "size": 341},
           "embedding_model": "all-MiniLM-L6-v2", "embedding_dim": 384, "kmeans_iterations": 3,

@@ -13,7 +13,7 @@ from transforms.keyword_histograms import keyword_count_params
 
 
 def _noisy_counts(pairs, params, partitions, collector, name="counts"):
-    stage = DPCountPerPartition(params, partitions, "test")
+    stage = DPCountPerPartition(params, partitions, "test", None)
     with local_pipeline() as pipeline:
         counts = pipeline | f"create {name}" >> beam.Create(pairs) | stage
         collector(counts, name)

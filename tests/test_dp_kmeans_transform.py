@@ -26,7 +26,7 @@ def test_beam_transform_releases_the_same_centres_as_the_reference_implementatio
                                iterations=3, seed=4)
     expected, _ = dk.fit_dp_kmeans(points, weights, params, noise_seed=9)
 
-    kmeans = DPKMeans(params, noise_seed=9)
+    kmeans = DPKMeans(params, None, noise_seed=9)
     with local_pipeline() as pipeline:
         clustering = pipeline | beam.Create(_blocks(points, weights, 100)) | kmeans
         assigned = clustering.projected_blocks | AssignClusters(clustering.centres)
@@ -44,7 +44,7 @@ def test_beam_transform_releases_the_same_centres_as_the_reference_implementatio
 
 def test_spend_is_known_before_the_pipeline_runs():
     params = dk.DPKMeansParams(num_clusters=3, epsilon=1.5, delta=1e-6, input_dim=8)
-    stage = DPKMeans(params)
+    stage = DPKMeans(params, None)
     assert stage.spend.stage == "clustering" and 1.45 < stage.spend.epsilon <= 1.5
 
 
@@ -56,7 +56,7 @@ def test_an_empty_input_still_releases_one_set_of_pure_noise_centres(collector):
     expected, _ = dk.fit_dp_kmeans(np.zeros((0, 24), dtype=np.float32), np.zeros(0), params, noise_seed=11)
     with local_pipeline() as pipeline:
         no_blocks = pipeline | beam.Create([]).with_output_types(ConversationBlock)
-        collector((no_blocks | DPKMeans(params, noise_seed=11)).centres, "centres")
+        collector((no_blocks | DPKMeans(params, None, noise_seed=11)).centres, "centres")
     (released,) = collector.result("centres")
     np.testing.assert_allclose(released, expected, atol=1e-6)
     assert np.allclose(np.linalg.norm(released, axis=1), 1.0)

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from beam_jobs.flags import argument_parser
-from beam_jobs.options import InsightsOptions, insights_params
+from beam_jobs.options import RETIRED_FLAGS, InsightsOptions, insights_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METADATA = json.load(open(os.path.join(ROOT, "templates", "metadata.json")))
@@ -26,7 +26,7 @@ def _requirement_pins(path: str) -> dict[str, str]:
 
 
 def test_metadata_lists_exactly_the_pipeline_options():
-    assert set(PARAMETERS) == set(_option_actions())
+    assert set(PARAMETERS) == set(_option_actions()) - set(RETIRED_FLAGS)
 
 
 def test_every_parameter_has_a_label_help_and_the_right_optionality():
@@ -37,7 +37,7 @@ def test_every_parameter_has_a_label_help_and_the_right_optionality():
 
 def test_defaults_match_their_regexes():
     for name, action in _option_actions().items():
-        if action.default is None or "regexes" not in PARAMETERS[name]:
+        if action.default is None or "regexes" not in PARAMETERS.get(name, {}):
             continue
         value = str(action.default).lower() if isinstance(action.default, bool) else str(action.default)
         for regex in PARAMETERS[name]["regexes"]:
@@ -47,7 +47,8 @@ def test_defaults_match_their_regexes():
 def test_parameters_as_the_launcher_passes_them_parse_and_validate():
     example = {"input": "gs://logs/dt={date}/*.jsonl", "output": "gs://insights", "date": "yesterday",
                "privacy_ledger": "gs://private/ledger.json", "max_epsilon_per_window": "30", "window_days": "30",
-               "allow_rerun": "true", "num_clusters": "200", "epsilon_clustering": "4.0", "delta": "1e-6",
+               "allow_rerun": "true", "num_clusters": "200", "epsilon": "7.0", "delta": "1e-6",
+               "epsilon_weights": "clustering:4,cluster_sizes:1,keyword_histograms:2",
                "keyword_noise": "laplace"}
     for name, value in example.items():
         for regex in PARAMETERS[name].get("regexes", []):

@@ -16,8 +16,8 @@ from core.run_context import make_run_context
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, Ledger
 from dp_ops.dp_events import event_to_json
-from dp_ops.run_budget import RunBudget
 from dp_ops.ledger_updates import Charge, reserve_budget
+from dp_ops.run_budget import RunBudget
 
 NOW = dt.datetime(2026, 11, 22, 3, 4, 5, tzinfo=dt.timezone.utc)
 SET_SPEND = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=1.5,

@@ -26,7 +26,7 @@ from transforms.tfidf_terms import ClippedTerms
 def _select(pairs, collector, **params):
     params = TermSelectionParams(stage="keyword_set", **params)
     with local_pipeline() as pipeline:
-        select = DPSelectTerms(params)
+        select = DPSelectTerms(params, None)
         collector(pipeline | beam.Create(pairs) | select, "released")
     return dict(collector.result("released")), select.spend
 
@@ -75,7 +75,7 @@ def test_document_frequency_release_has_c_times_l_plus_1_sensitivity_and_the_rig
     assert params.sensitivity == 15 and params.spend().epsilon == pytest.approx(2.0)
     clipped = [ClippedTerms(f"c{i}", f"u{i}", {"python": 2, "error": 1}) for i in range(500)]
     with local_pipeline() as pipeline:
-        collector(pipeline | beam.Create(clipped) | DPDocumentFrequencies(params), "df")
+        collector(pipeline | beam.Create(clipped) | DPDocumentFrequencies(params, None), "df")
     [noisy] = collector.result("df")
     # The noise is unseeded: each check fails by chance with P(|Z| >= 8 std) = 1.3e-5 (scale 7.5).
     tolerance = 8 * math.sqrt(discrete_laplace.variance(params.scale))

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 MAX_RETRIES = 2
 # A large keyword epsilon so that keywords clear the noise floor on this little data and the namer is called.
 SMALL = ["--num_clusters", "6", "--min_cluster_size", "5", "--seed", "3", "--samples_per_cluster", "60",
-         "--epsilon_keywords", "30"]
+         "--epsilon", "35", "--epsilon_weights", "clustering:4,cluster_sizes:1,keyword_histograms:30"]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_report_is_produced_with_the_same_dp_accounting_as_offline(runs):
     offline_report, online_report = _load(offline, "release", "report.json"), _load(online, "release", "report.json")
     assert online_report["privacy"] == offline_report["privacy"]
     assert online_report["config"]["llm_backend"] == "openai"
-    assert online_report["privacy"]["epsilon"] == pytest.approx(4.0 + 1.0 + 30.0, abs=0.01)
+    assert online_report["privacy"]["epsilon"] == pytest.approx(35.0, abs=0.01)
     keywords = set(load_keyword_set().keywords)
     assert online_report["topics"]
     for topic in online_report["topics"]:  # the server answered words outside K for every selection

@@ -42,9 +42,10 @@ def _flags(params_classes) -> set[str]:
 
 def test_defaults_match_the_documented_interface():
     p = _params()
-    assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon_clustering,
-            p.privacy.epsilon_size, p.privacy.epsilon_keywords, p.privacy.delta, p.clustering.min_cluster_size,
-            p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster) == (50, 5, 4.0, 1.0, 2.0, 1e-6, 25, 200, 5)
+    assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon,
+            p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
+            p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster) == (
+        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0}, 1e-6, 25, 200, 5)
 
 
 def test_every_flag_belongs_to_exactly_one_group():
@@ -55,9 +56,9 @@ def test_every_flag_belongs_to_exactly_one_group():
 
 
 def test_flags_as_dataflow_passes_them_reach_their_group():
-    p = insights_params(InsightsOptions(["--input=x", "--output=y", "--num_clusters=7", "--epsilon_size=0.5",
+    p = insights_params(InsightsOptions(["--input=x", "--output=y", "--num_clusters=7", "--epsilon=0.5",
                                          "--allow_rerun=true", "--llm_timeout_s=5", "--embedding_backend=onnx"]))
-    assert (p.clustering.num_clusters, p.privacy.epsilon_size, p.run.allow_rerun, p.llm.llm_timeout_s,
+    assert (p.clustering.num_clusters, p.privacy.epsilon, p.run.allow_rerun, p.llm.llm_timeout_s,
             p.embedding.embedding_backend) == (7, 0.5, True, 5.0, "onnx")
     assert insights_params(_options("--allow_rerun")).run.allow_rerun is True
     assert insights_params(_options("--allow_rerun=false")).run.allow_rerun is False
@@ -65,12 +66,19 @@ def test_flags_as_dataflow_passes_them_reach_their_group():
 
 def test_params_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
-        _params().privacy.epsilon_size = 3.0
+        _params().privacy.epsilon = 3.0
 
 
 @pytest.mark.parametrize("flag,value,message", [
-    ("--num_clusters", "0", "num_clusters"), ("--epsilon_size", "-1", "epsilon_size"),
-    ("--epsilon_keywords", "inf", "epsilon_keywords"), ("--delta", "1", "delta"),
+    ("--num_clusters", "0", "num_clusters"), ("--epsilon", "-1", "--epsilon must be"),
+    ("--epsilon", "inf", "--epsilon must be"), ("--delta", "1", "delta"),
+    ("--epsilon_weights", "clustering:4,cluster_sizes:1", "give a weight for keyword_histograms"),
+    ("--epsilon_weights", "clustering:4,cluster_sizes:1,keyword_histograms:0", "keyword_histograms's weight"),
+    ("--epsilon_weights", "clustering:4,sizes:1,keyword_histograms:2", "unknown stage 'sizes'"),
+    ("--epsilon_weights", "clustering:x,cluster_sizes:1,keyword_histograms:2", "must be a number"),
+    ("--epsilon_clustering", "4", "--epsilon_clustering is retired: give the run's total with --epsilon"),
+    ("--epsilon_size", "1", "--epsilon_size is retired"), ("--epsilon_keywords", "2", "--epsilon_keywords is retired"),
+    ("--max_delta_per_window", "1e-5", "needs --privacy_ledger"),
     ("--max_conversations_per_user", "0", "max_conversations_per_user"),
     ("--keywords_per_cluster", "0", "keywords_per_cluster"), ("--max_record_bytes", "0", "max_record_bytes"),
     ("--window_days", "0", "window_days"), ("--max_epsilon_per_window", "3", "needs --privacy_ledger"),
@@ -83,8 +91,8 @@ def test_bad_values_name_the_option(flag, value, message):
 def test_a_group_checks_itself_when_built_directly():
     with pytest.raises(ValueError, match="--delta must be in"):
         PrivacyParams(delta=0)
-    with pytest.raises(ValueError, match="--epsilon_clustering"):
-        dataclasses.replace(_params().privacy, epsilon_clustering=float("nan"))
+    with pytest.raises(ValueError, match="--epsilon must be"):
+        dataclasses.replace(_params().privacy, epsilon=float("nan"))
 
 
 def test_missing_input_is_a_bad_option():
@@ -92,15 +100,9 @@ def test_missing_input_is_a_bad_option():
         insights_params(InsightsOptions(["--output", "o"]))
 
 
-def test_delta_goes_to_clustering_alone_with_laplace_keywords():
-    assert PrivacyParams(keyword_noise="laplace").delta_split("histogram") == (1e-6, 0.0)
-    assert PrivacyParams().delta_split("histogram") == (5e-7, 5e-7)
-    assert PrivacyParams().delta_split("centroid") == (1e-6, 0.0)
-
-
 def test_run_exits_with_bad_options_code(tmp_path, capsys):
-    assert run(["--input", "x", "--output", str(tmp_path), "--epsilon_size", "0"]) == EXIT_BAD_OPTIONS
-    assert "epsilon_size" in capsys.readouterr().err
+    assert run(["--input", "x", "--output", str(tmp_path), "--epsilon", "0"]) == EXIT_BAD_OPTIONS
+    assert "--epsilon must be" in capsys.readouterr().err
 
 
 def test_run_exits_with_unreadable_input_code_when_nothing_matches(tmp_path, capsys):
@@ -152,9 +154,10 @@ def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
 
 # The report's configuration: derived from what the params declare public.
 
+# Today's keys: the hand-listed ones, with the per-stage epsilons replaced by the total and its weights.
 TODAYS_CONFIG_KEYS = {
-    "run_id", "date", "num_clusters", "max_conversations_per_user", "epsilon_clustering", "epsilon_size",
-    "epsilon_keywords", "delta", "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
+    "run_id", "date", "num_clusters", "max_conversations_per_user", "epsilon", "epsilon_weights", "delta",
+    "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
     "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "embedding_dim", "kmeans_iterations",
     "projection_dim", "noise_seed_fixed", "privacy_ledger"}
@@ -181,7 +184,8 @@ def test_release_config_is_what_the_params_declare_public(tmp_path):
     p, config, context = _secret_run(tmp_path)
     groups = [getattr(p, field.name) for field in dataclasses.fields(p)]
     declared = {name: value for group in groups for name, value in public_fields(group).items()}
-    derived = {"noise_seed_fixed": True, "privacy_ledger": {"window_days": 30, "max_epsilon_per_window": 30.0}}
+    derived = {"noise_seed_fixed": True, "privacy_ledger": {"window_days": 30, "max_epsilon_per_window": 30.0,
+                                                            "max_delta_per_window": None}}
     keyword_set = load_keyword_set(p.keywords.keyword_set)
     assert config == {"run_id": context.run_id, "date": context.date, **declared, **derived, "embedding_dim": 384,
                       "keyword_set": {"method": keyword_set.method, "size": 2, "version": keyword_set.version,

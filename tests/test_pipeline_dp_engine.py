@@ -32,7 +32,7 @@ def test_local_backend_counts_every_public_partition_with_the_noise_it_reports()
 
 def test_the_beam_stage_reports_the_spend_the_local_backend_does(collector):
     params = _count_params()
-    stage = DPCountPerPartition(params, [0, 1], "COUNT")
+    stage = DPCountPerPartition(params, [0, 1], "COUNT", None)
     with local_pipeline() as pipeline:
         collector(pipeline | beam.Create([("u", 0)]) | stage, "counts")
     assert len(collector.result("counts")) == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from dp_ops.dp_counts import DPCountParams
+from dp_ops.run_budget import RunBudget
 from transforms.assign_clusters import user_cluster_pairs
 from transforms.dp_count import DPCountPerPartition
 
@@ -19,15 +20,16 @@ class DPClusterSizes(beam.PTransform):
     """Input: assigned ConversationBlocks. Output: (cluster_id, noisy size) for every cluster id in
     range(num_clusters): the partitions are public, so empty clusters get a noisy size too."""
 
-    def __init__(self, num_clusters: int, params: DPCountParams):
+    def __init__(self, num_clusters: int, params: DPCountParams, budget: RunBudget | None):
         super().__init__()
         self._num_clusters = num_clusters
         self._params = params
+        self._budget = budget
         self.spend = None
 
     def expand(self, assigned_blocks):
         count = DPCountPerPartition(self._params, list(range(self._num_clusters)),
-                                    "PipelineDP COUNT per cluster, public partitions")
+                                    "PipelineDP COUNT per cluster, public partitions", self._budget)
         sizes = (assigned_blocks
                  | "user and cluster per conversation" >> beam.FlatMap(user_cluster_pairs)
                  | "DP count per cluster" >> count)

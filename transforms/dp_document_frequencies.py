@@ -10,7 +10,9 @@ import apache_beam as beam
 import numpy as np
 
 from dp_ops import discrete_laplace
+from dp_ops.run_budget import RunBudget
 from dp_ops.tfidf import DocumentFrequencyParams, NoisyDocumentFrequencies, document_vector_indices
+from transforms.dp_stage import DPStage
 from transforms.sum_arrays import SumArraysFn
 
 
@@ -29,13 +31,14 @@ def _add_noise(exact: np.ndarray, scale: float) -> NoisyDocumentFrequencies:
     return NoisyDocumentFrequencies.from_noisy_vector(exact + discrete_laplace.sample(exact.shape, scale))
 
 
-class DPDocumentFrequencies(beam.PTransform):
-    """`self.spend` is known at construction: the noise depends on the parameters only."""
+class DPDocumentFrequencies(DPStage):
+    """`self.spend` is known, and registered with `budget`, at construction: the noise depends on the
+    parameters only."""
 
-    def __init__(self, params: DocumentFrequencyParams):
-        super().__init__()
+    def __init__(self, params: DocumentFrequencyParams, budget: RunBudget | None):
+        super().__init__(budget)
         self.params = params
-        self.spend = params.spend()
+        self._spends(params.spend())
 
     def expand(self, clipped_terms):
         buckets = self.params.buckets

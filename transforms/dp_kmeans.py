@@ -16,6 +16,8 @@ import threadpoolctl
 
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as mechanism
+from dp_ops.run_budget import RunBudget
+from transforms.dp_stage import DPStage
 from transforms.stage_timing import timed
 from transforms.sum_arrays import SumArraysFn
 
@@ -65,18 +67,19 @@ class DPKMeansOutput:
     projected_blocks: beam.PCollection
 
 
-class DPKMeans(beam.PTransform):
+class DPKMeans(DPStage):
     """Input: ConversationBlocks. Output: DPKMeansOutput. `self.calibration` and `self.spend` are
-    known at construction time, since the noise is calibrated from the parameters alone."""
+    known, and the spend registered with `budget`, at construction: the noise depends on the
+    parameters alone."""
 
-    def __init__(self, params: mechanism.DPKMeansParams, noise_seed: int | None = None,
+    def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
                  rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT):
-        super().__init__()
+        super().__init__(budget)
         self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
         self.calibration = mechanism.calibrate(params)
-        self.spend = self.calibration.spend(params)
+        self._spends(self.calibration.spend(params))
 
     def expand(self, blocks) -> DPKMeansOutput:
         params, sigma, noise_seed = self.params, self.calibration.sigma, self.noise_seed

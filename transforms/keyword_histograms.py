@@ -20,6 +20,7 @@ from apache_beam.metrics import Metrics
 from backends.interfaces import KeywordSelector
 from core.records import ConversationBlock
 from dp_ops.dp_counts import DPCountParams
+from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from transforms.dp_count import DPCountPerPartition
 from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
@@ -113,11 +114,12 @@ def keyword_count_params(epsilon: float, delta: float, noise: str, max_partition
 class DPKeywordHistogram(beam.PTransform):
     """Output: ((cluster_id, keyword), noisy count) for every kept cluster x keyword in K."""
 
-    def __init__(self, params: DPCountParams, kept_cluster_ids, keywords: tuple[str, ...]):
+    def __init__(self, params: DPCountParams, kept_cluster_ids, keywords: tuple[str, ...], budget: RunBudget | None):
         super().__init__()
         self._params = params
         self._kept_cluster_ids = kept_cluster_ids
         self._keywords = keywords
+        self._budget = budget
         self.spend = None
 
     def expand(self, user_pairs):
@@ -125,7 +127,7 @@ class DPKeywordHistogram(beam.PTransform):
         public_partitions = self._kept_cluster_ids | "public partitions: kept clusters x K" >> beam.FlatMap(
             lambda cluster_id: [(cluster_id, keyword) for keyword in keywords])
         count = DPCountPerPartition(self._params, public_partitions,
-                                    "PipelineDP COUNT per (cluster, keyword), public partitions")
+                                    "PipelineDP COUNT per (cluster, keyword), public partitions", self._budget)
         histogram = user_pairs | "DP count per (cluster, keyword)" >> count
         self.spend = count.spend
         return histogram

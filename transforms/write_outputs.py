@@ -40,9 +40,12 @@ class WriteReport(beam.PTransform):
     Writes report.json (with the hierarchy placed as it is) and report.html, rendered from report.json alone.
     """
 
-    def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], max_conversations_per_user: int,
-                 config: dict, hierarchy, centroid_keywords=None):
+    def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], composition: dict,
+                 max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None):
+        """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
+        (dp_ops.run_budget.RunBudget.composition)."""
         super().__init__()
+        self._composition = composition
         self._centroid_keywords = centroid_keywords
         self._path = path
         self._kept_sizes = kept_sizes
@@ -53,9 +56,10 @@ class WriteReport(beam.PTransform):
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
+        composition = self._composition
 
         def write(_, topics, sizes, hierarchy, centroid):
-            report = build_report(topics, sizes, spends, limit, config, centroid, hierarchy)
+            report = build_report(topics, sizes, spends, limit, config, centroid, hierarchy, composition)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
