@@ -35,15 +35,15 @@ def _nightly(logs, output, ledger, date, *extra):
 
 def test_ledger_composes_nights_and_refuses_over_the_cap_before_reading_data(logs, tmp_path):
     output, ledger = str(tmp_path / "out"), str(tmp_path / "ledger.json")
-    # A night's default noise is epsilon 5.35 at delta 1e-6 (PLD); nights compose with PLD: two ~8.13,
-    # three ~10.46 (at the sum of their deltas).
-    cap = ["--max_epsilon_per_window", "9", "--window_days", "7"]
+    # A night is calibrated to epsilon 7 at delta 1e-6 (PLD); nights compose with PLD: two ~10.69,
+    # three ~13.82 (at the sum of their deltas), where adding them up would give 14 and 21.
+    cap = ["--max_epsilon_per_window", "12", "--window_days", "7"]
     assert _nightly(logs, output, ledger, "2026-11-01", *cap) == 0
     assert _nightly(logs, output, ledger, "2026-11-02", *cap) == 0
     assert _nightly(logs, output, ledger, "2026-11-03", *cap) == EXIT_BUDGET_REFUSED
     entries = json.load(open(ledger))["entries"]
     assert [(e["date"], e["status"]) for e in entries] == [("2026-11-01", "committed"), ("2026-11-02", "committed")]
-    assert all(5.34 < e["epsilon"] <= 5.36 and e["delta"] == 1e-6 and e["events"] for e in entries)
+    assert all(6.99 < e["epsilon"] <= 7.0 and e["delta"] == 1e-6 and e["events"] for e in entries)
     assert not os.path.exists(os.path.join(output, "dt=2026-11-03"))  # refused before any output
     index = json.load(open(os.path.join(output, "index.json")))["runs"]
     assert [(r["date"], r["status"]) for r in index] == [("2026-11-01", "committed"), ("2026-11-02", "committed")]
@@ -60,16 +60,16 @@ def test_a_dp_keyword_set_built_without_the_ledger_is_charged_once_and_counts_ag
                                                      ledger_run_id="keyword-set-built-elsewhere",
                                                      ledger_date="2026-10-30"))
     with_set = ["--keyword_set", keywords, "--window_days", "7"]
-    assert _nightly(logs, output, ledger, "2026-11-01", *with_set, "--max_epsilon_per_window", "8.3") == 0
-    # The set's (0.5, 1e-7) and two nights compose to ~8.49 > 8.3: refused because of the set (two
-    # nights alone, ~8.13, would fit).
-    assert _nightly(logs, output, ledger, "2026-11-02", *with_set, "--max_epsilon_per_window", "8.3") == (
+    assert _nightly(logs, output, ledger, "2026-11-01", *with_set, "--max_epsilon_per_window", "10.9") == 0
+    # The set's (0.5, 1e-7) and two nights compose to ~11.03 > 10.9: refused because of the set (two
+    # nights alone, ~10.69, would fit).
+    assert _nightly(logs, output, ledger, "2026-11-02", *with_set, "--max_epsilon_per_window", "10.9") == (
         EXIT_BUDGET_REFUSED)
     assert _nightly(logs, output, ledger, "2026-11-03", *with_set) == 0
     entries = json.load(open(ledger))["entries"]
     assert [(e["run_id"] == "keyword-set-built-elsewhere", e["date"]) for e in entries] == [
         (True, "2026-10-30"), (False, "2026-11-01"), (False, "2026-11-03")]
-    assert entries[0]["epsilon"] == 0.5 and all(5.34 < e["epsilon"] <= 5.36 for e in entries[1:])
+    assert entries[0]["epsilon"] == 0.5 and all(6.99 < e["epsilon"] <= 7.0 for e in entries[1:])
 
 
 def test_rerunning_a_date_is_refused_or_recorded_as_a_second_spend(logs, tmp_path):
