@@ -51,6 +51,16 @@ def params_from(values, params_class: type[ParamsT]) -> ParamsT:
     return params_class(**{field.name: getattr(values, field.name) for field in dataclasses.fields(params_class)})
 
 
+def options_class(params_class: type) -> type[PipelineOptions]:
+    """The PipelineOptions class that registers `params_class`'s flags (FooParams -> FooOptions)."""
+    def _add_argparse_args(cls, parser):
+        add_flags(parser, params_class)
+
+    name = params_class.__name__.removesuffix("Params") + "Options"
+    return type(name, (PipelineOptions,), {"_add_argparse_args": classmethod(_add_argparse_args),
+                                           "__doc__": f"The flags of {params_class.__name__}."})
+
+
 def public_fields(params) -> dict:
     """The fields of a params object declared public=True, by name."""
     return {field.name: getattr(params, field.name) for field in dataclasses.fields(params)

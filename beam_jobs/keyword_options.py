@@ -16,7 +16,7 @@ import math
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.flags import Params, add_flags, check, flag, params_from
+from beam_jobs.flags import Params, check, flag, options_class, params_from
 from beam_jobs.options import (
     EmbeddingOptions,
     EmbeddingParams,
@@ -92,10 +92,7 @@ class KeywordSetParams(Params):
         check(self.max_public_candidates >= 1, "--max_public_candidates must be >= 1")
 
 
-class KeywordSetOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, KeywordSetParams)
+KeywordSetOptions = options_class(KeywordSetParams)
 
 
 class BuildKeywordsOptions(KeywordSetOptions, ReadingOptions, PrivacyOptions, EmbeddingOptions, LLMOptions,

@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, Pi
 
 from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
-from beam_jobs.flags import Params, add_flags, check, flag, params_from, parse_bool
+from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
 
 
@@ -335,46 +335,13 @@ class RunParams(Params):
 
 # One PipelineOptions class per group: Beam parses each view's flags from the classes in its MRO.
 
-class ReadingOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, ReadingParams)
-
-
-class PrivacyOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, PrivacyParams)
-
-
-class ClusteringOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, ClusteringParams)
-
-
-class EmbeddingOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, EmbeddingParams)
-
-
-class KeywordOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, KeywordParams)
-
-
-class LLMOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, LLMParams)
-
-
-class RunOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_flags(parser, RunParams)
+ReadingOptions = options_class(ReadingParams)
+PrivacyOptions = options_class(PrivacyParams)
+ClusteringOptions = options_class(ClusteringParams)
+EmbeddingOptions = options_class(EmbeddingParams)
+KeywordOptions = options_class(KeywordParams)
+LLMOptions = options_class(LLMParams)
+RunOptions = options_class(RunParams)
 
 
 class InsightsOptions(ReadingOptions, PrivacyOptions, ClusteringOptions, EmbeddingOptions, KeywordOptions,
