@@ -21,11 +21,16 @@ def utc_timestamp(moment: dt.datetime | None = None) -> str:
     return (moment or utc_now()).astimezone(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def iso_date(value: str) -> str:
-    """`value` as YYYY-MM-DD (any form date.fromisoformat reads). Raises ValueError otherwise."""
+def parse_date(value: str) -> dt.date:
+    """The date `value` names (any form date.fromisoformat reads). Raises ValueError otherwise."""
     if not isinstance(value, str):
         raise ValueError(f"a date must be a string YYYY-MM-DD, got {value!r}")
-    return dt.date.fromisoformat(value).isoformat()
+    return dt.date.fromisoformat(value)
+
+
+def iso_date(value: str) -> str:
+    """`value` as YYYY-MM-DD (any form date.fromisoformat reads). Raises ValueError otherwise."""
+    return parse_date(value).isoformat()
 
 
 def resolve_date(value: str | None, today: dt.date | None = None) -> str | None:

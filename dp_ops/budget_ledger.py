@@ -33,6 +33,7 @@ import secrets
 
 import dp_accounting
 
+from core.dates import parse_date, utc_timestamp
 from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, delta_floor, event_from_json, event_to_json
 
 LEDGER_VERSION = 2
@@ -68,7 +69,7 @@ class LedgerEntry:
     events: tuple[dict, ...] = ()
 
     def __post_init__(self):
-        dt.date.fromisoformat(self.date)
+        parse_date(self.date)
         if self.status not in STATUSES:
             raise ValueError(f"ledger status must be one of {STATUSES}, got {self.status!r}")
         if self.epsilon < 0 or not 0 <= self.delta < 1:
@@ -146,11 +147,11 @@ class Ledger:
 
     def _windows(self, date: str, window_days: int):
         """(first day, entries dated in it) of every window of `window_days` days containing `date`."""
-        day = dt.date.fromisoformat(date)
+        day = parse_date(date)
         for offset in range(window_days):
             start = day - dt.timedelta(days=window_days - 1 - offset)
             end = start + dt.timedelta(days=window_days - 1)
-            yield start.isoformat(), [e for e in self.entries if start <= dt.date.fromisoformat(e.date) <= end]
+            yield start.isoformat(), [e for e in self.entries if start <= parse_date(e.date) <= end]
 
     def _worst_window(self, date: str, window_days: int, max_delta_per_window: float | None,
                       charge: PendingSpend | None) -> tuple[float, float, str, list[LedgerEntry]]:
@@ -221,7 +222,7 @@ class Ledger:
             raise BudgetRefused(f"keyword set {run_id} (dated {date}): {error}") from error
         return self.with_entry(LedgerEntry(
             run_id=run_id, date=date, epsilon=epsilon, delta=delta, status=status,
-            recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), output=output,
+            recorded_at=utc_timestamp(), output=output,
             events=() if events is None else events_json(events)))
 
     def with_entry(self, entry: LedgerEntry) -> "Ledger":
