@@ -79,13 +79,15 @@ def joint_calibration(config: UraniaConfig) -> JointCalibration:
 
 
 def _calibration(params: km.DPKMeansParams) -> km.NoiseCalibration:
-    # calibrate() depends on (noise multiplier, delta, releases) only; the seed and shapes vary per run.
-    return _calibration_for(params.noise_multiplier, params.delta, params.iterations)
+    # calibrate() depends on (epsilon or noise multiplier, delta, releases) only; the seed and shapes
+    # vary per run.
+    return _calibration_for(params.epsilon, params.noise_multiplier, params.delta, params.iterations)
 
 
 @functools.lru_cache(maxsize=32)
-def _calibration_for(noise_multiplier: float, delta: float, iterations: int) -> km.NoiseCalibration:
-    return km.calibrate(km.DPKMeansParams(num_clusters=1, epsilon=None, noise_multiplier=noise_multiplier,
+def _calibration_for(epsilon: float | None, noise_multiplier: float | None, delta: float,
+                     iterations: int) -> km.NoiseCalibration:
+    return km.calibrate(km.DPKMeansParams(num_clusters=1, epsilon=epsilon, noise_multiplier=noise_multiplier,
                                           delta=delta, input_dim=1, iterations=iterations))
 
 
