@@ -343,7 +343,9 @@ def run(argv: list[str] | None = None) -> int:
             return fail(EXIT_RELEASE_GATE_FAILED, "release_gate_failed",
                          f"release gate rejected the release ({len(gate['findings'])} finding(s)); "
                          f"see {paths['release_gate']}", run_id=context.run_id)
-        if params.run.privacy_ledger:
+        # A run whose release was already published stays committed: the ledger must agree with the index.
+        published = gate is not None and gate.get("run_id") == context.run_id and gate["status"] == "committed"
+        if params.run.privacy_ledger and not published:
             set_ledger_status(params.run.privacy_ledger, context.run_id, "failed")
         return fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}",
                      run_id=context.run_id)

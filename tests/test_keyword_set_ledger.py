@@ -44,7 +44,8 @@ def _night(tmp_path, keyword_set, date, *flags):
     ledger = str(tmp_path / "ledger.json")
     run_params = params_from(InsightsOptions(["--privacy_ledger", ledger, *flags]), RunParams)
     context = make_run_context("in/*.jsonl", str(tmp_path / "out"), date, now=NOW)
-    _reserve_budget(run_params, context, [*keyword_set.spend, *RUN_SPENDS], keyword_set)
+    budget = RunBudget.of([*keyword_set.spend, *RUN_SPENDS], 1e-6 + sum(s.delta for s in keyword_set.spend))
+    _reserve_budget(run_params, context, budget, 1e-6, keyword_set)
     return context.run_id
 
 

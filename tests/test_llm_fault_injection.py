@@ -78,7 +78,7 @@ def test_report_is_produced_with_the_same_dp_accounting_as_offline(runs):
     offline_report, online_report = _load(offline, "release", "report.json"), _load(online, "release", "report.json")
     assert online_report["privacy"] == offline_report["privacy"]
     assert online_report["config"]["llm_backend"] == "openai"
-    assert online_report["privacy"]["epsilon"] == pytest.approx(35.0, abs=0.01)
+    assert 35.0 * 0.995 <= online_report["privacy"]["epsilon"] <= 35.0
     keywords = set(load_keyword_set().keywords)
     assert online_report["topics"]
     for topic in online_report["topics"]:  # the server answered words outside K for every selection

@@ -2,7 +2,8 @@
 
 Each file is cut into ranges that any worker can read (an uncompressed JSON Lines file into byte
 ranges of about `split_bytes`, a Parquet file into runs of row groups; a compressed file is one
-range, as a compressed stream cannot be entered in the middle), and the ranges are reshuffled so a
+range, as a compressed stream cannot be entered in the middle; it is decompressed and checked whole
+before any record is parsed), and the ranges are reshuffled so a
 runner spreads one large file over its workers. A line belongs to the range holding its first byte,
 as in Beam's own text source, so ranges neither lose nor repeat a record.
 
@@ -17,11 +18,12 @@ import bz2
 import dataclasses
 import gzip
 import lzma
+import tempfile
 from collections.abc import Callable, Iterator
 
 import apache_beam as beam
 from apache_beam.io import fileio
-from apache_beam.io.filesystem import CompressedFile, CompressionTypes
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
@@ -133,8 +135,8 @@ def scan_lines(read: Callable[[int], bytes], first_offset: int, keep_bytes: int
 
 
 def _record(raw: bytes, length: int, path: str, line: int | None, offset: int | None, cap: int):
-    if length <= cap and raw.endswith(b"\r"):
-        raw = raw[:-1]
+    if length <= cap + 1 and raw.endswith(b"\r"):  # a CRLF line end is not part of the record
+        raw, length = raw[:-1], length - 1
     return parse_record(raw, path, line, cap, offset=offset, record_bytes=length)
 
 
@@ -165,40 +167,53 @@ def _read_jsonl(part: InputRange, cap: int):
             raise _Unreadable(error, max(part.end - position, 0), f"stopped at byte {position}") from error
 
 
-def _decompressed(raw_handle, compression: str):
-    """A decompressing reader that raises on a truncated or corrupt stream. Python's own gzip, bz2
-    and lzma readers do (EOFError); Beam's CompressedFile returns a truncated gzip's prefix as if it
-    were the whole file, which would lose the rest without a word. Others (deflate, zstd) are Beam's."""
-    if compression == CompressionTypes.GZIP:
-        return gzip.GzipFile(fileobj=raw_handle, mode="rb")
-    if compression == CompressionTypes.BZIP2:
-        return bz2.BZ2File(raw_handle, mode="rb")
-    if compression == CompressionTypes.LZMA:
-        return lzma.LZMAFile(raw_handle, mode="rb")
-    return CompressedFile(raw_handle, compression_type=compression)
+# Readers that raise on a truncated stream (EOFError) and on corrupt data (a CRC or format error).
+# Beam's CompressedFile returns a truncated gzip's prefix as if it were the whole file, and neither
+# it nor the zstd and deflate readers can tell a cut stream from a whole one: a file in those formats
+# is dead-lettered unread rather than read with the risk of losing its end without a word.
+_VERIFIED_DECOMPRESSORS = {
+    CompressionTypes.GZIP: lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    CompressionTypes.BZIP2: lambda raw: bz2.BZ2File(raw, mode="rb"),
+    CompressionTypes.LZMA: lambda raw: lzma.LZMAFile(raw, mode="rb"),
+}
+
+
+def _decompress_to(plain, part: InputRange) -> Exception | None:
+    """Decompresses the whole file into the temporary file `plain` before any record is parsed:
+    gzip checks its CRC only at a member's end, so records decoded from corrupt data would otherwise
+    be released (under whatever user the damaged bytes name) before the corruption shows. Returns the
+    EOFError of a truncated stream (what was decoded before the cut is intact) or None; raises
+    _Unreadable for corrupt data, of which nothing is released."""
+    compression = CompressionTypes.detect_compression_type(part.path)
+    if compression not in _VERIFIED_DECOMPRESSORS:
+        raise _Unreadable(ValueError(f"{compression} streams cannot be checked for truncation"), part.size,
+                          "not read: recompress the file as gzip, bzip2 or xz")
+    with FileSystems.open(part.path, compression_type=CompressionTypes.UNCOMPRESSED) as raw_handle:
+        stream = _VERIFIED_DECOMPRESSORS[compression](raw_handle)
+        # read1: what was decompressed before a cut is handed over, not lost with the failing read.
+        read = getattr(stream, "read1", stream.read)
+        try:
+            while chunk := read(_CHUNK_BYTES):
+                plain.write(chunk)
+        except EOFError as error:
+            return error
+        except Exception as error:
+            raise _Unreadable(error, part.size, "corrupt compressed data: no record of the file was released") from error
+    return None
 
 
 def _read_compressed_jsonl(part: InputRange, cap: int):
-    compression = CompressionTypes.detect_compression_type(part.path)
-    with FileSystems.open(part.path, compression_type=CompressionTypes.UNCOMPRESSED) as raw_handle:
-        stream = _decompressed(raw_handle, compression)
+    with tempfile.TemporaryFile() as plain:
+        truncated = _decompress_to(plain, part)
+        plain.seek(0)
         number = 0
-        try:
-            # read1: what was decompressed before a break is handed over, not lost with the failing read.
-            read = getattr(stream, "read1", stream.read)
-            for number, (_, raw, length) in enumerate(scan_lines(read, 0, cap + 1), start=1):
-                yield _record(raw, length, part.path, number, None, cap)
-        except Exception as error:
-            stored = _tell_or_zero(raw_handle)
-            raise _Unreadable(error, max(part.size - stored, 0),
-                              f"stopped after line {number}, near byte {stored} of the compressed file") from error
-
-
-def _tell_or_zero(handle) -> int:
-    try:
-        return handle.tell()
-    except Exception:
-        return 0
+        for number, (_, raw, length) in enumerate(scan_lines(plain.read, 0, cap + 1), start=1):
+            yield _record(raw, length, part.path, number, None, cap)
+        if truncated is not None:
+            # Every stored byte was read, so unread_bytes is 0; how much of the original is missing
+            # cannot be known from a cut stream.
+            raise _Unreadable(truncated, 0, f"the compressed stream ends early, after line {number}: the rest of the "
+                                            f"file is missing and its size cannot be known")
 
 
 class _UnconvertibleRow:
@@ -290,7 +305,7 @@ class ReadResult:
 
 
 class ReadConversations(beam.PTransform):
-    """Reads JSON Lines (.jsonl, or compressed: .gz, .bz2, .zst, ...) and Parquet files matching
+    """Reads JSON Lines (.jsonl, or compressed: .gz, .bz2, .xz) and Parquet files matching
     `file_pattern`.
 
     Returns `valid` Conversations and `dead_letter` DeadLetters; every input record lands in exactly

@@ -162,7 +162,8 @@ def _parse(raw: bytes | dict, max_record_bytes: int, reject, record_bytes: int |
         return reject("not_an_object", f"got {type(record).__name__}")
     if not isinstance(raw, bytes):
         try:
-            size = len(json.dumps(record, default=str).encode())
+            # As the row's JSON line would be (UTF-8, not \u escapes), so both formats meet the same cap.
+            size = len(json.dumps(record, default=str, ensure_ascii=False).encode("utf-8", "backslashreplace"))
         except RecursionError:
             return reject("record_too_large", "nested deeper than the JSON writer can follow")
         if size > max_record_bytes:
