@@ -82,7 +82,6 @@ from transforms.write_outputs import (
 log = logging.getLogger("urania.insights")
 
 
-
 def output_paths(context: RunContext) -> dict[str, str]:
     return {
         "report_pending": context.report_pending,

@@ -49,6 +49,13 @@ class DeadLetter:
     conversation_id: str | None = None
     unread_bytes: int | None = None
 
+    def __post_init__(self):
+        # An error message or a raw line may quote the text that broke a step; Beam's coders and the
+        # private writers cannot carry a lone surrogate, so every dead letter holds strict UTF-8.
+        for field in ("detail", "raw"):
+            text = getattr(self, field)
+            object.__setattr__(self, field, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 

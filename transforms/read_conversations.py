@@ -29,6 +29,7 @@ from apache_beam.metrics import Metrics
 
 from core.records import Conversation, DeadLetter
 from transforms import progress
+from transforms.record_isolation import split_dead_letters
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES, parse_record
 
 _PARQUET_SUFFIXES = (".parquet", ".parq")
@@ -309,8 +310,7 @@ class ReadConversations(beam.PTransform):
     `file_pattern`.
 
     Returns `valid` Conversations and `dead_letter` DeadLetters; every input record lands in exactly
-    one of them. A pattern that matches no file fails the pipeline early. (Split with two filters
-    rather than a multi-output ParDo: Beam 2.77's DaskRunner sends every element to every tag.)
+    one of them. A pattern that matches no file fails the pipeline early.
     """
 
     def __init__(self, file_pattern: str, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
@@ -334,7 +334,5 @@ class ReadConversations(beam.PTransform):
             | "spread ranges over workers" >> beam.Reshuffle()
             | "parse and validate records" >> beam.ParDo(_ReadRange(self._max_record_bytes))
         )
-        return ReadResult(
-            valid=parsed | "valid records" >> beam.Filter(lambda r: isinstance(r, Conversation)),
-            dead_letter=parsed | "dead letters" >> beam.Filter(lambda r: isinstance(r, DeadLetter)),
-        )
+        split = split_dead_letters(parsed)
+        return ReadResult(valid=split.output, dead_letter=split.dead_letter)

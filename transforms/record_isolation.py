@@ -51,8 +51,6 @@ def run_isolated(run_batch: Callable[[list[Item]], Sequence[Result]], items: lis
 def stage_dead_letter(stage: str, reason: str, conversation_id: str, problem: Exception | str) -> DeadLetter:
     """A record dropped by a per-record step after validation, named by its conversation id."""
     detail = problem if isinstance(problem, str) else f"{type(problem).__name__}: {str(problem)[:300]}"
-    # An error message may quote the text that broke the step; Beam's coders cannot carry a lone surrogate.
-    detail = detail.encode("utf-8", "backslashreplace").decode("utf-8")
     Metrics.counter("dead_letter", reason).inc()
     return DeadLetter(source="", line=None, reason=reason, detail=detail, raw="", stage=stage,
                       conversation_id=conversation_id)

@@ -125,7 +125,6 @@ def parse_record(raw: bytes | dict, source: str, line: int | None,
     `record_bytes` is the line's whole length when the reader kept only its beginning in `raw`."""
 
     def reject(reason: str, detail: str = "") -> DeadLetter:
-        detail = detail.encode("utf-8", "backslashreplace").decode("utf-8")  # Beam's coders need strict UTF-8
         return DeadLetter(source=source, line=line, offset=offset, reason=reason, detail=detail,
                           raw=_raw_text(raw))
 
