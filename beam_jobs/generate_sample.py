@@ -81,22 +81,27 @@ def _user_activity_weights(num_users: int, rng: random.Random) -> list[float]:
 
 
 def generate_records(num_conversations: int, num_users: int, seed: int,
-                     start_date: dt.date = dt.date(2026, 11, 1), days: int = 1) -> Iterator[dict]:
-    """Yields valid conversation records (dicts) with a `planted_topic` field."""
+                     start_date: dt.date = dt.date(2026, 11, 1), days: int = 1,
+                     topics: int | None = None) -> Iterator[dict]:
+    """Yields valid conversation records (dicts) with a `planted_topic` field, drawn from the first
+    `topics` planted topics (default: all of them)."""
     if num_users < 1 or num_conversations < 0:
         raise ValueError("need at least one user and a non-negative number of conversations")
+    if topics is not None and not 2 <= topics <= len(PLANTED_TOPICS):
+        raise ValueError(f"topics must be in [2, {len(PLANTED_TOPICS)}], got {topics}")
+    planted = PLANTED_TOPICS[:topics]
     rng = random.Random(seed)
     users = [f"user-{i:06d}" for i in range(num_users)]
     weights = _user_activity_weights(num_users, rng)
     # Each user mostly talks about one or two favourite topics.
-    favourites = {u: rng.sample(range(len(PLANTED_TOPICS)), k=2) for u in users}
+    favourites = {u: rng.sample(range(len(planted)), k=2) for u in users}
     owners = rng.choices(users, weights=weights, k=num_conversations)
     start = dt.datetime.combine(start_date, dt.time(), tzinfo=dt.timezone.utc)
     for index, user_id in enumerate(owners):
         if rng.random() < 0.75:
-            topic = PLANTED_TOPICS[rng.choice(favourites[user_id])]
+            topic = planted[rng.choice(favourites[user_id])]
         else:
-            topic = rng.choice(PLANTED_TOPICS)
+            topic = rng.choice(planted)
         timestamp = start + dt.timedelta(seconds=rng.randrange(days * 86400))
         yield {
             "conversation_id": f"conv-{seed}-{index:07d}",
@@ -136,12 +141,12 @@ def malformed_line(kind: str, index: int) -> bytes:
 
 
 def write_sample(path: str, num_conversations: int, num_users: int, seed: int,
-                 malformed: int = 0, days: int = 1) -> int:
+                 malformed: int = 0, days: int = 1, topics: int | None = None) -> int:
     """Writes the sample as JSON Lines (gzip if path ends in .gz); returns the number of lines."""
     opener = gzip.open if path.endswith(".gz") else open
     lines = 0
     with opener(path, "wb") as out:
-        for record in generate_records(num_conversations, num_users, seed, days=days):
+        for record in generate_records(num_conversations, num_users, seed, days=days, topics=topics):
             out.write(json.dumps(record).encode() + b"\n")
             lines += 1
         for i in range(malformed):
@@ -158,10 +163,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--malformed", type=int, default=0, help="invalid lines to append")
     parser.add_argument("--days", type=int, default=1, help="spread timestamps over this many days")
+    parser.add_argument("--topics", type=int, default=None,
+                        help=f"draw from the first N planted topics (default: all {len(PLANTED_TOPICS)})")
     args = parser.parse_args(argv)
     import os
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    lines = write_sample(args.output, args.conversations, args.users, args.seed, args.malformed, args.days)
+    lines = write_sample(args.output, args.conversations, args.users, args.seed, args.malformed, args.days,
+                         args.topics)
     print(f"wrote {lines} lines ({args.conversations} conversations, {args.malformed} malformed) to {args.output}")
 
 

@@ -29,3 +29,10 @@ def test_planted_topics_expect_keywords_that_are_in_the_default_set():
     keywords = set(load_keyword_set().keywords)
     for topic in PLANTED_TOPICS:
         assert set(topic.expected_keywords) <= keywords, topic.name
+
+
+def test_topics_limits_the_sample_to_the_first_planted_topics(tmp_path):
+    path = tmp_path / "s.jsonl"
+    main(["--output", str(path), "--conversations", "2000", "--users", "300", "--seed", "2", "--topics", "20"])
+    planted = {json.loads(line)["planted_topic"] for line in path.read_bytes().splitlines()}
+    assert planted == {topic.name for topic in PLANTED_TOPICS[:20]}
