@@ -1,7 +1,9 @@
 """The public keyword set K: loading and validating it.
 
-A keyword set file is either plain text (one keyword per line, '#' comments) or JSON as written by
-`beam_jobs.build_keywords` (format version 2):
+A keyword set file is either plain text (one keyword per line, '#' comments; a line `## Name`
+starts the category `Name`, which the keywords below it belong to) or JSON as written by
+`beam_jobs.build_keywords` (format version 2; an optional "categories" list runs parallel to
+"keywords", null for a keyword without one):
 
     {"format": "urania-keyword-set", "version": 2, "created_at": "2026-11-22T03:00:00+00:00",
      "method": "tfidf", "params": {...}, "source": {...}, "keywords": [...],
@@ -51,22 +53,56 @@ class KeywordSet:
     # and date (None only for an old file without a creation time: then the night that uses it).
     ledger_run_id: str | None = None
     ledger_date: str | None = None
+    # Each keyword's category (parallel to `keywords`; None when the set gives none): public, like K.
+    categories: tuple[str | None, ...] = ()
+
+    def __post_init__(self):
+        if not self.categories:
+            object.__setattr__(self, "categories", (None,) * len(self.keywords))
+        if len(self.categories) != len(self.keywords):
+            raise ValueError(f"{self.source}: {len(self.categories)} categories for {len(self.keywords)} keywords")
+
+    def category_of(self) -> dict[str, str | None]:
+        """{keyword: its category or None}."""
+        return dict(zip(self.keywords, self.categories))
 
 
-def _clean(keywords: list[str], source: str) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for keyword in keywords:
+def _clean_with_categories(keywords: list[str], categories: list[str | None],
+                           source: str) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    """Normalised, distinct keywords (first occurrence wins, with its category)."""
+    seen: dict[str, str | None] = {}
+    for keyword, category in zip(keywords, categories, strict=True):
         if not isinstance(keyword, str):
             raise ValueError(f"{source}: keywords must be strings, got {keyword!r}")
+        if category is not None and (not isinstance(category, str) or not category.strip()):
+            raise ValueError(f"{source}: a category must be a non-empty string or null, got {category!r}")
         normalised = " ".join(keyword.lower().split())
         if not normalised:
             continue
         if len(normalised) > MAX_KEYWORD_CHARS:
             raise ValueError(f"{source}: keyword longer than {MAX_KEYWORD_CHARS} characters: {normalised[:80]!r}")
-        seen.setdefault(normalised)
+        seen.setdefault(normalised, None if category is None else " ".join(category.split()))
     if not seen:
         raise ValueError(f"{source}: the keyword set is empty")
-    return tuple(seen)
+    return tuple(seen), tuple(seen.values())
+
+
+def _clean(keywords: list[str], source: str) -> tuple[str, ...]:
+    return _clean_with_categories(keywords, [None] * len(keywords), source)[0]
+
+
+def _parse_text(text: str) -> tuple[list[str], list[str | None]]:
+    keywords, categories, category = [], [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("##"):
+            category = stripped.lstrip("#").strip() or None
+            continue
+        keyword = stripped.split("#", 1)[0].strip()
+        if keyword:
+            keywords.append(keyword)
+            categories.append(category)
+    return keywords, categories
 
 
 def load_keyword_set(path: str | None = None) -> KeywordSet:
@@ -79,8 +115,8 @@ def load_keyword_set(path: str | None = None) -> KeywordSet:
         raise ValueError(f"cannot read keyword set {path}: {error}") from error
     if text.lstrip().startswith("{"):
         return _from_json(json.loads(text), path)
-    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    return KeywordSet(_clean(lines, path), path)
+    keywords, categories = _clean_with_categories(*_parse_text(text), path)
+    return KeywordSet(keywords, path, categories=categories)
 
 
 def _from_json(data: dict, path: str) -> KeywordSet:
@@ -101,7 +137,13 @@ def _from_json(data: dict, path: str) -> KeywordSet:
                              f"(run_id, date) from version 2 on; rebuild it with beam_jobs.build_keywords")
         else:
             ledger_run_id, ledger_date = _legacy_ledger(data, path)
-    return KeywordSet(_clean(data["keywords"], path), path, data.get("method", "unknown"), spend,
+    raw_categories = data.get("categories")
+    if raw_categories is not None and (not isinstance(raw_categories, list)
+                                       or len(raw_categories) != len(data["keywords"])):
+        raise ValueError(f"{path}: \"categories\" must be a list as long as \"keywords\"")
+    keywords, categories = _clean_with_categories(data["keywords"], raw_categories or [None] * len(data["keywords"]),
+                                                  path)
+    return KeywordSet(keywords, path, data.get("method", "unknown"), spend, categories=categories,
                       version=version, created_at=data.get("created_at"), params=data.get("params", {}),
                       origin=data.get("source", {}), ledger_run_id=ledger_run_id, ledger_date=ledger_date)
 

@@ -13,6 +13,7 @@ import dataclasses
 @dataclasses.dataclass(frozen=True)
 class PlantedTopic:
     name: str
+    theme: str  # a broader theme several planted topics share: what a group of the hierarchy should hold
     expected_keywords: tuple[str, ...]
     openers: tuple[str, ...]
     followups: tuple[str, ...]
@@ -22,6 +23,7 @@ class PlantedTopic:
 PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     PlantedTopic(
         name="python debugging",
+        theme="software",
         expected_keywords=("python", "debugging", "error message"),
         openers=(
             "My Python script crashes with a {error} when I call {func}. How do I fix it?",
@@ -41,6 +43,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="javascript web development",
+        theme="software",
         expected_keywords=("javascript", "react", "web development", "css", "html"),
         openers=(
             "How do I center a div with CSS flexbox in my React component?",
@@ -60,6 +63,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="sql databases",
+        theme="software",
         expected_keywords=("sql", "database", "postgresql"),
         openers=(
             "Write a SQL query that joins the orders and customers tables and counts orders per {col}.",
@@ -79,6 +83,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="cooking recipes",
+        theme="home and daily life",
         expected_keywords=("recipes", "cooking", "baking"),
         openers=(
             "Give me a simple recipe for {dish} that I can cook in under thirty minutes.",
@@ -98,6 +103,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="travel planning",
+        theme="leisure",
         expected_keywords=("travel planning", "itinerary", "flights", "hotels"),
         openers=(
             "Plan a five day itinerary for {city} in {month} on a moderate budget.",
@@ -117,6 +123,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="personal finance and budgeting",
+        theme="money and work",
         expected_keywords=("personal finance", "budgeting", "saving money", "debt"),
         openers=(
             "I earn {amount} a month after tax. How should I split it into a budget?",
@@ -133,6 +140,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="investing",
+        theme="money and work",
         expected_keywords=("investing", "stocks", "index funds", "retirement"),
         openers=(
             "Is it better to invest in index funds or individual stocks for retirement?",
@@ -149,6 +157,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="fitness and workouts",
+        theme="health",
         expected_keywords=("exercise", "workout plan", "strength training", "running"),
         openers=(
             "Make me a {days} day per week workout plan to build muscle at the gym.",
@@ -165,6 +174,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="sleep and stress",
+        theme="health",
         expected_keywords=("sleep", "insomnia", "stress", "anxiety"),
         openers=(
             "I wake up at {time} every night and cannot fall asleep again. What can I do?",
@@ -181,6 +191,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="medical symptoms",
+        theme="health",
         expected_keywords=("symptoms", "headache", "fever", "medication"),
         openers=(
             "I have had a headache and a mild fever for {days} days. Should I see a doctor?",
@@ -197,6 +208,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="job search and resumes",
+        theme="money and work",
         expected_keywords=("resume", "job interview", "cover letter"),
         openers=(
             "Can you improve the bullet points on my resume for a {role} position?",
@@ -213,6 +225,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="essay writing",
+        theme="study and writing",
         expected_keywords=("essay writing", "academic writing", "editing"),
         openers=(
             "Help me write a thesis statement for an essay about {subject}.",
@@ -232,6 +245,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="poetry and creative writing",
+        theme="study and writing",
         expected_keywords=("poetry", "storytelling", "fiction"),
         openers=(
             "Write a short poem about {theme} in the style of a haiku sequence.",
@@ -248,6 +262,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="language learning",
+        theme="study and writing",
         expected_keywords=("language learning", "spanish", "french", "grammar"),
         openers=(
             "How do I conjugate the verb {verb} in the past tense in {language}?",
@@ -264,6 +279,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="math homework",
+        theme="study and writing",
         expected_keywords=("homework help", "algebra", "calculus", "equations"),
         openers=(
             "Solve the equation {equation} and explain each step.",
@@ -283,6 +299,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="physics and chemistry",
+        theme="study and writing",
         expected_keywords=("physics", "chemistry"),
         openers=(
             "Explain Newton's {law} law of motion with an everyday example.",
@@ -299,6 +316,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="tenant and legal questions",
+        theme="people and law",
         expected_keywords=("legal advice", "tenant rights", "landlord", "contracts"),
         openers=(
             "My landlord is keeping my security deposit for {reason}. Is that legal?",
@@ -319,6 +337,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="relationship advice",
+        theme="people and law",
         expected_keywords=("relationships", "dating", "communication skills", "breakup"),
         openers=(
             "My partner and I keep arguing about {issue}. How can we communicate better?",
@@ -335,6 +354,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="gardening",
+        theme="home and daily life",
         expected_keywords=("gardening", "vegetables", "houseplants"),
         openers=(
             "When should I plant {plant} seeds in a small backyard vegetable garden?",
@@ -351,6 +371,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="pet care",
+        theme="home and daily life",
         expected_keywords=("pets", "dogs", "cats", "dog training"),
         openers=(
             "How do I stop my {age} {pet} from {behaviour}?",
@@ -371,6 +392,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="video games",
+        theme="leisure",
         expected_keywords=("video games", "game strategy", "minecraft"),
         openers=(
             "What is the best strategy to beat the {boss} boss in {game}?",
@@ -390,6 +412,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="car maintenance",
+        theme="home and daily life",
         expected_keywords=("car maintenance", "car repair", "oil change", "tires"),
         openers=(
             "My car makes a {noise} noise when I brake. What could be wrong?",
@@ -406,6 +429,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="home repair",
+        theme="home and daily life",
         expected_keywords=("home repair", "plumbing", "electrical wiring", "painting walls"),
         openers=(
             "How do I fix a {fixture} that keeps {fault}?",
@@ -425,6 +449,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="marketing and small business",
+        theme="money and work",
         expected_keywords=("marketing", "small business", "social media marketing", "branding"),
         openers=(
             "How can I market my small {business} on Instagram with no budget?",
@@ -441,6 +466,7 @@ PLANTED_TOPICS: tuple[PlantedTopic, ...] = (
     ),
     PlantedTopic(
         name="parenting",
+        theme="people and law",
         expected_keywords=("parenting", "toddlers", "teenagers"),
         openers=(
             "My {age} throws tantrums every night at bedtime. How should I respond?",

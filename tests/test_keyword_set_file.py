@@ -101,3 +101,22 @@ def test_refinement_runs_until_stable_or_max_rounds():
     assert refined == ["a", "b"] and rounds == 4
     refined, rounds = refine_until_stable(_DropLastUntil(), ["a", "b", "c", "d"], 2, max_rounds=2)
     assert rounds == 2 and refined == ["a", "b", "c"]
+
+
+def test_categories_come_from_section_lines_of_a_text_set_and_a_parallel_list_of_a_json_set(tmp_path):
+    text = tmp_path / "k.txt"
+    text.write_text("loose\n## Code and data\npython  # a comment\nSQL\n##   Health \nfever\npython\n")
+    loaded = load_keyword_set(str(text))
+    assert loaded.keywords == ("loose", "python", "sql", "fever")
+    assert loaded.categories == (None, "Code and data", "Code and data", "Health")
+    as_json = tmp_path / "k.json"
+    as_json.write_text(json.dumps({"keywords": ["a b", "c"], "categories": ["Cat", None]}))
+    assert load_keyword_set(str(as_json)).category_of() == {"a b": "Cat", "c": None}
+    as_json.write_text(json.dumps({"keywords": ["a", "c"], "categories": ["Cat"]}))
+    with pytest.raises(ValueError, match="as long as"):
+        load_keyword_set(str(as_json))
+
+
+def test_the_bundled_set_gives_every_keyword_a_category():
+    bundled = load_keyword_set()
+    assert None not in bundled.categories and len(set(bundled.categories)) >= 10
