@@ -72,6 +72,12 @@ def _texts_key(model: str, texts: list[str]) -> str:
     return digest.hexdigest()[:24]
 
 
+def cache_path(texts: list[str], model: str = embedding.DEFAULT_EMBEDDING_MODEL,
+               cache_dir: str = DEFAULT_CACHE_DIR) -> str:
+    """Where embed_cached keeps (or will keep) the embeddings of `texts`: to check without embedding."""
+    return os.path.join(cache_dir, f"emb-{_texts_key(model, texts)}.npy")
+
+
 def embed_cached(texts: list[str], model: str = embedding.DEFAULT_EMBEDDING_MODEL,
                  cache_dir: str | None = DEFAULT_CACHE_DIR) -> np.ndarray:
     """Unit-normalised embeddings of `texts` (backends.embedding), cached on disk by content."""
@@ -79,7 +85,7 @@ def embed_cached(texts: list[str], model: str = embedding.DEFAULT_EMBEDDING_MODE
         return np.zeros((0, embedding.embedding_dimension(model)), dtype=np.float32)
     path = None
     if cache_dir:
-        path = os.path.join(cache_dir, f"emb-{_texts_key(model, texts)}.npy")
+        path = cache_path(texts, model, cache_dir)
         if os.path.exists(path):
             return np.load(path)
     vectors = embedding.embed_texts(model, texts)
