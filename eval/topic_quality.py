@@ -65,6 +65,7 @@ from eval.urania_inprocess import UraniaConfig, run_urania
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNRELEASED = "not released"
 MIXED_THRESHOLDS = (0.2, 0.3)
+UNTABULATED = ("seconds",)  # in the CSV only: the first run of a process also loads the models
 # The issue's data sets and k, relative to the repository's parent (../evaldata holds the generated
 # sets: generate_sample --conversations 5000 --users 1800 --seed 7; 20000/3200 --topics 20 --seed 20;
 # 100000/16000 --topics 20 --seed 100).
@@ -376,9 +377,31 @@ def _fmt(value: float) -> str:
 
 
 def markdown_table(rows: Sequence[dict]) -> str:
+    """One data set's table: each metric's mean, min and max over the seeds."""
     lines = ["| metric | mean | min | max |", "|---|---|---|---|"]
     for key, stats in summarise(rows).items():
+        if key in UNTABULATED:
+            continue
         cells = ["-"] * 3 if stats is None else [_fmt(v) for v in stats]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def combined_table(rows: Sequence[dict]) -> str:
+    """All data sets side by side: "mean (min-max)" per metric, "-" where a metric does not apply."""
+    names = list(dict.fromkeys(row["dataset"] for row in rows))
+    summaries = {name: summarise([r for r in rows if r["dataset"] == name]) for name in names}
+    metrics = [key for key in dict.fromkeys(k for s in summaries.values() for k in s) if key not in UNTABULATED]
+    lines = ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for key in metrics:
+        cells = []
+        for name in names:
+            stats = summaries[name].get(key)
+            if stats is None:
+                cells.append("-")
+            else:
+                mean, low, high = stats
+                cells.append(_fmt(mean) if low == high else f"{_fmt(mean)} ({_fmt(low)}-{_fmt(high)})")
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -436,6 +459,9 @@ def main(argv: list[str] | None = None) -> None:
                  f"{seeds.start}-{seeds.stop - 1}" + (f", {' '.join(args.overrides)}" if args.overrides else ""))
         sections.append(f"{title}\n\n{markdown_table(rows)}")
         print(f"\n{sections[-1]}\n", flush=True)
+    if all_rows:
+        sections.append(f"### all data sets: mean (min-max) over seeds\n\n{combined_table(all_rows)}")
+        print(f"{sections[-1]}\n", flush=True)
     markdown = "\n\n".join(sections)
     if all_rows:
         paths = write_outputs(all_rows, markdown, args.output, args.label)

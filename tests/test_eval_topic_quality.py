@@ -120,3 +120,44 @@ def test_summary_over_seeds():
     assert summary["named"] == (4, 3, 5)
     assert summary["purity"] is None
     assert "| named | 4 | 3 | 5 |" in tq.markdown_table(rows)
+
+
+def test_combined_table_puts_data_sets_side_by_side():
+    rows = [{"dataset": "gen", "seed": 0, "nmi": 0.5, "seconds": 9.0}, {"dataset": "gen", "seed": 1, "nmi": 0.7},
+            {"dataset": "real", "seed": 0, "other": 2}]
+    table = tq.combined_table(rows)
+    assert "| metric | gen | real |" in table
+    assert "| nmi | 0.6 (0.5-0.7) | - |" in table
+    assert "| other | - | 2 |" in table
+    assert "seconds" not in table
+
+
+@pytest.mark.slow
+def test_cli_on_a_small_generated_sample(tmp_path):
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    from beam_jobs.generate_sample import write_sample
+    path = str(tmp_path / "planted.jsonl")
+    write_sample(path, 400, 150, seed=8, topics=4)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # epsilon = inf: the private run is the non-private one, so the two must agree exactly
+    completed = subprocess.run(
+        [sys.executable, "-m", "eval.topic_quality", "--data", f"small={path}:4", "--seeds", "2", "--set",
+         "epsilon=inf", "--set", "min_cluster_size=5", "--output", str(tmp_path / "out"), "--label", "t"],
+        cwd=repo, env=dict(os.environ, PYTHONPATH=repo, HF_HUB_OFFLINE="1"), capture_output=True, text=True,
+        timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "### small: 400 conversations, k=4, seeds 0-1, epsilon=inf min_cluster_size=5" in completed.stdout
+    with open(tmp_path / "out" / "topic_quality_t.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["seed"] for row in rows] == ["0", "1"]
+    for row in rows:
+        assert row["planted"] == "4" and int(row["released"]) >= 1
+        assert float(row["agree_nonprivate"]) == pytest.approx(1.0)
+        assert row["nmi_released"] == row["nmi_nonprivate"]
+        assert 0.3 < float(row["nmi_released"]) <= 1 and 0 <= float(row["group_purity"]) <= 1
+        assert int(row["named_strict"]) <= int(row["named_loose"]) <= 4
+        assert int(row["users_after_bounding"]) <= 150
