@@ -216,10 +216,16 @@ def parse_data(value: str, default_clusters: int) -> DataSpec:
 
 
 def _convert(value: str, annotation) -> object:
-    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    options = typing.get_args(annotation) if union else (annotation,)
     if type(None) in options and value.lower() in ("none", "null"):
         return None
     kind = next(o for o in options if o is not type(None))
+    if typing.get_origin(kind) is typing.Literal:
+        choices = {str(choice): choice for choice in typing.get_args(kind)}
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+        return choices[value]
     if kind is bool:
         if value.lower() not in ("true", "false", "1", "0"):
             raise ValueError(f"expected true or false, got {value!r}")

@@ -161,3 +161,13 @@ def test_cli_on_a_small_generated_sample(tmp_path):
         assert 0.3 < float(row["nmi_released"]) <= 1 and 0 <= float(row["group_purity"]) <= 1
         assert int(row["named_strict"]) <= int(row["named_loose"]) <= 4
         assert int(row["users_after_bounding"]) <= 150
+
+
+def test_override_conversion_follows_the_annotation():
+    import typing
+    assert tq._convert("none", typing.Optional[int]) is None
+    assert tq._convert("3", typing.Optional[int]) == 3
+    assert tq._convert("false", bool) is False
+    assert tq._convert("pca", typing.Literal["pca", "random"]) == "pca"
+    with pytest.raises(ValueError, match="pca, random"):
+        tq._convert("umap", typing.Literal["pca", "random"])
