@@ -23,8 +23,8 @@ Generated data, against the planted topics:
   ceiling); planted topics named: a planted topic is named (loose) when a released topic whose
   conversations are mostly from it releases a keyword, and (strict) when one of those keywords is
   one of its expected keywords; mixed topics: released topics whose second planted topic holds
-  >= 20% (and >= 30%) of their conversations; topics joining two themes: released topics whose name
-  or keywords contain expected keywords of planted topics of two different themes; group purity of
+  >= 20% (and >= 30%) of their conversations; names (keywords) joining themes: released topics whose
+  name (released keywords) contains expected keywords of planted topics of two different themes; group purity of
   the hierarchy (the report's, else transforms.topic_hierarchy.build_hierarchy on the released
   topics, as the job does): each topic's theme is its majority planted topic's, each group's theme
   the one holding most of its conversations, purity the share of conversations (over all groups) in
@@ -144,15 +144,19 @@ def mentions(text: str, phrase: str) -> bool:
     return bool(phrase.split()) and _phrase_pattern(phrase).search(text.lower()) is not None
 
 
-def themes_named(topic: dict, expected: dict[str, Sequence[str]], themes: dict[str, str]) -> set[str]:
-    """Themes of the planted topics whose expected keywords the topic's name or keywords contain."""
-    texts = [topic["name"], *topic["keywords"]]
+def themes_mentioned(texts: Sequence[str], expected: dict[str, Sequence[str]], themes: dict[str, str]) -> set[str]:
+    """Themes of the planted topics whose expected keywords the texts contain (whole words)."""
     return {themes[planted] for planted, keywords in expected.items()
             if any(mentions(text, keyword) for keyword in keywords for text in texts)}
 
 
-def topics_joining_themes(topics: Sequence[dict], expected: dict[str, Sequence[str]], themes: dict[str, str]) -> int:
-    return sum(len(themes_named(topic, expected, themes)) >= 2 for topic in topics)
+def topics_joining_themes(topics: Sequence[dict], expected: dict[str, Sequence[str]], themes: dict[str, str],
+                          field: str) -> int:
+    """Topics whose `field` ("name": the name; "keywords": the released keywords) contains expected
+    keywords of planted topics of two different themes."""
+    def texts(topic):
+        return [topic["name"]] if field == "name" else topic["keywords"]
+    return sum(len(themes_mentioned(texts(topic), expected, themes)) >= 2 for topic in topics)
 
 
 def keyword_occurrence(topics: Sequence[dict], assignments: dict[str, int],
@@ -359,7 +363,8 @@ def planted_figures(planted: dict[str, str], assignments: dict[str, int], nonpri
         "nmi_kmeans": nmi([kmeans[c] for c in in_released], truth),
         "named_loose": len(loose), "named_strict": len(strict),
         **{f"mixed_{t:g}": mixed_topics(topics, counts, t) for t in MIXED_THRESHOLDS},
-        "joining_two_themes": topics_joining_themes(topics, expected, themes),
+        "names_joining_themes": topics_joining_themes(topics, expected, themes, "name"),
+        "keywords_joining_themes": topics_joining_themes(topics, expected, themes, "keywords"),
     }
 
 

@@ -69,12 +69,14 @@ def test_mentions_whole_words_and_phrases():
     assert not tq.mentions("anything", "  ")
 
 
-def test_topics_joining_two_themes():
-    topics = [{"name": "Python and SQL", "keywords": ["python", "sql"]},  # two topics, one theme
-              {"name": "Python, composting", "keywords": ["python", "composting"]},  # two themes
+def test_topics_joining_two_themes_by_name_and_by_keywords():
+    topics = [{"name": "Python and SQL", "keywords": ["python", "sql"]},  # two planted topics, one theme
+              {"name": "Python debugging", "keywords": ["python", "composting"]},  # two themes in the keywords only
+              {"name": "Gardening, error message", "keywords": ["gardening", "error message"]},  # both
               {"name": "Gardening", "keywords": ["gardening"]}]
-    assert tq.themes_named(topics[1], EXPECTED, THEMES) == {"software", "home and daily life"}
-    assert tq.topics_joining_themes(topics, EXPECTED, THEMES) == 1
+    assert tq.themes_mentioned(["python", "garden composting"], EXPECTED, THEMES) == {"software", "home and daily life"}
+    assert tq.topics_joining_themes(topics, EXPECTED, THEMES, "name") == 1
+    assert tq.topics_joining_themes(topics, EXPECTED, THEMES, "keywords") == 2
 
 
 def test_keyword_occurrence_weighted_and_plain():
