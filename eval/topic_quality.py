@@ -23,12 +23,12 @@ Generated data, against the planted topics:
   ceiling); planted topics named: a planted topic is named (loose) when a released topic whose
   conversations are mostly from it releases a keyword, and (strict) when one of those keywords is
   one of its expected keywords; mixed topics: released topics whose second planted topic holds
-  >= 20% (and >= 30%) of their conversations; names (keywords) joining themes: released topics whose
-  name (released keywords) contains expected keywords of planted topics of two different themes; group purity of
-  the hierarchy (the report's, else transforms.topic_hierarchy.build_hierarchy on the released
-  topics, as the job does): each topic's theme is its majority planted topic's, each group's theme
-  the one holding most of its conversations, purity the share of conversations (over all groups) in
-  their group's theme.
+  >= 20% (and >= 30%) of their conversations; names (keywords) joining themes: released topics
+  whose name (released keywords) contains expected keywords of planted topics of two different
+  themes; group purity of the hierarchy (the report's, else transforms.topic_hierarchy's
+  build_hierarchy on the released topics, as the job does): each topic's theme is its majority
+  planted topic's, each group's theme the one holding most of its conversations, purity the share
+  of conversations (over all groups) in their group's theme.
 
     python -m eval.topic_quality --preset issue15 --seeds 3 --skip_uncached
     python -m eval.topic_quality --data gen20k=../evaldata/gen20k.jsonl:30 --seeds 3 --set projection_dim=64
