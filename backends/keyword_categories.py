@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 # Cosine similarity (all-MiniLM-L6-v2) a keyword needs with its nearest bundled keyword to take that
-# keyword's category: at 0.5, "postgres" takes "sql"'s, "sourdough" no category.
-NEAREST_CATEGORY_SIMILARITY = 0.5
+# keyword's category: "sourdough" takes "bread"'s (0.48), "postgres" "postgresql"'s (0.90); "blue"
+# none (its nearest, "chicken", at 0.41), nor "quantum entanglement" ("meditation", 0.27).
+NEAREST_CATEGORY_SIMILARITY = 0.45
 
 
 def rank_weight(rank: int) -> float:

@@ -3,7 +3,8 @@ against the previous ones (top keywords joined; groups by k-means on embedded na
 
 Each released topic's planted topic is the majority planted topic of its conversations (the private
 assignments: evaluation only), and its theme that planted topic's `theme` (beam_jobs.sample_topics).
-Figures per run, for old and new:
+Figures per run, for old, old with as many groups as new (purity rises with the number of groups)
+and new:
   group purity  the share of the topics' noisy sizes that lies in its group's majority theme (1 = every
                 group holds one theme), with the number of groups;
   joining names names whose keywords belong to two planted themes (by the planted topics'
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import re
 import statistics
@@ -102,20 +104,21 @@ def previous_name(keywords: list[str]) -> str:
     return name[:1].upper() + name[1:]
 
 
-def previous_report(report: dict, embed) -> dict:
+def previous_report(report: dict, embed, groups: int | None = None) -> dict:
     """The report with the baseline's names and groups: k-means (seeded) of the topics' embedded
-    names and keywords into about sqrt(topics) groups, each named like a topic from its keywords."""
+    names and keywords into `groups` (default about sqrt(topics)) groups, each named like a topic
+    from its keywords."""
     from transforms.topic_hierarchy import group_keywords
     topics = [{**t, "name": previous_name(t["keywords"])} for t in report["topics"]]
-    groups = []
+    grouped = []
     if topics:
-        labels = group_labels(topic_vectors(topics, embed), number_of_groups(len(topics)))
+        labels = group_labels(topic_vectors(topics, embed), groups or number_of_groups(len(topics)))
         for label in sorted(set(labels.tolist())):
             members = [t for t, topic_label in zip(topics, labels) if topic_label == label]
             keywords = group_keywords(members)
-            groups.append({"name": previous_name(keywords), "keywords": keywords,
+            grouped.append({"name": previous_name(keywords), "keywords": keywords,
                            "size": sum(m["size"] for m in members), "topic_ids": [m["id"] for m in members]})
-    return {**report, "topics": topics, "hierarchy": {"groups": groups}}
+    return {**report, "topics": topics, "hierarchy": {"groups": grouped}}
 
 
 def _planted(path: str) -> dict[str, str]:
@@ -140,8 +143,11 @@ def evaluate(data: str, num_clusters: int, seeds: list[int], show: int = 0) -> l
         report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
                             UraniaConfig(num_clusters=num_clusters), seed=seed, noise_seed=seed)
         majority = planted_topic_of_cluster(report["_private"]["assignments"], planted)
-        old = previous_report(report, lambda texts: embed_texts(DEFAULT_EMBEDDING_MODEL, texts))
-        for variant, released in (("old", old), ("new", report)):
+        embed = functools.partial(embed_texts, DEFAULT_EMBEDDING_MODEL)
+        old = previous_report(report, embed)
+        # The old grouping with as many groups as the new one found: purity rises with the number of groups.
+        old_as_many = previous_report(report, embed, groups=len(report["hierarchy"]["groups"]))
+        for variant, released in (("old", old), ("old, as many groups", old_as_many), ("new", report)):
             purity = group_purity(released, majority)
             rows.append({"seed": seed, "variant": variant, "purity": purity["purity"], "groups": purity["groups"],
                          **name_figures(released)})
@@ -170,7 +176,7 @@ def _show(old: dict, new: dict, majority: dict[int, str], count: int) -> None:
 def summary_table(rows: list[dict]) -> str:
     lines = ["| variant | group purity (mean, min-max) | groups | names joining two themes | duplicate names |"
              " topics |", "|---|---|---|---|---|---|"]
-    for variant in ("old", "new"):
+    for variant in ("old", "old, as many groups", "new"):
         mine = [r for r in rows if r["variant"] == variant]
         purity = [r["purity"] for r in mine]
         lines.append(f"| {variant} | {statistics.mean(purity):.3f} ({min(purity):.3f}-{max(purity):.3f}) | "

@@ -70,7 +70,7 @@ def theme_embed(texts: list[str]) -> np.ndarray:
 def theme_centres(topics: list[dict], dim: int = 8) -> np.ndarray:
     """Stand-in DP centres, one row per cluster id: a topic's theme axis (its keywords' stand-in
     embedding), with a small per-topic tilt so that no two centres are equal."""
-    centres = np.zeros((max(t["id"] for t in topics) + 1, dim))
+    centres = np.zeros((max((t["id"] for t in topics), default=-1) + 1, dim))
     for topic in topics:
         vector = theme_embed([" ".join(topic["keywords"])])[0]
         centres[topic["id"], : len(vector)] = vector
