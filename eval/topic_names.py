@@ -151,6 +151,7 @@ def evaluate(data: str, num_clusters: int, seeds: list[int], show: int = 0) -> l
             purity = group_purity(released, majority)
             rows.append({"seed": seed, "variant": variant, "purity": purity["purity"], "groups": purity["groups"],
                          **name_figures(released)})
+            print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}, flush=True)
         if show and seed == seeds[0]:
             _show(old, report, majority, show)
     return rows
@@ -194,9 +195,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--show", type=int, default=0, help="print this many topics' names and groups (first seed)")
     args = parser.parse_args(argv)
     rows = evaluate(args.data, args.num_clusters, args.seeds, args.show)
-    print()
-    for row in rows:
-        print({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
     print(f"\n{args.data}, k={args.num_clusters}, seeds {' '.join(map(str, args.seeds))} (sums over seeds):")
     print(summary_table(rows))
 
