@@ -60,6 +60,8 @@ def test_topics_without_keywords_join_the_group_with_the_nearest_centres():
     groups = build_hierarchy(topics + unlabelled, np.vstack([centres, rows]), THEME_OF_KEYWORD, NAMER)["groups"]
     by_name = {g["name"]: g for g in groups}
     assert 9 in by_name["health"]["topic_ids"] and 10 in by_name["code"]["topic_ids"]
+    assert by_name["health"]["description"].endswith(
+        "3 of its 4 topics have keywords mostly in this category; the other joined it by the nearest DP cluster centres.")
     assert "3 of its 4 topics have keywords mostly in this category" in by_name["code"]["description"]
 
 

@@ -135,8 +135,9 @@ def describe_category_group(category: str, members: list[dict], keywords: list[s
     in_category = sum(dominant_category(m["keywords"], category_of) == category for m in members)
     if in_category == len(members):
         return f"{about}. All of its {len(members)} topics have keywords mostly in this category."
-    return (f"{about}. {in_category} of its {len(members)} topics have keywords mostly in this category; "
-            "the others joined it by the nearest DP cluster centres.")
+    others = "the other" if len(members) - in_category == 1 else "the others"
+    return (f"{about}. {in_category} of its {len(members)} topics {'has' if in_category == 1 else 'have'} keywords "
+            f"mostly in this category; {others} joined it by the nearest DP cluster centres.")
 
 
 def build_hierarchy(topics: Sequence[dict], centres: np.ndarray, category_of: dict[str, str | None],
