@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
+from backends.keyword_categories import KeywordCategories
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
 from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
 
@@ -30,11 +31,14 @@ def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_s
     return LLMKeywordSelector(llm, keywords, fallback=offline)
 
 
-def make_cluster_namer(llm: LLMConfig | None) -> ClusterNamer:
+def make_cluster_namer(llm: LLMConfig | None, categories: KeywordCategories | None = None) -> ClusterNamer:
+    """`categories`: the keyword set's (KeywordCategories.of_keyword_set), which the offline namer
+    names topics by; without them it names a topic by its top keywords."""
+    offline = KeywordClusterNamer(categories)
     if llm is None:
-        return KeywordClusterNamer()
+        return offline
     from backends.llm.steps import LLMClusterNamer
-    return LLMClusterNamer(llm, fallback=KeywordClusterNamer())
+    return LLMClusterNamer(llm, fallback=offline)
 
 
 def make_keyword_proposer(llm: LLMConfig | None) -> KeywordProposer:

@@ -6,6 +6,7 @@ import numpy as np
 
 from backends import embedding
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
+from backends.keyword_categories import KeywordCategories, dominant_category
 from core.records import Conversation
 from dp_ops.rowwise import rowwise_matmul
 
@@ -55,29 +56,85 @@ class EmbeddingKeywordSelector(KeywordSelector):
         return state
 
 
-def _join_words(words: list[str]) -> str:
+def join_words(words: list[str]) -> str:
     if len(words) == 1:
         return words[0]
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def _fitting(words_so_far: int, keywords: list[str], limit: int = MAX_NAME_WORDS) -> list[str]:
+    """The leading keywords that, joined, fit in `limit` words after `words_so_far`."""
+    used: list[str] = []
+    for keyword in keywords:
+        # A keyword after the first adds an "and" (or a comma) to the name.
+        if words_so_far + len(keyword.split()) + (1 if used else 0) > limit:
+            break
+        words_so_far += len(keyword.split()) + (1 if used else 0)
+        used.append(keyword)
+    return used
+
+
+def in_running_text(category: str) -> str:
+    """"Python coding" -> "python coding" inside a sentence; "SQL databases" stays (an acronym)."""
+    return category[:1].lower() + category[1:] if category[1:2].islower() else category
+
+
+UNLABELLED_NAME = "Unlabelled topic"
+RANKING_NOTE = "keywords are ranked by how often this topic's conversations chose them (DP counts)."
+
+
 class KeywordClusterNamer(ClusterNamer):
-    """Names a topic by its top keywords, in order. Uses nothing but the keywords."""
+    """Names a topic by the dominant category of its released keywords and its top keywords in that
+    category, e.g. "Python coding: unit testing and error message". Keywords of other categories stay
+    out of the name (they are in the description and the keyword list), so a topic whose keywords span
+    two unrelated categories is never named after both. Uses nothing but the released keywords and the
+    keyword set's public categories (`categories`; without any, names are the top keywords)."""
+
+    name_keywords = 2  # at most this many keywords after the category: a name, not a list
+
+    def __init__(self, categories: KeywordCategories | None = None):
+        self.categories = categories
+
+    def setup(self) -> None:
+        if self.categories is not None:
+            self.categories.setup()
+
+    def _category_of(self) -> dict[str, str | None]:
+        return self.categories.category_of if self.categories is not None else {}
 
     def name(self, keywords: list[str]) -> tuple[str, str]:
+        keywords = list(keywords)
         if not keywords:
-            return ("Unlabelled topic",
+            return (UNLABELLED_NAME,
                     "No keyword was frequent enough in this topic to stand out from the privacy noise. "
                     "Its size is still a DP estimate.")
-        name_words: list[str] = []
-        used: list[str] = []
-        for keyword in keywords:
-            words = keyword.split()
-            if len(name_words) + len(words) + (1 if used else 0) > MAX_NAME_WORDS:
-                break
-            name_words += words
-            used.append(keyword)
-        name = _join_words(used or [" ".join(keywords[0].split()[:MAX_NAME_WORDS])])
-        description = (f"Conversations about {_join_words(keywords)}. "
-                       f"Keywords are listed from most to least often chosen for this topic's conversations.")
-        return name[:1].upper() + name[1:], description
+        category_of = self._category_of()
+        category = dominant_category(keywords, category_of)
+        if category is None:
+            return self._name_without_category(keywords)
+        in_category = [k for k in keywords if category_of.get(k) == category]
+        elsewhere = [k for k in keywords if category_of.get(k) != category]
+        shown = [k for k in in_category if k.casefold() != category.casefold()]
+        category_words = category.split()[:MAX_NAME_WORDS]
+        named = _fitting(len(category_words), shown[: self.name_keywords])
+        name = " ".join(category_words) + (": " + join_words(named) if named else "")
+        about = f"Requests about {in_running_text(category)}"
+        if shown:
+            about += f", most often {join_words(shown[:2])}"
+            if shown[2:]:
+                about += f", also {join_words(shown[2:])}"
+        if elsewhere:
+            about += f"; some also mention {join_words(elsewhere)}"
+        share = ("All of its keywords are in this category" if not elsewhere
+                 else f"{len(in_category)} of its {len(keywords)} keywords {'is' if len(in_category) == 1 else 'are'} "
+                      "in this category")
+        return name[:1].upper() + name[1:], f"{about}. {share}; {RANKING_NOTE}"
+
+    def _name_without_category(self, keywords: list[str]) -> tuple[str, str]:
+        named = _fitting(0, keywords[: self.name_keywords]) or [" ".join(keywords[0].split()[:MAX_NAME_WORDS])]
+        name = join_words(named)
+        about = f"Requests about {join_words(keywords[:2])}"
+        if keywords[2:]:
+            about += f", also {join_words(keywords[2:])}"
+        return name[:1].upper() + name[1:], f"{about}. The keyword set gives these keywords no category; " \
+                                            f"{RANKING_NOTE}"

@@ -19,6 +19,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from backends import factory
+from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import LEGACY_RUN_PREFIX, KeywordSet, load_keyword_set
 from beam_jobs import progress
 from beam_jobs.job_runtime import (
@@ -175,10 +176,12 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         centroid_keywords = centres | "centroid keywords" >> CentroidKeywords(
             keywords, embedding.embedding_model, kmeans.params, keyword_params.keywords_per_cluster, kept_ids)
     top_keywords = histogram_keywords if histogram_keywords is not None else centroid_keywords
-    namer = factory.make_cluster_namer(params.llm.config())
-    named = top_keywords | "name clusters" >> NameClusters(namer)
+    # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
+    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend)
+    namer = factory.make_cluster_namer(params.llm.config(), categories)
+    named = top_keywords | "name clusters" >> NameClusters(namer, categories)
 
-    hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, embedding.embedding_model, namer)
+    hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, centres, categories, namer)
     # Every DP stage is applied by now, so the budget holds all of them.
     require_registered_dp_stages(pipeline)
     report = named | "write pending report" >> WriteReport(

@@ -192,8 +192,9 @@ def _privacy_panel(report: dict) -> str:
                 f"<p>Keyword counts had noise with a standard deviation of {keyword_std:.1f}; only keywords clearly "
                 "above that noise are released, so a small or mixed topic can show fewer keywords, or none "
                 "(\"Unlabelled topic\").</p>")
-    parts.append("<p>The groups below are computed from the released topic names and keywords only "
-                 "(post-processing): they cost no privacy budget.</p>")
+    parts.append("<p>The groups below are computed from released data only (the topics' keywords, the keyword "
+                 "set's public categories and the DP cluster centres; post-processing): they cost no privacy "
+                 "budget.</p>")
     ledger = config.get("privacy_ledger")
     if ledger:
         cap = ledger.get("max_epsilon_per_window")
@@ -258,8 +259,8 @@ def _groups(report: dict, by_id: dict[int, dict], ranks: dict[int, int], groups_
             f"<span class=\"desc\">{len(members)} topic{'s' if len(members) != 1 else ''}, "
             f"{group['size']:,} conversations &middot; {_keywords(group['keywords'])}</span></summary>"
             f"<table>{_TOPIC_HEADER}{_topic_rows(members, ranks, groups_by_topic)}</table></details>")
-    return ("<section id=\"groups\"><h2>Topic groups</h2><p class=\"sub\">Related topics, grouped from their "
-            f"released names and keywords. Click a group to open it.</p>{''.join(blocks)}</section>")
+    return ("<section id=\"groups\"><h2>Topic groups</h2><p class=\"sub\">Related topics, grouped by the "
+            f"categories of their released keywords. Click a group to open it.</p>{''.join(blocks)}</section>")
 
 
 def _config_table(config: dict) -> str:

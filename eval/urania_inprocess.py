@@ -9,7 +9,8 @@ Shared with the Beam job (the same functions, not copies):
   the job's DPCountParams (cluster_size_params, keyword_count_params) and spend_from_accountant, on
   PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
   Poisson sampling for keywords (poisson_keep, keyword_sampling_rate), the offline
-  EmbeddingKeywordSelector, the filter to K, top_keywords, release_floor, KeywordClusterNamer and
+  EmbeddingKeywordSelector, the filter to K, top_keywords, release_floor, KeywordClusterNamer with the
+  keyword set's KeywordCategories, distinct_names, build_hierarchy (on the DP centres) and
   core.report.build_report.
 Differs from the Beam job: no Beam and no release gate; the DP k-means calibration is memoised
 across runs with equal parameters (it is deterministic); k-means noise is numpy's Gaussian seeded per
@@ -27,10 +28,11 @@ import math
 import numpy as np
 import pipeline_dp
 
+from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.options import ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
-from core.report import build_report
+from core.report import build_report, report_topics
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
@@ -40,6 +42,8 @@ from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
 from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.keyword_histograms import keyword_count_params, top_keywords
+from transforms.name_clusters import distinct_names
+from transforms.topic_hierarchy import build_hierarchy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +98,13 @@ def _calibration_for(epsilon: float | None, noise_multiplier: float | None, delt
 @functools.lru_cache(maxsize=4)
 def _keywords(path: str | None):
     return load_keyword_set(path)
+
+
+@functools.lru_cache(maxsize=4)
+def _categories(path: str | None, model: str) -> KeywordCategories:
+    categories = KeywordCategories.of_keyword_set(_keywords(path), model)
+    categories.setup()
+    return categories
 
 
 @functools.lru_cache(maxsize=4)
@@ -190,17 +201,20 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     per_cluster: dict[int, list] = {c: [] for c in kept_sizes}
     for (cluster, keyword), count in histogram.items():
         per_cluster[cluster].append((keyword, count))
-    namer = KeywordClusterNamer()
+    categories = _categories(config.keyword_set, config.embedding_model)
+    namer = KeywordClusterNamer(categories)
     named = {}
     for cluster, counts in per_cluster.items():
         _, chosen = top_keywords((cluster, counts), config.keywords_per_cluster, floor)
         name, description = namer.name(list(chosen))
         named[cluster] = {"name": name, "description": description, "keywords": list(chosen)}
+    named = distinct_names(named, categories.category_of)
+    hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
     budget = RunBudget.of(spends, config.delta) if config.private else None
     report = build_report(named, kept_sizes, list(budget.entries) if budget else spends,
                           config.max_conversations_per_user,
                           {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
-                           "seed": seed}, composition=budget.composition() if budget else None)
+                           "seed": seed}, hierarchy=hierarchy, composition=budget.composition() if budget else None)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:

@@ -67,12 +67,24 @@ def theme_embed(texts: list[str]) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+def theme_centres(topics: list[dict], dim: int = 8) -> np.ndarray:
+    """Stand-in DP centres, one row per cluster id: a topic's theme axis (its keywords' stand-in
+    embedding), with a small per-topic tilt so that no two centres are equal."""
+    centres = np.zeros((max((t["id"] for t in topics), default=-1) + 1, dim))
+    for topic in topics:
+        vector = theme_embed([" ".join(topic["keywords"])])[0]
+        centres[topic["id"], : len(vector)] = vector
+        centres[topic["id"], -1] = 0.05 * (topic["id"] % 3)
+    return centres / np.linalg.norm(centres, axis=1, keepdims=True).clip(1e-12)
+
+
 def sample_report(topics: list[dict] | None = None, with_hierarchy: bool = True, **config) -> dict:
     from transforms.topic_hierarchy import build_hierarchy
     topics = themed_topics() if topics is None else topics
     report = {"topics": copy.deepcopy(topics), "privacy": copy.deepcopy(PRIVACY), "config": {**CONFIG, **config}}
     if with_hierarchy:
-        report["hierarchy"] = build_hierarchy(report["topics"], theme_embed, KeywordClusterNamer())
+        report["hierarchy"] = build_hierarchy(report["topics"], theme_centres(report["topics"]), THEME_OF_KEYWORD,
+                                              KeywordClusterNamer())
     return report
 
 

@@ -63,6 +63,9 @@ def test_report_has_ranked_topics_and_the_accounted_privacy_spend(sample_run):
     assert all(0 < m["epsilon"] < privacy["epsilon"] for m in privacy["mechanisms"])
     assert report["config"]["num_clusters"] == 50 and report["config"]["noise_seed_fixed"] is False
     assert sorted(i for g in report["hierarchy"]["groups"] for i in g["topic_ids"]) == sorted(t["id"] for t in topics)
+    # Distinct names; groups named by the bundled keyword set's categories.
+    assert len({t["name"].casefold() for t in topics}) == len(topics)
+    assert {g["name"] for g in report["hierarchy"]["groups"]} <= set(load_keyword_set().categories)
     page = open(os.path.join(output, "release", "report.html"), encoding="utf-8").read()
     assert page.count('<g class="bar">') == len(topics) and report["topics"][0]["keywords"][0] in page
 

@@ -1,6 +1,8 @@
-"""NameClusters: (cluster_id, DP top keywords) -> name and description, via a ClusterNamer.
+"""NameClusters: (cluster_id, DP top keywords) -> name and description, via a ClusterNamer; then
+makes the names of all released topics distinct.
 
-The namer sees the DP-released keywords and nothing else, so its output is post-processing.
+The namer sees the DP-released keywords (and the keyword set's public categories) and nothing else,
+and the distinct-names step sees the named topics only, so the output is post-processing.
 """
 
 from __future__ import annotations
@@ -8,7 +10,61 @@ from __future__ import annotations
 import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
+from backends.keyword_categories import KeywordCategories, dominant_category
+from backends.offline import MAX_NAME_WORDS
 from transforms.stage_timing import timed
+
+_DANGLING = {"and", "or", "of", "for", "the", "a", "-"}
+
+
+def _with_distinguisher(name: str, distinguisher: str) -> str:
+    """`name (distinguisher)`, the name cut at a word boundary so that the whole has <= 10 words."""
+    words = name.split()[: max(1, MAX_NAME_WORDS - len(distinguisher.split()))]
+    while len(words) > 1 and (words[-1].lower() in _DANGLING or words[-1].endswith((",", ":"))):
+        words = words[:-1]
+    return " ".join(words).rstrip(",:") + f" ({distinguisher})"
+
+
+def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | None]) -> str | None:
+    """The topic's best-ranked keyword that is not in its name yet, not used for another topic of the
+    same name, and of the name's category (so that the name still never joins two categories)."""
+    name = topic["name"].casefold()
+    category = dominant_category(topic["keywords"], category_of)
+    for keyword in topic["keywords"]:
+        if keyword.casefold() in name or keyword in taken:
+            continue
+        if category is None or category_of.get(keyword) == category:
+            return keyword
+    return None
+
+
+def distinct_names(named_topics: dict, category_of: dict[str, str | None] | None = None) -> dict:
+    """{cluster_id: topic} with every name distinct (case-insensitively): topics that share a name each
+    get their best distinguishing keyword in brackets; of those with none left, the first (by cluster
+    id) keeps the name and the others get a number. Deterministic; a name no other topic has is unchanged."""
+    category_of = category_of or {}
+    topics = {cluster_id: dict(topic) for cluster_id, topic in named_topics.items()}
+    for _ in range(len(topics) + 1):
+        by_name: dict[str, list] = {}
+        for cluster_id in sorted(topics):
+            by_name.setdefault(topics[cluster_id]["name"].casefold(), []).append(cluster_id)
+        shared = [ids for ids in by_name.values() if len(ids) > 1]
+        if not shared:
+            return topics
+        for ids in shared:
+            taken: set[str] = set()
+            without = []
+            for cluster_id in ids:
+                keyword = _distinguisher(topics[cluster_id], taken, category_of)
+                if keyword is None:
+                    without.append(cluster_id)
+                else:
+                    taken.add(keyword)
+                    topics[cluster_id]["name"] = _with_distinguisher(topics[cluster_id]["name"], keyword)
+            # The first topic with nothing to tell it apart keeps the name; any others are numbered.
+            for number, cluster_id in enumerate(without[1:], start=2):
+                topics[cluster_id]["name"] = _with_distinguisher(topics[cluster_id]["name"], str(number))
+    raise AssertionError("distinct_names did not converge")  # each round leaves one topic per shared name
 
 
 class _NameClusterFn(beam.DoFn):
@@ -25,10 +81,30 @@ class _NameClusterFn(beam.DoFn):
         yield cluster_id, {"name": name, "description": description, "keywords": list(keywords)}
 
 
+class _DistinctNamesFn(beam.DoFn):
+    def __init__(self, categories: KeywordCategories | None):
+        self._categories = categories
+
+    def setup(self):
+        if self._categories is not None:
+            self._categories.setup()
+
+    def process(self, named_topics: list):
+        category_of = self._categories.category_of if self._categories is not None else {}
+        yield from sorted(distinct_names(dict(named_topics), category_of).items())
+
+
 class NameClusters(beam.PTransform):
-    def __init__(self, namer: ClusterNamer):
+    """(cluster_id, released keywords) -> (cluster_id, {"name", "description", "keywords"}), names distinct.
+    `categories`: the keyword set's, for the keywords that tell two topics of one name apart."""
+
+    def __init__(self, namer: ClusterNamer, categories: KeywordCategories | None = None):
         super().__init__()
         self._namer = namer
+        self._categories = categories
 
     def expand(self, top_keywords):
-        return top_keywords | "name each cluster from its keywords" >> beam.ParDo(_NameClusterFn(self._namer))
+        return (top_keywords
+                | "name each cluster from its keywords" >> beam.ParDo(_NameClusterFn(self._namer))
+                | "all names" >> beam.combiners.ToList()
+                | "make names distinct" >> beam.ParDo(_DistinctNamesFn(self._categories)))

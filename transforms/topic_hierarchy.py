@@ -1,10 +1,13 @@
-"""A two-level topic hierarchy (URANIA §H, as in CLIO): released topics grouped into ~sqrt(k) groups.
+"""A two-level topic hierarchy (URANIA §H, as in CLIO): released topics grouped by what they are about.
 
-Pure post-processing of the release: it embeds the released topic names and keywords, clusters the
-embeddings deterministically and names each group through the ClusterNamer from the members'
-released keywords. No conversation is touched, so it costs no privacy budget. `BuildTopicHierarchy`
-is the job's stage for it (its model calls happen here, not in the report writer); WriteReport then
-places its singleton output into report.json.
+Pure post-processing of the release: a topic's group is the dominant keyword-set category of its
+released keywords (public categories, `backends.keyword_categories`); a topic without one joins the
+group whose members' DP cluster centres are nearest its own (cosine in the clustering space), and a
+group of fewer than `MIN_GROUP_TOPICS` topics merges into the group nearest it by the same centres.
+With no categories at all, the topics are grouped by seeded k-means on their centres. A category
+group is named by its category (its members' top keywords in the description), any other group
+through the ClusterNamer. No conversation is touched, so it costs no privacy budget.
+`BuildTopicHierarchy` is the job's stage for it; WriteReport places its singleton output into report.json.
 """
 
 from __future__ import annotations
@@ -16,20 +19,24 @@ import apache_beam as beam
 import numpy as np
 
 from backends.interfaces import ClusterNamer
+from backends.keyword_categories import KeywordCategories, dominant_category
+from backends.offline import in_running_text, join_words
 from core.report import report_topics
 from transforms.stage_timing import timed
 
 GROUP_KEYWORDS = 5
-METHOD = ("post-processing of released data: released topic names and keywords embedded with the run's "
-          "embedding model (a topic is the mean of its name's and keywords' embeddings), k-means (seeded) into "
-          "about sqrt(topics) groups, groups named by the cluster namer "
-          "from their members' released keywords; no privacy budget")
+MIN_GROUP_TOPICS = 2
+METHOD = ("post-processing of released data: each topic in the group of the dominant public keyword category of "
+          "its released keywords; topics without one, and groups of fewer than "
+          f"{MIN_GROUP_TOPICS} topics, join the group whose DP cluster centres are nearest (cosine); "
+          "without categories, seeded k-means on the DP centres; no privacy budget")
 
 
 def topic_vectors(topics: Sequence[dict], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
-    """One unit vector per topic: the mean of the embeddings of its released name and of each of its
-    released keywords. (A comma-joined keyword list embeds poorly: "python, unit testing, error
-    message" landed next to "symptoms" with all-MiniLM-L6-v2; the mean of the parts does not.)"""
+    """One unit vector per topic (beam_jobs.compare_reports matches two runs' topics by these): the mean
+    of the embeddings of its released name and of each of its released keywords. (A comma-joined
+    keyword list embeds poorly: "python, unit testing, error message" landed next to "symptoms" with
+    all-MiniLM-L6-v2; the mean of the parts does not.)"""
     texts, owners = [], []
     for index, topic in enumerate(topics):
         for text in [topic["name"], *topic["keywords"]]:
@@ -69,23 +76,91 @@ def group_keywords(members: Sequence[dict], limit: int = GROUP_KEYWORDS) -> list
     return sorted(weights, key=lambda k: (-weights[k], first_seen[k]))[:limit]
 
 
-def build_hierarchy(topics: Sequence[dict], embed: Callable[[list[str]], np.ndarray], namer: ClusterNamer,
-                    seed: int = 0) -> dict:
+def _unit(rows: np.ndarray) -> np.ndarray:
+    rows = np.asarray(rows, dtype=np.float64)
+    return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
+
+
+def _mean_centre(members: list[dict], centres: np.ndarray) -> np.ndarray:
+    return _unit(np.mean([centres[m["id"]] for m in members], axis=0))
+
+
+def _nearest_group(centre: np.ndarray, groups: list[list[dict]], centres: np.ndarray) -> int:
+    """Index of the group whose mean member centre has the highest cosine with `centre` (first on ties)."""
+    similarities = [float(_unit(centre) @ _mean_centre(g, centres)) for g in groups]
+    return int(np.argmax(similarities))
+
+
+def category_groups(topics: Sequence[dict], centres: np.ndarray, category_of: dict[str, str | None],
+                    min_group_topics: int = MIN_GROUP_TOPICS) -> list[tuple[str | None, list[dict]]]:
+    """[(category, member topics)]: topics by the dominant category of their keywords, the rest and
+    the small groups joined to the nearest group by centres; [] when no topic has a category."""
+    by_category: dict[str, list[dict]] = {}
+    without = []
+    for topic in sorted(topics, key=lambda t: t["id"]):
+        category = dominant_category(topic["keywords"], category_of)
+        (by_category.setdefault(category, []) if category is not None else without).append(topic)
+    if not by_category:
+        return []
+    groups = [(category, by_category[category]) for category in sorted(by_category)]
+    # Against the categorised groups only, so a topic's group never depends on the order of the others.
+    targets = [nearest for nearest in (_nearest_group(centres[t["id"]], [g for _, g in groups], centres)
+                                       for t in without)]
+    for topic, target in zip(without, targets):
+        groups[target][1].append(topic)
+    while len(groups) > 1:
+        small = [i for i, (_, members) in enumerate(groups) if len(members) < min_group_topics]
+        if not small:
+            break
+        # The smallest first (fewest topics, then fewest conversations, then category name).
+        i = min(small, key=lambda j: (len(groups[j][1]), sum(m["size"] for m in groups[j][1]), groups[j][0]))
+        category, members = groups.pop(i)
+        target = _nearest_group(_mean_centre(members, centres), [g for _, g in groups], centres)
+        groups[target][1].extend(members)
+    return groups
+
+
+def centre_groups(topics: Sequence[dict], centres: np.ndarray, seed: int = 0) -> list[list[dict]]:
+    """Without categories: about sqrt(topics) groups by seeded k-means on the topics' DP centres."""
+    topics = sorted(topics, key=lambda t: t["id"])
+    labels = group_labels(_unit(np.stack([centres[t["id"]] for t in topics])), number_of_groups(len(topics)), seed)
+    return [[t for t, label in zip(topics, labels) if label == group] for group in sorted(set(labels.tolist()))]
+
+
+def describe_category_group(category: str, members: list[dict], keywords: list[str],
+                            category_of: dict[str, str | None]) -> str:
+    """Two sentences: what the group's topics are about, and how many of them are in its category."""
+    own = [k for k in keywords if category_of.get(k) == category and k.casefold() != category.casefold()]
+    about = f"Topics about {in_running_text(category)}" + (f", most often {join_words(own[:3])}" if own else "")
+    in_category = sum(dominant_category(m["keywords"], category_of) == category for m in members)
+    if in_category == len(members):
+        return f"{about}. All of its {len(members)} topics have keywords mostly in this category."
+    others = "the other" if len(members) - in_category == 1 else "the others"
+    return (f"{about}. {in_category} of its {len(members)} topics {'has' if in_category == 1 else 'have'} keywords "
+            f"mostly in this category; {others} joined it by the nearest DP cluster centres.")
+
+
+def build_hierarchy(topics: Sequence[dict], centres: np.ndarray, category_of: dict[str, str | None],
+                    namer: ClusterNamer, min_group_topics: int = MIN_GROUP_TOPICS, seed: int = 0) -> dict:
     """{"method", "groups": [{"name", "description", "keywords", "size", "topic_ids"}]}, groups by size.
 
-    `topics` are report.json topics; `embed` maps texts to unit vectors (the run's embedding model).
+    `topics` are report.json topics; `centres` the DP k-means centres (row i: cluster i's, in the
+    clustering space); `category_of` the keyword set's {keyword: category}.
     """
     topics = list(topics)
     if not topics:
         return {"method": METHOD, "groups": []}
-    vectors = topic_vectors(topics, embed)
-    labels = group_labels(vectors, number_of_groups(len(topics)), seed)
+    centres = np.asarray(centres, dtype=np.float64)
+    grouped = category_groups(topics, centres, category_of, min_group_topics) or [
+        (None, members) for members in centre_groups(topics, centres, seed)]
     groups = []
-    for label in sorted(set(labels.tolist())):
-        members = sorted((t for t, topic_label in zip(topics, labels) if topic_label == label),
-                         key=lambda t: (-t["size"], t["id"]))
+    for category, members in grouped:
+        members = sorted(members, key=lambda t: (-t["size"], t["id"]))
         keywords = group_keywords(members)
-        name, description = namer.name_group(keywords, [m["name"] for m in members])
+        if category is not None:
+            name, description = category, describe_category_group(category, members, keywords, category_of)
+        else:
+            name, description = namer.name_group(keywords, [m["name"] for m in members])
         groups.append({"name": name, "description": description, "keywords": keywords,
                        "size": sum(m["size"] for m in members), "topic_ids": [m["id"] for m in members]})
     groups.sort(key=lambda g: (-g["size"], g["topic_ids"][0]))
@@ -93,33 +168,35 @@ def build_hierarchy(topics: Sequence[dict], embed: Callable[[list[str]], np.ndar
 
 
 class _BuildHierarchyFn(beam.DoFn):
-    def __init__(self, embedding_model: str, namer: ClusterNamer):
-        self._embedding_model = embedding_model
+    def __init__(self, categories: KeywordCategories, namer: ClusterNamer):
+        self._categories = categories
         self._namer = namer
 
     def setup(self):
+        self._categories.setup()
         self._namer.setup()
         self._timed_build = timed("topic_hierarchy", build_hierarchy)
 
-    def process(self, named_topics: list, noisy_sizes: dict):
-        from backends.embedding import embed_texts
-        model = self._embedding_model
+    def process(self, named_topics: list, noisy_sizes: dict, centres):
         topics = report_topics(dict(named_topics), noisy_sizes)
-        yield self._timed_build(topics, lambda texts: embed_texts(model, texts), self._namer)
+        yield self._timed_build(topics, centres, self._categories.category_of, self._namer)
 
 
 class BuildTopicHierarchy(beam.PTransform):
-    """Input: (cluster_id, named topic) for the kept clusters; side input: their noisy sizes.
-    Output: a singleton hierarchy (`build_hierarchy` of the report's topics; groups [] for none)."""
+    """Input: (cluster_id, named topic) for the kept clusters; side inputs: their noisy sizes and the
+    DP k-means centres (a singleton, k x dim). Output: a singleton hierarchy (`build_hierarchy` of the
+    report's topics; groups [] for none)."""
 
-    def __init__(self, kept_sizes, embedding_model: str, namer: ClusterNamer):
+    def __init__(self, kept_sizes, centres, categories: KeywordCategories, namer: ClusterNamer):
         super().__init__()
         self._kept_sizes = kept_sizes
-        self._embedding_model = embedding_model
+        self._centres = centres
+        self._categories = categories
         self._namer = namer
 
     def expand(self, named_topics):
         return (named_topics
                 | "all named topics" >> beam.combiners.ToList()
-                | "group and name topics" >> beam.ParDo(_BuildHierarchyFn(self._embedding_model, self._namer),
-                                                        beam.pvalue.AsDict(self._kept_sizes)))
+                | "group and name topics" >> beam.ParDo(_BuildHierarchyFn(self._categories, self._namer),
+                                                        beam.pvalue.AsDict(self._kept_sizes),
+                                                        beam.pvalue.AsSingleton(self._centres)))

@@ -1,0 +1,63 @@
+"""NameClusters: topics named from their released keywords and categories, every name distinct."""
+
+import apache_beam as beam
+
+from backends.keyword_categories import KeywordCategories
+from backends.offline import KeywordClusterNamer
+from tests.conftest import local_pipeline
+from transforms.name_clusters import NameClusters, distinct_names
+
+CATEGORY_OF = {"python": "Python coding", "unit testing": "Python coding", "django": "Python coding",
+               "error message": "Python coding", "flask": "Python coding", "vegetables": "Food and cooking",
+               "fever": "Health", "symptoms": "Health"}
+
+
+def _named(keyword_lists):
+    namer = KeywordClusterNamer(KeywordCategories(CATEGORY_OF))
+    return {cluster: dict(zip(("name", "description"), namer.name(keywords)), keywords=keywords)
+            for cluster, keywords in enumerate(keyword_lists)}
+
+
+def test_topics_that_share_a_name_are_told_apart_by_a_keyword_of_the_names_category():
+    named = _named([["python", "unit testing", "vegetables", "django"],
+                    ["python", "unit testing", "flask"],
+                    ["fever", "symptoms"]])
+    assert named[0]["name"] == named[1]["name"] == "Python coding: python and unit testing"
+    names = {c: t["name"] for c, t in distinct_names(named, CATEGORY_OF).items()}
+    # "vegetables" ranks before "django" but is another category's: it never enters the name.
+    assert names == {0: "Python coding: python and unit testing (django)",
+                     1: "Python coding: python and unit testing (flask)",
+                     2: "Health: fever and symptoms"}
+
+
+def test_of_topics_with_nothing_to_tell_them_apart_the_first_keeps_the_name_and_the_others_are_numbered():
+    named = _named([["fever", "symptoms"], ["fever", "symptoms", "vegetables"], ["fever", "symptoms"], [], []])
+    names = [t["name"] for _, t in sorted(distinct_names(named, CATEGORY_OF).items())]
+    assert names == ["Health: fever and symptoms", "Health: fever and symptoms (2)", "Health: fever and symptoms (3)",
+                     "Unlabelled topic", "Unlabelled topic (2)"]
+    assert named[1]["name"] == "Health: fever and symptoms"  # the input is not changed
+
+
+def test_distinct_names_stay_within_ten_words_and_are_deterministic():
+    long_name = "One two three four five six seven eight nine ten"
+    named = {7: {"name": long_name, "description": "", "keywords": ["python", "django"]},
+             3: {"name": long_name, "description": "", "keywords": ["python", "flask"]},
+             5: {"name": "One two three four five six seven (flask)", "description": "", "keywords": ["x"]}}
+    result = distinct_names(named, CATEGORY_OF)
+    names = [result[c]["name"] for c in sorted(result)]
+    assert len(set(n.casefold() for n in names)) == 3
+    assert all(len(n.split()) <= 10 for n in names)
+    assert distinct_names(dict(reversed(list(named.items()))), CATEGORY_OF) == result
+
+
+def test_the_stage_names_each_topic_and_makes_the_names_distinct(collector):
+    keyword_lists = [["python", "unit testing", "django"], ["python", "unit testing", "flask"], ["fever"]]
+    categories = KeywordCategories(CATEGORY_OF)
+    with local_pipeline() as pipeline:
+        named = (pipeline | beam.Create(list(enumerate(keyword_lists)))
+                 | NameClusters(KeywordClusterNamer(categories), categories))
+        collector(named, "named")
+    result = dict(collector.result("named"))
+    assert result == distinct_names(_named(keyword_lists), CATEGORY_OF)
+    assert result[2] == {"name": "Health: fever", "keywords": ["fever"],
+                         "description": KeywordClusterNamer(categories).name(["fever"])[1]}
