@@ -25,6 +25,7 @@ from dp_ops.tfidf import (
 from tests.conftest import local_pipeline
 from transforms.dp_document_frequencies import DPDocumentFrequencies
 from transforms.dp_select_terms import DPSelectTerms
+from transforms.nominate_terms import NominateTerms
 from transforms.propose_keywords import proposal_weight
 
 
@@ -120,6 +121,14 @@ def test_a_user_nominates_their_heaviest_terms_once_each():
     assert top_terms_per_user(weighted, 10) == ["python", "error", "numpy", "pandas"]
     # A keyword proposed for two conversations outweighs any proposed for one.
     assert 2 * proposal_weight(4, 5) > proposal_weight(0, 5) > proposal_weight(1, 5)
+
+
+def test_nominate_terms_keeps_each_users_heaviest_terms_in_a_pipeline(collector):
+    pairs = [("u1", ("python", 1.0)), ("u1", ("python", 0.9)), ("u1", ("error", 0.9)), ("u1", ("pandas", 0.5)),
+             ("u2", ("recipe", 1.0)), ("u2", ("recipe", 1.0))]
+    with local_pipeline() as pipeline:
+        collector(pipeline | beam.Create(pairs) | NominateTerms(2), "nominated")
+    assert sorted(collector.result("nominated")) == [("u1", "error"), ("u1", "python"), ("u2", "recipe")]
 
 
 @pytest.mark.parametrize("strategy,users_kept,users_dropped", [("gaussian", 110, 20), ("laplace", 150, 25)])

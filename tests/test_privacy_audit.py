@@ -7,8 +7,8 @@ The audited epsilon is the accountant's figure for the event the mechanism regis
 dp_events.composed_epsilon), for one release of the mechanism.
 
 Where outputs of one run are independent repetitions of the audited mechanism (the public partitions
-of a PipelineDP count each hold their own heavy user and draw independent noise; the discrete Laplace
-noise of separate vectors, the Gaussian noise of the document frequencies), a run yields many samples at once.
+of a PipelineDP count each hold their own heavy user and draw independent noise; the Gaussian noise
+of separate document-frequency vectors), a run yields many samples at once.
 """
 
 import dataclasses
@@ -180,7 +180,7 @@ def _document_frequency_scores(params: DocumentFrequencyParams, samples: int):
 
 
 def test_gaussian_document_frequencies_never_show_more_than_their_accounted_epsilon():
-    params = calibrated_document_frequencies(1.5, 1e-6, 0.5, 5e-7, terms_per_user=2, buckets=4)
+    params = calibrated_document_frequencies(4.0, 1e-6, 1.0, 5e-7, terms_per_user=2, buckets=4)
     claimed = composed_epsilon([event_from_json(params.spend().event)], params.delta)
     audited = epsilon_lower_bound(*_document_frequency_scores(params, 40000), params.delta)
     assert 0.3 < audited <= claimed

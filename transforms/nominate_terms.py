@@ -13,7 +13,8 @@ import apache_beam as beam
 from dp_ops.partition_selection import top_terms_per_user
 
 
-def _nominated(user_id: str, weighted_terms, max_terms: int):
+def _nominated(user_and_weighted_terms, max_terms: int):
+    user_id, weighted_terms = user_and_weighted_terms
     for term in top_terms_per_user(weighted_terms, max_terms):
         yield user_id, term
 
@@ -26,4 +27,4 @@ class NominateTerms(beam.PTransform):
     def expand(self, weighted_pairs):
         return (weighted_pairs
                 | "group by user" >> beam.GroupByKey()
-                | "each user's heaviest terms" >> beam.FlatMapTuple(_nominated, self._max_terms))
+                | "each user's heaviest terms" >> beam.FlatMap(_nominated, self._max_terms))
