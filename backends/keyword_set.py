@@ -179,11 +179,17 @@ def _legacy_ledger(data: dict, path: str) -> tuple[str, str | None]:
 def keyword_set_total(spend) -> tuple[float, float, str]:
     """(epsilon, delta, composition) of a set's spends: their events composed (PLD) at the sum of
     their deltas, an upper bound like the sum of their epsilons and a tighter one when a Gaussian
-    release is among them; the sum for spends without events (files from before events)."""
+    release is among them; the sum for spends without events (files from before events) and for
+    (epsilon, delta) events alone (llm, hybrid: one partition selection)."""
     epsilon, delta = sum(s.epsilon for s in spend), sum(s.delta for s in spend)
     if not spend or any(s.event is None for s in spend):
         return epsilon, delta, "basic"
-    return min(epsilon, RunBudget.of(spend, delta).epsilon()), delta, COMPOSITION
+    budget = RunBudget.of(spend, delta)
+    if delta <= budget.delta_floor():
+        # Only (epsilon, delta) events (partition selection), whose deltas use up the set's: their
+        # sum is the bound (for one mechanism, its own figure).
+        return epsilon, delta, "basic"
+    return min(epsilon, budget.epsilon()), delta, COMPOSITION
 
 
 def keyword_set_document(keywords: list[str], method: str, params: dict, source: dict,
