@@ -16,8 +16,8 @@ OUTPUT.private/), never into the keyword-set file.
           of their conversations -> DP partition selection.
 - public: candidates from --public_corpus only (never opens --input) -> refinement until stable.
 - hybrid: the public set + proposed keywords not in it that pass DP partition selection.
-DP-selected sets (tfidf, llm) are then optionally capped to --max_keywords by noisy counts and refined
-(post-processing of public words).
+DP-selected sets (tfidf, llm) are then optionally capped to --max_keywords (tfidf by its noisy document
+frequencies, llm by noisy user counts) and refined (post-processing of public words).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def build_params(params: BuildKeywordsParams) -> dict:
         recorded.update(epsilon=builder.epsilon_keyword_set, delta=builder.delta_keyword_set,
                         max_conversations_per_user=params.privacy.max_conversations_per_user,
                         terms_per_conversation=builder.terms_per_conversation,
-                        max_terms_per_user=params.builder.max_terms_per_user,
+                        max_terms_per_user=builder.max_terms_per_user,
                         partition_selection=builder.partition_selection, max_keywords=builder.max_keywords,
                         facet_extractor=type(factory.make_facet_extractor(params.reading.facet_max_chars,
                                                                           llm)).__name__)
@@ -154,7 +154,7 @@ def selection_params(params: BuildKeywordsParams) -> TermSelectionParams:
     noisy user count per term when --max_keywords ranks them."""
     builder = params.builder
     return TermSelectionParams(stage=STAGE, epsilon=builder.epsilon_keyword_set, delta=builder.delta_keyword_set,
-                               max_partitions_per_user=params.builder.max_terms_per_user,
+                               max_partitions_per_user=builder.max_terms_per_user,
                                with_counts=builder.max_keywords is not None, strategy=builder.partition_selection)
 
 
@@ -200,7 +200,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
         noisy = user_counts | "DP document frequencies" >> frequencies
         min_df = (builder.tfidf_min_noisy_df if builder.tfidf_min_noisy_df is not None
                   else df_params.default_min_noisy_frequency())
-        pairs = user_counts | "top TF-IDF terms per user" >> TopTfidfTerms(noisy, params.builder.max_terms_per_user, min_df)
+        pairs = user_counts | "top TF-IDF terms per user" >> TopTfidfTerms(noisy, builder.max_terms_per_user, min_df)
         spends.append(frequencies.spend)
     elif builder.method in ("llm", "hybrid"):
         proposals = _bounded_facets(pipeline, params) | "propose keywords" >> ProposeKeywords(
@@ -210,7 +210,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
             known = public | "public set for lookup" >> beam.Map(frozenset)
             proposals = proposals | "novel keywords only" >> beam.Filter(
                 lambda pair, known: pair[1][0] not in known, beam.pvalue.AsSingleton(known))
-        pairs = proposals | "nominate each user's keywords" >> NominateTerms(params.builder.max_terms_per_user)
+        pairs = proposals | "nominate each user's keywords" >> NominateTerms(builder.max_terms_per_user)
     if builder.method in DP_METHODS:
         select = DPSelectTerms(selection, budget)
         selected = pairs | "DP partition selection" >> select
