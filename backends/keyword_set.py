@@ -30,6 +30,8 @@ from apache_beam.io.filesystems import FileSystems
 from core.dates import iso_date, utc_day_of, utc_timestamp
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX
+from dp_ops.dp_events import COMPOSITION
+from dp_ops.run_budget import RunBudget
 
 DEFAULT_KEYWORD_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                    "beam_jobs", "resources", "default_keywords.txt")
@@ -174,15 +176,30 @@ def _legacy_ledger(data: dict, path: str) -> tuple[str, str | None]:
         raise ValueError(f"{path}: created_at must be an ISO 8601 time, got {created_at!r}") from error
 
 
+def keyword_set_total(spend) -> tuple[float, float, str]:
+    """(epsilon, delta, composition) of a set's spends: their events composed (PLD) at the sum of
+    their deltas, an upper bound like the sum of their epsilons and a tighter one when a Gaussian
+    release is among them; the sum for spends without events (files from before events) and for
+    (epsilon, delta) events alone (llm, hybrid: one partition selection)."""
+    epsilon, delta = sum(s.epsilon for s in spend), sum(s.delta for s in spend)
+    if not spend or any(s.event is None for s in spend):
+        return epsilon, delta, "basic"
+    budget = RunBudget.of(spend, delta)
+    if delta <= budget.delta_floor():
+        # Only (epsilon, delta) events (partition selection), whose deltas use up the set's: their
+        # sum is the bound (for one mechanism, its own figure).
+        return epsilon, delta, "basic"
+    return min(epsilon, budget.epsilon()), delta, COMPOSITION
+
+
 def keyword_set_document(keywords: list[str], method: str, params: dict, source: dict,
                          spend: list[MechanismSpend], created_at: str | None = None,
                          ledger_run_id: str | None = None, ledger_date: str | None = None) -> dict:
     """The JSON document for a built keyword set (keywords cleaned as the loader does). A set that
     spent privacy needs the ledger run id and date its spend is charged under; one that spent
     nothing has nothing to charge, so no ledger entry."""
-    epsilon = sum(s.epsilon for s in spend)
-    delta = sum(s.delta for s in spend)
-    privacy = {"unit": "user", "composition": "basic", "epsilon": epsilon, "delta": delta,
+    epsilon, delta, composition = keyword_set_total(spend)
+    privacy = {"unit": "user", "composition": composition, "epsilon": epsilon, "delta": delta,
                "mechanisms": [s.to_json() for s in spend]}
     if spend:
         if not (ledger_run_id and ledger_date):

@@ -9,13 +9,15 @@ ledger run id and date that spend is charged under) that the main job takes with
 methods also write dead letters and exact counts to a private folder (--private_output, default
 OUTPUT.private/), never into the keyword-set file.
 
-- tfidf:  conversation term counts (L1-clipped) -> DP document frequencies (discrete Laplace) ->
-          each conversation's top-k TF-IDF terms -> DP partition selection (user: <= C x k terms).
-- llm:    a KeywordProposer's k keywords per conversation -> DP partition selection.
+- tfidf:  user term counts (conversations' L1-clipped counts summed) -> DP user-level document
+          frequencies (Gaussian, PLD-calibrated with the selection) -> each user's top L0 TF-IDF terms
+          -> DP partition selection, ranked by the noisy document frequencies.
+- llm:    a KeywordProposer's k keywords per conversation -> each user's L0 keywords proposed for most
+          of their conversations -> DP partition selection.
 - public: candidates from --public_corpus only (never opens --input) -> refinement until stable.
 - hybrid: the public set + proposed keywords not in it that pass DP partition selection.
-DP-selected sets (tfidf, llm) are then optionally capped to --max_keywords by noisy counts and refined
-(post-processing of public words).
+DP-selected sets (tfidf, llm) are then optionally capped to --max_keywords (tfidf by its noisy document
+frequencies, llm by noisy user counts) and refined (post-processing of public words).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from backends import factory
-from backends.keyword_set import keyword_set_document, load_keyword_set, write_keyword_set
+from backends.keyword_set import keyword_set_document, keyword_set_total, load_keyword_set, write_keyword_set
 from backends.offline_keywords import refine_until_stable
 from beam_jobs.job_runtime import (
     EXIT_BAD_OPTIONS,
@@ -48,16 +50,17 @@ from dp_ops.budget_ledger import BudgetRefused, new_keyword_set_run_id
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from dp_ops.partition_selection import TermSelectionParams
 from dp_ops.run_budget import RunBudget, spend_event
-from dp_ops.tfidf import STAGE, DocumentFrequencyParams
+from dp_ops.tfidf import SELECTION_DELTA_SHARE, STAGE, DocumentFrequencyParams, calibrated_document_frequencies
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_document_frequencies import DPDocumentFrequencies
 from transforms.dp_select_terms import DPSelectTerms
 from transforms.dp_stage import require_registered_dp_stages
 from transforms.extract_facets import ExtractFacets
+from transforms.nominate_terms import NominateTerms
 from transforms.propose_keywords import ProposeKeywords
 from transforms.public_candidates import PublicKeywordCandidates
 from transforms.read_conversations import ReadConversations
-from transforms.tfidf_terms import ClippedTermCounts, TopTfidfTerms
+from transforms.tfidf_terms import ClippedTermCounts, TopTfidfTerms, UserTermCounts
 from transforms.write_outputs import WriteDeadLetters, WriteRunStats, count_globally
 
 log = logging.getLogger("urania.build_keywords")
@@ -76,13 +79,14 @@ def build_params(params: BuildKeywordsParams) -> dict:
         recorded.update(epsilon=builder.epsilon_keyword_set, delta=builder.delta_keyword_set,
                         max_conversations_per_user=params.privacy.max_conversations_per_user,
                         terms_per_conversation=builder.terms_per_conversation,
-                        max_terms_per_user=params.max_terms_per_user,
+                        max_terms_per_user=builder.max_terms_per_user,
                         partition_selection=builder.partition_selection, max_keywords=builder.max_keywords,
                         facet_extractor=type(factory.make_facet_extractor(params.reading.facet_max_chars,
                                                                           llm)).__name__)
     if builder.method == "tfidf":
         recorded.update(tfidf_df_epsilon_share=builder.tfidf_df_epsilon_share,
-                        max_terms_per_conversation=builder.max_terms_per_conversation, df_buckets=builder.df_buckets,
+                        max_terms_per_conversation=builder.max_terms_per_conversation,
+                        df_terms_per_user=builder.df_terms_per_user, df_buckets=builder.df_buckets,
                         tfidf_min_noisy_df=builder.tfidf_min_noisy_df,
                         tokenizer="HF tokenizers BertNormalizer + BertPreTokenizer, spaCy English stopwords")
     if builder.method in ("llm", "hybrid"):
@@ -145,6 +149,29 @@ def _public_set(pipeline, params: BuildKeywordsParams):
             | "refine public set" >> beam.Map(_refined, refiner, builder.refine_to, builder.max_refine_rounds))
 
 
+def selection_params(params: BuildKeywordsParams) -> TermSelectionParams:
+    """The partition selection of the llm and hybrid methods: the set's whole (epsilon, delta), plus a
+    noisy user count per term when --max_keywords ranks them."""
+    builder = params.builder
+    return TermSelectionParams(stage=STAGE, epsilon=builder.epsilon_keyword_set, delta=builder.delta_keyword_set,
+                               max_partitions_per_user=builder.max_terms_per_user,
+                               with_counts=builder.max_keywords is not None, strategy=builder.partition_selection)
+
+
+def tfidf_budget(params: BuildKeywordsParams) -> tuple[DocumentFrequencyParams, TermSelectionParams]:
+    """tfidf's two releases: the selection gets (1 - --tfidf_df_epsilon_share) of epsilon and
+    SELECTION_DELTA_SHARE of delta, the Gaussian document frequencies the noise that makes the PLD
+    composition of both (epsilon, delta). It needs no noisy counts: the frequencies rank its terms."""
+    builder = params.builder
+    selection = dataclasses.replace(
+        selection_params(params), epsilon=builder.epsilon_keyword_set * (1 - builder.tfidf_df_epsilon_share),
+        delta=builder.delta_keyword_set * SELECTION_DELTA_SHARE, with_counts=False)
+    frequencies = calibrated_document_frequencies(builder.epsilon_keyword_set, builder.delta_keyword_set,
+                                                  selection.epsilon, selection.delta, builder.df_terms_per_user,
+                                                  builder.df_buckets)
+    return frequencies, selection
+
+
 def ledger_date(run_params: RunParams) -> str:
     """The date a keyword set's spend is charged on, in any ledger: --date, else the UTC build day."""
     return resolve_date(run_params.date or "today")
@@ -161,37 +188,37 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     # Every DP stage registers here (transforms/dp_stage.py); the file records their spends, which
     # the nightly run's budget composes with its own.
     budget = RunBudget(builder.delta_keyword_set) if builder.method in DP_METHODS else None
-    selection = TermSelectionParams(stage=STAGE, epsilon=builder.epsilon_keyword_set,
-                                    delta=builder.delta_keyword_set, max_partitions_per_user=params.max_terms_per_user,
-                                    with_counts=builder.max_keywords is not None,
-                                    strategy=builder.partition_selection)
+    selection = selection_params(params)
     public = _public_set(pipeline, params) if builder.method in ("public", "hybrid") else None
     selected = None
     if builder.method == "tfidf":
-        df_params = DocumentFrequencyParams(builder.epsilon_keyword_set * builder.tfidf_df_epsilon_share,
-                                            params.privacy.max_conversations_per_user,
-                                            builder.max_terms_per_conversation, builder.df_buckets)
-        selection = dataclasses.replace(selection, epsilon=builder.epsilon_keyword_set - df_params.epsilon)
-        clipped = _bounded_facets(pipeline, params) | "clipped term counts" >> ClippedTermCounts(
-            builder.max_terms_per_conversation)
+        df_params, selection = tfidf_budget(params)
+        user_counts = (_bounded_facets(pipeline, params)
+                       | "clipped term counts" >> ClippedTermCounts(builder.max_terms_per_conversation)
+                       | "user term counts" >> UserTermCounts())
         frequencies = DPDocumentFrequencies(df_params, budget)
-        noisy = clipped | "DP document frequencies" >> frequencies
+        noisy = user_counts | "DP document frequencies" >> frequencies
         min_df = (builder.tfidf_min_noisy_df if builder.tfidf_min_noisy_df is not None
                   else df_params.default_min_noisy_frequency())
-        pairs = clipped | "top-k TF-IDF terms" >> TopTfidfTerms(noisy, builder.terms_per_conversation, min_df)
+        pairs = user_counts | "top TF-IDF terms per user" >> TopTfidfTerms(noisy, builder.max_terms_per_user, min_df)
         spends.append(frequencies.spend)
     elif builder.method in ("llm", "hybrid"):
-        pairs = _bounded_facets(pipeline, params) | "propose keywords" >> ProposeKeywords(
+        proposals = _bounded_facets(pipeline, params) | "propose keywords" >> ProposeKeywords(
             factory.make_keyword_proposer(params.llm.config()), builder.terms_per_conversation)
         if public is not None:
             # Public keywords need no budget: only novel ones go through DP selection.
             known = public | "public set for lookup" >> beam.Map(frozenset)
-            pairs = pairs | "novel keywords only" >> beam.Filter(
-                lambda pair, known: pair[1] not in known, beam.pvalue.AsSingleton(known))
+            proposals = proposals | "novel keywords only" >> beam.Filter(
+                lambda pair, known: pair[1][0] not in known, beam.pvalue.AsSingleton(known))
+        pairs = proposals | "nominate each user's keywords" >> NominateTerms(builder.max_terms_per_user)
     if builder.method in DP_METHODS:
         select = DPSelectTerms(selection, budget)
         selected = pairs | "DP partition selection" >> select
         spends.append(select.spend)
+    if builder.method == "tfidf":
+        # The noisy document frequencies are already released: ranking by them costs nothing.
+        selected = selected | "rank by noisy document frequency" >> beam.Map(
+            lambda pair, noisy: (pair[0], noisy.frequency(pair[0])), beam.pvalue.AsSingleton(noisy))
 
     refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, params.llm.config())
     recorded, source, output = build_params(params), source_description(params), params.run.output
@@ -246,8 +273,8 @@ def run(argv: list[str] | None = None) -> int:
     if ledgered:
         try:
             # The set's spend is charged once, on its build date (not each night it is used).
-            set_charge = Charge(run_id, date, sum(s.epsilon for s in spends), sum(s.delta for s in spends),
-                                params.run.output, events=tuple(spend_event(s) for s in spends))
+            set_charge = Charge(run_id, date, *keyword_set_total(spends)[:2], params.run.output,
+                                events=tuple(spend_event(s) for s in spends))
             reserve_budget(params.run.privacy_ledger, params.run.max_epsilon_per_window, params.run.window_days,
                            keyword_set=set_charge, max_delta_per_window=params.run.max_delta_per_window)
         except BudgetRefused as error:
@@ -262,7 +289,7 @@ def run(argv: list[str] | None = None) -> int:
         set_ledger_status(params.run.privacy_ledger, run_id, "committed")
     output = params.run.output
     built = load_keyword_set(output)
-    epsilon, delta = sum(s.epsilon for s in built.spend), sum(s.delta for s in built.spend)
+    epsilon, delta, _ = keyword_set_total(built.spend)
     print(f"wrote {len(built.keywords)} keywords ({params.builder.method}, epsilon {epsilon:.3f}, "
           f"delta {delta:.1e}) -> {output}")
     return 0

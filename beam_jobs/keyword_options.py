@@ -43,20 +43,27 @@ class KeywordSetParams(Params):
     epsilon_keyword_set: float = flag(1.0, "Total epsilon of a DP keyword set.", type=float)
     delta_keyword_set: float = flag(1e-6, "Delta of the DP partition selection.", type=float)
     tfidf_df_epsilon_share: float = flag(
-        0.5, "tfidf: share of the epsilon spent on the document frequencies (the rest selects terms).", type=float)
+        0.25, "tfidf: the partition selection gets (1 - this) x epsilon (and half the delta); the Gaussian "
+              "document frequencies get the noise that makes the PLD composition of both the set's epsilon.",
+        type=float)
     terms_per_conversation: int = flag(
-        5, "k: terms (tfidf) or proposed keywords (llm, hybrid) per conversation; a user adds <= C x k.", type=int)
-    max_terms_per_user: int | None = flag(
-        None, "L0 bound of the partition selection: distinct terms one user may add (PipelineDP samples "
-              "down to it). Default: max_conversations_per_user x terms_per_conversation (keeps all).", type=int)
+        5, "k: keywords proposed per conversation (llm, hybrid).", type=int)
+    max_terms_per_user: int = flag(
+        5, "L0 of the partition selection: a user nominates at most this many distinct terms, each once "
+           "(tfidf: their top TF-IDF terms; llm, hybrid: the keywords proposed for most of their "
+           "conversations). A term needs more users as it grows.", type=int)
     partition_selection: str = flag(
-        "gaussian", "PipelineDP partition-selection strategy (gaussian needs the fewest users per term when a "
-                    "user adds many terms).", choices=("gaussian", "truncated_geometric", "laplace"))
+        "gaussian", "PipelineDP partition-selection strategy (gaussian needs the fewest users per term from "
+                    "L0 = 3 up; laplace and truncated_geometric from L0 <= 2).",
+        choices=("gaussian", "truncated_geometric", "laplace"))
     tfidf_min_noisy_df: float | None = flag(
-        None, "tfidf: terms with a smaller noisy document frequency are not candidates (post-processing). "
-              "Default: one standard deviation of its noise.", type=float)
+        None, "tfidf: terms with a smaller noisy document frequency (users) are not candidates "
+              "(post-processing). Default: two standard deviations of its noise.", type=float)
     max_terms_per_conversation: int = flag(
         16, "tfidf: L1 clip of a conversation's term counts (and bound on its distinct terms).", type=int)
+    df_terms_per_user: int = flag(
+        16, "tfidf: L_df, a user's most frequent terms counted in the document frequencies (L2 sensitivity "
+            "sqrt(L_df + 1)).", type=int)
     df_buckets: int = flag(1 << 16, "tfidf: hash buckets of the DP document frequencies.", type=int)
     max_keywords: int | None = flag(
         None, "K: keep at most this many DP-selected keywords, ranked by a noisy user count (costs part of "
@@ -81,7 +88,8 @@ class KeywordSetParams(Params):
             check(1 <= self.terms_per_conversation <= 20, "--terms_per_conversation must be in [1, 20]")
         if self.method in ("public", "hybrid"):
             check(bool(self.public_corpus), f"--method {self.method} needs --public_corpus")
-        check(self.max_terms_per_user is None or self.max_terms_per_user >= 1, "--max_terms_per_user must be >= 1")
+        check(self.max_terms_per_user >= 1, "--max_terms_per_user must be >= 1")
+        check(self.df_terms_per_user >= 1, "--df_terms_per_user must be >= 1")
         check(0 < self.tfidf_df_epsilon_share < 1, "--tfidf_df_epsilon_share must be in (0, 1)")
         check(self.max_terms_per_conversation >= 1, "--max_terms_per_conversation must be >= 1")
         check(self.df_buckets >= 1, "--df_buckets must be >= 1")
@@ -110,12 +118,6 @@ class BuildKeywordsParams:
     embedding: EmbeddingParams
     llm: LLMParams
     run: RunParams
-
-    @property
-    def max_terms_per_user(self) -> int:
-        """The partition selection's L0 bound: --max_terms_per_user, else C x k (keeps every term)."""
-        return (self.builder.max_terms_per_user
-                or self.privacy.max_conversations_per_user * self.builder.terms_per_conversation)
 
 
 def build_keywords_params(options: PipelineOptions) -> BuildKeywordsParams:

@@ -1,10 +1,16 @@
-"""User-level DP partition selection of free-form terms with PipelineDP: parameters and spend.
+"""User-level DP partition selection of free-form terms with PipelineDP: parameters, spend, and
+which terms a user nominates.
 
 A term is released only if PipelineDP's partition selection keeps it; each user counts once per
-term and for at most `max_partitions_per_user` terms (PipelineDP samples a user's terms down to that
-bound), so a term used by one user is kept with probability at most ~delta however often that
-user repeats it. With `with_counts`, the kept terms also get a noisy user count (Laplace), which the
-budget accountant pays for out of the same epsilon.
+term (Linf = 1) and for at most L0 = `max_partitions_per_user` terms, so a term used by one user is
+kept with probability at most ~delta however often that user repeats it. The threshold a term's
+user count must clear grows with L0 (Gaussian thresholding: with sqrt(L0); Laplace thresholding and
+truncated geometric: linearly, see `STRATEGIES`), so each user nominates only their L0 best terms
+(`top_terms_per_user`: the largest total weight over their conversations, e.g. the number of their
+conversations a term is proposed for). Which terms a user nominates depends on that user's data (and
+on earlier DP releases) only, which is all partition selection's guarantee asks; PipelineDP's own
+L0 sampling then has nothing left to drop. With `with_counts`, the kept terms also get a noisy user
+count (Laplace), which the budget accountant pays for out of the same epsilon.
 
 Accounting: dp-accounting has no privacy loss distribution for thresholding, so the selection is
 accounted as the (epsilon, delta) PipelineDP calibrated it to (dp_ops.dp_events.EpsilonDeltaDpEvent:
@@ -13,8 +19,10 @@ sound for any mechanism with that guarantee), and the optional counts as the Lap
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
+from collections.abc import Iterable
 
 import dp_accounting
 import pipeline_dp
@@ -25,8 +33,10 @@ from dp_ops.dp_counts import accountant_spent, additive_noise_event
 from dp_ops.dp_events import EpsilonDeltaDpEvent, event_to_json
 
 # Gaussian thresholding is the default: its threshold grows with sqrt(max_partitions_per_user), the
-# others' linearly (at epsilon 1, delta 1e-6 and 25 terms per user, a term needs ~122 users against
-# ~325 with truncated geometric). Both are accounted by PipelineDP's NaiveBudgetAccountant.
+# others' linearly. Users a term needs to be kept with probability 1/2 at epsilon 1, delta 1e-6
+# (`eval/keyword_set_sizes.py --thresholds`): L0 = 1: 23 (Gaussian) / 15 (Laplace) / 14 (truncated
+# geometric); L0 = 3: 40 / 44 / 40; L0 = 5: 53 / 75 / 67; L0 = 25: 121 / 411 / 331. Each is accounted
+# by PipelineDP's NaiveBudgetAccountant (truncated geometric over-spends under its PLD accountant).
 STRATEGIES = {
     "gaussian": pipeline_dp.PartitionSelectionStrategy.GAUSSIAN_THRESHOLDING,
     "truncated_geometric": pipeline_dp.PartitionSelectionStrategy.TRUNCATED_GEOMETRIC,
@@ -66,6 +76,17 @@ class TermSelectionParams:
             metrics=[pipeline_dp.Metrics.PRIVACY_ID_COUNT], noise_kind=pipeline_dp.NoiseKind.LAPLACE,
             max_partitions_contributed=self.max_partitions_per_user, max_contributions_per_partition=1,
             partition_selection_strategy=STRATEGIES[self.strategy])
+
+
+def top_terms_per_user(weighted_terms: Iterable[tuple[str, float]], max_terms: int) -> list[str]:
+    """The `max_terms` distinct terms with the largest total weight (ties: alphabetical): what one
+    user nominates for partition selection, each term once."""
+    if max_terms < 1:
+        raise ValueError(f"max_terms must be >= 1, got {max_terms}")
+    totals: dict[str, float] = collections.defaultdict(float)
+    for term, weight in weighted_terms:
+        totals[term] += weight
+    return sorted(totals, key=lambda term: (-totals[term], term))[:max_terms]
 
 
 def selection_event(params: TermSelectionParams, accountant: pipeline_dp.NaiveBudgetAccountant) -> dp_accounting.DpEvent:

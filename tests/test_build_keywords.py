@@ -14,6 +14,7 @@ from beam_jobs.build_keywords import build_pipeline, run
 from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
 from beam_jobs.keyword_options import BuildKeywordsOptions, build_keywords_params
 from dp_ops.budget_ledger import Ledger
+from dp_ops.dp_events import composed_epsilon, event_from_json
 
 pytestmark = pytest.mark.slow  # the refiner embeds the keywords with the real model; public loads spaCy
 
@@ -45,7 +46,8 @@ def _users_per_term(path):
     return users
 
 
-DP_FLAGS = ["--seed", "3", "--max_conversations_per_user", "1", "--terms_per_conversation", "3"]
+DP_FLAGS = ["--seed", "3", "--max_conversations_per_user", "1", "--terms_per_conversation", "3",
+            "--max_terms_per_user", "3"]
 
 
 def _keywords_file(folder, method, *flags):
@@ -66,15 +68,24 @@ def test_dp_methods_release_shared_terms_only_and_record_the_asked_spend(data, m
     # Every conversation carries a unique ticket code, a frequent top TF-IDF term for its one user.
     assert not any(TICKET.match(k) and any(c.isdigit() for c in k) for k in keywords)
     assert document["version"] == FORMAT_VERSION and document["method"] == method
-    assert document["privacy"]["epsilon"] == pytest.approx(3.0)
-    assert document["privacy"]["delta"] == pytest.approx(1e-6)
-    assert sum(m["epsilon"] for m in document["privacy"]["mechanisms"]) == pytest.approx(3.0)
+    privacy = document["privacy"]
+    # The mechanisms' events composed (PLD) at the set's delta: what the ledger composes too.
+    events = [event_from_json(m["event"]) for m in privacy["mechanisms"]]
+    assert privacy["composition"] == ("PLD" if method == "tfidf" else "basic") and privacy["epsilon"] <= 3.0
+    assert privacy["epsilon"] == pytest.approx(composed_epsilon(events, 1e-6)) == pytest.approx(3.0, abs=0.01)
+    assert privacy["delta"] == pytest.approx(1e-6) == sum(m["delta"] for m in privacy["mechanisms"])
     assert document["source"]["reads_private_input"] is True
     stats = json.load(open(path + ".private/run_stats.json"))
     assert stats["read"] == 2500 + len(MALFORMED_KINDS) == stats["valid"] + stats["dead_lettered"]
     if method == "tfidf":
-        kinds = {m["noise"]["kind"] for m in document["privacy"]["mechanisms"]}
-        assert kinds == {"discrete_laplace", "partition_selection"}
+        frequencies, selection = privacy["mechanisms"]
+        assert frequencies["noise"]["kind"] == "gaussian" and selection["noise"]["kind"] == "partition_selection"
+        assert selection["epsilon"] == pytest.approx(3.0 * 0.75) and selection["delta"] == pytest.approx(5e-7)
+        # The two epsilons add up to more than the set spends: PLD composes them tighter.
+        assert frequencies["epsilon"] + selection["epsilon"] > privacy["epsilon"]
+    else:
+        [selection] = privacy["mechanisms"]
+        assert selection["epsilon"] == pytest.approx(3.0)
 
 
 def test_max_keywords_caps_by_noisy_count(data):
@@ -132,14 +143,18 @@ def test_hybrid_keeps_the_public_set_and_adds_dp_selected_novel_keywords(data):
     assert document["privacy"]["epsilon"] == pytest.approx(2.0)
 
 
-def test_a_dp_build_is_charged_to_the_ledger_once_and_does_not_block_that_nights_run(data):
+@pytest.mark.parametrize("method", ["llm", "tfidf"])
+def test_a_dp_build_is_charged_to_the_ledger_once_and_does_not_block_that_nights_run(data, method):
     folder, private, _ = data
-    ledger_path = str(folder / "ledger.json")
-    path, document = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5",
+    ledger_path = str(folder / f"ledger-{method}.json")
+    path, document = _keywords_file(folder, method, "--input", private, "--epsilon_keyword_set", "1.5",
                                     "--privacy_ledger", ledger_path, "--date", "2026-11-20", *DP_FLAGS)
     ledger = Ledger.from_json(json.load(open(ledger_path)))
     [entry] = ledger.entries
-    assert entry.status == "committed" and entry.epsilon == pytest.approx(1.5) and entry.date == "2026-11-20"
+    assert entry.status == "committed" and entry.date == "2026-11-20"
+    # Charged the set's own figure, with the events of its mechanisms (tfidf: Gaussian + selection).
+    assert entry.epsilon == pytest.approx(document["privacy"]["epsilon"]) == pytest.approx(1.5, abs=0.01)
+    assert list(entry.events) == [m["event"] for m in document["privacy"]["mechanisms"]]
     # The file names the entry, so a nightly run on this ledger finds it charged.
     assert document["privacy"]["ledger"] == {"run_id": entry.run_id, "date": "2026-11-20"}
     assert load_keyword_set(path).ledger_run_id == entry.run_id

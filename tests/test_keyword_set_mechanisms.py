@@ -1,26 +1,32 @@
-"""The DP mechanisms behind the keyword-set builders: partition selection, TF-IDF and its DF release
-(the discrete Laplace sampler itself: tests/test_discrete_laplace.py)."""
+"""The DP mechanisms behind the keyword-set builders: partition selection (thresholds, what a user
+nominates), TF-IDF and its Gaussian user-level DF release (noise, calibration with the selection;
+its empirical privacy audit: tests/test_privacy_audit.py)."""
 
 import math
 
 import apache_beam as beam
 import numpy as np
 import pytest
+from dp_accounting import GaussianDpEvent
 
-from dp_ops import discrete_laplace
-from dp_ops.partition_selection import TermSelectionParams
+from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon
+from dp_ops.partition_selection import TermSelectionParams, top_terms_per_user
 from dp_ops.tfidf import (
     DocumentFrequencyParams,
     NoisyDocumentFrequencies,
     bucket_of,
+    calibrated_document_frequencies,
     clip_counts,
+    document_terms,
     document_vector_indices,
     top_tfidf_terms,
+    user_term_counts,
 )
 from tests.conftest import local_pipeline
 from transforms.dp_document_frequencies import DPDocumentFrequencies
 from transforms.dp_select_terms import DPSelectTerms
-from transforms.tfidf_terms import ClippedTerms
+from transforms.nominate_terms import NominateTerms
+from transforms.propose_keywords import proposal_weight
 
 
 def _select(pairs, collector, **params):
@@ -69,23 +75,75 @@ def test_clipping_bounds_l1_and_support():
     assert sum(clip_counts([f"w{i}" for i in range(100)], 7).values()) == 7
 
 
-def test_document_frequency_release_has_c_times_l_plus_1_sensitivity_and_the_right_noise(collector):
-    params = DocumentFrequencyParams(epsilon=2.0, max_conversations_per_user=3, max_terms_per_conversation=4,
-                                     buckets=64)
-    assert params.sensitivity == 15 and params.spend().epsilon == pytest.approx(2.0)
-    clipped = [ClippedTerms(f"c{i}", f"u{i}", {"python": 2, "error": 1}) for i in range(500)]
+def test_calibrated_frequencies_and_selection_compose_to_the_asked_budget_and_no_less_noise_would():
+    params = calibrated_document_frequencies(1.0, 1e-6, 0.75, 5e-7, terms_per_user=16, buckets=64)
+    selection = EpsilonDeltaDpEvent(0.75, 5e-7)
+    composed = composed_epsilon([params.event(), selection], 1e-6)
+    assert 0.99 < composed <= 1.0
+    assert composed_epsilon([GaussianDpEvent(params.noise_multiplier * 0.98), selection], 1e-6) > 1.0
+    assert params.sensitivity == pytest.approx(math.sqrt(17)) and params.delta == pytest.approx(5e-7)
+    # PLD composition beats adding the two epsilons: the Gaussian alone spends more than 1 - 0.75.
+    assert params.spend().epsilon > 0.25
+    with pytest.raises(ValueError, match="selection's epsilon"):
+        calibrated_document_frequencies(1.0, 1e-6, 1.0, 5e-7, terms_per_user=16, buckets=64)
+
+
+def test_document_frequencies_count_each_user_once_in_at_most_l_df_terms():
+    counts = user_term_counts([{"python": 3, "error": 1}, {"python": 2, "pandas": 2, "numpy": 1}])
+    assert counts == {"python": 5, "error": 1, "pandas": 2, "numpy": 1}
+    assert document_terms(counts, 2) == ["python", "pandas"]
+    indices = document_vector_indices(counts, 2, 1 << 20)
+    assert len(indices) == 3 and indices[-1] == 1 << 20 and len(set(indices)) == 3
+
+
+def test_document_frequency_release_is_exact_plus_gaussian_noise_of_the_calibrated_sigma(collector):
+    params = DocumentFrequencyParams(noise_multiplier=2.0, delta=5e-7, terms_per_user=3, buckets=4096)
+    assert params.sigma == pytest.approx(4.0)
+    # 400 users with "python" (one of them in 50 conversations: still one user) and 100 with "pandas".
+    users = [(f"u{i}", {"python": 2, "error": 1}) for i in range(399)] + [("heavy", {"python": 50})]
+    users += [(f"p{i}", {"pandas": 1}) for i in range(100)]
     with local_pipeline() as pipeline:
-        collector(pipeline | beam.Create(clipped) | DPDocumentFrequencies(params, None), "df")
+        collector(pipeline | beam.Create(users) | DPDocumentFrequencies(params, None), "df")
     [noisy] = collector.result("df")
-    # The noise is unseeded: each check fails by chance with P(|Z| >= 8 std) = 1.3e-5 (scale 7.5).
-    tolerance = 8 * math.sqrt(discrete_laplace.variance(params.scale))
-    assert abs(noisy.documents - 500) < tolerance
-    assert abs(noisy.frequencies[bucket_of("python", 64)] - 500) < tolerance
-    assert len(document_vector_indices({"python": 2, "error": 1}, 64)) <= 3
+    used = {bucket_of(t, 4096) for t in ("python", "error", "pandas")}
+    empty = np.array([v for b, v in enumerate(noisy.frequencies) if b not in used])
+    # Unseeded noise; chance failures: the std check at 7 standard errors, the counts at 6 sigma.
+    assert np.std(empty) == pytest.approx(params.sigma, rel=7 / math.sqrt(2 * len(empty)))
+    assert abs(np.mean(empty)) < 6 * params.sigma / math.sqrt(len(empty))
+    assert abs(noisy.frequency("python") - 400) < 6 * params.sigma
+    assert abs(noisy.frequency("pandas") - 100) < 6 * params.sigma
+    assert abs(noisy.documents - 500) < 6 * params.sigma
+
+
+def test_a_user_nominates_their_heaviest_terms_once_each():
+    weighted = [("python", 1.0), ("error", 0.9), ("python", 1.0), ("pandas", 0.8), ("numpy", 0.8), ("error", 0.6)]
+    assert top_terms_per_user(weighted, 3) == ["python", "error", "numpy"]  # ties: alphabetical
+    assert top_terms_per_user(weighted, 10) == ["python", "error", "numpy", "pandas"]
+    # A keyword proposed for two conversations outweighs any proposed for one.
+    assert 2 * proposal_weight(4, 5) > proposal_weight(0, 5) > proposal_weight(1, 5)
+
+
+def test_nominate_terms_keeps_each_users_heaviest_terms_in_a_pipeline(collector):
+    pairs = [("u1", ("python", 1.0)), ("u1", ("python", 0.9)), ("u1", ("error", 0.9)), ("u1", ("pandas", 0.5)),
+             ("u2", ("recipe", 1.0)), ("u2", ("recipe", 1.0))]
+    with local_pipeline() as pipeline:
+        collector(pipeline | beam.Create(pairs) | NominateTerms(2), "nominated")
+    assert sorted(collector.result("nominated")) == [("u1", "error"), ("u1", "python"), ("u2", "recipe")]
+
+
+@pytest.mark.parametrize("strategy,users_kept,users_dropped", [("gaussian", 110, 20), ("laplace", 150, 25)])
+def test_selection_threshold_at_l0_5(collector, strategy, users_kept, users_dropped):
+    # Epsilon 1, delta 1e-6, L0 = 5: a term needs ~53 users (Gaussian), ~75 (Laplace) for even odds.
+    pairs = [(f"kept-{t}-{u}", f"common{t}") for t in range(10) for u in range(users_kept)]
+    pairs += [(f"dropped-{t}-{u}", f"rare{t}") for t in range(10) for u in range(users_dropped)]
+    released, spend = _select(pairs, collector, epsilon=1.0, delta=1e-6, max_partitions_per_user=5,
+                              strategy=strategy)
+    assert set(released) == {f"common{t}" for t in range(10)}
+    assert spend.epsilon == pytest.approx(1.0) and spend.delta == pytest.approx(1e-6)
 
 
 def test_tfidf_prefers_terms_rare_across_documents():
-    frequencies = np.zeros(1 << 10, dtype=np.int64)
+    frequencies = np.zeros(1 << 10, dtype=np.float64)
     frequencies[bucket_of("python", 1 << 10)] = 900
     noisy = NoisyDocumentFrequencies(frequencies, 1000)
     assert top_tfidf_terms({"python": 2, "keyerror": 1, "pandas": 1}, noisy, 2) == ["keyerror", "pandas"]

@@ -7,20 +7,29 @@ The audited epsilon is the accountant's figure for the event the mechanism regis
 dp_events.composed_epsilon), for one release of the mechanism.
 
 Where outputs of one run are independent repetitions of the audited mechanism (the public partitions
-of a PipelineDP count each hold their own heavy user and draw independent noise; the discrete Laplace
-noise of separate vectors), a run yields many samples at once.
+of a PipelineDP count each hold their own heavy user and draw independent noise; the Gaussian noise
+of separate document-frequency vectors), a run yields many samples at once.
 """
+
+import dataclasses
 
 import numpy as np
 import pipeline_dp
 import pytest
 from dp_accounting import GaussianDpEvent
 
-from dp_ops import discrete_laplace
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import spend_from_accountant
 from dp_ops.dp_events import composed_epsilon, event_from_json
-from dp_ops.tfidf import DocumentFrequencyParams, bucket_of, clip_counts, document_vector_indices
+from dp_ops.tfidf import (
+    DocumentFrequencyParams,
+    add_gaussian_noise,
+    bucket_of,
+    calibrated_document_frequencies,
+    clip_counts,
+    document_vector_indices,
+    user_term_counts,
+)
 from tests.privacy_audit import epsilon_lower_bound
 from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.keyword_histograms import keyword_count_params
@@ -138,43 +147,42 @@ def test_gaussian_keyword_count_never_shows_more_than_its_accounted_epsilon():
     assert epsilon_lower_bound(scores0, scores1, params.delta) > claimed
 
 
-# --- Discrete Laplace document frequencies (dp_ops.tfidf, dp_ops.discrete_laplace) ---
+# --- Gaussian user-level document frequencies (dp_ops.tfidf) ---
 
-def _document_frequency_vector(conversations: list[list[str]], buckets: int) -> np.ndarray:
-    vector = np.zeros(buckets + 1, dtype=np.int64)
-    for terms in conversations:
-        np.add.at(vector, document_vector_indices(clip_counts(terms, len(terms)), buckets), 1)
+def _document_frequency_vector(users: list[list[list[str]]], params: DocumentFrequencyParams) -> np.ndarray:
+    vector = np.zeros(params.buckets + 1, dtype=np.int64)
+    for conversations in users:
+        counts = user_term_counts(clip_counts(terms, len(terms)) for terms in conversations)
+        np.add.at(vector, document_vector_indices(counts, params.terms_per_user, params.buckets), 1)
     return vector
 
 
-def _document_frequency_scores(params: DocumentFrequencyParams, scale: float, samples: int):
-    """The heavy user's C conversations each use L terms in distinct buckets: the release moves by C
-    in L + 1 coordinates, L1 = C (L + 1), its sensitivity. The score is the privacy loss itself,
-    sum |y - a| - |y - b| (the likelihood-ratio test for Laplace noise)."""
+def _document_frequency_scores(params: DocumentFrequencyParams, samples: int):
+    """The heavy user's C conversations each use more than L_df terms in distinct buckets, repeated:
+    the user still adds 1 to L_df buckets and the user count, an L2 shift of sqrt(L_df + 1), its
+    sensitivity. The score is the projection on that shift (the likelihood-ratio test for a Gaussian)."""
     terms = []
     for word in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"):
         if bucket_of(word, params.buckets) not in {bucket_of(t, params.buckets) for t in terms}:
             terms.append(word)
-    terms = terms[: params.max_terms_per_conversation]
-    assert len(terms) == params.max_terms_per_conversation
-    background = [["alpha"], ["beta", "gamma"]]
-    exact0 = _document_frequency_vector(background, params.buckets)
-    exact1 = _document_frequency_vector(background + [terms] * params.max_conversations_per_user, params.buckets)
-    assert np.abs(exact1 - exact0).sum() == params.sensitivity
+    assert len(terms) > params.terms_per_user
+    background = [[["alpha"]], [["beta", "gamma"]]]
+    exact0 = _document_frequency_vector(background, params)
+    exact1 = _document_frequency_vector(background + [[terms * 3] * C], params)
+    shift = (exact1 - exact0).astype(np.float64)
+    assert np.linalg.norm(shift) == pytest.approx(params.sensitivity) and shift.max() == 1
+    direction = shift / np.linalg.norm(shift)
     scores = []
     for exact in (exact0, exact1):
-        noisy = exact + discrete_laplace.sample((samples, len(exact)), scale)
-        scores.append((np.abs(noisy - exact0) - np.abs(noisy - exact1)).sum(axis=1))
+        noisy = add_gaussian_noise(np.broadcast_to(exact, (samples, len(exact))), params)
+        scores.append(((noisy - exact0) * direction).sum(axis=1))
     return scores[0], scores[1]
 
 
-def test_discrete_laplace_document_frequencies_never_show_more_than_their_accounted_epsilon():
-    params = DocumentFrequencyParams(epsilon=1.0, max_conversations_per_user=2, max_terms_per_conversation=2,
-                                     buckets=4)
-    spend = params.spend()
-    claimed = composed_epsilon([event_from_json(spend.event)], PURE_DELTA)
-    assert claimed == pytest.approx(1.0, abs=2e-3)
-    audited = epsilon_lower_bound(*_document_frequency_scores(params, params.scale, 20000), PURE_DELTA)
-    assert 0.5 < audited <= claimed
-    under_noised = epsilon_lower_bound(*_document_frequency_scores(params, params.scale / 3, 6000), PURE_DELTA)
-    assert under_noised > claimed
+def test_gaussian_document_frequencies_never_show_more_than_their_accounted_epsilon():
+    params = calibrated_document_frequencies(4.0, 1e-6, 1.0, 5e-7, terms_per_user=2, buckets=4)
+    claimed = composed_epsilon([event_from_json(params.spend().event)], params.delta)
+    audited = epsilon_lower_bound(*_document_frequency_scores(params, 40000), params.delta)
+    assert 0.3 < audited <= claimed
+    under_noised = dataclasses.replace(params, noise_multiplier=params.noise_multiplier / 4)
+    assert epsilon_lower_bound(*_document_frequency_scores(under_noised, 15000), params.delta) > claimed

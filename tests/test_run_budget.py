@@ -68,7 +68,7 @@ def _nightly_spends():
 
 
 def _keyword_set_spends():
-    frequencies = DocumentFrequencyParams(epsilon=0.5, max_conversations_per_user=C, max_terms_per_conversation=16)
+    frequencies = DocumentFrequencyParams(noise_multiplier=10.0, delta=5e-7, terms_per_user=16)
     selection = TermSelectionParams(stage="keyword_set", epsilon=0.5, delta=1e-6, max_partitions_per_user=25,
                                     with_counts=True)
     return [frequencies.spend(), _selection_spend(selection)]
@@ -146,8 +146,8 @@ def test_every_mechanism_spend_carries_the_event_of_the_noise_it_draws():
     assert sizes.event == {"type": "LaplaceDpEvent", "noise_multiplier": pytest.approx(sizes.noise["scale"] / C)}
     assert histogram.event == {"type": "GaussianDpEvent",
                                "noise_multiplier": pytest.approx(histogram.noise["sigma"] / math.sqrt(10))}
-    assert frequencies.event == {"type": "DiscreteLaplaceDpEvent", "noise_parameter": 1 / frequencies.noise["scale"],
-                                 "sensitivity": C * 17}
+    assert frequencies.event == {"type": "GaussianDpEvent",
+                                 "noise_multiplier": pytest.approx(frequencies.noise["sigma"] / math.sqrt(17))}
     # Thresholding as the (epsilon, delta) PipelineDP gave it, the user counts as their Laplace noise:
     # together the stage's budget.
     parts = {part["type"]: part for part in selection.event["events"]}

@@ -1,8 +1,10 @@
-"""ProposeKeywords: Facets -> (user_id, keyword) pairs from a KeywordProposer, for DP selection.
+"""ProposeKeywords: Facets -> (user_id, (keyword, weight)) from a KeywordProposer, for DP selection.
 
 The proposals are private (an LLM may copy anything from a conversation); they leave the pipeline
-only through DP partition selection. Each conversation adds at most `max_keywords` distinct,
-normalised keywords, so a user (<= C conversations) adds at most C x max_keywords.
+only through DP partition selection (after NominateTerms keeps a user's L0 heaviest). Each
+conversation adds at most `max_keywords` distinct, normalised keywords, the i-th (from 0) with
+weight 1 - i / (2 max_keywords): a keyword proposed for two of a user's conversations outweighs any
+proposed for one, and among those the conversation's first proposals go first.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ def normalised_proposals(proposed: list[str], max_keywords: int) -> list[str]:
     return list(distinct)[:max_keywords]
 
 
+def proposal_weight(rank: int, max_keywords: int) -> float:
+    return 1.0 - rank / (2 * max_keywords)
+
+
 class _ProposeFn(beam.DoFn):
     def __init__(self, proposer: KeywordProposer, max_keywords: int):
         self._proposer = proposer
@@ -34,8 +40,8 @@ class _ProposeFn(beam.DoFn):
     def process(self, facets):
         proposals = self._timed_propose([f.text for f in facets], self._max_keywords)
         for facet, proposed in zip(facets, proposals):
-            for keyword in normalised_proposals(proposed, self._max_keywords):
-                yield facet.user_id, keyword
+            for rank, keyword in enumerate(normalised_proposals(proposed, self._max_keywords)):
+                yield facet.user_id, (keyword, proposal_weight(rank, self._max_keywords))
 
 
 class ProposeKeywords(beam.PTransform):

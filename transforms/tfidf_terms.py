@@ -1,8 +1,9 @@
-"""KwSet-TFIDF's per-conversation steps: clipped term counts, then each conversation's top-k terms.
+"""KwSet-TFIDF's private per-user steps: clipped term counts, a user's counts, their top TF-IDF terms.
 
 ClippedTermCounts: Facet -> ClippedTerms (the facet's content words, counts clipped to L1 <= L).
-TopTfidfTerms: ClippedTerms + the DP document frequencies -> (user_id, term), k distinct terms per
-  conversation, for DP partition selection. Private: never released as is.
+UserTermCounts: ClippedTerms -> (user_id, counts summed over the user's conversations).
+TopTfidfTerms: (user_id, counts) + the DP document frequencies -> (user_id, term), the user's top L0
+  TF-IDF terms, each once, for DP partition selection. Private: never released as is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import apache_beam as beam
 
 from backends.tokenize import content_terms
 from core.records import Facet
-from dp_ops.tfidf import clip_counts, top_tfidf_terms
+from dp_ops.tfidf import clip_counts, top_tfidf_terms, user_term_counts
 from transforms.stage_timing import timed
 
 
@@ -38,21 +39,32 @@ class ClippedTermCounts(beam.PTransform):
                                                                      self._max_terms)
 
 
-def _top_terms(clipped: ClippedTerms, frequencies, k: int, min_noisy_frequency: float):
-    for term in top_tfidf_terms(clipped.counts, frequencies, k, min_noisy_frequency):
-        yield clipped.user_id, term
+class UserTermCounts(beam.PTransform):
+    """Output: (user_id, {term: count}) summed over the user's (at most C) conversations."""
+
+    def expand(self, clipped_terms):
+        return (clipped_terms
+                | "key by user" >> beam.Map(lambda clipped: (clipped.user_id, clipped.counts))
+                | "group by user" >> beam.GroupByKey()
+                | "sum a user's counts" >> beam.MapTuple(lambda user, counts: (user, user_term_counts(counts))))
+
+
+def _top_terms(user_counts: tuple[str, dict[str, int]], frequencies, k: int, min_noisy_frequency: float):
+    user_id, counts = user_counts
+    for term in top_tfidf_terms(counts, frequencies, k, min_noisy_frequency):
+        yield user_id, term
 
 
 class TopTfidfTerms(beam.PTransform):
-    """Output: (user_id, term) for each of a conversation's top-k TF-IDF terms."""
+    """Output: (user_id, term) for each of a user's top-k TF-IDF terms."""
 
-    def __init__(self, noisy_frequencies, terms_per_conversation: int, min_noisy_frequency: float = 0.0):
+    def __init__(self, noisy_frequencies, terms_per_user: int, min_noisy_frequency: float = 0.0):
         super().__init__()
         self._min_noisy_frequency = min_noisy_frequency
         self._noisy_frequencies = noisy_frequencies
-        self._k = terms_per_conversation
+        self._k = terms_per_user
 
-    def expand(self, clipped_terms):
-        return clipped_terms | "top-k TF-IDF terms" >> beam.FlatMap(
+    def expand(self, user_counts):
+        return user_counts | "top-k TF-IDF terms" >> beam.FlatMap(
             timed("top_tfidf_terms", _top_terms), beam.pvalue.AsSingleton(self._noisy_frequencies), self._k,
             self._min_noisy_frequency)
