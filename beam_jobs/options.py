@@ -230,7 +230,7 @@ class KeywordParams(Params):
     keyword_min_similarity: float = flag(
         0.3, "Offline keyword selector: cosine floor between a conversation and a keyword.", type=float)
     keywords_per_vote: int = flag(
-        1, "Weighted votes: keywords a conversation splits its vote over (weight / sqrt(j) each).", type=int,
+        2, "Weighted votes: keywords a conversation splits its vote over (weight / sqrt(j) each).", type=int,
         public=True)
     false_keywords_per_topic: float = flag(
         DEFAULT_FALSE_KEYWORDS_PER_TOPIC,
