@@ -43,9 +43,10 @@ from beam_jobs.options import (
 )
 from core.json_store import read_json_or_none
 from core.release_gate import load_canaries
+from core.report import CENTROID_SOURCE, labelling_section
 from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
-from dp_ops.dp_counts import release_floor
+from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.joint_calibration import calibrate_jointly, job_requests
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
@@ -61,10 +62,13 @@ from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun
 from transforms.keyword_histograms import (
     DPKeywordHistogram,
+    DPKeywordVotes,
+    LabelKeywords,
     SampleForKeywords,
     SelectKeywords,
     TopKeywords,
     keyword_count_params,
+    with_label_source,
 )
 from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
@@ -118,10 +122,10 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     keywords = keyword_set.keywords
     # One budget for the run: the stages' noise is calibrated jointly so that the PLD composition of
     # all their releases meets --epsilon at --delta; each DP stage registers its spend with `budget`.
-    histogram_noise = privacy.keyword_noise if keyword_params.keyword_mode in ("histogram", "both") else None
+    histogram_noise = privacy.histogram_noise if keyword_params.keyword_mode in ("histogram", "both") else None
     joint = calibrate_jointly(privacy.epsilon, privacy.delta, job_requests(
         privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
-        privacy.max_keyword_partitions_per_user))
+        privacy.keyword_partitions_per_user, privacy.keyword_votes))
     # A DP keyword set's (epsilon, delta) events need their own delta on top of the night's.
     budget = RunBudget(privacy.delta + sum(s.delta for s in keyword_set.spend))
     for spend in keyword_set.spend:
@@ -152,34 +156,60 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
     histogram_keywords = centroid_keywords = sampled = keyword_pairs = None
+    labelling = None
+    weighted = privacy.keyword_votes == "weighted"
     if keyword_params.keyword_mode in ("histogram", "both"):
         sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
-            kept_sizes, keyword_params.samples_per_cluster, params.run.seed)
+            kept_sizes, keyword_params.resolved_samples_per_cluster(params.llm.llm_backend), params.run.seed)
         selection = sampled | "select keywords" >> SelectKeywords(
             factory.make_keyword_selector(keywords, embedding.embedding_model, keyword_params.keyword_min_similarity,
                                           embedding.embedding_backend, params.llm.config()),
-            keywords, keyword_params.max_keywords_per_conversation)
+            keywords, keyword_params.keywords_per_vote if weighted else keyword_params.max_keywords_per_conversation,
+            weighted=weighted)
         keyword_pairs = selection.output
         dead_letters.append(selection.dead_letter)
-        histogram_epsilon, histogram_delta = joint.stages["keyword_histograms"].pipeline_dp_budget
-        histogram = DPKeywordHistogram(
-            keyword_count_params(histogram_epsilon, histogram_delta, privacy.keyword_noise,
-                                 privacy.max_keyword_partitions_per_user),
-            kept_cluster_ids=kept_ids, keywords=keywords, budget=budget)
+        histogram_stage = joint.stages["keyword_histograms"]
+        if weighted:
+            histogram = DPKeywordVotes(clustering.num_clusters, keywords, histogram_stage.noise_multiplier,
+                                       privacy.delta, kept_ids, budget, noise_seed=privacy.noise_seed)
+        else:
+            histogram = DPKeywordHistogram(
+                keyword_count_params(*histogram_stage.pipeline_dp_budget, privacy.histogram_noise,
+                                     privacy.keyword_partitions_per_user),
+                kept_cluster_ids=kept_ids, keywords=keywords, budget=budget)
         noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
+        candidates_per_topic = keyword_params.keyword_candidates or len(keywords)
         floor = (keyword_params.keyword_min_noisy_count if keyword_params.keyword_min_noisy_count is not None
-                 else release_floor(histogram.spend.noise, len(keywords)))
-        histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(
-            keyword_params.keywords_per_cluster, floor)
-    if keyword_params.keyword_mode in ("centroid", "both"):
-        # Post-processing of the DP centres: no budget (transforms/centroid_keywords.py).
+                 else release_floor(histogram.spend.noise, candidates_per_topic,
+                                    keyword_params.false_keywords_per_topic))
+        labelling = labelling_section(min_users_to_clear(floor), floor, candidates_per_topic,
+                                      keyword_params.false_keywords_per_topic)
+    if (keyword_params.keyword_mode in ("centroid", "both") or keyword_params.label_fallback == "centroid"
+            or keyword_params.keyword_candidates):
+        # Post-processing of the DP centres: no budget (transforms/centroid_keywords.py). Also the
+        # candidates of each topic's histogram keywords and the label of a topic none of them clears.
         centroid_keywords = centres | "centroid keywords" >> CentroidKeywords(
-            keywords, embedding.embedding_model, kmeans.params, keyword_params.keywords_per_cluster, kept_ids)
-    top_keywords = histogram_keywords if histogram_keywords is not None else centroid_keywords
+            keywords, embedding.embedding_model, kmeans.params,
+            max(keyword_params.keywords_per_cluster, keyword_params.keyword_candidates), kept_ids)
+    if keyword_params.keyword_mode in ("histogram", "both"):
+        histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(
+            keyword_params.keywords_per_cluster, floor,
+            candidates=centroid_keywords if keyword_params.keyword_candidates else None)
+        labels = histogram_keywords | "label keywords and their source" >> LabelKeywords(
+            centroid_keywords if keyword_params.label_fallback == "centroid" else None,
+            keyword_params.keywords_per_cluster)
+    else:
+        labels = centroid_keywords | "label keywords: nearest the DP centre" >> beam.MapTuple(
+            lambda cluster_id, nearest: (cluster_id, (nearest, CENTROID_SOURCE)))
+    centroid_keywords = (centroid_keywords | "centroid keywords, top t" >> beam.MapTuple(
+        lambda cluster_id, nearest: (cluster_id, nearest[:keyword_params.keywords_per_cluster]))
+        if centroid_keywords is not None else None)
+    top_keywords = labels | "label keywords" >> beam.MapTuple(lambda cluster_id, label: (cluster_id, label[0]))
     # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
     categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend)
     namer = factory.make_cluster_namer(params.llm.config(), categories)
-    named = top_keywords | "name clusters" >> NameClusters(namer, categories)
+    named = (top_keywords | "name clusters" >> NameClusters(namer, categories)
+             | "add label sources" >> beam.Map(with_label_source, beam.pvalue.AsDict(labels)))
 
     hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, centres, categories, namer)
     # Every DP stage is applied by now, so the budget holds all of them.
@@ -188,7 +218,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         paths["report_pending"], kept_sizes, list(budget.entries), budget.composition(),
         privacy.max_conversations_per_user,
         release_config(params, keyword_set, embedding_dim, context), hierarchy,
-        centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None)
+        centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None, labelling=labelling)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
     all_dead_letters = dead_letters | "all dead letters" >> beam.Flatten()

@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, Pi
 from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
+from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
 
 
@@ -51,10 +52,14 @@ RETIRED_EPSILON_FLAGS = ("give the run's total with --epsilon and the stages' sh
                          "as their releases are composed with PLD instead of added up.")
 
 
+KEYWORD_VOTES = ("weighted", "count")
+DEFAULT_KEYWORD_PARTITIONS_PER_USER = 10
+
+
 @dataclasses.dataclass(frozen=True)
 class PrivacyParams(Params):
     """The privacy parameters: contribution bounds, the run's total budget and how the DP stages
-    share it, the keyword noise.
+    share it, how keyword votes are counted and their noise.
 
     One total (epsilon, delta) per run: the stages' noise is calibrated jointly so that the PLD
     composition of all their releases is exactly `epsilon` at `delta` (dp_ops/joint_calibration.py),
@@ -75,15 +80,25 @@ class PrivacyParams(Params):
         "together until the composition meets --epsilon. A stage that does not run (keyword_histograms with "
         "--keyword_mode centroid) is left out.", public=True)
     delta: float = flag(1e-6, "Total delta of a run, at which its epsilon is composed.", type=float, public=True)
-    keyword_noise: str = flag("gaussian", "Noise of the keyword histograms.", choices=("gaussian", "laplace"),
-                              public=True)
-    max_keyword_partitions_per_user: int = flag(
-        10, "L0 bound of the keyword histograms: (cluster, keyword) pairs one user may add to.", type=int,
-        public=True)
+    keyword_votes: str = flag(
+        "weighted",
+        "How conversations vote for their topic's keywords. weighted: each conversation weighs 1/n_u "
+        "(n_u: its user's kept conversations) and votes its best --keywords_per_vote keywords; one Gaussian "
+        "sum of L2 sensitivity 1 per (cluster, keyword). count: the former PipelineDP COUNT of users per "
+        "(cluster, keyword), each conversation adding up to --max_keywords_per_conversation keywords and a "
+        "user up to --max_keyword_partitions_per_user pairs, with --keyword_noise.",
+        choices=KEYWORD_VOTES, public=True)
+    keyword_noise: str | None = flag(
+        None, "--keyword_votes count only: noise of the keyword counts (default gaussian). Weighted votes "
+              "are always Gaussian.", choices=("gaussian", "laplace"), public=True)
+    max_keyword_partitions_per_user: int | None = flag(
+        None, "--keyword_votes count only: L0 bound, the (cluster, keyword) pairs one user may add 1 to "
+              f"(default {DEFAULT_KEYWORD_PARTITIONS_PER_USER}). Weighted votes need none: a user's votes weigh 1 "
+              "in total.", type=int, public=True)
     # Private: the report says only whether it was set (derived_public_values).
     noise_seed: int | None = flag(
-        None, "TESTING ONLY: makes the DP k-means noise reproducible, which voids its guarantee for "
-              "anyone who knows the seed. PipelineDP's noise is never seeded.", type=int)
+        None, "TESTING ONLY: makes the DP k-means and weighted keyword-vote noise reproducible, which voids "
+              "their guarantee for anyone who knows the seed. PipelineDP's noise is never seeded.", type=int)
     epsilon_clustering: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
     epsilon_size: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
     epsilon_keywords: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
@@ -96,7 +111,23 @@ class PrivacyParams(Params):
               f"--epsilon must be a positive finite number, got {self.epsilon}")
         check(0 < self.delta < 1, f"--delta must be in (0, 1), got {self.delta}")
         self.stage_weights()  # raises on a malformed --epsilon_weights
-        check(self.max_keyword_partitions_per_user >= 1, "--max_keyword_partitions_per_user must be >= 1")
+        for name in ("keyword_noise", "max_keyword_partitions_per_user"):
+            check(self.keyword_votes == "count" or getattr(self, name) is None,
+                  f"--{name} applies to --keyword_votes count only: weighted votes (the default) are one Gaussian "
+                  "sum of L2 sensitivity 1 (each user's votes weigh 1 in total), so they need no L0 bound and "
+                  "take no Laplace noise; drop the flag, or add --keyword_votes count")
+        check(self.max_keyword_partitions_per_user is None or self.max_keyword_partitions_per_user >= 1,
+              "--max_keyword_partitions_per_user must be >= 1")
+
+    @property
+    def histogram_noise(self) -> str:
+        """The keyword stage's noise kind (weighted votes: always Gaussian)."""
+        return self.keyword_noise or "gaussian"
+
+    @property
+    def keyword_partitions_per_user(self) -> int:
+        """The count votes' L0 bound."""
+        return self.max_keyword_partitions_per_user or DEFAULT_KEYWORD_PARTITIONS_PER_USER
 
     def derived_public_values(self) -> dict:
         return {"noise_seed_fixed": self.noise_seed is not None}
@@ -170,6 +201,12 @@ class EmbeddingParams(Params):
         check(self.embedding_block_size >= 1, "--embedding_block_size must be >= 1")
 
 
+# Keyword selectors that cost nothing per conversation: they see every conversation (sampling rate 1).
+FREE_SELECTORS = ("offline", "local")
+OFFLINE_SELECTOR = "offline"
+PAID_SELECTOR_SAMPLES = 200
+
+
 @dataclasses.dataclass(frozen=True)
 class KeywordParams(Params):
     """Topic keywords: the keyword set, how keywords are chosen and how many are released."""
@@ -181,23 +218,51 @@ class KeywordParams(Params):
         "centre (post-processing: no keyword budget is spent, --epsilon_keywords is unused), or both "
         "(histogram keywords name the topics; the report adds centroid keywords and their agreement).",
         choices=("histogram", "centroid", "both"), public=True)
-    samples_per_cluster: int = flag(
-        200, "m: expected conversations Poisson-sampled per cluster for keyword selection.", type=int, public=True)
+    samples_per_cluster: str = flag(
+        "auto", "m: expected conversations Poisson-sampled per cluster for keyword selection (rate "
+                "min(1, m / noisy size)), or 'all'. auto: all when the selector is free (the offline "
+                f"embedding selector, the local LLM), {PAID_SELECTOR_SAMPLES} for paid LLM backends (openai, vertex).",
+        public=True)
     keywords_per_cluster: int = flag(5, "t: keywords released per topic.", type=int, public=True)
     max_keywords_per_conversation: int = flag(
         5, "Keywords the selector may pick per sampled conversation (bounds the histogram's sensitivity).",
         type=int, public=True)
     keyword_min_similarity: float = flag(
         0.3, "Offline keyword selector: cosine floor between a conversation and a keyword.", type=float)
+    keywords_per_vote: int = flag(
+        2, "Weighted votes: keywords a conversation splits its vote over (weight / sqrt(j) each).", type=int,
+        public=True)
+    false_keywords_per_topic: float = flag(
+        DEFAULT_FALSE_KEYWORDS_PER_TOPIC,
+        "Release floor: the noisy value that pure noise exceeds for this many of a topic's candidate "
+        "keywords on average (the noise quantile at rate / candidates per topic).", type=float, public=True)
+    keyword_candidates: int = flag(
+        0, "Candidate keywords per topic: the ones nearest its DP centre (post-processing, no budget); "
+           "fewer candidates lower the release floor. 0 = all of K.", type=int, public=True)
+    label_fallback: str = flag(
+        "centroid", "A topic whose histogram clears no keyword is labelled from the keywords nearest its "
+                    "DP centre (centroid, no budget) or left unlabelled (none). The report says which.",
+        choices=("centroid", "none"), public=True)
     keyword_min_noisy_count: float | None = flag(
-        None, "Keywords with a smaller noisy count are not released. Default: the count that pure noise "
-              "exceeds for at most 0.05 keywords per topic on average.", type=float)
+        None, "Keywords with a smaller noisy value are not released. Default: from --false_keywords_per_topic.",
+        type=float)
 
     def __post_init__(self):
-        check(self.samples_per_cluster >= 1, "--samples_per_cluster must be >= 1")
+        check(self.samples_per_cluster in ("auto", "all") or (self.samples_per_cluster.isdigit()
+                                                               and int(self.samples_per_cluster) >= 1),
+              f"--samples_per_cluster must be auto, all or an integer >= 1, got {self.samples_per_cluster!r}")
+        check(1 <= self.keywords_per_vote <= 20, "--keywords_per_vote must be in [1, 20]")
+        check(0 < self.false_keywords_per_topic < 0.5, "--false_keywords_per_topic must be in (0, 0.5)")
+        check(self.keyword_candidates >= 0, "--keyword_candidates must be >= 0 (0 = all of K)")
         check(self.keywords_per_cluster >= 1, "--keywords_per_cluster must be >= 1")
         check(1 <= self.max_keywords_per_conversation <= 20, "--max_keywords_per_conversation must be in [1, 20]")
         check(-1 <= self.keyword_min_similarity <= 1, "--keyword_min_similarity must be in [-1, 1]")
+
+    def resolved_samples_per_cluster(self, llm_backend: str) -> int | None:
+        """m for this run (None: every conversation). Public config only, never data."""
+        if self.samples_per_cluster == "auto":
+            return None if llm_backend in FREE_SELECTORS else PAID_SELECTOR_SAMPLES
+        return None if self.samples_per_cluster == "all" else int(self.samples_per_cluster)
 
 
 @dataclasses.dataclass(frozen=True)

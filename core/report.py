@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from core.spend import MechanismSpend, total_spend
 
+# Where a topic's label keywords came from (its `label_source`; transforms/keyword_histograms.label_keywords).
+HISTOGRAM_SOURCE = "dp_keyword_histogram"
+CENTROID_SOURCE = "nearest_keywords_to_dp_centre"
+NO_SOURCE = "none"
+
 
 def keyword_agreement(histogram: dict[int, list[str]], centroid: dict[int, list[str]]) -> dict:
     """How much the histogram's and the centroid's keywords agree, per topic and overall:
@@ -44,14 +49,36 @@ def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: in
     }
 
 
+def labelling_section(min_users: int | None, floor: float | None, candidates_per_topic: int,
+                      false_keywords_per_topic: float) -> dict:
+    """What the keyword histogram can label at the run's noise (privacy.min_users_to_label_a_topic
+    and a sentence saying it); empty when no histogram ran (min_users None)."""
+    if min_users is None:
+        return {}
+    return {
+        "keyword_release_floor": floor,
+        "keyword_candidates_per_topic": candidates_per_topic,
+        "false_keywords_per_topic": false_keywords_per_topic,
+        "min_users_to_label_a_topic": min_users,
+        "labelling_note": (f"A keyword is released for a topic only if its noisy vote total reaches {floor:.1f}, "
+                           f"the value pure noise exceeds for about {false_keywords_per_topic:g} of a topic's "
+                           f"{candidates_per_topic} candidate keywords. A user adds at most 1 to a keyword, so a "
+                           f"topic of fewer than {min_users} users cannot be labelled from its own votes, even if "
+                           "every one of them chose the same keyword; such topics carry the keywords nearest "
+                           "their DP centre instead, when the report says so (label_source), or none."),
+    }
+
+
 def report_topics(named_topics: dict, noisy_sizes: dict) -> list[dict]:
-    """The report's topics (id, name, description, keywords, rounded noisy size), largest first."""
+    """The report's topics (id, name, description, keywords, where the keywords came from, rounded
+    noisy size), largest first."""
     topics = [
         {
             "id": int(cluster_id),
             "name": topic["name"],
             "description": topic["description"],
             "keywords": topic["keywords"],
+            **({"label_source": topic["label_source"]} if "label_source" in topic else {}),
             "size": max(0, int(round(noisy_sizes[cluster_id]))),
         }
         for cluster_id, topic in named_topics.items()
@@ -62,18 +89,24 @@ def report_topics(named_topics: dict, noisy_sizes: dict) -> list[dict]:
 
 def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
                  max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
-                 hierarchy: dict | None = None, composition: dict | None = None) -> dict:
+                 hierarchy: dict | None = None, composition: dict | None = None,
+                 labelling: dict | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
     the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
-    built from the same topics) is placed last as it is. `composition`: see privacy_section."""
+    built from the same topics) is placed last as it is. `composition`: see privacy_section.
+    `labelling` (labelling_section) goes into the privacy section."""
     topics = report_topics(named_topics, noisy_sizes)
-    report = {"topics": topics, "privacy": privacy_section(spends, max_conversations_per_user, composition),
+    report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition),
+                                            **(labelling or {})},
               "config": config}
     if centroid_keywords is not None:
         for topic in topics:
             topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])
-        report["keyword_agreement"] = keyword_agreement({t["id"]: t["keywords"] for t in topics}, centroid_keywords)
+        # A topic labelled from its centroid keywords (no histogram keyword cleared) has no histogram keywords.
+        histogram = {t["id"]: t["keywords"] if t.get("label_source", HISTOGRAM_SOURCE) == HISTOGRAM_SOURCE else []
+                     for t in topics}
+        report["keyword_agreement"] = keyword_agreement(histogram, centroid_keywords)
     if hierarchy is not None:
         report["hierarchy"] = hierarchy
     return report

@@ -110,6 +110,20 @@ def _keywords(keywords) -> str:
     return "".join(f"<span class=\"kw\">{esc(k)}</span>" for k in keywords) or "<span class=\"sub\">none</span>"
 
 
+_LABEL_SOURCES = {
+    "dp_keyword_histogram": "from the DP keyword votes",
+    "nearest_keywords_to_dp_centre": "nearest to the topic's DP centre (too few votes to clear the noise)",
+    "none": "no keyword cleared the noise",
+}
+
+
+def _label_source(topic: dict) -> str:
+    source = topic.get("label_source")
+    if source is None:
+        return ""
+    return f"<div class=\"sub label-source\" data-source=\"{esc(source)}\">{esc(_LABEL_SOURCES.get(source, source))}</div>"
+
+
 def _search_text(*parts) -> str:
     words = []
     for part in parts:
@@ -189,9 +203,11 @@ def _privacy_panel(report: dict) -> str:
         if mechanism.get("stage") == "keyword_histograms" and mechanism.get("noise"):
             keyword_std = mechanism["noise"].get("std", mechanism["noise"].get("sigma", 0.0))
             parts.append(
-                f"<p>Keyword counts had noise with a standard deviation of {keyword_std:.1f}; only keywords clearly "
+                f"<p>Keyword votes had noise with a standard deviation of {keyword_std:.1f}; only keywords clearly "
                 "above that noise are released, so a small or mixed topic can show fewer keywords, or none "
-                "(\"Unlabelled topic\").</p>")
+                "(\"Unlabelled topic\"). Under each topic's keywords, the page says where they came from.</p>")
+    if privacy.get("labelling_note"):
+        parts.append(f"<p id=\"labelling\"><b>Which topics can be labelled.</b> {esc(privacy['labelling_note'])}</p>")
     parts.append("<p>The groups below are computed from released data only (the topics' keywords, the keyword "
                  "set's public categories and the DP cluster centres; post-processing): they cost no privacy "
                  "budget.</p>")
@@ -210,7 +226,7 @@ def _privacy_panel(report: dict) -> str:
                      "the sum of their &epsilon;.</p>")
     warning = ""
     if config.get("noise_seed_fixed"):
-        warning = ("<p class=\"panel warn\"><b>Test run:</b> the clustering noise was seeded (--noise_seed), "
+        warning = ("<p class=\"panel warn\"><b>Test run:</b> the clustering and keyword-vote noise was seeded (--noise_seed), "
                    "which voids its guarantee for anyone who knows the seed.</p>")
     return f"<section id=\"privacy\"><h2>Privacy</h2>{warning}<div class=\"panel\">{''.join(parts)}</div></section>"
 
@@ -238,7 +254,7 @@ def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict
     return "".join(
         f"<tr data-search=\"{_search_text(t['name'], t['keywords'], t.get('description', ''))}\">"
         f"<td class=\"num\">{ranks[t['id']]}</td><td>{esc(t['name'])}</td><td class=\"num\">{t['size']:,}</td>"
-        f"<td>{_keywords(t['keywords'])}</td><td>{esc(groups_by_topic.get(t['id'], ''))}</td>"
+        f"<td>{_keywords(t['keywords'])}{_label_source(t)}</td><td>{esc(groups_by_topic.get(t['id'], ''))}</td>"
         f"<td>{esc(t.get('description', ''))}</td></tr>"
         for t in topics)
 
@@ -280,11 +296,12 @@ def table_rows(report: dict) -> list[dict]:
     """The downloadable table: one row per released topic, ranked."""
     groups_by_topic = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
     return [{"rank": rank, "id": t["id"], "name": t["name"], "size": t["size"], "keywords": list(t["keywords"]),
-             "group": groups_by_topic.get(t["id"], ""), "description": t.get("description", "")}
+             "group": groups_by_topic.get(t["id"], ""), "description": t.get("description", ""),
+             "label_source": t.get("label_source", "")}
             for rank, t in enumerate(report.get("topics", []), start=1)]
 
 
-TABLE_COLUMNS = ["rank", "id", "name", "size", "keywords", "group", "description"]
+TABLE_COLUMNS = ["rank", "id", "name", "size", "keywords", "group", "description", "label_source"]
 
 
 def run_label(report: dict) -> str:

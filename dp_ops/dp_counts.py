@@ -94,11 +94,24 @@ def noise_upper_quantile(noise: dict, tail_probability: float) -> float:
     return noise["sigma"] * statistics.NormalDist().inv_cdf(1 - tail_probability)
 
 
-def release_floor(noise: dict, partitions_per_group: int, expected_false_per_group: float = 0.05) -> float:
+DEFAULT_FALSE_KEYWORDS_PER_TOPIC = 0.05
+
+
+def release_floor(noise: dict, partitions_per_group: int,
+                  expected_false_per_group: float = DEFAULT_FALSE_KEYWORDS_PER_TOPIC) -> float:
     """A noisy-count floor under which a partition is not released, chosen so that among a group of
     `partitions_per_group` partitions with no data at all, on average at most
     `expected_false_per_group` would clear it (a union bound). Post-processing: costs no budget."""
     return noise_upper_quantile(noise, expected_false_per_group / max(1, partitions_per_group))
+
+
+def min_users_to_clear(floor: float, max_per_user: float = 1.0) -> int:
+    """The fewest users whose votes can bring a partition's expected noisy value up to `floor` when
+    each adds at most `max_per_user` to it: a topic with fewer users cannot be labelled more than
+    half the time, even if every one of them votes the same keyword."""
+    if not max_per_user > 0:
+        raise ValueError(f"max_per_user must be > 0, got {max_per_user}")
+    return max(1, math.ceil(floor / max_per_user - 1e-9))
 
 
 def accountant_spent(accountant: pipeline_dp.NaiveBudgetAccountant, stage: str) -> tuple[float, float]:

@@ -32,7 +32,6 @@ import dataclasses
 import math
 
 import numpy as np
-import pipeline_dp.dp_computations
 
 from core.spend import MechanismSpend
 from dp_ops.dp_events import event_to_json
@@ -41,6 +40,7 @@ from dp_ops.gaussian_accounting import (
     composed_gaussian_event,
     epsilon_of_gaussian_releases,
 )
+from dp_ops.gaussian_noise import add_gaussian_noise
 from dp_ops.rowwise import rowwise_matmul
 
 # A user's points carry total weight <= 1 and each point has norm <= 1 (see module docstring).
@@ -178,21 +178,6 @@ def weighted_sums(points: np.ndarray, weights: np.ndarray, labels: np.ndarray, n
     sums = np.zeros((num_groups, points.shape[1]), dtype=np.float64)
     np.add.at(sums, labels, weighted)
     return sums
-
-
-def add_gaussian_noise(sums: np.ndarray, sigma: float, noise_seed: int | None, release: int) -> np.ndarray:
-    """Adds N(0, sigma^2) to every coordinate.
-
-    Production (noise_seed=None) draws from PyDP's secure Gaussian sampler through PipelineDP, the
-    same noise source as the PipelineDP stages. A fixed noise_seed switches to numpy so tests are
-    reproducible; anyone who knows that seed can subtract the noise, so never set it in production.
-    """
-    if noise_seed is None:
-        mechanism = pipeline_dp.dp_computations.GaussianMechanism.create_from_std_deviation(
-            sigma / USER_L2_SENSITIVITY, USER_L2_SENSITIVITY)
-        return np.asarray(mechanism.add_noise(np.asarray(sums, dtype=np.float64)), dtype=np.float64)
-    rng = np.random.default_rng([noise_seed, 0xD9, release])
-    return sums + rng.normal(0.0, sigma, size=sums.shape)
 
 
 def seed_centres(noisy_bucket_sums: np.ndarray, num_clusters: int) -> np.ndarray:

@@ -34,6 +34,7 @@ from dp_ops.dp_counts import noise_for_budget, pipeline_dp_budget
 from dp_ops.dp_events import PLDAccountant, composed_epsilon
 from dp_ops.dp_kmeans import USER_L2_SENSITIVITY
 from dp_ops.gaussian_accounting import calibrate_gaussian_noise_multiplier, composed_gaussian_event
+from dp_ops.keyword_votes import VOTE_L2_SENSITIVITY
 
 NOISE_KINDS = ("gaussian", "laplace")
 # How close to the total the calibration gets (relative, on the noise scale factor).
@@ -80,6 +81,12 @@ def count_request(stage: str, weight: float, noise: str, l0: int, linf: int = 1)
     l0 = max_keyword_partitions_per_user, linf = 1."""
     sensitivities = dp_computations.Sensitivities(l0=l0, linf=linf)
     return StageRequest(stage, noise, sensitivities.l1 if noise == "laplace" else sensitivities.l2, weight)
+
+
+def keyword_votes_request(weight: float) -> StageRequest:
+    """The weighted keyword votes: one Gaussian sum of L2 sensitivity 1 (dp_ops.keyword_votes), drawn
+    by dp_ops.gaussian_noise from the noise multiplier."""
+    return StageRequest("keyword_histograms", "gaussian", VOTE_L2_SENSITIVITY, weight, drawn_by_pipeline_dp=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,15 +209,19 @@ def _drawn(request: StageRequest, noise_multiplier: float, delta: float) -> Stag
 
 
 def job_requests(weights: dict[str, float], kmeans_iterations: int, max_conversations_per_user: int,
-                 keyword_noise: str | None, max_keyword_partitions_per_user: int) -> list[StageRequest]:
+                 keyword_noise: str | None, max_keyword_partitions_per_user: int,
+                 keyword_votes: str = "weighted") -> list[StageRequest]:
     """The insights job's DP stages as calibration requests, weighted by stage name: DP k-means, the
     cluster sizes (a user adds <= C to one partition each time: L1 = C) and, unless `keyword_noise`
-    is None (centroid keywords: no histogram), the keyword histograms (<= L0 partitions, 1 each).
-    The job and the in-process evaluation both calibrate from this list."""
+    is None (centroid keywords: no histogram), the keyword histograms: weighted votes (one Gaussian
+    sum of L2 sensitivity 1) or, with `keyword_votes` "count", a PipelineDP COUNT (<= L0 partitions,
+    1 each). The job and the in-process evaluation both calibrate from this list."""
     requests = [clustering_request(weights["clustering"], kmeans_iterations),
                 count_request("cluster_sizes", weights["cluster_sizes"], "laplace", l0=1,
                               linf=max_conversations_per_user)]
-    if keyword_noise is not None:
+    if keyword_noise is not None and keyword_votes == "weighted":
+        requests.append(keyword_votes_request(weights["keyword_histograms"]))
+    elif keyword_noise is not None:
         requests.append(count_request("keyword_histograms", weights["keyword_histograms"], keyword_noise,
                                       l0=max_keyword_partitions_per_user))
     return requests

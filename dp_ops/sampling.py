@@ -21,8 +21,9 @@ def poisson_keep(rate: float, seed: int, purpose: str, key: str) -> bool:
     return keyed_uniform(seed, purpose, key) < rate
 
 
-def keyword_sampling_rate(samples_per_cluster: int, noisy_size: float) -> float:
-    """min(1, m / noisy size): a function of DP outputs only, so the sample is data-independent."""
-    if noisy_size <= 0:
+def keyword_sampling_rate(samples_per_cluster: int | None, noisy_size: float) -> float:
+    """min(1, m / noisy size), 1 when m is None (every conversation): a function of DP outputs and
+    public parameters only, so the sample is data-independent."""
+    if samples_per_cluster is None or noisy_size <= 0:
         return 1.0
     return min(1.0, samples_per_cluster / noisy_size)

@@ -28,20 +28,23 @@ import math
 import numpy as np
 import pipeline_dp
 
+from backends import embedding
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
-from beam_jobs.options import ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
-from core.report import build_report, report_topics
+from beam_jobs.options import OFFLINE_SELECTOR, ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
+from core.report import build_report, labelling_section, report_topics
 from dp_ops import dp_kmeans as km
-from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
+from dp_ops.dp_counts import DPCountParams, min_users_to_clear, release_floor, spend_from_accountant
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
+from dp_ops.keyword_votes import conversation_votes, exact_vote_sums, noisy_vote_sums, released_histogram, vote_spend
 from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
 from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
+from transforms.centroid_keywords import nearest_keywords
 from transforms.dp_cluster_sizes import cluster_size_params
-from transforms.keyword_histograms import keyword_count_params, top_keywords
+from transforms.keyword_histograms import keyword_count_params, label_keywords, top_keywords
 from transforms.name_clusters import distinct_names
 from transforms.topic_hierarchy import build_hierarchy
 
@@ -56,14 +59,19 @@ class UraniaConfig:
     epsilon_weights: str = PrivacyParams.epsilon_weights
     delta: float = PrivacyParams.delta
     min_cluster_size: float = ClusteringParams.min_cluster_size
-    samples_per_cluster: int = KeywordParams.samples_per_cluster
+    samples_per_cluster: str = KeywordParams.samples_per_cluster  # the offline selector is free: "auto" = all
     keywords_per_cluster: int = KeywordParams.keywords_per_cluster
     max_keywords_per_conversation: int = KeywordParams.max_keywords_per_conversation
-    max_keyword_partitions_per_user: int = PrivacyParams.max_keyword_partitions_per_user
+    max_keyword_partitions_per_user: int | None = PrivacyParams.max_keyword_partitions_per_user  # count votes only
     keyword_min_similarity: float = KeywordParams.keyword_min_similarity
     kmeans_iterations: int = ClusteringParams.kmeans_iterations
     projection_dim: int = ClusteringParams.projection_dim
-    keyword_noise: str = PrivacyParams.keyword_noise
+    keyword_noise: str | None = PrivacyParams.keyword_noise  # count votes only
+    keyword_votes: str = PrivacyParams.keyword_votes
+    keywords_per_vote: int = KeywordParams.keywords_per_vote
+    false_keywords_per_topic: float = KeywordParams.false_keywords_per_topic
+    keyword_candidates: int = KeywordParams.keyword_candidates
+    label_fallback: str = KeywordParams.label_fallback
     embedding_model: str = EmbeddingParams.embedding_model
     keyword_set: str | None = KeywordParams.keyword_set
 
@@ -75,11 +83,17 @@ class UraniaConfig:
 @functools.lru_cache(maxsize=32)
 def joint_calibration(config: UraniaConfig) -> JointCalibration:
     """The job's joint calibration of its stages' noise (memoised: it depends on the parameters only)."""
-    weights = PrivacyParams(epsilon=config.epsilon, epsilon_weights=config.epsilon_weights,
-                            delta=config.delta).stage_weights()
+    privacy = _privacy_params(config)
     return calibrate_jointly(config.epsilon, config.delta, job_requests(
-        weights, config.kmeans_iterations, config.max_conversations_per_user, config.keyword_noise,
-        config.max_keyword_partitions_per_user))
+        privacy.stage_weights(), config.kmeans_iterations, config.max_conversations_per_user, privacy.histogram_noise,
+        privacy.keyword_partitions_per_user, privacy.keyword_votes))
+
+
+def _privacy_params(config: UraniaConfig) -> PrivacyParams:
+    """The job's privacy params for `config` (they check and resolve the keyword flags as the job's do)."""
+    return PrivacyParams(epsilon=config.epsilon, epsilon_weights=config.epsilon_weights, delta=config.delta,
+                         keyword_votes=config.keyword_votes, keyword_noise=config.keyword_noise,
+                         max_keyword_partitions_per_user=config.max_keyword_partitions_per_user)
 
 
 def _calibration(params: km.DPKMeansParams) -> km.NoiseCalibration:
@@ -112,6 +126,11 @@ def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> E
     selector = EmbeddingKeywordSelector(keywords, model, min_similarity)
     selector.setup()
     return selector
+
+
+@functools.lru_cache(maxsize=4)
+def _keyword_embeddings(keywords: tuple[str, ...], model: str) -> np.ndarray:
+    return embedding.embed_texts(model, list(keywords))
 
 
 def fit_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: km.DPKMeansParams, private: bool,
@@ -174,28 +193,59 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         sizes = _exact_count(size_pairs, list(range(config.num_clusters)))
     kept_sizes = {c: s for c, s in sizes.items() if s >= config.min_cluster_size}
 
-    sample = np.array([c in kept_sizes and poisson_keep(keyword_sampling_rate(config.samples_per_cluster,
-                                                                               kept_sizes[c]), seed, "keywords", cid)
+    keyword_params = KeywordParams(samples_per_cluster=config.samples_per_cluster)
+    samples_per_cluster = keyword_params.resolved_samples_per_cluster(OFFLINE_SELECTOR)
+    sample = np.array([c in kept_sizes and poisson_keep(keyword_sampling_rate(samples_per_cluster, kept_sizes[c]),
+                                                        seed, "keywords", cid)
                        for cid, c in zip(kept_ids, clusters.tolist())], dtype=bool)
-    keyword_pairs = []
+    selector = _selector(keywords, config.embedding_model, config.keyword_min_similarity)
+    weighted = config.keyword_votes == "weighted"
+    max_per_conversation = config.keywords_per_vote if weighted else config.max_keywords_per_conversation
+    keyword_pairs, votes = [], []
     if sample.any() and kept_sizes:
         index = np.flatnonzero(sample)
-        selector = _selector(keywords, config.embedding_model, config.keyword_min_similarity)
-        picks = selector.select([facets[kept[i]] for i in index], vectors[index], config.max_keywords_per_conversation)
+        picks = selector.select([facets[kept[i]] for i in index], vectors[index], max_per_conversation)
         in_k = frozenset(keywords)
         for i, chosen in zip(index, picks):
-            for keyword in list(dict.fromkeys(k for k in chosen if k in in_k))[: config.max_keywords_per_conversation]:
-                keyword_pairs.append((kept_users[i], (int(clusters[i]), keyword)))
+            in_set = list(dict.fromkeys(k for k in chosen if k in in_k))[:max_per_conversation]
+            if weighted:
+                votes += [(int(clusters[i]), keyword, value)
+                          for keyword, value in conversation_votes(in_set, float(weights[i]), config.keywords_per_vote)]
+            else:
+                keyword_pairs += [(kept_users[i], (int(clusters[i]), keyword)) for keyword in in_set]
+    # Zero budget: the keywords nearest each DP centre (transforms/centroid_keywords.nearest_keywords).
+    keyword_points = km.project_points(_keyword_embeddings(keywords, config.embedding_model),
+                                       km.projection_matrix(params))
+    nearest = nearest_keywords(centres, keyword_points, keywords, max(config.keywords_per_cluster,
+                                                                      config.keyword_candidates))
+    candidates = ({c: nearest[c][:config.keyword_candidates] for c in kept_sizes} if config.keyword_candidates
+                  else None)
     partitions = [(c, k) for c in sorted(kept_sizes) for k in keywords]
-    if config.private:
+    candidates_per_topic = config.keyword_candidates or len(keywords)
+    min_users = None
+    if config.private and weighted:
+        stage = joint.stages["keyword_histograms"]
+        histogram = released_histogram(
+            noisy_vote_sums(exact_vote_sums(votes, config.num_clusters, keywords), stage.noise_std_parameter,
+                            noise_seed), kept_sizes, keywords)
+        histogram_spend = vote_spend(stage.noise_multiplier, config.delta)
+        spends.append(histogram_spend)
+        floor = release_floor(histogram_spend.noise, candidates_per_topic, config.false_keywords_per_topic)
+        min_users = min_users_to_clear(floor)
+    elif config.private:
+        privacy = _privacy_params(config)
         count_params = keyword_count_params(*joint.stages["keyword_histograms"].pipeline_dp_budget,
-                                            config.keyword_noise, config.max_keyword_partitions_per_user)
+                                            privacy.histogram_noise, privacy.keyword_partitions_per_user)
         if partitions:
             histogram, histogram_spend = _dp_count(count_params, keyword_pairs, partitions)
         else:  # nothing kept: the histogram stage releases nothing, but the job still accounts for it
             histogram, histogram_spend = {}, _dp_count(count_params, [], [(0, keywords[0])])[1]
         spends.append(histogram_spend)
-        floor = release_floor(histogram_spend.noise, len(keywords))
+        floor = release_floor(histogram_spend.noise, candidates_per_topic, config.false_keywords_per_topic)
+        min_users = min_users_to_clear(floor)
+    elif weighted:
+        histogram = released_histogram(exact_vote_sums(votes, config.num_clusters, keywords), kept_sizes, keywords)
+        floor = 1e-9
     else:
         histogram, floor = _exact_count(keyword_pairs, partitions), 1.0
     per_cluster: dict[int, list] = {c: [] for c in kept_sizes}
@@ -205,16 +255,21 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     namer = KeywordClusterNamer(categories)
     named = {}
     for cluster, counts in per_cluster.items():
-        _, chosen = top_keywords((cluster, counts), config.keywords_per_cluster, floor)
+        _, chosen = top_keywords((cluster, counts), config.keywords_per_cluster, floor,
+                                 None if candidates is None else frozenset(candidates[cluster]))
+        chosen, source = label_keywords(list(chosen), nearest[cluster][:config.keywords_per_cluster]
+                                        if config.label_fallback == "centroid" else None)
         name, description = namer.name(list(chosen))
-        named[cluster] = {"name": name, "description": description, "keywords": list(chosen)}
+        named[cluster] = {"name": name, "description": description, "keywords": list(chosen), "label_source": source}
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
     budget = RunBudget.of(spends, config.delta) if config.private else None
     report = build_report(named, kept_sizes, list(budget.entries) if budget else spends,
                           config.max_conversations_per_user,
                           {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
-                           "seed": seed}, hierarchy=hierarchy, composition=budget.composition() if budget else None)
+                           "seed": seed}, hierarchy=hierarchy, composition=budget.composition() if budget else None,
+                          labelling=labelling_section(min_users, floor, candidates_per_topic,
+                                                      config.false_keywords_per_topic))
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:

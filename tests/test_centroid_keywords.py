@@ -1,6 +1,7 @@
 """Centroid keywords (--keyword_mode): nearest keywords to the DP centres, at zero extra budget."""
 
 import json
+import math
 import os
 
 import numpy as np
@@ -69,6 +70,8 @@ def test_centroid_mode_spends_no_keyword_budget_and_the_total_includes_the_keywo
     assert report["config"]["keyword_mode"] == "centroid"
     assert report["topics"] and all(len(t["keywords"]) == 5 for t in report["topics"])
     assert "keyword_agreement" not in report and "keyword_pairs_selected" not in stats
+    assert {t["label_source"] for t in report["topics"]} == {"nearest_keywords_to_dp_centre"}
+    assert "min_users_to_label_a_topic" not in privacy
 
 
 @pytest.mark.slow
@@ -83,6 +86,16 @@ def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     assert all(len(t["centroid_keywords"]) == 5 for t in report["topics"])
     per_topic = {t["id"]: t for t in agreement["per_topic"]}
     for topic in report["topics"]:
-        a, b = set(topic["keywords"]), set(topic["centroid_keywords"])
+        a = set(topic["keywords"]) if topic["label_source"] == "dp_keyword_histogram" else set()
+        b = set(topic["centroid_keywords"])
         assert per_topic[topic["id"]]["jaccard"] == pytest.approx(len(a & b) / len(a | b))
     assert stats["keyword_pairs_selected"] > 0
+    # Every topic says where its label came from; the histogram's own keywords are what agreement compares.
+    sources = {t["id"]: t["label_source"] for t in report["topics"]}
+    assert set(sources.values()) <= {"dp_keyword_histogram", "nearest_keywords_to_dp_centre"}
+    for topic in report["topics"]:
+        if sources[topic["id"]] == "nearest_keywords_to_dp_centre":
+            assert topic["keywords"] == topic["centroid_keywords"] and per_topic[topic["id"]]["jaccard"] == 0.0
+    privacy = report["privacy"]
+    assert privacy["min_users_to_label_a_topic"] == math.ceil(privacy["keyword_release_floor"])
+    assert f"fewer than {privacy['min_users_to_label_a_topic']} users" in privacy["labelling_note"]

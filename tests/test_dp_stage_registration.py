@@ -24,9 +24,10 @@ def _job_pipeline(tmp_path, *flags):
     return pipeline, build_pipeline(pipeline, params, 384, context)
 
 
-@pytest.mark.parametrize("mode", ["histogram", "centroid", "both"])
-def test_the_job_registers_every_dp_stage_and_reports_their_pld_total(tmp_path, mode):
-    pipeline, budget = _job_pipeline(tmp_path, "--keyword_mode", mode)
+@pytest.mark.parametrize("mode,votes", [("histogram", "weighted"), ("centroid", "weighted"), ("both", "weighted"),
+                                        ("histogram", "count")])
+def test_the_job_registers_every_dp_stage_and_reports_their_pld_total(tmp_path, mode, votes):
+    pipeline, budget = _job_pipeline(tmp_path, "--keyword_mode", mode, "--keyword_votes", votes)
     assert unregistered_dp_stages(pipeline) == []
     stages = [spend.stage for spend in budget.entries]
     expected = ["clustering", "cluster_sizes"] + (["keyword_histograms"] if mode != "centroid" else [])

@@ -49,7 +49,7 @@ def test_parameters_as_the_launcher_passes_them_parse_and_validate():
                "privacy_ledger": "gs://private/ledger.json", "max_epsilon_per_window": "30", "window_days": "30",
                "allow_rerun": "true", "num_clusters": "200", "epsilon": "7.0", "delta": "1e-6",
                "epsilon_weights": "clustering:4,cluster_sizes:1,keyword_histograms:2",
-               "keyword_noise": "laplace"}
+               "keyword_votes": "count", "keyword_noise": "laplace"}
     for name, value in example.items():
         for regex in PARAMETERS[name].get("regexes", []):
             assert re.match(regex, value), (name, value)

@@ -44,8 +44,30 @@ def test_defaults_match_the_documented_interface():
     p = _params()
     assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon,
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
-            p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster) == (
-        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0}, 1e-6, 25, 200, 5)
+            p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster, p.privacy.keyword_votes) == (
+        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0}, 1e-6, 25, "auto", 5,
+        "weighted")
+
+
+@pytest.mark.parametrize("backend,expected", [("offline", None), ("local", None), ("openai", 200), ("vertex", 200)])
+def test_keyword_sampling_is_all_for_free_selectors_and_m_for_paid_ones(backend, expected):
+    assert _params().keywords.resolved_samples_per_cluster(backend) == expected
+    assert _params("--samples_per_cluster", "all").keywords.resolved_samples_per_cluster("openai") is None
+    assert _params("--samples_per_cluster", "50").keywords.resolved_samples_per_cluster("offline") == 50
+
+
+@pytest.mark.parametrize("flags", [["--samples_per_cluster", "0"], ["--samples_per_cluster", "some"],
+                                   ["--keyword_noise", "laplace"], ["--max_keyword_partitions_per_user", "3"],
+                                   ["--false_keywords_per_topic", "0"], ["--keywords_per_vote", "0"]])
+def test_bad_or_retired_keyword_flags_are_refused_with_the_flag_named(flags):
+    with pytest.raises(ValueError, match=flags[0]):
+        _params(*flags)
+
+
+def test_count_votes_keep_their_noise_and_l0_flags():
+    privacy = _params("--keyword_votes", "count", "--keyword_noise", "laplace",
+                      "--max_keyword_partitions_per_user", "3").privacy
+    assert (privacy.histogram_noise, privacy.keyword_partitions_per_user) == ("laplace", 3)
 
 
 def test_every_flag_belongs_to_exactly_one_group():
@@ -159,6 +181,7 @@ TODAYS_CONFIG_KEYS = {
     "run_id", "date", "num_clusters", "max_conversations_per_user", "epsilon", "epsilon_weights", "delta",
     "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
+    "keyword_votes", "keywords_per_vote", "false_keywords_per_topic", "keyword_candidates", "label_fallback",
     "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "embedding_dim", "kmeans_iterations",
     "projection_dim", "noise_seed_fixed", "privacy_ledger"}
 

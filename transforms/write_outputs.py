@@ -41,10 +41,12 @@ class WriteReport(beam.PTransform):
     """
 
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], composition: dict,
-                 max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None):
+                 max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None,
+                 labelling: dict | None = None):
         """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
-        (dp_ops.run_budget.RunBudget.composition)."""
+        (dp_ops.run_budget.RunBudget.composition); `labelling`: core.report.labelling_section."""
         super().__init__()
+        self._labelling = labelling
         self._composition = composition
         self._centroid_keywords = centroid_keywords
         self._path = path
@@ -56,10 +58,10 @@ class WriteReport(beam.PTransform):
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
-        composition = self._composition
+        composition, labelling = self._composition, self._labelling
 
         def write(_, topics, sizes, hierarchy, centroid):
-            report = build_report(topics, sizes, spends, limit, config, centroid, hierarchy, composition)
+            report = build_report(topics, sizes, spends, limit, config, centroid, hierarchy, composition, labelling)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path

@@ -1,0 +1,137 @@
+"""How many released topics get a label, and how good the labels are: the figures behind the
+keyword-histogram choices (docs/privacy.md, "Keyword histograms").
+
+    python -m eval.label_coverage --data gen5k=/work/evaldata/gen5k.jsonl:50 --seeds 0 1 2 \
+        [--set keyword_votes=count --set samples_per_cluster=200 ...]
+
+For each data set (NAME=PATH:K, K the number of clusters) and seed it runs the in-process URANIA
+(eval.urania_inprocess.run_urania: the job's mechanisms on cached embeddings) and prints, averaged
+over the seeds:
+  labelled / released   topics whose keywords came from the DP histogram, and all released topics;
+                        with the centroid fallback, labelled by either source is shown too
+  planted named         generated data only: planted topics P for which some released topic whose
+                        conversations are mostly P lists one of P's expected keywords
+  keyword share         per histogram-labelled topic, the share of its conversations whose text
+                        contains one of its keywords (as a word), averaged over those topics
+  min users             privacy.min_users_to_label_a_topic, when the report has it
+`--set FIELD=VALUE` overrides a UraniaConfig field (the job's flags of the same name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import statistics
+import time
+
+from beam_jobs.sample_topics import PLANTED_TOPICS
+from core.report import HISTOGRAM_SOURCE
+from eval.data import embed_cached, load_dataset
+from eval.urania_inprocess import UraniaConfig, run_urania
+
+
+def planted_topics(path: str) -> dict[str, str]:
+    """conversation_id -> planted topic name (generated data only; empty for real data)."""
+    planted = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("planted_topic"):
+                planted[str(record.get("conversation_id"))] = record["planted_topic"]
+    return planted
+
+
+def _contains_any(text: str, keywords: list[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(k.lower())}\b", text) for k in keywords)
+
+
+def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:
+    assignments = report["_private"]["assignments"]
+    text = dict(zip(conversation_ids, (f.lower() for f in facets)))
+    members: dict[int, list[str]] = {}
+    for conversation_id, cluster in assignments.items():
+        members.setdefault(cluster, []).append(conversation_id)
+    topics = report["topics"]
+    from_histogram = [t for t in topics if t["keywords"] and t.get("label_source", HISTOGRAM_SOURCE) == HISTOGRAM_SOURCE]
+    shares = [statistics.fmean(_contains_any(text[c], t["keywords"]) for c in members.get(t["id"], []))
+              for t in from_histogram if members.get(t["id"])]
+    named = set()
+    expected = {p.name: {k.lower() for k in p.expected_keywords} for p in PLANTED_TOPICS}
+    for topic in topics:
+        planted_here = [planted[c] for c in members.get(topic["id"], []) if c in planted]
+        if not planted_here:
+            continue
+        majority = max(set(planted_here), key=planted_here.count)
+        if {k.lower() for k in topic["keywords"]} & expected.get(majority, set()):
+            named.add(majority)
+    return {
+        "released": len(topics),
+        "labelled_histogram": len(from_histogram),
+        "labelled_any": sum(1 for t in topics if t["keywords"]),
+        "planted_named": len(named) if planted else None,
+        "planted_present": len(set(planted.values())) if planted else None,
+        "keyword_share": statistics.fmean(shares) if shares else 0.0,
+        "min_users": report["privacy"].get("min_users_to_label_a_topic"),
+    }
+
+
+def _parse_overrides(items: list[str]) -> dict:
+    fields = {f.name: f for f in dataclasses.fields(UraniaConfig)}
+    overrides = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in fields:
+            raise SystemExit(f"--set: UraniaConfig has no field {name!r}; fields: {', '.join(fields)}")
+        default = getattr(UraniaConfig, name)
+        if value == "None":
+            overrides[name] = None
+        elif isinstance(default, bool):
+            overrides[name] = value.lower() in ("1", "true", "yes")
+        elif isinstance(default, int) and value.lstrip("-").isdigit():
+            overrides[name] = int(value)
+        elif isinstance(default, float) or (isinstance(default, int) and not value.isalpha()):
+            overrides[name] = float(value)
+        else:
+            overrides[name] = value
+    return overrides
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", action="append", required=True, help="NAME=PATH:K (repeatable)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
+    args = parser.parse_args(argv)
+    overrides = _parse_overrides(args.set)
+    print(f"overrides: {overrides or 'none (the job defaults)'}; seeds {args.seeds}")
+    print(f"{'data':8} {'k':>3} {'labelled/released':>18} {'(any source)':>12} {'planted named':>14} "
+          f"{'kw share':>8} {'min users':>9} {'s/run':>6}")
+    for spec in args.data:
+        name, _, rest = spec.partition("=")
+        path, _, k = rest.rpartition(":")
+        dataset = load_dataset(path)
+        embeddings = embed_cached(dataset.facets)
+        planted = planted_topics(path)
+        config = dataclasses.replace(UraniaConfig(num_clusters=int(k)), **overrides)
+        rows = []
+        started = time.perf_counter()
+        for seed in args.seeds:
+            report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
+                                seed=seed, noise_seed=seed)
+            rows.append(label_figures(report, dataset.conversation_ids, dataset.facets, planted))
+        seconds = (time.perf_counter() - started) / len(args.seeds)
+        mean = lambda key: statistics.fmean(r[key] for r in rows)  # noqa: E731
+        named = (f"{mean('planted_named'):.1f}/{rows[0]['planted_present']}" if planted else "-")
+        min_users = rows[0]["min_users"]
+        print(f"{name:8} {k:>3} {mean('labelled_histogram'):>8.1f}/{mean('released'):<9.1f} "
+              f"{mean('labelled_any'):>12.1f} {named:>14} {mean('keyword_share'):>8.2f} "
+              f"{min_users if min_users is not None else '-':>9} {seconds:>6.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
