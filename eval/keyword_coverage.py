@@ -97,6 +97,21 @@ def planted_recovery(similarities: np.ndarray, keyword_set: KeywordSet, planted:
     return per_topic
 
 
+def dp_recovery(dataset, embeddings: np.ndarray, keyword_set_path: str,
+                runs: int) -> tuple[list[int], list[int], list[int]]:
+    """Per seed: planted topics recovered, topics with keywords, topics released by run_urania."""
+    from eval.urania_inprocess import UraniaConfig, run_urania
+    recovered, labelled, topics = [], [], []
+    for seed in range(runs):
+        report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
+                            UraniaConfig(keyword_set=keyword_set_path), seed=seed)
+        released = [set(topic["keywords"]) for topic in report["topics"]]
+        recovered.append(sum(any(set(t.expected_keywords) & k for k in released) for t in PLANTED_TOPICS))
+        labelled.append(sum(bool(k) for k in released))
+        topics.append(len(released))
+    return recovered, labelled, topics
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keyword_sets", default=f"new={DEFAULT_KEYWORD_SET}",
@@ -104,6 +119,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", default=DEFAULT_DATASETS, help="NAME=PATH,... of JSON Lines files")
     parser.add_argument("--embedding_model", default=DEFAULT_EMBEDDING_MODEL)
     parser.add_argument("--per_topic", action="store_true", help="print each planted topic's figures")
+    parser.add_argument("--dp_runs", type=int, default=0,
+                        help="also run the job's mechanisms in-process (eval.urania_inprocess, default options) "
+                             "this many seeds on each generated data set and count planted topics whose "
+                             "released keywords hold an expected one")
     args = parser.parse_args(argv)
 
     started = time.time()
@@ -119,7 +138,8 @@ def main(argv: list[str] | None = None) -> None:
     print("\nCoverage (share of conversations; nearest keyword by cosine; whole-word match in user turns)")
     print(header)
     picks: dict[str, dict[str, collections.Counter]] = {name: {} for name in sets}
-    planted_rows = []
+    planted_rows, dp_rows = [], []
+    sets_paths = dict(_named_paths(args.keyword_sets))
     for data_name, path in _named_paths(args.datasets):
         if not os.path.exists(path):
             print(f"{data_name}: {path} not found, skipped")
@@ -138,6 +158,8 @@ def main(argv: list[str] | None = None) -> None:
             picks[name][data_name] = collections.Counter(s.categories[j] or "(none)" for j in best)
             if len(planted) == len(dataset) and any(planted):
                 planted_rows.append((data_name, name, planted_recovery(similarities, s, planted)))
+                if args.dp_runs:
+                    dp_rows.append((data_name, name, dp_recovery(dataset, embeddings, sets_paths[name], args.dp_runs)))
 
     for name, per_data in picks.items():
         data_names = list(per_data)
@@ -167,6 +189,12 @@ def main(argv: list[str] | None = None) -> None:
                     print(f"  {topic:<32} {figures['nearest']:>6.1%} {figures['top5']:>6.1%} "
                           f"{figures['category']:>6.1%}  {figures['leader']}"
                           f"{'' if figures['released_expected'] else '  (no expected keyword in the top 5)'}")
+    if dp_rows:
+        print("\nPlanted topics recovered through the DP mechanisms (released keywords hold an expected one; "
+              "per seed)")
+        for data_name, name, (recovered, labelled, topics) in dp_rows:
+            print(f"{data_name:<7} {name:<5} recovered {recovered} of {len(PLANTED_TOPICS)}; "
+                  f"topics with keywords {labelled} of {topics}")
     print(f"\n{time.time() - started:.1f} s")
 
 
