@@ -3,8 +3,11 @@ hundreds of runs (membership inference: 400; the sweep: 5 configurations per dat
 
 Shared with the Beam job (the same functions, not copies):
   contribution bounding's choice rule and weights (dp_ops.contribution_bounding, via eval.data);
-  DP k-means (dp_ops.dp_kmeans: calibrate, project_points, fit_centres, assign_nearest: fit_dp_kmeans's
-  steps; fit_centres runs the release_schedule that the Beam transform runs too);
+  the clustering dimension (dp_ops.dp_user_count's DP user count, or --expected_users, then
+  dp_kmeans.active_dimension, as transforms/dp_kmeans.ChooseClusteringDimension);
+  DP k-means (dp_ops.dp_kmeans: calibrate, clustering_basis, project_points, fit_centres,
+  assign_nearest: fit_dp_kmeans's steps; fit_centres runs the release_schedule that the Beam
+  transform runs too);
   DP cluster sizes and keyword histograms: dp_ops.pipeline_dp_engine.release_with_pipeline_dp with
   the job's DPCountParams (cluster_size_params, keyword_count_params) and spend_from_accountant, on
   PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
@@ -31,14 +34,17 @@ from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.options import ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
 from core.report import build_report
+from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, release_floor, spend_from_accountant
+from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
 from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
 from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
 from transforms.dp_cluster_sizes import cluster_size_params
+from transforms.dp_kmeans import basis_keyword_vectors
 from transforms.keyword_histograms import keyword_count_params, top_keywords
 
 
@@ -59,6 +65,8 @@ class UraniaConfig:
     keyword_min_similarity: float = KeywordParams.keyword_min_similarity
     kmeans_iterations: int = ClusteringParams.kmeans_iterations
     projection_dim: int = ClusteringParams.projection_dim
+    projection_basis: str = ClusteringParams.projection_basis
+    expected_users: int | None = ClusteringParams.expected_users
     keyword_noise: str = PrivacyParams.keyword_noise
     embedding_model: str = EmbeddingParams.embedding_model
     keyword_set: str | None = KeywordParams.keyword_set
@@ -67,15 +75,27 @@ class UraniaConfig:
     def private(self) -> bool:
         return math.isfinite(self.epsilon)
 
+    @property
+    def counts_users(self) -> bool:
+        return ClusteringParams(projection_dim=self.projection_dim, expected_users=self.expected_users).counts_users
+
+
+def joint_calibration(config: UraniaConfig) -> JointCalibration:
+    """The job's joint calibration of its stages' noise (memoised on the parameters it depends on:
+    a sweep over dimensions or bases calibrates once)."""
+    return _joint_calibration_for(config.epsilon, config.epsilon_weights, config.delta, config.kmeans_iterations,
+                                  config.max_conversations_per_user, config.keyword_noise,
+                                  config.max_keyword_partitions_per_user, config.counts_users)
+
 
 @functools.lru_cache(maxsize=32)
-def joint_calibration(config: UraniaConfig) -> JointCalibration:
-    """The job's joint calibration of its stages' noise (memoised: it depends on the parameters only)."""
-    weights = PrivacyParams(epsilon=config.epsilon, epsilon_weights=config.epsilon_weights,
-                            delta=config.delta).stage_weights()
-    return calibrate_jointly(config.epsilon, config.delta, job_requests(
-        weights, config.kmeans_iterations, config.max_conversations_per_user, config.keyword_noise,
-        config.max_keyword_partitions_per_user))
+def _joint_calibration_for(epsilon: float, epsilon_weights: str, delta: float, kmeans_iterations: int,
+                           max_conversations_per_user: int, keyword_noise: str, max_keyword_partitions_per_user: int,
+                           counts_users: bool) -> JointCalibration:
+    weights = PrivacyParams(epsilon=epsilon, epsilon_weights=epsilon_weights, delta=delta).stage_weights()
+    return calibrate_jointly(epsilon, delta, job_requests(
+        weights, kmeans_iterations, max_conversations_per_user, keyword_noise, max_keyword_partitions_per_user,
+        user_count=counts_users))
 
 
 def _calibration(params: km.DPKMeansParams) -> km.NoiseCalibration:
@@ -103,13 +123,39 @@ def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> E
     return selector
 
 
+@functools.lru_cache(maxsize=2)
+def _public_vectors(model: str) -> np.ndarray:
+    return basis_keyword_vectors(model)
+
+
+@functools.lru_cache(maxsize=4)
+def _basis(params: km.DPKMeansParams, model: str) -> np.ndarray | None:
+    return km.clustering_basis(params, _public_vectors(model) if params.basis == "pca" else None)
+
+
+def choose_dimension(params: km.DPKMeansParams, weights: np.ndarray, config: UraniaConfig,
+                     joint: JointCalibration | None, noise_seed: int | None) -> tuple[int, MechanismSpend | None]:
+    """The job's ChooseClusteringDimension in-process: (active dimension, the user count's spend or
+    None). Non-private: the whole width (no noise to trade separation against)."""
+    if not config.private or not params.automatic:
+        return params.dim, None
+    sigma = joint.stages["clustering"].noise_std_parameter
+    if config.expected_users is not None:
+        return km.active_dimension(params, sigma, config.expected_users), None
+    count = UserCountNoise(joint.stages["user_count"].noise_multiplier, config.delta)
+    users = noisy_user_count(float(np.sum(weights)), count.sigma, noise_seed)
+    return km.active_dimension(params, sigma, users), count.spend()
+
+
 def fit_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: km.DPKMeansParams, private: bool,
-               noise_seed: int | None) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
-    """dp_ops.dp_kmeans.fit_centres with the memoised calibration; returns (centres, projected
-    points, calibration). Non-private: the same releases with zero noise (exact spherical k-means)."""
+               noise_seed: int | None, active_dim: int | None = None,
+               model: str = EmbeddingParams.embedding_model) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
+    """dp_ops.dp_kmeans.fit_centres with the memoised calibration, at `active_dim` (None: all of
+    params.dim); returns (centres, projected points, calibration). Non-private: the same releases
+    with zero noise (exact spherical k-means)."""
     calibration = _calibration(params) if private else None
-    points = km.project_points(embeddings, km.projection_matrix(params))
-    centres = km.fit_centres(points, weights, params, calibration.sigma if private else 0.0, noise_seed)
+    points = km.project_points(embeddings, _basis(params, model), active_dim)
+    centres = km.fit_centres(points, weights, params, calibration.sigma if private else 0.0, noise_seed, active_dim)
     return centres, points, calibration
 
 
@@ -147,12 +193,14 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     params = km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=None, delta=config.delta,
                                noise_multiplier=joint.stages["clustering"].noise_multiplier if joint else 1.0,
                                input_dim=embeddings.shape[1], iterations=config.kmeans_iterations,
-                               projection_dim=config.projection_dim, seed=seed)
-    centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed)
+                               projection_dim=config.projection_dim, seed=seed, basis=config.projection_basis)
+    active_dim, count_spend = choose_dimension(params, weights, config, joint, noise_seed)
+    centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed, active_dim,
+                                              config.embedding_model)
     clusters = km.assign_nearest(points, centres)
 
     size_pairs = list(zip(kept_users, clusters.tolist()))
-    spends = []
+    spends = [count_spend] if count_spend is not None else []
     if config.private:
         spends.append(calibration.spend(params))
         size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
@@ -200,7 +248,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     report = build_report(named, kept_sizes, list(budget.entries) if budget else spends,
                           config.max_conversations_per_user,
                           {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
-                           "seed": seed}, composition=budget.composition() if budget else None)
+                           "seed": seed, "clustering_dimension": active_dim},
+                          composition=budget.composition() if budget else None)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:

@@ -176,6 +176,6 @@ def test_in_process_urania_with_nothing_kept_releases_nothing_and_still_accounts
     report = run_urania(ids, users, ["x"] * 40, vectors, UraniaConfig(num_clusters=4, min_cluster_size=1e6),
                         seed=1, noise_seed=2)
     assert report["topics"] == []
-    assert [m["stage"] for m in report["privacy"]["mechanisms"]] == ["clustering", "cluster_sizes",
+    assert [m["stage"] for m in report["privacy"]["mechanisms"]] == ["user_count", "clustering", "cluster_sizes",
                                                                       "keyword_histograms"]
     assert report["privacy"]["epsilon"] == pytest.approx(7.0, abs=1e-3)

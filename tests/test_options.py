@@ -45,7 +45,8 @@ def test_defaults_match_the_documented_interface():
     assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon,
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
             p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster) == (
-        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0}, 1e-6, 25, 200, 5)
+        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1}, 1e-6,
+        25, 200, 5)
 
 
 def test_every_flag_belongs_to_exactly_one_group():
@@ -160,7 +161,7 @@ TODAYS_CONFIG_KEYS = {
     "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
     "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "embedding_dim", "kmeans_iterations",
-    "projection_dim", "noise_seed_fixed", "privacy_ledger"}
+    "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",
