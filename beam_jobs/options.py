@@ -147,8 +147,8 @@ class ClusteringParams(Params):
         "count of the users, stage user_count), N > 0 a fixed dimension, 0 the embedding dimension.",
         type=parse_projection_dim, public=True)
     projection_basis: str = flag(
-        "random", "Basis whose first coordinates DP k-means keeps: random (seeded) or pca (the principal "
-        "directions of the bundled public keyword set's embeddings).", choices=BASES, public=True)
+        "pca", "Basis whose first coordinates DP k-means keeps: pca (the principal directions of the bundled "
+        "public keyword set's embeddings) or random (seeded).", choices=BASES, public=True)
     expected_users: int | None = flag(
         None, "Public hint of the number of users for --projection_dim auto; skips the DP user count. It must "
         "not be read off the data being processed.", type=int, public=True)

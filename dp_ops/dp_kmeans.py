@@ -51,7 +51,7 @@ AUTO_DIMENSION = -1
 BASES = ("random", "pca")
 # auto_dimension's rule, fitted on the shared evaluation data (eval/clustering_dimension.py,
 # docs/performance.md): d = (DIMENSION_SIGNAL_RATIO * users per cluster / sigma)^2, clipped.
-DIMENSION_SIGNAL_RATIO = 0.25
+DIMENSION_SIGNAL_RATIO = 0.2
 MIN_AUTO_DIMENSION = 32
 
 

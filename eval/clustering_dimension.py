@@ -5,7 +5,8 @@
         /work/shared/data/hh_rlhf_harmless_test.jsonl:30 /work/shared/data/arena_hard_v2_prompts.jsonl:15 \
         --subset /work/evaldata/gen20k.jsonl:30:1100
 
-Each data set (PATH:K, or PATH:K:N for the first users holding ~N conversations) runs the job's
+Each data set (PATH:K, or PATH:K:N for the users seen in the first N records, with all their
+conversations: fewer users, the same topics) runs the job's
 contribution bounding and DP k-means in-process (eval.urania_inprocess: choose_dimension and
 fit_kmeans, the job's functions) at the job's default epsilon and weights, for every fixed
 dimension and basis in --dims/--bases and for `auto`, over --seeds noise seeds, and prints the mean
@@ -60,8 +61,8 @@ def _load(spec: str, subset: bool) -> Data | None:
     index = np.arange(len(dataset))
     name = os.path.basename(path).removesuffix(".jsonl")
     if subset:
-        # The first users (in order of appearance) until ~N conversations: a small data set with the
-        # same topics.
+        # The users seen in the first N records, with all their conversations: fewer users (what the
+        # noise cares about), the same topics.
         wanted, users, count = int(rest[0]), set(), 0
         for user in dataset.user_ids:
             if user not in users and count >= wanted:
@@ -124,7 +125,7 @@ def print_table(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="*", default=[], help="PATH:K data sets")
-    parser.add_argument("--subset", nargs="*", default=[], help="PATH:K:N: the first users holding ~N conversations")
+    parser.add_argument("--subset", nargs="*", default=[], help="PATH:K:N: the users seen in the first N records")
     parser.add_argument("--dims", type=int, nargs="*", default=[16, 32, 64, 128, 0])
     parser.add_argument("--bases", nargs="*", default=list(km.BASES), choices=km.BASES)
     parser.add_argument("--iterations", type=int, nargs="*", default=[3])
