@@ -48,6 +48,7 @@ from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.dp_kmeans import DPKMeansParams
+from dp_ops.dp_user_count import UserCountNoise
 from dp_ops.joint_calibration import calibrate_jointly, job_requests
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from dp_ops.run_budget import RunBudget, spend_event
@@ -57,6 +58,7 @@ from transforms.centroid_keywords import CentroidKeywords
 from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, keep_large_clusters
 from transforms.dp_kmeans import DPKMeans
 from transforms.dp_stage import require_registered_dp_stages
+from transforms.dp_user_count import DPUserCount
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun
@@ -125,16 +127,21 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     histogram_noise = privacy.histogram_noise if keyword_params.keyword_mode in ("histogram", "both") else None
     joint = calibrate_jointly(privacy.epsilon, privacy.delta, job_requests(
         privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes))
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, user_count=clustering.counts_users))
     # A DP keyword set's (epsilon, delta) events need their own delta on top of the night's.
     budget = RunBudget(privacy.delta + sum(s.delta for s in keyword_set.spend))
     for spend in keyword_set.spend:
         budget.register(spend)
+    # --projection_dim auto: the dimension comes from a DP count of the users (or --expected_users).
+    user_count = (DPUserCount(UserCountNoise(joint.stages["user_count"].noise_multiplier, privacy.delta), budget,
+                              noise_seed=privacy.noise_seed) if clustering.counts_users else None)
     kmeans = DPKMeans(DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
                                      noise_multiplier=joint.stages["clustering"].noise_multiplier,
                                      input_dim=embedding_dim, iterations=clustering.kmeans_iterations,
-                                     projection_dim=clustering.projection_dim, seed=params.run.seed),
-                      budget, noise_seed=privacy.noise_seed)
+                                     projection_dim=clustering.projection_dim, seed=params.run.seed,
+                                     basis=clustering.projection_basis),
+                      budget, noise_seed=privacy.noise_seed, model_name=embedding.embedding_model,
+                      user_count=user_count, expected_users=clustering.expected_users)
     size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
     sizes = DPClusterSizes(clustering.num_clusters,
                            cluster_size_params(size_epsilon, privacy.max_conversations_per_user), budget)
@@ -189,8 +196,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         # Post-processing of the DP centres: no budget (transforms/centroid_keywords.py). Also the
         # candidates of each topic's histogram keywords and the label of a topic none of them clears.
         centroid_keywords = centres | "centroid keywords" >> CentroidKeywords(
-            keywords, embedding.embedding_model, kmeans.params,
-            max(keyword_params.keywords_per_cluster, keyword_params.keyword_candidates), kept_ids)
+            keywords, embedding.embedding_model,
+            max(keyword_params.keywords_per_cluster, keyword_params.keyword_candidates), kept_ids,
+            kmeans_output.basis, kmeans_output.active_dim)
     if keyword_params.keyword_mode in ("histogram", "both"):
         histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(
             keyword_params.keywords_per_cluster, floor,
@@ -218,15 +226,19 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         paths["report_pending"], kept_sizes, list(budget.entries), budget.composition(),
         privacy.max_conversations_per_user,
         release_config(params, keyword_set, embedding_dim, context), hierarchy,
-        centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None, labelling=labelling)
+        centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None, labelling=labelling,
+        run_time_config=kmeans_output.active_dim | "dimension for the report" >> beam.Map(
+            lambda d: {"clustering_dimension": d}))
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
     all_dead_letters = dead_letters | "all dead letters" >> beam.Flatten()
-    _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs)
+    _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs,
+                           kmeans_output.active_dim)
     return budget
 
 
-def _write_private_outputs(paths, records, dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs) -> None:
+def _write_private_outputs(paths, records, dead_letters, kept, assigned, kept_sizes, sampled, keyword_pairs,
+                           clustering_dimension) -> None:
     """Dead letters (of every stage), assignments and exact counts: private/, never released."""
     pipeline = kept.pipeline
     dead_letters | "write dead letters" >> WriteDeadLetters(paths["dead_letter"])
@@ -238,6 +250,7 @@ def _write_private_outputs(paths, records, dead_letters, kept, assigned, kept_si
                   | "sum user weights" >> beam.CombineGlobally(sum) | "round users" >> beam.Map(round)),
         "conversations_after_bounding": count_globally(kept, "count kept"),
         "clusters_kept": count_globally(kept_sizes, "count kept clusters"),
+        "clustering_dimension": clustering_dimension,
     }
     if sampled is not None:  # the histogram stages ran (--keyword_mode histogram or both)
         counts["conversations_sampled_for_keywords"] = (sampled | "sample sizes" >> beam.Map(len)

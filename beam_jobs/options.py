@@ -21,7 +21,15 @@ from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
+from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
+
+
+def parse_projection_dim(value) -> int:
+    """--projection_dim: 'auto' (or -1) is AUTO_DIMENSION, else an integer."""
+    if str(value).strip().lower() == "auto":
+        return AUTO_DIMENSION
+    return int(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +48,12 @@ class ReadingParams(Params):
         check(self.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
 
 
-STAGES = ("clustering", "cluster_sizes", "keyword_histograms")
-# Today's nominal shares (4 + 1 + 2 = 7), now composed with PLD, so each stage gets less noise.
-DEFAULT_EPSILON_WEIGHTS = "clustering:4,cluster_sizes:1,keyword_histograms:2"
+STAGES = ("clustering", "cluster_sizes", "keyword_histograms", "user_count")
+# Today's nominal shares (4 + 1 + 2 = 7), now composed with PLD, so each stage gets less noise;
+# the user count (for --projection_dim auto) needs only a rough figure, so a small share.
+DEFAULT_EPSILON_WEIGHTS = "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1"
+# Weights of stages a --epsilon_weights may leave out (it was added after the others).
+OPTIONAL_STAGE_WEIGHTS = {"user_count": 0.1}
 # Still parsed (Beam would silently drop an unknown flag, and the run would spend what the user did
 # not ask for), but refused; not Flex Template parameters.
 RETIRED_FLAGS = ("epsilon_clustering", "epsilon_size", "epsilon_keywords")
@@ -76,9 +87,10 @@ class PrivacyParams(Params):
         type=float, public=True)
     epsilon_weights: str = flag(
         DEFAULT_EPSILON_WEIGHTS, "How the DP stages share --epsilon, as stage:weight pairs (stages: "
-        f"{', '.join(STAGES)}); a stage's noise is calibrated to its weighted share, then all are scaled "
-        "together until the composition meets --epsilon. A stage that does not run (keyword_histograms with "
-        "--keyword_mode centroid) is left out.", public=True)
+        f"{', '.join(STAGES)}; user_count may be left out: weight 0.1); a stage's noise is calibrated to its "
+        "weighted share, then all are scaled together until the composition meets --epsilon. A stage that "
+        "does not run (keyword_histograms with --keyword_mode centroid; user_count unless --projection_dim "
+        "auto without --expected_users) is left out.", public=True)
     delta: float = flag(1e-6, "Total delta of a run, at which its epsilon is composed.", type=float, public=True)
     keyword_votes: str = flag(
         "weighted",
@@ -133,7 +145,7 @@ class PrivacyParams(Params):
         return {"noise_seed_fixed": self.noise_seed is not None}
 
     def stage_weights(self) -> dict[str, float]:
-        """--epsilon_weights as {stage: weight}; every stage named, each weight positive."""
+        """--epsilon_weights as {stage: weight}; every stage named (or optional), each weight positive."""
         weights: dict[str, float] = {}
         for item in filter(None, (part.strip() for part in self.epsilon_weights.split(","))):
             stage, _, value = item.partition(":")
@@ -146,6 +158,8 @@ class PrivacyParams(Params):
                 raise ValueError(f"--epsilon_weights: {stage}'s weight must be a number, got {value!r}") from None
             check(weight > 0 and math.isfinite(weight), f"--epsilon_weights: {stage}'s weight must be > 0")
             weights[stage] = weight
+        for stage, weight in OPTIONAL_STAGE_WEIGHTS.items():
+            weights.setdefault(stage, weight)
         missing = [stage for stage in STAGES if stage not in weights]
         check(not missing, f"--epsilon_weights: give a weight for {', '.join(missing)} (e.g. {DEFAULT_EPSILON_WEIGHTS})")
         return weights
@@ -160,15 +174,29 @@ class ClusteringParams(Params):
         public=True)
     kmeans_iterations: int = flag(3, "Lloyd steps after the DP LSH seeding step.", type=int, public=True)
     projection_dim: int = flag(
-        32, "Dimension DP k-means runs in after a random projection (0 = the embedding dimension).", type=int,
-        public=True)
+        AUTO_DIMENSION, "Dimension DP k-means runs in: auto (default; from --expected_users, else from a DP "
+        "count of the users, stage user_count), N > 0 a fixed dimension, 0 the embedding dimension.",
+        type=parse_projection_dim, public=True)
+    projection_basis: str = flag(
+        "pca", "Basis whose first coordinates DP k-means keeps: pca (the principal directions of the bundled "
+        "public keyword set's embeddings) or random (seeded).", choices=BASES, public=True)
+    expected_users: int | None = flag(
+        None, "Public hint of the number of users for --projection_dim auto; skips the DP user count. It must "
+        "not be read off the data being processed.", type=int, public=True)
     min_cluster_size: float = flag(25, "tau: clusters with a smaller noisy size are dropped.", type=float,
                                    public=True)
 
     def __post_init__(self):
         check(self.num_clusters >= 1, f"--num_clusters must be >= 1, got {self.num_clusters}")
         check(self.kmeans_iterations >= 1, "--kmeans_iterations must be >= 1")
-        check(self.projection_dim >= 0, "--projection_dim must be >= 0")
+        check(self.projection_dim >= 0 or self.projection_dim == AUTO_DIMENSION,
+              "--projection_dim must be auto, 0 or a positive dimension")
+        check(self.expected_users is None or self.expected_users >= 1, "--expected_users must be >= 1")
+
+    @property
+    def counts_users(self) -> bool:
+        """Whether the run releases a DP user count (auto dimension without a public hint)."""
+        return self.projection_dim == AUTO_DIMENSION and self.expected_users is None
         check(self.min_cluster_size >= 0, "--min_cluster_size must be >= 0")
 
 

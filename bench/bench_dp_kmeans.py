@@ -140,7 +140,7 @@ def run_sklearn(path: str, k: int, seed: int, max_iter: int):
 
 def private_labels(path: str, params: dk.DPKMeansParams, centres: np.ndarray) -> np.ndarray:
     embeddings = np.load(path, mmap_mode="r")
-    projection = dk.projection_matrix(params)
+    projection = dk.clustering_basis(params)
     return np.concatenate([
         dk.assign_nearest(dk.project_points(np.ascontiguousarray(embeddings[s:s + 65536]), projection), centres)
         for s in range(0, len(embeddings), 65536)])

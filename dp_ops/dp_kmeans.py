@@ -1,10 +1,12 @@
 """DP spherical k-means (DP-Lloyd) with user-level sensitivity: the mechanism, without Beam.
 
 Algorithm (all randomness that touches the data is Gaussian noise accounted below):
- 1. Project the unit embeddings with a data-independent random orthonormal matrix to
-    `projection_dim` dimensions and re-normalise. Noise norm grows with sqrt(dimension), so
-    clustering in 32 dimensions instead of 384 buys ~3.5x signal-to-noise; topics that are far apart
-    in the embedding space stay far apart (Johnson-Lindenstrauss).
+ 1. Rotate the unit embeddings into a data-independent orthonormal basis (`clustering_basis`:
+    random, or the principal directions of the public keyword set's embeddings), keep the first
+    d coordinates and re-normalise. Noise norm grows with sigma * sqrt(d) while a cluster's sum
+    grows with its users, so the best d grows with the data: a small d buys signal-to-noise on a
+    small data set and throws away separation on a large one. `--projection_dim auto` (the
+    default) takes d from a DP count of the users (`auto_dimension`), post-processing only.
  2. Seeding (release 1): hash every point with `lsh_bits` random hyperplanes (SimHash), release the
     noisy weighted sum of the points in every bucket, and start from the directions of the
     `num_clusters` buckets with the largest noisy sums. Unlike random centres, this puts centres
@@ -45,6 +47,12 @@ from dp_ops.rowwise import rowwise_matmul
 
 # A user's points carry total weight <= 1 and each point has norm <= 1 (see module docstring).
 USER_L2_SENSITIVITY = 1.0
+AUTO_DIMENSION = -1
+BASES = ("random", "pca")
+# auto_dimension's rule, fitted on the shared evaluation data (eval/clustering_dimension.py,
+# docs/performance.md): d = (DIMENSION_SIGNAL_RATIO * users per cluster / sigma)^2, clipped.
+DIMENSION_SIGNAL_RATIO = 0.2
+MIN_AUTO_DIMENSION = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,10 +66,11 @@ class DPKMeansParams:
     delta: float
     input_dim: int
     iterations: int = 3
-    projection_dim: int = 32
+    projection_dim: int = 32  # AUTO_DIMENSION: chosen at run time from a DP user count (auto_dimension)
     lsh_bits: int | None = None
     seed: int = 0
     noise_multiplier: float | None = None
+    basis: str = "random"
 
     def __post_init__(self):
         if self.num_clusters < 1:
@@ -78,17 +87,25 @@ class DPKMeansParams:
             raise ValueError(f"kmeans iterations must be >= 1, got {self.iterations}")
         if self.input_dim < 1:
             raise ValueError(f"input_dim must be >= 1, got {self.input_dim}")
-        if self.projection_dim < 0:
-            raise ValueError(f"projection_dim must be >= 0 (0 = no projection), got {self.projection_dim}")
+        if self.projection_dim < 0 and self.projection_dim != AUTO_DIMENSION:
+            raise ValueError(f"projection_dim must be >= 0 (0 = no projection) or {AUTO_DIMENSION} (auto), "
+                             f"got {self.projection_dim}")
+        if self.basis not in BASES:
+            raise ValueError(f"basis must be one of {BASES}, got {self.basis!r}")
         if self.lsh_bits is not None and not 1 <= self.lsh_bits <= 20:
             raise ValueError(f"lsh_bits must be in [1, 20], got {self.lsh_bits}")
         if (1 << self.seeding_bits) < self.num_clusters:
             raise ValueError(f"lsh_bits={self.seeding_bits} gives fewer buckets than {self.num_clusters} clusters")
 
     @property
+    def automatic(self) -> bool:
+        return self.projection_dim == AUTO_DIMENSION
+
+    @property
     def dim(self) -> int:
-        """Dimension the clustering runs in."""
-        if self.projection_dim == 0 or self.projection_dim >= self.input_dim:
+        """Width of the projected points and of every release: the fixed dimension, or the input
+        dimension when d is chosen at run time (coordinates beyond d are then zero)."""
+        if self.automatic or self.projection_dim == 0 or self.projection_dim >= self.input_dim:
             return self.input_dim
         return self.projection_dim
 
@@ -123,7 +140,8 @@ class NoiseCalibration:
             delta=self.delta,
             sensitivity=USER_L2_SENSITIVITY,
             noise={"kind": "gaussian", "sigma": self.sigma, "per": "coordinate of each cluster sum",
-                   "releases": self.releases, "dimension": params.dim},
+                   "releases": self.releases,
+                   "dimension": "auto: from the DP user count" if params.automatic else params.dim},
             event=event_to_json(self.event()),
         )
 
@@ -140,14 +158,63 @@ def calibrate(params: DPKMeansParams) -> NoiseCalibration:
     )
 
 
-def projection_matrix(params: DPKMeansParams) -> np.ndarray | None:
-    """Data-independent random orthonormal projection (input_dim x dim), or None for identity."""
-    if params.dim == params.input_dim:
+def random_basis(input_dim: int, seed: int) -> np.ndarray:
+    """A seeded random orthonormal basis of the embedding space (columns), data-independent."""
+    rng = np.random.default_rng([seed, 0x5EED])
+    q, _ = np.linalg.qr(rng.standard_normal((input_dim, input_dim)))
+    return q
+
+
+def principal_basis(public_vectors: np.ndarray) -> np.ndarray:
+    """The principal directions of PUBLIC vectors (the keyword set's embeddings), by decreasing
+    variance, as an orthonormal basis (columns) of the whole space: directions the public vectors do
+    not span come last. Deterministic: each column's sign makes its largest entry positive."""
+    vectors = np.asarray(public_vectors, dtype=np.float64)
+    if vectors.ndim != 2 or len(vectors) < 2:
+        raise ValueError(f"a principal basis needs >= 2 public vectors, got shape {vectors.shape}")
+    centred = vectors - vectors.mean(axis=0)
+    variances, directions = np.linalg.eigh(centred.T @ centred)
+    directions = directions[:, np.argsort(-variances, kind="stable")]
+    signs = np.sign(directions[np.abs(directions).argmax(axis=0), np.arange(directions.shape[1])])
+    return directions * np.where(signs == 0, 1.0, signs)
+
+
+def clustering_basis(params: DPKMeansParams, public_vectors: np.ndarray | None = None) -> np.ndarray | None:
+    """The first `params.dim` columns of the basis the clustering runs in (input_dim x dim), or None
+    for the embedding space itself (fixed full dimension, random basis: a rotation would change
+    nothing). `public_vectors` (basis "pca") must be public: the bundled keyword set's embeddings."""
+    if params.basis == "pca":
+        if public_vectors is None:
+            raise ValueError("the pca basis needs the public keyword set's embeddings")
+        if public_vectors.shape[1] != params.input_dim:
+            raise ValueError(f"public vectors are {public_vectors.shape[1]}-d, the embeddings {params.input_dim}-d")
+        return principal_basis(public_vectors)[:, :params.dim].astype(np.float32)
+    if params.dim == params.input_dim and not params.automatic:
         return None
-    rng = np.random.default_rng([params.seed, 0x5EED])
-    gaussian = rng.standard_normal((params.input_dim, params.dim))
-    q, _ = np.linalg.qr(gaussian)
-    return q.astype(np.float32)
+    return random_basis(params.input_dim, params.seed)[:, :params.dim].astype(np.float32)
+
+
+def auto_dimension(noisy_users: float, num_clusters: int, sigma: float, input_dim: int) -> int:
+    """The dimension to cluster in for about `noisy_users` users (a DP release or a public hint).
+
+    A cluster's weighted sum has norm ~ its users (each user's weights sum to 1), the noise on it
+    norm ~ sigma * sqrt(d): d = (DIMENSION_SIGNAL_RATIO * users per cluster / sigma)^2 keeps that
+    ratio fixed, so more users buy more dimensions (more separation) at the same signal-to-noise.
+    Clipped to [MIN_AUTO_DIMENSION, input_dim]. Monotone in the users; uses no other data."""
+    if not (sigma > 0 and math.isfinite(sigma)):
+        raise ValueError(f"sigma must be > 0 and finite, got {sigma}")
+    per_cluster = max(float(noisy_users), 0.0) / num_clusters
+    wanted = (DIMENSION_SIGNAL_RATIO * per_cluster / sigma) ** 2
+    return int(min(max(math.floor(wanted), MIN_AUTO_DIMENSION), input_dim))
+
+
+def active_dimension(params: DPKMeansParams, sigma: float, noisy_users: float | None) -> int:
+    """How many leading coordinates carry the points: the fixed dimension, or auto_dimension."""
+    if not params.automatic:
+        return params.dim
+    if noisy_users is None:
+        raise ValueError("projection_dim auto needs a (DP or public) user count")
+    return auto_dimension(noisy_users, params.num_clusters, sigma, params.input_dim)
 
 
 def lsh_hyperplanes(params: DPKMeansParams) -> np.ndarray:
@@ -161,10 +228,14 @@ def normalise_rows(vectors: np.ndarray) -> np.ndarray:
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
-def project_points(embeddings: np.ndarray, projection: np.ndarray | None) -> np.ndarray:
-    """Projects and re-normalises, so every point has norm <= 1 (the sensitivity argument)."""
+def project_points(embeddings: np.ndarray, projection: np.ndarray | None, active_dim: int | None = None) -> np.ndarray:
+    """Projects, zeroes every coordinate from `active_dim` on (None: keep all) and re-normalises, so
+    every point has norm <= 1 (the sensitivity argument)."""
     points = embeddings if projection is None else rowwise_matmul(embeddings, projection)
-    return normalise_rows(points.astype(np.float32, copy=False))
+    points = np.array(points, dtype=np.float32, copy=True if active_dim is not None else None)
+    if active_dim is not None:
+        points[:, active_dim:] = 0.0
+    return normalise_rows(points)
 
 
 def lsh_buckets(points: np.ndarray, hyperplanes: np.ndarray) -> np.ndarray:
@@ -232,12 +303,18 @@ class Release:
         groups = lsh_buckets(points, self.hyperplanes) if self.seeding else assign_nearest(points, centres)
         return weighted_sums(points, weights, groups, self.num_groups)
 
-    def centres(self, exact_sums: np.ndarray, sigma: float, noise_seed: int | None) -> np.ndarray:
+    def centres(self, exact_sums: np.ndarray, sigma: float, noise_seed: int | None,
+                active_dim: int | None = None) -> np.ndarray:
         """The released centres: directions of the noisy sums (of the largest noisy bucket sums when
-        seeding). sigma = 0 adds no noise and is not DP: only evaluations' non-private baseline."""
+        seeding). Noise goes on the first `active_dim` coordinates (None: all): the points are zero
+        beyond them, so those coordinates of the sums are zero for every data set. sigma = 0 adds no
+        noise and is not DP: only evaluations' non-private baseline."""
         if sigma < 0:
             raise ValueError(f"sigma must be >= 0, got {sigma}")
-        noisy = exact_sums if sigma == 0 else add_gaussian_noise(exact_sums, sigma, noise_seed, self.number)
+        active = self.dim if active_dim is None else active_dim
+        noisy = np.array(exact_sums, dtype=np.float64)
+        if sigma > 0:
+            noisy[:, :active] = add_gaussian_noise(noisy[:, :active], sigma, noise_seed, self.number)
         return seed_centres(noisy, self.num_clusters) if self.seeding else update_centres(noisy)
 
 
@@ -249,20 +326,23 @@ def release_schedule(params: DPKMeansParams) -> list[Release]:
 
 
 def fit_centres(points: np.ndarray, weights: np.ndarray, params: DPKMeansParams, sigma: float,
-                noise_seed: int | None = None) -> np.ndarray:
-    """Every release in one process, on projected points (`project_points`); the centres of the last."""
+                noise_seed: int | None = None, active_dim: int | None = None) -> np.ndarray:
+    """Every release in one process, on projected points (`project_points` with the same
+    `active_dim`); the centres of the last."""
     centres = None
     for release in release_schedule(params):
-        centres = release.centres(release.sums(points, weights, centres), sigma, noise_seed)
+        centres = release.centres(release.sums(points, weights, centres), sigma, noise_seed, active_dim)
     return centres
 
 
 def fit_dp_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: DPKMeansParams,
-                  noise_seed: int | None = None) -> tuple[np.ndarray, NoiseCalibration]:
-    """Single-process DP k-means; the Beam transform computes the same releases.
+                  noise_seed: int | None = None, active_dim: int | None = None,
+                  public_vectors: np.ndarray | None = None) -> tuple[np.ndarray, NoiseCalibration]:
+    """Single-process DP k-means at a given `active_dim` (None: all of params.dim); the Beam
+    transform computes the same releases.
 
     Returns the centres (num_clusters x dim, unit rows, in the projected space) and the calibration.
     """
     calibration = calibrate(params)
-    points = project_points(embeddings, projection_matrix(params))
-    return fit_centres(points, weights, params, calibration.sigma, noise_seed), calibration
+    points = project_points(embeddings, clustering_basis(params, public_vectors), active_dim)
+    return fit_centres(points, weights, params, calibration.sigma, noise_seed, active_dim), calibration

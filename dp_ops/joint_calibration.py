@@ -33,6 +33,7 @@ from pipeline_dp import dp_computations
 from dp_ops.dp_counts import noise_for_budget, pipeline_dp_budget
 from dp_ops.dp_events import PLDAccountant, composed_epsilon
 from dp_ops.dp_kmeans import USER_L2_SENSITIVITY
+from dp_ops.dp_user_count import USER_COUNT_SENSITIVITY
 from dp_ops.gaussian_accounting import calibrate_gaussian_noise_multiplier, composed_gaussian_event
 from dp_ops.keyword_votes import VOTE_L2_SENSITIVITY
 
@@ -72,6 +73,12 @@ def clustering_request(weight: float, kmeans_iterations: int) -> StageRequest:
     dp_kmeans.add_gaussian_noise from the noise multiplier."""
     return StageRequest("clustering", "gaussian", USER_L2_SENSITIVITY, weight, releases=kmeans_iterations + 1,
                         drawn_by_pipeline_dp=False)
+
+
+def user_count_request(weight: float) -> StageRequest:
+    """The DP user count that chooses the k-means dimension (dp_ops.dp_user_count): one Gaussian
+    release of sensitivity 1, drawn by dp_user_count.noisy_user_count from the noise multiplier."""
+    return StageRequest("user_count", "gaussian", USER_COUNT_SENSITIVITY, weight, drawn_by_pipeline_dp=False)
 
 
 def count_request(stage: str, weight: float, noise: str, l0: int, linf: int = 1) -> StageRequest:
@@ -210,13 +217,15 @@ def _drawn(request: StageRequest, noise_multiplier: float, delta: float) -> Stag
 
 def job_requests(weights: dict[str, float], kmeans_iterations: int, max_conversations_per_user: int,
                  keyword_noise: str | None, max_keyword_partitions_per_user: int,
-                 keyword_votes: str = "weighted") -> list[StageRequest]:
-    """The insights job's DP stages as calibration requests, weighted by stage name: DP k-means, the
+                 keyword_votes: str = "weighted", user_count: bool = False) -> list[StageRequest]:
+    """The insights job's DP stages as calibration requests, weighted by stage name: the DP user
+    count if `user_count` (--projection_dim auto without --expected_users), DP k-means, the
     cluster sizes (a user adds <= C to one partition each time: L1 = C) and, unless `keyword_noise`
     is None (centroid keywords: no histogram), the keyword histograms: weighted votes (one Gaussian
     sum of L2 sensitivity 1) or, with `keyword_votes` "count", a PipelineDP COUNT (<= L0 partitions,
     1 each). The job and the in-process evaluation both calibrate from this list."""
-    requests = [clustering_request(weights["clustering"], kmeans_iterations),
+    requests = [user_count_request(weights["user_count"])] if user_count else []
+    requests += [clustering_request(weights["clustering"], kmeans_iterations),
                 count_request("cluster_sizes", weights["cluster_sizes"], "laplace", l0=1,
                               linf=max_conversations_per_user)]
     if keyword_noise is not None and keyword_votes == "weighted":

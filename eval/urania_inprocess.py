@@ -3,8 +3,11 @@ hundreds of runs (membership inference: 400; the sweep: 5 configurations per dat
 
 Shared with the Beam job (the same functions, not copies):
   contribution bounding's choice rule and weights (dp_ops.contribution_bounding, via eval.data);
-  DP k-means (dp_ops.dp_kmeans: calibrate, project_points, fit_centres, assign_nearest: fit_dp_kmeans's
-  steps; fit_centres runs the release_schedule that the Beam transform runs too);
+  the clustering dimension (dp_ops.dp_user_count's DP user count, or --expected_users, then
+  dp_kmeans.active_dimension, as transforms/dp_kmeans.ChooseClusteringDimension);
+  DP k-means (dp_ops.dp_kmeans: calibrate, clustering_basis, project_points, fit_centres,
+  assign_nearest: fit_dp_kmeans's steps; fit_centres runs the release_schedule that the Beam
+  transform runs too);
   DP cluster sizes and keyword histograms: dp_ops.pipeline_dp_engine.release_with_pipeline_dp with
   the job's DPCountParams (cluster_size_params, keyword_count_params) and spend_from_accountant, on
   PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
@@ -34,8 +37,10 @@ from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.options import OFFLINE_SELECTOR, ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
 from core.report import build_report, labelling_section, report_topics
+from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, min_users_to_clear, release_floor, spend_from_accountant
+from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
 from dp_ops.keyword_votes import conversation_votes, exact_vote_sums, noisy_vote_sums, released_histogram, vote_spend
 from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
@@ -44,6 +49,7 @@ from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
 from transforms.centroid_keywords import nearest_keywords
 from transforms.dp_cluster_sizes import cluster_size_params
+from transforms.dp_kmeans import basis_keyword_vectors
 from transforms.keyword_histograms import keyword_count_params, label_keywords, top_keywords
 from transforms.name_clusters import distinct_names
 from transforms.topic_hierarchy import build_hierarchy
@@ -66,6 +72,8 @@ class UraniaConfig:
     keyword_min_similarity: float = KeywordParams.keyword_min_similarity
     kmeans_iterations: int = ClusteringParams.kmeans_iterations
     projection_dim: int = ClusteringParams.projection_dim
+    projection_basis: str = ClusteringParams.projection_basis
+    expected_users: int | None = ClusteringParams.expected_users
     keyword_noise: str | None = PrivacyParams.keyword_noise  # count votes only
     keyword_votes: str = PrivacyParams.keyword_votes
     keywords_per_vote: int = KeywordParams.keywords_per_vote
@@ -79,21 +87,35 @@ class UraniaConfig:
     def private(self) -> bool:
         return math.isfinite(self.epsilon)
 
+    @property
+    def counts_users(self) -> bool:
+        return ClusteringParams(projection_dim=self.projection_dim, expected_users=self.expected_users).counts_users
+
+
+def joint_calibration(config: UraniaConfig) -> JointCalibration:
+    """The job's joint calibration of its stages' noise (memoised on the parameters it depends on:
+    a sweep over dimensions or bases calibrates once)."""
+    return _joint_calibration_for(config.epsilon, config.epsilon_weights, config.delta, config.kmeans_iterations,
+                                  config.max_conversations_per_user, config.keyword_votes, config.keyword_noise,
+                                  config.max_keyword_partitions_per_user, config.counts_users)
+
 
 @functools.lru_cache(maxsize=32)
-def joint_calibration(config: UraniaConfig) -> JointCalibration:
-    """The job's joint calibration of its stages' noise (memoised: it depends on the parameters only)."""
-    privacy = _privacy_params(config)
-    return calibrate_jointly(config.epsilon, config.delta, job_requests(
-        privacy.stage_weights(), config.kmeans_iterations, config.max_conversations_per_user, privacy.histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes))
+def _joint_calibration_for(epsilon: float, epsilon_weights: str, delta: float, kmeans_iterations: int,
+                           max_conversations_per_user: int, keyword_votes: str, keyword_noise: str | None,
+                           max_keyword_partitions_per_user: int | None, counts_users: bool) -> JointCalibration:
+    privacy = _privacy_params(epsilon, epsilon_weights, delta, keyword_votes, keyword_noise,
+                              max_keyword_partitions_per_user)
+    return calibrate_jointly(epsilon, delta, job_requests(
+        privacy.stage_weights(), kmeans_iterations, max_conversations_per_user, privacy.histogram_noise,
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, user_count=counts_users))
 
 
-def _privacy_params(config: UraniaConfig) -> PrivacyParams:
-    """The job's privacy params for `config` (they check and resolve the keyword flags as the job's do)."""
-    return PrivacyParams(epsilon=config.epsilon, epsilon_weights=config.epsilon_weights, delta=config.delta,
-                         keyword_votes=config.keyword_votes, keyword_noise=config.keyword_noise,
-                         max_keyword_partitions_per_user=config.max_keyword_partitions_per_user)
+def _privacy_params(epsilon: float, epsilon_weights: str, delta: float, keyword_votes: str,
+                    keyword_noise: str | None, max_keyword_partitions_per_user: int | None) -> PrivacyParams:
+    """The job's privacy params (they check and resolve the keyword flags as the job's do)."""
+    return PrivacyParams(epsilon=epsilon, epsilon_weights=epsilon_weights, delta=delta, keyword_votes=keyword_votes,
+                         keyword_noise=keyword_noise, max_keyword_partitions_per_user=max_keyword_partitions_per_user)
 
 
 def _calibration(params: km.DPKMeansParams) -> km.NoiseCalibration:
@@ -133,13 +155,39 @@ def _keyword_embeddings(keywords: tuple[str, ...], model: str) -> np.ndarray:
     return embedding.embed_texts(model, list(keywords))
 
 
+@functools.lru_cache(maxsize=2)
+def _public_vectors(model: str) -> np.ndarray:
+    return basis_keyword_vectors(model)
+
+
+@functools.lru_cache(maxsize=4)
+def _basis(params: km.DPKMeansParams, model: str) -> np.ndarray | None:
+    return km.clustering_basis(params, _public_vectors(model) if params.basis == "pca" else None)
+
+
+def choose_dimension(params: km.DPKMeansParams, weights: np.ndarray, config: UraniaConfig,
+                     joint: JointCalibration | None, noise_seed: int | None) -> tuple[int, MechanismSpend | None]:
+    """The job's ChooseClusteringDimension in-process: (active dimension, the user count's spend or
+    None). Non-private: the whole width (no noise to trade separation against)."""
+    if not config.private or not params.automatic:
+        return params.dim, None
+    sigma = joint.stages["clustering"].noise_std_parameter
+    if config.expected_users is not None:
+        return km.active_dimension(params, sigma, config.expected_users), None
+    count = UserCountNoise(joint.stages["user_count"].noise_multiplier, config.delta)
+    users = noisy_user_count(float(np.sum(weights)), count.sigma, noise_seed)
+    return km.active_dimension(params, sigma, users), count.spend()
+
+
 def fit_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: km.DPKMeansParams, private: bool,
-               noise_seed: int | None) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
-    """dp_ops.dp_kmeans.fit_centres with the memoised calibration; returns (centres, projected
-    points, calibration). Non-private: the same releases with zero noise (exact spherical k-means)."""
+               noise_seed: int | None, active_dim: int | None = None,
+               model: str = EmbeddingParams.embedding_model) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
+    """dp_ops.dp_kmeans.fit_centres with the memoised calibration, at `active_dim` (None: all of
+    params.dim); returns (centres, projected points, calibration). Non-private: the same releases
+    with zero noise (exact spherical k-means)."""
     calibration = _calibration(params) if private else None
-    points = km.project_points(embeddings, km.projection_matrix(params))
-    centres = km.fit_centres(points, weights, params, calibration.sigma if private else 0.0, noise_seed)
+    points = km.project_points(embeddings, _basis(params, model), active_dim)
+    centres = km.fit_centres(points, weights, params, calibration.sigma if private else 0.0, noise_seed, active_dim)
     return centres, points, calibration
 
 
@@ -177,12 +225,14 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     params = km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=None, delta=config.delta,
                                noise_multiplier=joint.stages["clustering"].noise_multiplier if joint else 1.0,
                                input_dim=embeddings.shape[1], iterations=config.kmeans_iterations,
-                               projection_dim=config.projection_dim, seed=seed)
-    centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed)
+                               projection_dim=config.projection_dim, seed=seed, basis=config.projection_basis)
+    active_dim, count_spend = choose_dimension(params, weights, config, joint, noise_seed)
+    centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed, active_dim,
+                                              config.embedding_model)
     clusters = km.assign_nearest(points, centres)
 
     size_pairs = list(zip(kept_users, clusters.tolist()))
-    spends = []
+    spends = [count_spend] if count_spend is not None else []
     if config.private:
         spends.append(calibration.spend(params))
         size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
@@ -215,7 +265,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                 keyword_pairs += [(kept_users[i], (int(clusters[i]), keyword)) for keyword in in_set]
     # Zero budget: the keywords nearest each DP centre (transforms/centroid_keywords.nearest_keywords).
     keyword_points = km.project_points(_keyword_embeddings(keywords, config.embedding_model),
-                                       km.projection_matrix(params))
+                                       _basis(params, config.embedding_model), active_dim)
     nearest = nearest_keywords(centres, keyword_points, keywords, max(config.keywords_per_cluster,
                                                                       config.keyword_candidates))
     candidates = ({c: nearest[c][:config.keyword_candidates] for c in kept_sizes} if config.keyword_candidates
@@ -233,7 +283,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         floor = release_floor(histogram_spend.noise, candidates_per_topic, config.false_keywords_per_topic)
         min_users = min_users_to_clear(floor)
     elif config.private:
-        privacy = _privacy_params(config)
+        privacy = _privacy_params(config.epsilon, config.epsilon_weights, config.delta, config.keyword_votes,
+                                  config.keyword_noise, config.max_keyword_partitions_per_user)
         count_params = keyword_count_params(*joint.stages["keyword_histograms"].pipeline_dp_budget,
                                             privacy.histogram_noise, privacy.keyword_partitions_per_user)
         if partitions:
@@ -267,7 +318,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     report = build_report(named, kept_sizes, list(budget.entries) if budget else spends,
                           config.max_conversations_per_user,
                           {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
-                           "seed": seed}, hierarchy=hierarchy, composition=budget.composition() if budget else None,
+                           "seed": seed, "clustering_dimension": active_dim}, hierarchy=hierarchy,
+                          composition=budget.composition() if budget else None,
                           labelling=labelling_section(min_users, floor, candidates_per_topic,
                                                       config.false_keywords_per_topic))
     if not config.private:

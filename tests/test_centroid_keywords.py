@@ -59,7 +59,7 @@ def _report(folder, data, keywords, mode):
 def test_centroid_mode_spends_no_keyword_budget_and_the_total_includes_the_keyword_set(sample):
     report, stats = _report(*sample, "centroid")
     stages = [m["stage"] for m in report["privacy"]["mechanisms"]]
-    assert stages == ["keyword_set", "clustering", "cluster_sizes"]
+    assert stages == ["keyword_set", "user_count", "clustering", "cluster_sizes"]
     # --epsilon 7 is shared by k-means and the sizes alone (no histogram runs); the set's own (0.5, 1e-7)
     # composes on top with PLD, at the night's delta plus the set's.
     privacy = report["privacy"]

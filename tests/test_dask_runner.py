@@ -47,4 +47,4 @@ def test_dask_multi_process_run_matches_the_direct_runner(tmp_path):
     assert len(_assignments(direct)) == _stats(direct)["conversations_after_bounding"]
     assert len(glob.glob(os.path.join(on_dask, "private", "dead_letter", "*.jsonl"))) >= 1
     report = json.load(open(os.path.join(on_dask, "release", "report.json")))
-    assert report["topics"] and report["privacy"]["epsilon"] == pytest.approx(7.0, abs=1e-3)
+    assert report["topics"] and 6.99 < report["privacy"]["epsilon"] <= 7.0

@@ -27,7 +27,7 @@ def test_finds_modes_after_random_projection():
     modes, labels, points = _mixture(modes=8, n=4000, dim=384, spread=0.03, seed=4)
     params = dk.DPKMeansParams(num_clusters=16, epsilon=4.0, delta=1e-6, input_dim=384, projection_dim=32, seed=5)
     centres, _ = dk.fit_dp_kmeans(points, np.ones(len(points)), params, noise_seed=6)
-    projected_modes = dk.project_points(modes, dk.projection_matrix(params))
+    projected_modes = dk.project_points(modes, dk.clustering_basis(params))
     assert (projected_modes @ centres.T).max(axis=1).min() > 0.9
 
 
@@ -46,7 +46,7 @@ def test_a_users_total_contribution_to_the_sums_has_l2_norm_at_most_one():
 def test_projected_points_never_exceed_unit_norm():
     rng = np.random.default_rng(1)
     params = dk.DPKMeansParams(num_clusters=4, epsilon=1, delta=1e-6, input_dim=100, projection_dim=10)
-    projected = dk.project_points(rng.standard_normal((500, 100)) * 5, dk.projection_matrix(params))
+    projected = dk.project_points(rng.standard_normal((500, 100)) * 5, dk.clustering_basis(params))
     assert np.linalg.norm(projected, axis=1).max() <= 1 + 1e-6
 
 
@@ -74,7 +74,7 @@ def test_new_centres_are_the_directions_of_the_noisy_sums():
 
 
 @pytest.mark.parametrize("kwargs", [dict(num_clusters=0), dict(epsilon=0), dict(delta=0), dict(iterations=0),
-                                    dict(projection_dim=-1), dict(lsh_bits=2, num_clusters=10),
+                                    dict(projection_dim=-2), dict(basis="learned"), dict(lsh_bits=2, num_clusters=10),
                                     dict(noise_multiplier=2.0), dict(epsilon=None),
                                     dict(epsilon=None, noise_multiplier=0.0)])
 def test_bad_parameters_fail_at_construction(kwargs):

@@ -38,7 +38,7 @@ def test_beam_transform_releases_the_same_centres_as_the_reference_implementatio
     np.testing.assert_allclose(released, expected, atol=1e-5)
     labels = np.concatenate([b.cluster_ids for b in sorted(collector.result("assigned"),
                                                             key=lambda b: int(b.conversation_ids[0][1:]))])
-    np.testing.assert_array_equal(labels, dk.assign_nearest(dk.project_points(points, dk.projection_matrix(params)),
+    np.testing.assert_array_equal(labels, dk.assign_nearest(dk.project_points(points, dk.clustering_basis(params)),
                                                             expected))
 
 

@@ -30,7 +30,7 @@ def test_the_job_registers_every_dp_stage_and_reports_their_pld_total(tmp_path, 
     pipeline, budget = _job_pipeline(tmp_path, "--keyword_mode", mode, "--keyword_votes", votes)
     assert unregistered_dp_stages(pipeline) == []
     stages = [spend.stage for spend in budget.entries]
-    expected = ["clustering", "cluster_sizes"] + (["keyword_histograms"] if mode != "centroid" else [])
+    expected = ["user_count", "clustering", "cluster_sizes"] + (["keyword_histograms"] if mode != "centroid" else [])
     assert stages == expected
     epsilon, delta = budget.total()
     assert 6.99 <= epsilon <= 7.0 + 1e-9 and delta == 1e-6

@@ -56,7 +56,7 @@ def test_report_has_ranked_topics_and_the_accounted_privacy_spend(sample_run):
     privacy = report["privacy"]
     assert privacy["unit"] == "user" and privacy["max_conversations_per_user"] == 5
     stages = {m["stage"]: m for m in privacy["mechanisms"]}
-    assert set(stages) == {"clustering", "cluster_sizes", "keyword_histograms"}
+    assert set(stages) == {"user_count", "clustering", "cluster_sizes", "keyword_histograms"}
     # One total, composed with PLD over the stages' events (tests/test_run_budget.py recomputes it).
     assert privacy["composition"] == "PLD" and all(m["event"] for m in privacy["mechanisms"])
     assert 6.99 < privacy["epsilon"] <= 7.0 and privacy["delta"] == 1e-6

@@ -45,8 +45,8 @@ def test_defaults_match_the_documented_interface():
     assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon,
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
             p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster, p.privacy.keyword_votes) == (
-        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0}, 1e-6, 25, "auto", 5,
-        "weighted")
+        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1}, 1e-6,
+        25, "auto", 5, "weighted")
 
 
 @pytest.mark.parametrize("backend,expected", [("offline", None), ("local", None), ("openai", 200), ("vertex", 200)])
@@ -183,7 +183,7 @@ TODAYS_CONFIG_KEYS = {
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
     "keyword_votes", "keywords_per_vote", "false_keywords_per_topic", "keyword_candidates", "label_fallback",
     "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "embedding_dim", "kmeans_iterations",
-    "projection_dim", "noise_seed_fixed", "privacy_ledger"}
+    "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",

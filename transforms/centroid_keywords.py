@@ -1,11 +1,12 @@
 """CentroidKeywords: each kept DP k-means centre -> the keywords of K whose embeddings lie nearest.
 
-Zero extra budget: the centres are already DP releases, K is public and the embedding model and
-the projection (dp_ops/dp_kmeans.projection_matrix, seeded and data-independent) are fixed before
-any data is read, so this is post-processing. It is the one-shot noisy-mean idea of DP
-summarisation: decode one noisy aggregate instead of spending budget per released word. Keywords
-are compared with the centres in the clustering space (projected and re-normalised like the
-conversations were), where the centres live.
+Zero extra budget: the centres are already DP releases, K is public, the embedding model and
+the basis (dp_ops/dp_kmeans.clustering_basis, seeded or from public keywords) are fixed before any
+data is read and the dimension is public or derived from a DP count, so this is post-processing.
+It is the one-shot noisy-mean idea of DP summarisation: decode one noisy aggregate instead of
+spending budget per released word. Keywords are compared with the centres in the clustering space
+(projected with the same basis and dimension and re-normalised like the conversations were),
+where the centres live.
 """
 
 from __future__ import annotations
@@ -27,32 +28,33 @@ def nearest_keywords(centres: np.ndarray, keyword_points: np.ndarray, keywords: 
 
 
 class _NearestKeywordsFn(beam.DoFn):
-    def __init__(self, keywords: tuple[str, ...], model_name: str, params: mechanism.DPKMeansParams, top_t: int):
+    def __init__(self, keywords: tuple[str, ...], model_name: str, top_t: int):
         self._keywords = keywords
         self._model_name = model_name
-        self._params = params
         self._top_t = top_t
-        self._points = None
+        self._vectors = None
 
     def setup(self):
-        vectors = embedding.embed_texts(self._model_name, list(self._keywords))
-        self._points = mechanism.project_points(vectors, mechanism.projection_matrix(self._params))
+        self._vectors = embedding.embed_texts(self._model_name, list(self._keywords))
 
-    def process(self, centres, kept_cluster_ids):
-        chosen = timed("centroid_keywords", nearest_keywords)(centres, self._points, self._keywords, self._top_t)
+    def process(self, centres, kept_cluster_ids, basis, active_dim):
+        points = mechanism.project_points(self._vectors, basis, active_dim)
+        chosen = timed("centroid_keywords", nearest_keywords)(centres, points, self._keywords, self._top_t)
         for cluster_id in sorted(kept_cluster_ids):
             yield int(cluster_id), chosen[cluster_id]
 
 
 class CentroidKeywords(beam.PTransform):
-    """Input: the singleton DP centres. Output: (cluster_id, [t keywords]) for each kept cluster."""
+    """Input: the singleton DP centres. Output: (cluster_id, [t keywords]) for each kept cluster.
+    `basis` and `active_dim`: the singletons DP k-means projected with (DPKMeansOutput)."""
 
-    def __init__(self, keywords: tuple[str, ...], model_name: str, params: mechanism.DPKMeansParams, top_t: int,
-                 kept_cluster_ids):
+    def __init__(self, keywords: tuple[str, ...], model_name: str, top_t: int, kept_cluster_ids, basis, active_dim):
         super().__init__()
-        self._fn = _NearestKeywordsFn(tuple(keywords), model_name, params, top_t)
+        self._fn = _NearestKeywordsFn(tuple(keywords), model_name, top_t)
         self._kept_cluster_ids = kept_cluster_ids
+        self._basis, self._active_dim = basis, active_dim
 
     def expand(self, centres):
         return centres | "nearest keywords per kept centre" >> beam.ParDo(
-            self._fn, beam.pvalue.AsList(self._kept_cluster_ids))
+            self._fn, beam.pvalue.AsList(self._kept_cluster_ids), beam.pvalue.AsSingleton(self._basis),
+            beam.pvalue.AsSingleton(self._active_dim))

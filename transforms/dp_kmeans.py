@@ -4,6 +4,11 @@ Distributed: each block contributes partial per-cluster sums (a small k x dim ar
 are summed by a global combine, and only the summed array meets the noise on one worker; no step
 gathers embeddings. The mechanism, its release schedule and its accounting are in dp_ops/dp_kmeans.py;
 this transform runs the same `release_schedule` as `fit_dp_kmeans`, so it releases the same centres.
+
+The shapes are fixed when the pipeline is built; the dimension the points keep (`active_dim`) may be
+known only at run time (--projection_dim auto: from the DP user count), so it is a singleton side
+input (ClusteringDimension), and so is the basis (the pca basis embeds the public keyword set on a
+worker). Projection, assignment and the centroid keywords all read these same two singletons.
 """
 
 from __future__ import annotations
@@ -14,22 +19,57 @@ import apache_beam as beam
 import numpy as np
 import threadpoolctl
 
+from backends import embedding
+from backends.keyword_set import load_keyword_set
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as mechanism
 from dp_ops.run_budget import RunBudget
 from transforms.dp_stage import DPStage
+from transforms.dp_user_count import DPUserCount
 from transforms.stage_timing import timed
 from transforms.sum_arrays import SumArraysFn
 
 
-def project_block(block: ConversationBlock, projection: np.ndarray | None) -> ConversationBlock:
+def basis_keyword_vectors(model_name: str) -> np.ndarray:
+    """The public vectors of the pca basis: the BUNDLED keyword set's embeddings (never a run's own
+    --keyword_set, which may be built from data), so the basis is fixed before any data is read."""
+    return embedding.embed_texts(model_name, list(load_keyword_set(None).keywords))
+
+
+def project_block(block: ConversationBlock, projection: np.ndarray | None, active_dim: int) -> ConversationBlock:
     # One BLAS thread: a block is a few hundred rows, too small to gain from threads, and a worker
     # already runs one process or bundle per core. With the BLAS default (a thread per core) each
     # small product waits for busy cores: 16-20x slower on the 2-vCPU bench machine when anything
     # else runs (bench/bench_dp_kmeans.py, README "Performance"). Same arithmetic, same points.
     with _one_blas_thread():
-        points = mechanism.project_points(block.embeddings, projection)
+        points = mechanism.project_points(block.embeddings, projection, active_dim)
     return dataclasses.replace(block, points=points)
+
+
+def make_basis(_, params: mechanism.DPKMeansParams, model_name: str) -> np.ndarray | None:
+    return mechanism.clustering_basis(params, basis_keyword_vectors(model_name) if params.basis == "pca" else None)
+
+
+class ClusteringDimension(beam.PTransform):
+    """Input: ConversationBlocks. Output: a singleton int, the dimension DP k-means keeps
+    (dp_kmeans.active_dimension): fixed, or from the public `expected_users`, or from the DP count
+    of `user_count` (a DPUserCount stage, registered with the run's budget)."""
+
+    def __init__(self, params: mechanism.DPKMeansParams, sigma: float, user_count: DPUserCount | None = None,
+                 expected_users: int | None = None):
+        super().__init__()
+        if params.automatic and (user_count is None) == (expected_users is None):
+            raise ValueError("projection_dim auto needs either a DP user count or expected_users")
+        self._params, self._sigma = params, sigma
+        self._user_count, self._expected_users = user_count, expected_users
+
+    def expand(self, blocks):
+        params, sigma = self._params, self._sigma
+        if not params.automatic or self._expected_users is not None:
+            return blocks.pipeline | "public dimension" >> beam.Create(
+                [mechanism.active_dimension(params, sigma, self._expected_users)])
+        return (blocks | "DP user count" >> self._user_count
+                | "dimension from the DP count" >> beam.Map(lambda users: mechanism.active_dimension(params, sigma, users)))
 
 
 _blas_controller = None
@@ -60,11 +100,15 @@ CLUSTERING_ROWS_PER_ELEMENT = 16384
 
 @dataclasses.dataclass(frozen=True)
 class DPKMeansOutput:
-    """The released centres (a singleton: k x dim, unit rows) and the input blocks with `points`
-    filled in (private: for the assignment stage, never released)."""
+    """The released centres (a singleton: k x dim, unit rows), the input blocks with `points`
+    filled in (private: for the assignment stage, never released), and the singletons the points
+    were projected with: the basis (input_dim x dim, or None) and the active dimension (DP-derived
+    or public)."""
 
     centres: beam.PCollection
     projected_blocks: beam.PCollection
+    basis: beam.PCollection
+    active_dim: beam.PCollection
 
 
 class DPKMeans(DPStage):
@@ -73,18 +117,27 @@ class DPKMeans(DPStage):
     parameters alone."""
 
     def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
-                 rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT):
+                 rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, model_name: str = embedding.DEFAULT_EMBEDDING_MODEL,
+                 user_count: DPUserCount | None = None, expected_users: int | None = None):
+        """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
+        from (one of them; neither for a fixed dimension). `model_name`: embeds the pca basis's keywords."""
         super().__init__(budget)
         self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
+        self.model_name = model_name
         self.calibration = mechanism.calibrate(params)
+        self._dimension = ClusteringDimension(params, self.calibration.sigma, user_count, expected_users)
         self._spends(self.calibration.spend(params))
 
     def expand(self, blocks) -> DPKMeansOutput:
         params, sigma, noise_seed = self.params, self.calibration.sigma, self.noise_seed
-        projection = mechanism.projection_matrix(params)
-        projected = blocks | "project to clustering space" >> beam.Map(timed("dp_kmeans", project_block), projection)
+        active_dim = blocks | "choose dimension" >> self._dimension
+        basis = (blocks.pipeline | "basis trigger" >> beam.Create([None])
+                 | "clustering basis" >> beam.Map(make_basis, params, self.model_name))
+        active = beam.pvalue.AsSingleton(active_dim)
+        projected = blocks | "project to clustering space" >> beam.Map(
+            timed("dp_kmeans", project_block), beam.pvalue.AsSingleton(basis), active)
         points = (
             projected
             | "keep points and weights" >> beam.Map(points_and_weights)
@@ -109,6 +162,6 @@ class DPKMeans(DPStage):
                 points
                 | f"{release.label}: partial sums" >> beam.MapTuple(timed("dp_kmeans", release.sums), **previous)
                 | f"{release.label}: total sums" >> beam.CombineGlobally(SumArraysFn(release.shape)).without_defaults()
-                | f"{release.label}: noisy sums to centres" >> beam.Map(release.centres, sigma, noise_seed)
+                | f"{release.label}: noisy sums to centres" >> beam.Map(release.centres, sigma, noise_seed, active)
             )
-        return DPKMeansOutput(centres=centres, projected_blocks=projected)
+        return DPKMeansOutput(centres=centres, projected_blocks=projected, basis=basis, active_dim=active_dim)

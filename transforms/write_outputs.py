@@ -42,9 +42,11 @@ class WriteReport(beam.PTransform):
 
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], composition: dict,
                  max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None,
-                 labelling: dict | None = None):
+                 labelling: dict | None = None, run_time_config=None):
         """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
-        (dp_ops.run_budget.RunBudget.composition); `labelling`: core.report.labelling_section."""
+        (dp_ops.run_budget.RunBudget.composition); `labelling`: core.report.labelling_section.
+        `run_time_config`: a singleton dict of public values known only at run time (DP-derived, e.g.
+        the clustering dimension), added to `config`."""
         super().__init__()
         self._labelling = labelling
         self._composition = composition
@@ -55,24 +57,29 @@ class WriteReport(beam.PTransform):
         self._max_conversations_per_user = max_conversations_per_user
         self._config = config
         self._hierarchy = hierarchy
+        self._run_time_config = run_time_config
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
         composition, labelling = self._composition, self._labelling
 
-        def write(_, topics, sizes, hierarchy, centroid):
-            report = build_report(topics, sizes, spends, limit, config, centroid, hierarchy, composition, labelling)
+        def write(_, topics, sizes, hierarchy, centroid, run_time_config):
+            report = build_report(topics, sizes, spends, limit, {**config, **run_time_config}, centroid, hierarchy,
+                                  composition, labelling)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
 
         centroid = (beam.pvalue.AsDict(self._centroid_keywords) if self._centroid_keywords is not None
                     else beam.pvalue.AsSingleton(named_topics.pipeline | "no centroid keywords" >> beam.Create([None])))
+        run_time_config = beam.pvalue.AsSingleton(
+            self._run_time_config if self._run_time_config is not None
+            else named_topics.pipeline | "no run-time config" >> beam.Create([{}]))
         return (named_topics.pipeline
                 | "report trigger" >> beam.Create([None])
                 | "build and write report.json" >> beam.Map(
                     write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes),
-                    beam.pvalue.AsSingleton(self._hierarchy), centroid))
+                    beam.pvalue.AsSingleton(self._hierarchy), centroid, run_time_config))
 
 
 def count_globally(pcoll, label: str):
