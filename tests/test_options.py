@@ -159,7 +159,7 @@ TODAYS_CONFIG_KEYS = {
     "run_id", "date", "num_clusters", "max_conversations_per_user", "epsilon", "epsilon_weights", "delta",
     "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
-    "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "embedding_dim", "kmeans_iterations",
+    "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "llm_steps", "embedding_dim", "kmeans_iterations",
     "projection_dim", "noise_seed_fixed", "privacy_ledger"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.

@@ -37,11 +37,12 @@ def shared_pool(max_concurrency: int) -> concurrent.futures.ThreadPoolExecutor:
 
 @dataclasses.dataclass(frozen=True)
 class CallSpec:
-    """One model call: its messages and how to read the answer (parse: text -> (value, repaired))."""
+    """One model call: its messages and how to read the answer (parse: text -> (value, repaired)).
+    json_output: False (free text), True (a JSON object) or the JSON schema the answer must follow."""
 
     messages: list[dict]
     parse: Callable[[str], tuple[Any, bool]]
-    json_output: bool = False
+    json_output: bool | dict = False
     max_tokens: int = 256
 
 
