@@ -17,7 +17,7 @@ from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig
 from backends.llm.fanout import CallSpec
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
-from backends.llm.metrics import StepCounters
+from backends.llm.metrics import StepCounters, live_calls
 from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
 from core.records import Conversation
 
@@ -56,7 +56,8 @@ class _LLMStep:
         return self._pseudonymizer.pseudonymize_texts(texts)
 
     def _run(self, specs: list[CallSpec]):
-        results = self._caller.call_many(specs)
+        live_calls.submitted(self.step, len(specs))
+        results = self._caller.call_many(specs, on_done=lambda _: live_calls.done(self.step))
         self.counters.record(results)
         return results
 
