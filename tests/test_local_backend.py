@@ -102,14 +102,18 @@ def _local_config(**kw):
                      max_concurrency=2, threads=1, **kw)
 
 
-@pytest.mark.slow
-@needs_local_model
-def test_a_corrupt_model_fails_to_start_with_a_clear_error(tmp_path):
+@pytest.mark.skipif(not local_client.xllamacpp_available(), reason="needs xllamacpp (requirements.txt)")
+def test_a_model_llama_cpp_cannot_load_stops_the_job_before_reading_with_exit_2(tmp_path, capsys):
+    from beam_jobs.insights import run
     corrupt = tmp_path / "corrupt.gguf"
-    with open(local_client.local_model_path(TEST_MODEL), "rb") as source:
-        corrupt.write_bytes(source.read(4 << 20))  # a GGUF header, then the file stops
+    corrupt.write_bytes(b"GGUF" + bytes(range(256)) * 64)  # a GGUF magic, then no valid header
     with pytest.raises(LocalModelError, match="could not load"):
         local_client.LocalServer(str(corrupt), threads=1, slots=1)
+    output = tmp_path / "out"
+    assert run(["--input", str(tmp_path / "never-read.jsonl"), "--output", str(output), "--llm_backend", "local",
+                "--llm_model", str(corrupt)]) == 2
+    assert "llama.cpp could not load" in capsys.readouterr().err
+    assert not output.exists()
 
 
 @pytest.mark.slow
