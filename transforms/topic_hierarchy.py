@@ -101,6 +101,9 @@ class _BuildHierarchyFn(beam.DoFn):
         self._namer.setup()
         self._timed_build = timed("topic_hierarchy", build_hierarchy)
 
+    def teardown(self):
+        self._namer.teardown()
+
     def process(self, named_topics: list, noisy_sizes: dict):
         from backends.embedding import embed_texts
         model = self._embedding_model
