@@ -28,19 +28,20 @@ other identifying information. Answer with one JSON object and nothing else: {{"
 FACET_SCHEMA = {"type": "object", "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": 300}},
                 "required": ["summary"], "additionalProperties": False}
 
-SELECT_INSTRUCTIONS = """Below is a summary of a conversation between a user and an AI assistant. \
-Write up to {max_keywords} short keywords (one to three words each, lower case) for the general topic \
-of the conversation, most important first: the subject area and the kind of task, not its details. \
-Answer with one JSON object and nothing else: {{"keywords": ["...", "..."]}}
+SELECT_INSTRUCTIONS = """Below is what a user wrote to an AI assistant. Write up to {max_keywords} short \
+keywords (one to three words each, lower case) for the subject of the request, most important first: \
+its general subject area and the kind of task, not details such as names or numbers, and not the \
+assistant or the chat itself. Answer with one JSON object and nothing else: {{"keywords": ["...", "..."]}}
 
 <summary>
 {summary}
 </summary>"""
 
-NAME_INSTRUCTIONS = """A cluster of chatbot conversations is described only by the keywords below, \
-from most to least frequent. Give the cluster a short topic name (at most 10 words) and a description \
-of exactly two sentences saying what these conversations are about. Use only the keywords; do not \
-invent details. Answer with one JSON object and nothing else: {{"name": "...", "description": "..."}}
+NAME_INSTRUCTIONS = """The conversations of one topic are described only by the keywords below, from \
+most to least frequent. Give the topic a short name (at most 10 words) and a description of exactly \
+two sentences saying what people ask about. Use only the keywords: do not invent details, and do not \
+mention chatbots or assistants. Answer with one JSON object and nothing else: \
+{{"name": "...", "description": "..."}}
 
 <keywords>
 {keywords}
