@@ -11,6 +11,9 @@ data set, then each released topic's keywords named by the offline namer and by 
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py keywords --model qwen2.5-coder-0.5b --calls 40 --slots 1,2
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py names --model qwen2.5-coder-1.5b \\
         --input /work/evaldata/gen5k.jsonl --topics 12
+    PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py cost --prompt_tps 55 --generate_tps 22
+
+cost: model time per step of a 10M-conversation night on CPU from tokens per call and tokens/s.
 """
 
 from __future__ import annotations
@@ -141,9 +144,30 @@ def names(args) -> None:
         print(f"| {', '.join(words)} | {off_name} | {name} | {description} |")
 
 
+# Tokens per call measured on the local model (tests/test_local_backend.py's job run and the names bench):
+# (new prompt tokens after the cached prefix, generated tokens); facets: a conversation of ~6,000 chars.
+TOKENS_PER_CALL = {"facets": (1500, 40), "keywords": (60, 23), "names": (40, 90)}
+# Calls per night (docs/performance.md: 10M read, kept fraction 0.50, k = 50, m = 200).
+CALLS_PER_NIGHT = {"facets": 4_971_400, "keywords": 10_000, "names": 50}
+
+
+def cost(args) -> None:
+    print(f"one thread per call, {args.prompt_tps} prompt tok/s, {args.generate_tps} generated tok/s, "
+          f"{args.usd_per_vcpu_hour} USD per vCPU-hour\n")
+    print("| step | calls per night | s per call | vCPU-hours | USD |\n|---|---|---|---|---|")
+    for step, calls in CALLS_PER_NIGHT.items():
+        prompt, generated = TOKENS_PER_CALL[step]
+        seconds = prompt / args.prompt_tps + generated / args.generate_tps
+        hours = calls * seconds / 3600
+        print(f"| {step} | {calls:,} | {seconds:.1f} | {hours:,.1f} | {hours * args.usd_per_vcpu_hour:,.2f} |")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("keywords", "names"))
+    parser.add_argument("command", choices=("keywords", "names", "cost"))
+    parser.add_argument("--prompt_tps", type=float, default=55.0, help="cost: prompt tokens/s of one thread")
+    parser.add_argument("--generate_tps", type=float, default=22.0, help="cost: generated tokens/s of one thread")
+    parser.add_argument("--usd_per_vcpu_hour", type=float, default=0.056)
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--input", default="/work/evaldata/gen5k.jsonl")
     parser.add_argument("--keyword_set", default=None)
@@ -157,7 +181,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
-    {"keywords": keywords, "names": names}[args.command](args)
+    {"keywords": keywords, "names": names, "cost": cost}[args.command](args)
 
 
 if __name__ == "__main__":
