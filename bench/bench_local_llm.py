@@ -28,6 +28,7 @@ import numpy as np
 from backends.keyword_set import load_keyword_set
 from backends.llm import local_client
 from backends.llm.config import LLMConfig
+from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.sample_topics import PLANTED_TOPICS
@@ -76,6 +77,18 @@ def agreement(picks: list[list[str]], topics: list[str]) -> dict:
             "empty": sum(1 for p in picks if not p) / len(picks), "keywords_per_conversation": chosen / len(picks)}
 
 
+class _RecordingMapper(EmbeddingKeywordMapper):
+    """Keeps the model's own words, so other similarity floors can be scored without new calls."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.words: list[list[str]] = []
+
+    def map(self, words_per_row, max_keywords):
+        self.words.extend(words_per_row)
+        return super().map(words_per_row, max_keywords)
+
+
 def keywords(args) -> None:
     facets, embeddings, topics = planted_sample(args.input, args.per_topic, args.calls)
     keyword_set = load_keyword_set(args.keyword_set).keywords
@@ -87,7 +100,8 @@ def keywords(args) -> None:
         config = _config(args.model, slots, args.threads)
         server = local_client.acquire_server(local_client.resolve_local_model(args.model), args.threads, slots)
         try:
-            selector = LLMKeywordSelector(config, keyword_set, fallback=offline)
+            mapper = _RecordingMapper(keyword_set, "all-MiniLM-L6-v2")
+            selector = LLMKeywordSelector(config, keyword_set, fallback=offline, mapper=mapper)
             selector.setup()
             before, started = server_metrics(server), time.monotonic()
             picks = selector.select(facets, embeddings, 5)
@@ -106,7 +120,13 @@ def keywords(args) -> None:
                  "prompt_cache_hit_rate": 1 - processed / max(1, totals["prompt_tokens"]),
                  "failures": totals["failures"], "repaired": totals["repaired"]}
         rows.append((f"{args.model}, {slots} slot(s), {args.threads} thread(s)", slots, agreement(picks, topics), speed))
-        examples = list(zip(topics, facets, offline_picks, picks))
+        examples = list(zip(topics, facets, offline_picks, picks, mapper.words))
+        if totals["failures"] == 0:
+            for floor in (0.4, 0.5, 0.6, 0.7, 1.01):
+                floored = EmbeddingKeywordMapper(keyword_set, "all-MiniLM-L6-v2", min_similarity=floor)
+                label = "exact only" if floor > 1 else f"floor {floor}"
+                rows.append((f"{args.model}, same answers, {label}", None,
+                             agreement(floored.map(mapper.words, 5), topics), None))
     print(f"{len(facets)} conversations of {len(set(topics))} planted topics ({args.input})\n")
     print("| selector | hit (>=1 expected keyword) | precision | no keyword | calls/s | prompt tok/s | generated tok/s "
           "| prompt-cache hits | failures |")
@@ -116,9 +136,9 @@ def keywords(args) -> None:
         print(f"| {name} | {agree['hit']:.0%} | {agree['precision']:.0%} | {agree['empty']:.0%} | "
               + (f"{s['calls_per_s']:.2f} | {s['prompt_tokens_per_s']:.1f} | {s['generated_tokens_per_s']:.1f} | "
                  f"{s['prompt_cache_hit_rate']:.0%} | {s['failures']} |" if s else "- | - | - | - | - |"))
-    print("\n| planted topic | offline | model (mapped onto K) |\n|---|---|---|")
-    for topic, _, off, llm in examples[:args.examples]:
-        print(f"| {topic} | {', '.join(off)} | {', '.join(llm)} |")
+    print("\n| planted topic | offline | model's words | mapped onto K |\n|---|---|---|---|")
+    for topic, _, off, llm, words in examples[:args.examples]:
+        print(f"| {topic} | {', '.join(off)} | {', '.join(words)} | {', '.join(llm)} |")
     print(json.dumps({"rows": [{"selector": r[0], "agreement": r[2], "speed": r[3]} for r in rows]}))
 
 
@@ -127,7 +147,7 @@ def names(args) -> None:
     dataset = load_dataset(args.input)
     embeddings = embed_cached(dataset.facets)
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
-                        UraniaConfig(num_clusters=args.num_clusters), seed=args.seed)
+                        UraniaConfig(num_clusters=args.num_clusters, epsilon=args.epsilon), seed=args.seed)
     topics = sorted((t for t in report["topics"] if t["keywords"]), key=lambda t: -t["size"])[:args.topics]
     namer = LLMClusterNamer(_config(args.model, 1, args.threads))
     offline = KeywordClusterNamer()
@@ -135,7 +155,8 @@ def names(args) -> None:
     rows = [(t["keywords"], offline.name(t["keywords"]), namer.name(t["keywords"])) for t in topics]
     seconds = time.monotonic() - started
     totals = namer.counters.totals
-    print(f"{args.input}: {len(report['topics'])} topics released, {len(topics)} largest with keywords named; "
+    print(f"{args.input} (epsilon {args.epsilon}): {len(report['topics'])} topics released, "
+          f"{len(topics)} largest with keywords named; "
           f"{args.model}: {seconds / max(1, len(rows)):.1f} s a name, {totals['failures']} failures, "
           f"{totals['repaired']} repaired, {totals['prompt_tokens']} prompt + {totals['completion_tokens']} "
           f"generated tokens\n")
@@ -179,6 +200,7 @@ def main(argv=None) -> None:
     parser.add_argument("--topics", type=int, default=12, help="names: how many of the largest topics")
     parser.add_argument("--num_clusters", type=int, default=50)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--epsilon", type=float, default=7.0, help="names: the run's epsilon (inf: no noise)")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
     {"keywords": keywords, "names": names, "cost": cost}[args.command](args)
