@@ -91,8 +91,8 @@ needs_local_model = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server():
-    """One real server for the module's tests (1 thread, 2 slots), stopped at the end."""
-    held = acquire_server(local_client.local_model_path(TEST_MODEL), threads=1, slots=2)
+    """One real server for the module's tests (1 thread, 1 slot: what the job makes of --llm_threads 1)."""
+    held = acquire_server(local_client.local_model_path(TEST_MODEL), threads=1, slots=1)
     yield held
     release_server(held)
 
@@ -160,7 +160,7 @@ def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offlin
     offline, local = str(tmp_path / "offline"), str(tmp_path / "local")
     assert run(["--input", data, "--output", offline, *small]) == 0
     assert run(["--input", data, "--output", local, *small, "--llm_backend", "local", "--llm_model", TEST_MODEL,
-                "--llm_steps", "keywords,names", "--llm_threads", "1", "--llm_max_concurrency", "2"]) == 0
+                "--llm_steps", "keywords,names", "--llm_threads", "1", "--llm_timeout_s", "900"]) == 0
     stats = json.load(open(os.path.join(local, "private", "run_stats.json")))
     report = json.load(open(os.path.join(local, "release", "report.json")))
     offline_report = json.load(open(os.path.join(offline, "release", "report.json")))

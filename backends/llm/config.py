@@ -43,9 +43,10 @@ class LLMConfig:
             from backends.llm.vertex_client import VertexChatClient
             return VertexChatClient(self.project, self.location, self.model, self.temperature)
         if self.backend == "local":
-            from backends.llm.local_client import LocalChatClient, local_slots
-            return LocalChatClient(self.model or None, self.temperature, threads=self.threads,
-                                   slots=local_slots(self.max_concurrency))
+            from backends.llm.local_client import LocalChatClient, default_threads, local_slots
+            threads = self.threads or default_threads()
+            return LocalChatClient(self.model or None, self.temperature, threads=threads,
+                                   slots=local_slots(self.max_concurrency, threads))
         raise ValueError(f"no LLM client for backend {self.backend!r}")
 
     def preflight(self) -> None:
@@ -54,8 +55,8 @@ class LLMConfig:
         server is then kept for the process (in-process runners' workers reuse it)."""
         if self.backend == "local":
             from backends.llm.local_client import acquire_server, default_threads, local_slots, resolve_local_model
-            acquire_server(resolve_local_model(self.model or None), self.threads or default_threads(),
-                           local_slots(self.max_concurrency))
+            threads = self.threads or default_threads()
+            acquire_server(resolve_local_model(self.model or None), threads, local_slots(self.max_concurrency, threads))
 
     def make_caller(self, client=None) -> Caller:
         from backends.llm.cache import ResponseCache

@@ -10,7 +10,7 @@ Threads: llama.cpp parallelises one request over OpenMP threads. With OpenMP's d
 spin-waiting, two threads on cores other processes share collapsed to ~1 token/s here, so the
 server runs with OMP_WAIT_POLICY=PASSIVE (set before libgomp loads, unless already set) and
 --llm_threads (default: half the cores, at least 1). --llm_max_concurrency requests in flight are
-served by as many llama.cpp slots (continuous batching), up to MAX_SLOTS.
+served by one llama.cpp slot (continuous batching) per thread, up to MAX_SLOTS (local_slots).
 """
 
 from __future__ import annotations
@@ -107,9 +107,12 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 1) // 2)
 
 
-def local_slots(max_concurrency: int) -> int:
-    """llama.cpp slots for --llm_max_concurrency requests in flight (capped: see MAX_SLOTS)."""
-    return max(1, min(max_concurrency, MAX_SLOTS))
+def local_slots(max_concurrency: int, threads: int) -> int:
+    """llama.cpp slots (continuous batching) for --llm_max_concurrency requests in flight: one per thread,
+    at most MAX_SLOTS. Two slots on one thread were no faster than one (0.042 vs 0.047 calls/s, 0.5B,
+    docs/llm_backends.md), and each slot warms its own prompt cache; requests beyond the slots wait in
+    the server's queue."""
+    return max(1, min(max_concurrency, threads, MAX_SLOTS))
 
 
 class LocalServer:
