@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig
@@ -110,7 +111,7 @@ class LLMKeywordSelector(_LLMStep, KeywordSelector):
     step = "keywords"
 
     def __init__(self, config: LLMConfig, keywords: tuple[str, ...], fallback: KeywordSelector,
-                 mapper: ExactKeywordMapper | None = None, embedding_model: str = "all-MiniLM-L6-v2",
+                 mapper: ExactKeywordMapper | None = None, embedding_model: str = DEFAULT_EMBEDDING_MODEL,
                  embedding_backend: str = "torch"):
         super().__init__(config)
         self.keywords = tuple(keywords)
