@@ -1,5 +1,6 @@
 """Builds the pluggable steps a job asks for: the offline ones, or with an LLMConfig (the job's
---llm_backend other than offline) the LLM ones, with the offline ones as their fallbacks."""
+--llm_backend other than offline) the LLM ones for the steps it names (--llm_steps), with the offline
+ones as their fallbacks."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # no LLM module is imported for the offline backend
 
 def make_facet_extractor(max_chars: int, llm: LLMConfig | None) -> FacetExtractor:
     offline = UserTurnsFacetExtractor(max_chars=max_chars)
-    if llm is None:
+    if llm is None or not llm.uses("facets"):
         return offline
     from backends.llm.steps import LLMFacetExtractor
     return LLMFacetExtractor(llm, fallback=offline)
@@ -25,17 +26,18 @@ def make_facet_extractor(max_chars: int, llm: LLMConfig | None) -> FacetExtracto
 def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_similarity: float,
                           embedding_backend: str, llm: LLMConfig | None) -> KeywordSelector:
     offline = EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend)
-    if llm is None:
+    if llm is None or not llm.uses("keywords"):
         return offline
     from backends.llm.steps import LLMKeywordSelector
-    return LLMKeywordSelector(llm, keywords, fallback=offline)
+    return LLMKeywordSelector(llm, keywords, fallback=offline, embedding_model=embedding_model,
+                              embedding_backend=embedding_backend)
 
 
 def make_cluster_namer(llm: LLMConfig | None, categories: KeywordCategories | None = None) -> ClusterNamer:
     """`categories`: the keyword set's (KeywordCategories.of_keyword_set), which the offline namer
     names topics by; without them it names a topic by its top keywords."""
     offline = KeywordClusterNamer(categories)
-    if llm is None:
+    if llm is None or not llm.uses("names"):
         return offline
     from backends.llm.steps import LLMClusterNamer
     return LLMClusterNamer(llm, fallback=offline)

@@ -19,6 +19,9 @@ class FacetExtractor(abc.ABC):
     def setup(self) -> None:
         """Loads models or clients; called once per worker."""
 
+    def teardown(self) -> None:
+        """Releases what setup() took (an LLM client, the local model server); called when the worker's DoFn goes."""
+
     # Conversations per extract_batch call; > 1 makes ExtractFacets batch its input (LLM backends
     # fan a batch out over a thread pool).
     batch_size = 1
@@ -41,6 +44,9 @@ class KeywordSelector(abc.ABC):
     def setup(self) -> None:
         """Loads models or clients; called once per worker."""
 
+    def teardown(self) -> None:
+        """Releases what setup() took (an LLM client, the local model server); called when the worker's DoFn goes."""
+
     @abc.abstractmethod
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
         """One list of keywords per conversation (facet text and its embedding row)."""
@@ -51,6 +57,9 @@ class ClusterNamer(abc.ABC):
 
     def setup(self) -> None:
         """Loads models or clients; called once per worker."""
+
+    def teardown(self) -> None:
+        """Releases what setup() took (an LLM client, the local model server); called when the worker's DoFn goes."""
 
     @abc.abstractmethod
     def name(self, keywords: list[str]) -> tuple[str, str]:
@@ -72,6 +81,9 @@ class KeywordProposer(abc.ABC):
     def setup(self) -> None:
         """Loads models or clients; called once per worker."""
 
+    def teardown(self) -> None:
+        """Releases what setup() took (an LLM client, the local model server); called when the worker's DoFn goes."""
+
     @abc.abstractmethod
     def propose(self, facets: list[str], max_keywords: int) -> list[list[str]]:
         """Up to `max_keywords` (3-5 in URANIA) keywords per facet text, one list per facet."""
@@ -85,6 +97,9 @@ class KeywordSetRefiner(abc.ABC):
 
     def setup(self) -> None:
         """Loads models or clients; called once per worker."""
+
+    def teardown(self) -> None:
+        """Releases what setup() took (an LLM client, the local model server); called when the worker's DoFn goes."""
 
     @abc.abstractmethod
     def refine(self, keywords: list[str], target_size: int) -> tuple[list[str], list[str]]:

@@ -341,6 +341,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         params = insights_params(pipeline_options.view_as(InsightsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
+        params.llm.config()  # --llm_backend local starts its server here: a model that cannot load is a bad option
         keyword_set = load_keyword_set(params.keywords.keyword_set)
         canaries = load_canaries(params.run.canary_file)
         context = make_run_context(params.reading.input, params.run.output, params.run.date,

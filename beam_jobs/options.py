@@ -300,12 +300,19 @@ class LLMParams(Params):
     llm_backend: str = flag(
         "offline",
         "offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
-        "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a GGUF "
-        "model in process (optional extra: llama-cpp-python, scripts/install_local_llm.py).",
+        "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a llama.cpp "
+        "server (xllamacpp) per worker process on a GGUF model installed by scripts/install_local_llm.py.",
         choices=("offline", "openai", "vertex", "local"), public=True)
+    llm_steps: str = flag(
+        "facets,keywords,names", "Comma-separated steps that use the LLM backend (facets, keywords, names); "
+        "the others use the offline step.", public=True)
     llm_model: str | None = flag(
         None, "Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
-              "local: a GGUF file, default the one scripts/install_local_llm.py installs).")
+              "local: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path, default the first of the "
+              "two that scripts/install_local_llm.py installed).")
+    llm_threads: int | None = flag(
+        None, "local backend: llama.cpp threads per worker process (default: half the cores, at least 1).",
+        type=int)
     llm_base_url: str | None = flag(
         None, "openai backend: server URL, e.g. http://host:8000/v1 (API key from $OPENAI_API_KEY).")
     llm_project: str | None = flag(None, "vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
@@ -324,6 +331,11 @@ class LLMParams(Params):
               "Default: on for remote backends (openai, vertex).", choices=("on", "off"))
 
     def __post_init__(self):
+        from backends.llm.config import STEPS
+        steps = [s.strip() for s in str(self.llm_steps).split(",") if s.strip()]
+        check(bool(steps) and set(steps) <= set(STEPS),
+              f"--llm_steps must be a comma-separated subset of {','.join(STEPS)}, got {self.llm_steps!r}")
+        check(self.llm_threads is None or self.llm_threads >= 1, "--llm_threads must be >= 1")
         check(self.llm_max_concurrency >= 1, "--llm_max_concurrency must be >= 1")
         check(self.llm_timeout_s > 0 and math.isfinite(self.llm_timeout_s), "--llm_timeout_s must be a positive number")
         check(self.llm_max_retries >= 0, "--llm_max_retries must be >= 0")
@@ -333,25 +345,27 @@ class LLMParams(Params):
                   f"--llm_base_url must start with http:// or https://, got {self.llm_base_url!r}")
             check(bool(self.llm_model), "--llm_backend=openai needs --llm_model (the name the server serves)")
         if self.llm_backend == "local":
-            from backends.llm.local_client import default_local_model, llama_cpp_available
-            check(llama_cpp_available(),
-                  "--llm_backend=local needs llama-cpp-python (pip install llama-cpp-python==0.3.36)")
-            model = self.llm_model or default_local_model()
-            check(os.path.exists(model), f"--llm_backend=local: no model at {model}; run scripts/install_local_llm.py")
+            from backends.llm import local_client
+            check(local_client.xllamacpp_available(), "--llm_backend=local needs xllamacpp (in requirements.txt)")
+            try:
+                local_client.check_local_model(local_client.resolve_local_model(self.llm_model))
+            except local_client.LocalModelError as error:
+                raise ValueError(str(error)) from None
         if self.llm_backend == "vertex":
             check(bool(self.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
                   "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
 
     def config(self):
         """The backend's LLMConfig (backends/llm/config.py), or None for the offline backend (then
-        no LLM module is imported)."""
+        no LLM module is imported). For the local backend this starts this process's model server
+        (LLMConfig.preflight): a model that does not load fails here, before any data is read."""
         if self.llm_backend == "offline":
             return None
         from backends.llm.config import REMOTE_BACKENDS, LLMConfig
         from backends.llm.vertex_client import DEFAULT_VERTEX_MODEL, vertex_location, vertex_project
         backend = self.llm_backend
         vertex = backend == "vertex"
-        return LLMConfig(
+        config = LLMConfig(
             backend=backend,
             model=self.llm_model or (DEFAULT_VERTEX_MODEL if vertex else ""),
             base_url=self.llm_base_url,
@@ -362,7 +376,11 @@ class LLMParams(Params):
             max_retries=self.llm_max_retries,
             cache_path=self.llm_cache,
             pseudonymize=self.pseudonymize != "off" if self.pseudonymize else backend in REMOTE_BACKENDS,
+            steps=tuple(s.strip() for s in self.llm_steps.split(",") if s.strip()),
+            threads=self.llm_threads,
         )
+        config.preflight()
+        return config
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,11 @@ prints one line to stderr, e.g.
 
     [progress 1m05s] embedding: 1,536/3,084 conversations (50%), 24/s, ETA 1m04s
 
+While model calls of an LLM step are in flight, the line shows them instead (a facet batch or a keyword
+block can take minutes of calls, during which no stage counter moves):
+
+    [progress 6m10s] LLM keywords: 12/~40 calls (30%), 0.31 calls/s, ETA 1m30s
+
 It only works where the stages run in the launcher's process: the DirectRunner's engine in its
 default in-memory (or multi-threading) mode. Dataflow has its own monitoring and is left alone;
 multi-process and Dask runs count in other processes, so progress is off there.
@@ -84,13 +89,17 @@ class ProgressReporter:
     """Prints a progress line every `interval` seconds while a local pipeline runs."""
 
     def __init__(self, max_conversations_per_user: int, block_size: int, kmeans_iterations: int,
-                 interval: float = DEFAULT_INTERVAL_SECONDS, stream=None, clock=time.monotonic):
+                 interval: float = DEFAULT_INTERVAL_SECONDS, stream=None, clock=time.monotonic, llm_calls=None):
         self._limit = max_conversations_per_user
         self._block_size = block_size
         self._kmeans_passes_per_block = 2 + kmeans_iterations  # projection, LSH seeding, each Lloyd step
         self._interval = interval
         self._stream = stream or sys.stderr
         self._clock = clock
+        if llm_calls is None:
+            from backends.llm.metrics import live_calls as llm_calls
+        self._llm_calls = llm_calls
+        self._last_llm_done: dict[str, int] = {}
         self._started = None
         self._clocks: dict[str, _StageClock] = {}
         self._last_counts: dict[str, int] = {}
@@ -109,6 +118,7 @@ class ProgressReporter:
 
     def start(self) -> None:
         registry.enable()
+        self._llm_calls.reset()
         self._started = self._clock()
         self._thread = threading.Thread(target=self._loop, name="urania-progress", daemon=True)
         self._thread.start()
@@ -138,6 +148,35 @@ class ProgressReporter:
         return {"users": users, "kept": kept, "blocks": blocks,
                 "kmeans_passes": blocks * self._kmeans_passes_per_block, None: None}[stage.expected]
 
+    def _llm_line(self, counts: dict[str, int], kept: int, now: float) -> str | None:
+        """The LLM step with calls in flight (the latest started), or None."""
+        steps = self._llm_calls.snapshot()
+        active = [step for step, entry in steps.items() if entry["done"] < entry["submitted"]]
+        if not active:
+            self._last_llm_done = {step: entry["done"] for step, entry in steps.items()}
+            return None
+        step = max(active, key=lambda s: steps[s]["first"])
+        entry = steps[step]
+        done, expected, approximate = entry["done"], entry["submitted"], False
+        if step == "facets":
+            expected = max(expected, kept)  # one call (or cache hit) per kept conversation
+        elif step == "keywords":
+            # Calls are submitted block by block: extrapolate from the blocks sampled so far.
+            blocks, sampled = math.ceil(kept / self._block_size) if kept else 0, counts.get("sample_for_keywords", 0)
+            if 0 < sampled < blocks:
+                expected, approximate = max(expected, round(expected * blocks / sampled)), True
+        text = (f"LLM {step}: {done:,}/{'~' if approximate else ''}{expected:,} calls "
+                f"({min(100, math.floor(100 * done / expected))}%)")
+        elapsed = now - entry["first"]
+        rate = done / elapsed if elapsed > 0 else 0.0
+        if rate > 0:
+            text += f", {rate:,.0f} calls/s" if rate >= 10 else f", {rate:.2f} calls/s"
+            text += f", ETA {format_duration((expected - done) / rate)}"
+        if done == self._last_llm_done.get(step):
+            text += " (no change since the last line)"
+        self._last_llm_done = {s: e["done"] for s, e in steps.items()}
+        return text
+
     def line(self) -> str:
         """The current stage's progress line (also advances the stage clocks)."""
         counts, seconds, users, kept = registry.snapshot(self._limit)
@@ -155,6 +194,9 @@ class ProgressReporter:
             self._current = max(moved, key=lambda s: (seconds.get(s.key, 0.0) - self._last_seconds.get(s.key, 0.0)
                                                       if s.key != "read" else math.inf))
         self._last_counts, self._last_seconds = counts, seconds
+        llm = self._llm_line(counts, kept, now)
+        if llm is not None:
+            return llm
         if self._current is None:
             return "starting (loading the model, matching input files)"
         stage = self._current

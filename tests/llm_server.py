@@ -19,29 +19,22 @@ FAULT_KINDS = ("429", "500", "hang", "garbage")
 RETRYABLE_FAULTS = ("429", "500", "hang")
 
 
-def _keywords_in(prompt: str) -> list[str]:
-    match = re.search(r"Here is a list of keywords:\n(\[.*?\])\n", prompt, re.S)
-    return json.loads(match.group(1)) if match else []
-
-
 def derived_answer(prompt: str, misbehave: bool = False) -> str:
     """A plausible answer for each of the job's prompts."""
     if "<conversation>" in prompt:
         user = re.search(r"User: (.*)", prompt)
         words = (user.group(1) if user else "something").split()[:20]
-        return json.dumps({"Summary": "The user asks: " + " ".join(words), "Language": "English", "Task": "help"})
-    if "Choose up to" in prompt:
-        keywords = _keywords_in(prompt)
+        return json.dumps({"summary": "The user asks: " + " ".join(words)})
+    if "Write up to" in prompt:  # the model's own topic keywords: the summary's longer words
         summary = re.search(r"<summary>\n(.*?)\n</summary>", prompt, re.S).group(1).lower()
-        words = set(re.findall(r"[a-z]+", summary))
-        picks = [k for k in keywords if any(len(w) >= 4 and w in words for w in k.split())][:5]
-        if misbehave:  # words outside K, a duplicate, odd case: the pipeline must cope
-            picks = ["definitely not in k", *[p.upper() for p in picks[:1]], *picks, "another invented word"]
-        return repr(picks or ["NA"])
-    if "<topic>" in prompt:
-        keywords = json.loads(re.search(r"(\[.*?\])", prompt, re.S).group(1))
-        return (f"<topic>Questions about {' and '.join(keywords[:2])}</topic>"
-                f"<description>Users ask about {', '.join(keywords)}. They want practical help.</description>")
+        words = [w for w in dict.fromkeys(re.findall(r"[a-z]+", summary)) if len(w) >= 4][:5]
+        if misbehave:  # invented words, a duplicate, odd case, too many: the pipeline must cope
+            words = ["definitely not in k", *[w.upper() for w in words[:1]], *words, "another invented word"]
+        return json.dumps({"keywords": words})
+    if "<keywords>" in prompt:
+        keywords = re.search(r"<keywords>\n(.*?)\n</keywords>", prompt, re.S).group(1).split("\n")
+        return json.dumps({"name": f"Questions about {' and '.join(keywords[:2])}",
+                           "description": f"Users ask about {', '.join(keywords)}. They want practical help."})
     return "['NA']"
 
 

@@ -15,6 +15,7 @@ from backends.llm.cache import ResponseCache
 from backends.llm.client import ChatClient, Completion, PermanentError, RetryableError
 from backends.llm.config import LLMConfig
 from backends.llm.fanout import Caller, CallSpec, RetryPolicy
+from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
 from backends.llm.openai_client import OpenAIChatClient, chat_completions_url
 from backends.llm.parsing import MalformedOutput
 from backends.llm.steps import (
@@ -43,26 +44,54 @@ def test_facet_summary_is_read_from_json_even_inside_a_fence_or_prose():
             parsing.parse_facets(bad)
 
 
-def test_keyword_choice_keeps_distinct_words_of_k_only_and_na_means_none():
-    assert parsing.parse_keyword_choice("['python', 'rust']", K, 5) == (["python", "rust"], False)
-    assert parsing.parse_keyword_choice('["NA"]', K, 5) == ([], False)
-    picked, repaired = parsing.parse_keyword_choice(
-        "Sure: ['Python', 'python', 'golang', 'Machine  Learning', 'cooking', 'travel', 'rust']", K, 3)
-    assert picked == ["python", "machine learning", "cooking"] and repaired
-    with pytest.raises(MalformedOutput):
-        parsing.parse_keyword_choice("python, rust", K, 5)
-    with pytest.raises(MalformedOutput):
-        parsing.parse_keyword_choice("[1, 2]", K, 5)
+def test_topic_keywords_are_distinct_lower_case_and_capped():
+    assert parsing.parse_topic_keywords('{"keywords": ["Python", "rust"]}', 5) == (["python", "rust"], False)
+    assert parsing.parse_topic_keywords('{"keywords": []}', 5) == ([], False)
+    assert parsing.parse_topic_keywords("['NA']", 5) == ([], False)  # a bare list is read too
+    words, repaired = parsing.parse_topic_keywords(
+        'Sure: {"keywords": ["Python", "python", "Machine  Learning", "cooking", "travel", "rust"]}', 3)
+    assert words == ["python", "machine learning", "cooking"] and repaired
+    for bad in ("python, rust", '{"keywords": [1, 2]}', '{"words": ["a"]}', ""):
+        with pytest.raises(MalformedOutput):
+            parsing.parse_topic_keywords(bad, 5)
 
 
-def test_name_needs_both_tags_and_is_cut_to_ten_words():
-    (name, description), repaired = parsing.parse_name(
-        "<topic> Rust help </topic>\n<description>Users ask. They learn.</description>")
+def test_name_is_read_from_json_cut_to_ten_words_and_two_sentences():
+    (name, description), repaired = parsing.parse_name('{"name": " Rust help ", "description": "Users ask. They learn."}')
     assert (name, description, repaired) == ("Rust help", "Users ask. They learn.", False)
-    (name, _), repaired = parsing.parse_name(f"<topic>{' '.join(['w'] * 14)}</topic><description>d</description>")
-    assert len(name.split()) == 10 and repaired
-    with pytest.raises(MalformedOutput):
-        parsing.parse_name("<topic>only a topic</topic>")
+    (name, description), repaired = parsing.parse_name(json.dumps(
+        {"name": " ".join(["w"] * 14), "description": "One. Two! Three? Four."}))
+    assert len(name.split()) == 10 and description == "One. Two!" and repaired
+    for bad in ('{"name": "only a name"}', '{"name": "", "description": "d"}', "<topic>x</topic>"):
+        with pytest.raises(MalformedOutput):
+            parsing.parse_name(bad)
+
+
+def test_exact_mapper_keeps_words_of_k_up_to_case_and_spacing():
+    mapper = ExactKeywordMapper(K)
+    assert mapper.map([["Python", "golang", "machine  learning", "python"], []], 5) == \
+        [["python", "machine learning"], []]
+    assert mapper.map([["rust", "python", "travel"]], 2) == [["rust", "python"]]
+
+
+def test_embedding_mapper_maps_each_word_to_its_nearest_keyword_above_the_floor(monkeypatch):
+    from backends import embedding
+    axes = {"python": 0, "rust": 1, "machine learning": 2, "cooking": 3, "travel": 4,
+            "deep learning": 2, "baking bread": 3, "unrelated": 5}
+
+    def embed(name, texts, backend="torch"):  # one axis per topic; "baking bread" sits between two
+        vectors = np.zeros((len(texts), 6), dtype=np.float32)
+        for i, text in enumerate(texts):
+            vectors[i, axes[text]] = 1.0
+            if text == "baking bread":
+                vectors[i, 4] = 0.5
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    monkeypatch.setattr(embedding, "embed_texts", embed)
+    mapper = EmbeddingKeywordMapper(K, "fake", min_similarity=0.8)
+    assert mapper.map([["deep learning", "Rust", "unrelated", "baking bread"]], 5) == \
+        [["machine learning", "rust", "cooking"]]
+    assert EmbeddingKeywordMapper(K, "fake", min_similarity=0.95).map([["baking bread"]], 5) == [[]]
 
 
 def test_refinement_and_proposals_are_normalised_lists():
@@ -164,12 +193,15 @@ def test_openai_client_sends_a_chat_completions_request_and_reads_text_and_usage
         messages = [{"role": "system", "content": "s"},
                     {"role": "user", "content": "<conversation>\nUser: rust lifetimes\n</conversation>"}]
         completion = client.complete(messages, json_output=True, max_tokens=77, timeout_s=5, attempt=2)
+        client.complete(messages, json_output={"type": "object"}, max_tokens=7, timeout_s=5)
     request = server.requests[0]
     assert request["path"] == "/v1/chat/completions"
     assert request["body"]["model"] == "qwen" and request["body"]["messages"] == messages
     assert request["body"]["max_tokens"] == 77 and request["body"]["response_format"] == {"type": "json_object"}
     assert request["headers"]["Authorization"] == "Bearer sk-test" and request["headers"]["X-Urania-Attempt"] == "2"
-    assert json.loads(completion.text)["Summary"].startswith("The user asks: rust lifetimes")
+    assert server.requests[1]["body"]["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": {"type": "object"}}}
+    assert json.loads(completion.text)["summary"].startswith("The user asks: rust lifetimes")
     assert completion.prompt_tokens > 0 and completion.completion_tokens > 0
 
 
@@ -231,14 +263,14 @@ class _FixedSelector(KeywordSelector):
 def test_keyword_selector_falls_back_for_failed_rows_only(monkeypatch):
     with FakeChatServer() as server:
         monkeypatch.setattr(server, "fault_for", lambda body, attempt: "garbage" if b"broken" in body else None)
-        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector())
+        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector(), mapper=ExactKeywordMapper(K))
         picks = selector.select(["I love python and rust", "broken", "nothing relevant"], np.zeros((3, 2)), 5)
     assert picks == [["python", "rust"], ["travel"], []]
 
 
 def test_a_misbehaving_server_cannot_put_a_word_outside_k_into_the_pairs(collector):
     with FakeChatServer(misbehave=True) as server:
-        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector())
+        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector(), mapper=ExactKeywordMapper(K))
         block = ConversationBlock(["c0", "c1"], ["u0", "u1"], np.ones(2), ["python and rust", "cooking travel"],
                                   np.zeros((2, 4), dtype=np.float32), cluster_ids=np.array([0, 1]))
         with local_pipeline() as pipeline:
@@ -281,13 +313,3 @@ def test_llm_steps_pickle_without_their_clients():
         copy = pickle.loads(pickle.dumps(namer))
         assert copy._caller is None and copy.config == namer.config
         assert copy.name(["rust"])[0] == "Questions about rust"
-
-
-def test_degenerate_choices_of_small_models_are_rejected():
-    keywords = ("a", "b", "c", "d", "e", "f")
-    with pytest.raises(MalformedOutput):  # the first entries of K, in order
-        parsing.parse_keyword_choice("['a', 'b', 'c', 'd', 'e']", keywords, 5)
-    with pytest.raises(MalformedOutput):  # one word repeated
-        parsing.parse_keyword_choice("['c', 'c', 'c']", keywords, 5)
-    assert parsing.parse_keyword_choice("['a', 'b']", keywords, 5)[0] == ["a", "b"]
-    assert parsing.parse_keyword_choice("['b', 'a', 'c']", keywords, 5)[0] == ["b", "a", "c"]

@@ -89,9 +89,10 @@ def test_report_is_produced_with_the_same_dp_accounting_as_offline(runs):
 def test_prompts_carry_no_raw_pii_and_the_namer_sees_only_released_keywords(runs):
     _, online, _, prompts = runs
     released = {k for t in _load(online, "release", "report.json")["topics"] for k in t["keywords"]}
-    naming = [p for p in prompts if "<topic>" in p]
+    naming = [p for p in prompts if "<keywords>" in p]
+    assert naming
     for prompt in naming:
-        words = json.loads(prompt[prompt.index("["):prompt.index("]") + 1])
+        words = prompt.split("<keywords>\n", 1)[1].split("\n</keywords>", 1)[0].split("\n")
         assert set(words) <= released
     facet_prompts = {p for p in prompts if "<conversation>" in p}  # distinct: retries repeat a prompt
     # ~60% of conversations survive contribution bounding, and a fifth of those carry planted PII

@@ -182,7 +182,7 @@ TODAYS_CONFIG_KEYS = {
     "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
     "keyword_votes", "keywords_per_vote", "false_keywords_per_topic", "keyword_candidates", "label_fallback",
-    "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "embedding_dim", "kmeans_iterations",
+    "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "llm_steps", "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.

@@ -73,6 +73,37 @@ def test_lines_show_the_busiest_stage_its_share_of_the_expected_count_and_an_eta
     assert registry.snapshot(5)[0] == before and before["embed"] == 10
 
 
+def test_llm_calls_in_flight_take_the_line_with_calls_per_second_and_an_eta():
+    from backends.llm.metrics import LiveCalls
+    clock, stream = FakeClock(), io.StringIO()
+    calls = LiveCalls(clock=clock)
+    reporter = ProgressReporter(max_conversations_per_user=5, block_size=4, kmeans_iterations=3, interval=3600,
+                                stream=stream, clock=clock, llm_calls=calls)
+    reporter.start()
+    try:
+        for user in ("u1", "u2", "u3"):
+            for _ in range(4):
+                registry.note_valid_record(user)  # 12 kept conversations: 3 blocks of 4
+        registry.advance("read", 12)
+        calls.submitted("facets", 4)  # the first batch of facet calls
+        clock.now += 10
+        assert reporter.line() == "LLM facets: 0/12 calls (0%)"
+        for _ in range(3):
+            calls.done("facets")
+        clock.now += 10
+        assert reporter.line() == "LLM facets: 3/12 calls (25%), 0.15 calls/s, ETA 1m00s"
+        calls.done("facets")
+        registry.advance("extract_facets", 4, 0.1)
+        assert reporter.line().startswith("extracting facets: 4/12")  # nothing in flight: the stage again
+        registry.advance("sample_for_keywords", 1, 0.01)  # one block of three sampled: its calls go out
+        calls.submitted("keywords", 3)
+        calls.done("keywords")
+        clock.now += 5
+        assert reporter.line() == "LLM keywords: 1/~9 calls (11%), 0.20 calls/s, ETA 40s"
+    finally:
+        reporter.stop()
+
+
 def test_durations_read_like_a_clock():
     assert [format_duration(s) for s in (0, 9.6, 65, 3725)] == ["0s", "10s", "1m05s", "1h02m"]
 

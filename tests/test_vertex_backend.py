@@ -72,9 +72,9 @@ def test_timeouts_are_retryable_and_an_empty_answer_is_permanent():
                                                                           max_tokens=10, timeout_s=1)
 
 
-def test_the_namer_on_vertex_retries_a_429_then_parses_the_tags():
+def test_the_namer_on_vertex_retries_a_429_then_parses_the_json_answer():
     answers = [httpx.Response(429, json={"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}),
-               httpx.Response(200, json=_gemini_response("<topic>Rust help</topic><description>A. B.</description>"))]
+               httpx.Response(200, json=_gemini_response('{"name": "Rust help", "description": "A. B."}'))]
     seen = []
     config = LLMConfig(backend="vertex", model="gemini-2.5-flash", project="my-project", location="europe-west4",
                        backoff_base_s=0.01, pseudonymize=False)

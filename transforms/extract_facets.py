@@ -43,6 +43,9 @@ class _ExtractFacetFn(beam.DoFn):
     def setup(self):
         self._extractor.setup()
 
+    def teardown(self):
+        self._extractor.teardown()
+
     def process(self, kept: WeightedConversation):
         yield from self._timed_facets(self._extractor, [kept])
 

@@ -72,6 +72,9 @@ class _SelectKeywordsFn(beam.DoFn):
         self._selector.setup()
         self._timed_select = timed("select_keywords", self._select)
 
+    def teardown(self):
+        self._selector.teardown()
+
     def process(self, block: ConversationBlock):
         picks = self._timed_select(block)
         for conversation_id, user_id, cluster_id, weight, (chosen, error) in zip(

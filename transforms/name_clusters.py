@@ -75,6 +75,9 @@ class _NameClusterFn(beam.DoFn):
         self._namer.setup()
         self._timed_name = timed("name_clusters", self._namer.name)
 
+    def teardown(self):
+        self._namer.teardown()
+
     def process(self, cluster_and_keywords):
         cluster_id, keywords = cluster_and_keywords
         name, description = self._timed_name(list(keywords))

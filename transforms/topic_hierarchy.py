@@ -177,6 +177,9 @@ class _BuildHierarchyFn(beam.DoFn):
         self._namer.setup()
         self._timed_build = timed("topic_hierarchy", build_hierarchy)
 
+    def teardown(self):
+        self._namer.teardown()
+
     def process(self, named_topics: list, noisy_sizes: dict, centres):
         topics = report_topics(dict(named_topics), noisy_sizes)
         yield self._timed_build(topics, centres, self._categories.category_of, self._namer)

@@ -29,8 +29,11 @@ class ChatClient(abc.ABC):
     """One chat completion per call. Must be thread-safe; built on the worker (not pickled)."""
 
     @abc.abstractmethod
-    def complete(self, messages: list[dict], *, json_output: bool, max_tokens: int, timeout_s: float) -> Completion:
-        """Raises RetryableError or PermanentError."""
+    def complete(self, messages: list[dict], *, json_output: bool | dict, max_tokens: int,
+                 timeout_s: float) -> Completion:
+        """Raises RetryableError or PermanentError. json_output: False, free text; True, a JSON object;
+        a dict, a JSON schema the answer must follow (enforced where the backend can: OpenAI-compatible
+        servers' `json_schema` response format; Gemini gets JSON mode)."""
 
     def close(self) -> None:
         """Releases connections."""

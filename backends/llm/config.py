@@ -9,6 +9,8 @@ from backends.llm.fanout import Caller, RetryPolicy
 
 REMOTE_BACKENDS = ("openai", "vertex")
 BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
+# The job's steps that can run on the model (--llm_steps); the others keep their offline implementation.
+STEPS = ("facets", "keywords", "names")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,6 +27,13 @@ class LLMConfig:
     pseudonymize: bool = True
     backoff_base_s: float = 0.5
     temperature: float = 0.0
+    steps: tuple[str, ...] = STEPS
+    threads: int | None = None  # local: llama.cpp threads per server (None: half the cores)
+
+    def uses(self, step: str) -> bool:
+        """Whether `step` (one of STEPS) runs on the model; steps outside STEPS (the keyword-set
+        builders') always do."""
+        return step not in STEPS or step in self.steps
 
     def make_client(self):
         if self.backend == "openai":
@@ -34,9 +43,20 @@ class LLMConfig:
             from backends.llm.vertex_client import VertexChatClient
             return VertexChatClient(self.project, self.location, self.model, self.temperature)
         if self.backend == "local":
-            from backends.llm.local_client import LocalChatClient
-            return LocalChatClient(self.model or None, self.temperature)
+            from backends.llm.local_client import LocalChatClient, default_threads, local_slots
+            threads = self.threads or default_threads()
+            return LocalChatClient(self.model or None, self.temperature, threads=threads,
+                                   slots=local_slots(self.max_concurrency, threads))
         raise ValueError(f"no LLM client for backend {self.backend!r}")
+
+    def preflight(self) -> None:
+        """For the local backend: starts (or reuses) this process's model server now, so that a missing or
+        corrupt model or a server failing its health check stops the job before any data is read. The
+        server is then kept for the process (in-process runners' workers reuse it)."""
+        if self.backend == "local":
+            from backends.llm.local_client import acquire_server, default_threads, local_slots, resolve_local_model
+            threads = self.threads or default_threads()
+            acquire_server(resolve_local_model(self.model or None), threads, local_slots(self.max_concurrency, threads))
 
     def make_caller(self, client=None) -> Caller:
         from backends.llm.cache import ResponseCache

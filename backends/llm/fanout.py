@@ -37,11 +37,12 @@ def shared_pool(max_concurrency: int) -> concurrent.futures.ThreadPoolExecutor:
 
 @dataclasses.dataclass(frozen=True)
 class CallSpec:
-    """One model call: its messages and how to read the answer (parse: text -> (value, repaired))."""
+    """One model call: its messages and how to read the answer (parse: text -> (value, repaired)).
+    json_output: False (free text), True (a JSON object) or the JSON schema the answer must follow."""
 
     messages: list[dict]
     parse: Callable[[str], tuple[Any, bool]]
-    json_output: bool = False
+    json_output: bool | dict = False
     max_tokens: int = 256
 
 
@@ -143,11 +144,19 @@ class Caller:
                                                                       "error_type": type(error).__name__})
             return result
 
-    def call_many(self, specs: list[CallSpec]) -> list[CallResult]:
-        """One result per spec, in order, at most max_concurrency in flight in this process."""
+    def call_many(self, specs: list[CallSpec], on_done: Callable[[CallResult], None] | None = None) -> list[CallResult]:
+        """One result per spec, in order, at most max_concurrency in flight in this process; on_done
+        (thread-safe) is told of each result as it comes."""
         if not specs:
             return []
+
+        def call(spec: CallSpec) -> CallResult:
+            result = self.call(spec)
+            if on_done is not None:
+                on_done(result)
+            return result
+
         if len(specs) == 1:
-            return [self.call(specs[0])]
+            return [call(specs[0])]
         pool = shared_pool(self.max_concurrency)
-        return list(pool.map(self.call, specs))
+        return list(pool.map(call, specs))

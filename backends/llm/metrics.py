@@ -63,3 +63,39 @@ def llm_counts(counters) -> dict:
     out = {step: {name: int(counts.get(name, 0)) for name in COUNTS} for step, counts in sorted(by_step.items())}
     out["total"] = {name: int(total.get(name, 0)) for name in COUNTS}
     return out
+
+
+class LiveCalls:
+    """Model calls submitted and answered so far in this process, per step, for the progress line of a
+    local run (beam_jobs/progress.py): Beam counters are only reported when a stage finishes, and a
+    facet batch or a keyword block can take minutes of model calls. Counts only, thread-safe."""
+
+    def __init__(self, clock=None):
+        import threading
+        import time
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._steps: dict[str, dict] = {}
+
+    def reset(self) -> None:
+        with self._lock:
+            self._steps.clear()
+
+    def submitted(self, step: str, calls: int) -> None:
+        with self._lock:
+            entry = self._steps.setdefault(step, {"submitted": 0, "done": 0, "first": self._clock(), "last": None})
+            entry["submitted"] += calls
+
+    def done(self, step: str) -> None:
+        with self._lock:
+            entry = self._steps[step]
+            entry["done"] += 1
+            entry["last"] = self._clock()
+
+    def snapshot(self) -> dict[str, dict]:
+        """{step: {"submitted", "done", "first": first submission, "last": last answer (or None)}}."""
+        with self._lock:
+            return {step: dict(entry) for step, entry in self._steps.items()}
+
+
+live_calls = LiveCalls()

@@ -44,10 +44,13 @@ class OpenAIChatClient(ChatClient):
         self.temperature = temperature
         self._api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
 
-    def build_request(self, messages: list[dict], *, json_output: bool, max_tokens: int, attempt: int = 0):
+    def build_request(self, messages: list[dict], *, json_output: bool | dict, max_tokens: int, attempt: int = 0):
         body = {"model": self.model, "messages": messages, "temperature": self.temperature,
                 "max_tokens": max_tokens}
-        if json_output:
+        if isinstance(json_output, dict):
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "answer", "strict": True, "schema": json_output}}
+        elif json_output:
             body["response_format"] = {"type": "json_object"}
         headers = {"Content-Type": "application/json", ATTEMPT_HEADER: str(attempt)}
         if self._api_key:

@@ -10,6 +10,7 @@ import re
 
 MAX_SUMMARY_CHARS = 500
 MAX_NAME_WORDS = 10
+MAX_DESCRIPTION_SENTENCES = 2
 
 
 class MalformedOutput(ValueError):
@@ -71,22 +72,23 @@ def _string_list(text: str) -> tuple[list[str], bool]:
     return [" ".join(x.lower().split()) for x in data], repaired
 
 
-def parse_keyword_choice(text: str, keywords: tuple[str, ...], max_keywords: int) -> tuple[list[str], bool]:
-    """(distinct keywords of K, at most max_keywords; repaired?). ['NA'] means none fits: [].
-
-    Words outside K are dropped here (and again by the pipeline, which never trusts a selector), so a
-    model that invents words, repeats one or returns too many still yields a valid choice.
-    """
-    words, repaired = _string_list(text)
-    # Small models answer a long list with its first entries in order, or one word repeated: that
-    # is not a choice, and the offline selector should answer instead.
-    if len(words) >= 3 and (words == list(keywords[:len(words)]) or len(set(words)) == 1):
-        raise MalformedOutput("degenerate choice: K's first keywords in order, or one word repeated")
-    allowed = set(keywords)
-    picked = [w for w in dict.fromkeys(words) if w in allowed]
-    if len(picked) != len(words) and words != ["na"]:
-        repaired = True
-    return picked[:max_keywords], repaired
+def parse_topic_keywords(text: str, max_keywords: int) -> tuple[list[str], bool]:
+    """(distinct lower-case keywords, at most max_keywords; repaired?) from {"keywords": [...]} or a bare
+    list. These are the model's own words: the selector maps them onto K (keyword_mapping.py)."""
+    body = text.strip() if isinstance(text, str) else text
+    if isinstance(body, str) and body.lstrip("`json \n").startswith("["):
+        words, repaired = _string_list(text)
+    else:
+        data, repaired = _payload(text, "{", "}")
+        value = next((v for k, v in data.items() if str(k).strip().lower() == "keywords"), None) \
+            if isinstance(data, dict) else None
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise MalformedOutput("no list of keyword strings")
+        words = [" ".join(x.lower().split()) for x in value]
+    distinct = [w for w in dict.fromkeys(words) if w and w != "na"]
+    if len(distinct) != len(words) or len(distinct) > max_keywords:
+        repaired = repaired or words != ["na"]
+    return distinct[:max_keywords], repaired
 
 
 def parse_proposed_keywords(text: str, max_keywords: int) -> tuple[list[str], bool]:
@@ -95,24 +97,28 @@ def parse_proposed_keywords(text: str, max_keywords: int) -> tuple[list[str], bo
     return words[:max_keywords], repaired
 
 
-_TOPIC = re.compile(r"<topic>(.*?)</topic>", re.S | re.I)
-_DESCRIPTION = re.compile(r"<description>(.*?)</description>", re.S | re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 def parse_name(text: str) -> tuple[tuple[str, str], bool]:
-    """((name of at most 10 words, description), repaired?) from <topic>..</topic><description>..</description>."""
-    if not isinstance(text, str):
-        raise MalformedOutput("empty answer")
-    topic, description = _TOPIC.search(text), _DESCRIPTION.search(text)
-    if not topic or not description:
-        raise MalformedOutput("no <topic> or <description>")
-    name = " ".join(topic.group(1).split()).strip(" .\"'")
-    description = " ".join(description.group(1).split())
+    """((name of at most 10 words, description of at most two sentences), repaired?) from
+    {"name": ..., "description": ...}."""
+    data, repaired = _payload(text, "{", "}")
+    if not isinstance(data, dict):
+        raise MalformedOutput("the name is not a JSON object")
+    fields = {str(k).strip().lower(): v for k, v in data.items()}
+    name, description = fields.get("name"), fields.get("description")
+    if not isinstance(name, str) or not isinstance(description, str):
+        raise MalformedOutput("no name or description")
+    name = " ".join(name.split()).strip(" .\"'")
+    description = " ".join(description.split())
     if not name or not description:
-        raise MalformedOutput("empty topic or description")
+        raise MalformedOutput("empty name or description")
     words = name.split()
-    repaired = len(words) > MAX_NAME_WORDS
-    return (" ".join(words[:MAX_NAME_WORDS]), description), repaired
+    sentences = _SENTENCE_END.split(description)
+    if len(words) > MAX_NAME_WORDS or len(sentences) > MAX_DESCRIPTION_SENTENCES:
+        repaired = True
+    return (" ".join(words[:MAX_NAME_WORDS]), " ".join(sentences[:MAX_DESCRIPTION_SENTENCES])), repaired
 
 
 def parse_refinement(text: str) -> tuple[tuple[list[str], list[str]], bool]:

@@ -1,4 +1,5 @@
-"""URANIA's prompts (facet extraction after Clio, keyword selection from K, naming from keywords only).
+"""URANIA's prompts (facet extraction after Clio, free topic keywords that the selector maps onto K,
+naming from keywords only).
 
 Each builder returns chat messages [{"role": ..., "content": ...}]. Only the facet and keyword-proposal
 prompts carry (pseudonymized) conversation text; the keyword-selection prompt carries a facet summary;
@@ -12,36 +13,53 @@ import json
 
 SYSTEM = "You are a careful analyst of chatbot usage. Follow the output format exactly."
 
-FACET_INSTRUCTIONS = """The following is a conversation between a user and an AI assistant.
+# Every prompt puts its fixed instructions first and the variable part (conversation, summary,
+# keywords) last, so an llama.cpp or vLLM server reuses the cached prefix and processes only the
+# tail of each request; every answer is one JSON object whose schema (below) a server can enforce.
+
+FACET_INSTRUCTIONS = """Below is a conversation between a user and an AI assistant. Describe what the \
+user asked for or talked about in one sentence of at most 25 words, without names, contact details or \
+other identifying information. Answer with one JSON object and nothing else: {{"summary": "<the sentence>"}}
 
 <conversation>
 {conversation}
-</conversation>
+</conversation>"""
 
-Describe the conversation's facets. Answer with one JSON object and nothing else:
-{{"Summary": "<one sentence, at most 25 words, saying what the user asked for or talked about; no names, \
-contact details or other identifying information>", "Language": "<main language of the user>", \
-"Task": "<the kind of task, in a few words>"}}"""
+FACET_SCHEMA = {"type": "object", "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": 300}},
+                "required": ["summary"], "additionalProperties": False}
 
-SELECT_INSTRUCTIONS = """Here is a list of keywords:
-{keywords}
+SELECT_INSTRUCTIONS = """Below is what a user wrote to an AI assistant. Write up to {max_keywords} short \
+keywords (one to three words each, lower case) for the subject of the request, most important first: \
+its general subject area and the kind of task, not details such as names or numbers, and not the \
+assistant or the chat itself. Answer with one JSON object and nothing else: {{"keywords": ["...", "..."]}}
 
-Here is a summary of a conversation:
 <summary>
 {summary}
-</summary>
+</summary>"""
 
-Choose up to {max_keywords} keywords from the list above that best describe the topic of the summary. \
-Use the keywords exactly as they are written in the list. Answer with a Python list of strings and \
-nothing else, e.g. ['keyword one', 'keyword two']. If no keyword in the list fits, answer ['NA']."""
+NAME_INSTRUCTIONS = """The conversations of one topic are described only by the keywords below, from \
+most to least frequent. Give the topic a short name (at most 10 words) and a description of exactly \
+two sentences saying what people ask about. Use only the keywords: do not invent details, and do not \
+mention chatbots or assistants. Answer with one JSON object and nothing else: \
+{{"name": "...", "description": "..."}}
 
-NAME_INSTRUCTIONS = """A cluster of chatbot conversations is described by these keywords, from most to \
-least frequent:
+<keywords>
 {keywords}
+</keywords>"""
 
-Give the cluster a short topic name (at most 10 words) and a description of exactly two sentences. Use \
-only the keywords above; do not invent details. Answer in this format and nothing else:
-<topic>name</topic><description>two sentences</description>"""
+NAME_SCHEMA = {"type": "object",
+               "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 80},
+                              "description": {"type": "string", "minLength": 1, "maxLength": 400}},
+               "required": ["name", "description"], "additionalProperties": False}
+
+
+def keywords_schema(max_keywords: int) -> dict:
+    # Distinct entries are not enforced by llama.cpp (uniqueItems): the parser deduplicates.
+    return {"type": "object",
+            "properties": {"keywords": {"type": "array", "maxItems": max_keywords,
+                                        "items": {"type": "string", "minLength": 1, "maxLength": 40}}},
+            "required": ["keywords"], "additionalProperties": False}
+
 
 PROPOSE_INSTRUCTIONS = """Here is a summary of a conversation between a user and an AI assistant:
 <summary>
@@ -85,13 +103,12 @@ def facet_messages(conversation_text: str) -> list[dict]:
     return _messages(FACET_INSTRUCTIONS.format(conversation=conversation_text))
 
 
-def select_messages(summary: str, keywords: tuple[str, ...], max_keywords: int) -> list[dict]:
-    return _messages(SELECT_INSTRUCTIONS.format(keywords=json.dumps(list(keywords), ensure_ascii=False),
-                                                summary=summary, max_keywords=max_keywords))
+def select_messages(summary: str, max_keywords: int) -> list[dict]:
+    return _messages(SELECT_INSTRUCTIONS.format(summary=summary, max_keywords=max_keywords))
 
 
 def name_messages(keywords: list[str]) -> list[dict]:
-    return _messages(NAME_INSTRUCTIONS.format(keywords=json.dumps(list(keywords), ensure_ascii=False)))
+    return _messages(NAME_INSTRUCTIONS.format(keywords="\n".join(keywords)))
 
 
 def propose_messages(summary: str, max_keywords: int) -> list[dict]:

@@ -12,11 +12,13 @@ import functools
 
 import numpy as np
 
+from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig
 from backends.llm.fanout import CallSpec
-from backends.llm.metrics import StepCounters
+from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
+from backends.llm.metrics import StepCounters, live_calls
 from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
 from core.records import Conversation
 
@@ -42,6 +44,12 @@ class _LLMStep:
             from backends.llm.pseudonymize import shared_pseudonymizer
             self._pseudonymizer = shared_pseudonymizer()
 
+    def teardown(self) -> None:
+        """Releases the client (for the local backend, this process's model server once no step holds it)."""
+        caller, self._caller = self._caller, None
+        if caller is not None:
+            caller.client.close()
+
     def _private(self, texts: list[str]) -> list[str]:
         """Texts from one conversation, pseudonymized together (consistent pseudonyms) when configured."""
         if self._pseudonymizer is None:
@@ -49,7 +57,8 @@ class _LLMStep:
         return self._pseudonymizer.pseudonymize_texts(texts)
 
     def _run(self, specs: list[CallSpec]):
-        results = self._caller.call_many(specs)
+        live_calls.submitted(self.step, len(specs))
+        results = self._caller.call_many(specs, on_done=lambda _: live_calls.done(self.step))
         self.counters.record(results)
         return results
 
@@ -82,7 +91,8 @@ class LLMFacetExtractor(_LLMStep, FacetExtractor):
         messages = [m for m in conversation.messages if m.role in ("user", "assistant") and m.content.strip()]
         contents = self._private([m.content for m in messages])
         text = conversation_prompt_text([(m.role, c) for m, c in zip(messages, contents)])
-        return CallSpec(prompts.facet_messages(text), parsing.parse_facets, json_output=True, max_tokens=256)
+        return CallSpec(prompts.facet_messages(text), parsing.parse_facets, json_output=prompts.FACET_SCHEMA,
+                        max_tokens=128)
 
     def extract_batch(self, conversations: list[Conversation]) -> list[str]:
         self.setup()
@@ -94,27 +104,37 @@ class LLMFacetExtractor(_LLMStep, FacetExtractor):
 
 
 class LLMKeywordSelector(_LLMStep, KeywordSelector):
-    """Up to max_keywords keywords of K per facet; ['NA'] -> none. Failed calls: the offline selector."""
+    """The model writes up to max_keywords topic keywords of its own per facet; a KeywordMapper maps
+    them onto K (exact, else the nearest keyword by embedding above a floor). Failed calls: the
+    offline selector. Nothing outside K comes out (and SelectKeywords filters again)."""
 
     step = "keywords"
 
-    def __init__(self, config: LLMConfig, keywords: tuple[str, ...], fallback: KeywordSelector):
+    def __init__(self, config: LLMConfig, keywords: tuple[str, ...], fallback: KeywordSelector,
+                 mapper: ExactKeywordMapper | None = None, embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+                 embedding_backend: str = "torch"):
         super().__init__(config)
         self.keywords = tuple(keywords)
         self.fallback = fallback
+        self.mapper = mapper or EmbeddingKeywordMapper(self.keywords, embedding_model, embedding_backend)
 
     def setup(self) -> None:
         self._setup_llm(uses_private_text=True)
         self.fallback.setup()
+        self.mapper.setup()
 
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
         self.setup()
-        parse = functools.partial(_parse_choice, keywords=self.keywords, max_keywords=max_keywords)
-        specs = [CallSpec(prompts.select_messages(self._private([facet])[0], self.keywords, max_keywords), parse,
-                          max_tokens=128)
+        parse = functools.partial(_parse_keywords, max_keywords=max_keywords)
+        schema = prompts.keywords_schema(max_keywords)
+        specs = [CallSpec(prompts.select_messages(self._private([facet])[0], max_keywords), parse,
+                          json_output=schema, max_tokens=96)
                  for facet in facets]
         results = self._run(specs)
-        picks = [r.value if r.ok else None for r in results]
+        answered = [i for i, r in enumerate(results) if r.ok]
+        picks: list[list[str] | None] = [None] * len(facets)
+        for i, chosen in zip(answered, self.mapper.map([results[i].value for i in answered], max_keywords)):
+            picks[i] = chosen
         failed = [i for i, p in enumerate(picks) if p is None]
         if failed:
             fallback = self.fallback.select([facets[i] for i in failed], embeddings[failed], max_keywords)
@@ -123,12 +143,12 @@ class LLMKeywordSelector(_LLMStep, KeywordSelector):
         return picks
 
 
-def _parse_choice(text: str, keywords: tuple[str, ...], max_keywords: int):
-    return parsing.parse_keyword_choice(text, keywords, max_keywords)
+def _parse_keywords(text: str, max_keywords: int):
+    return parsing.parse_topic_keywords(text, max_keywords)
 
 
 class LLMClusterNamer(_LLMStep, ClusterNamer):
-    """<topic>/<description> from the DP-released keywords only; the offline namer when a call fails."""
+    """{"name", "description"} from the DP-released keywords only; the offline namer when a call fails."""
 
     step = "names"
 
@@ -144,7 +164,8 @@ class LLMClusterNamer(_LLMStep, ClusterNamer):
         if not keywords:  # nothing to name it from: no call
             return self.fallback.name(keywords)
         self.setup()
-        result = self._run([CallSpec(prompts.name_messages(keywords), parsing.parse_name, max_tokens=200)])[0]
+        result = self._run([CallSpec(prompts.name_messages(keywords), parsing.parse_name,
+                                     json_output=prompts.NAME_SCHEMA, max_tokens=200)])[0]
         return result.value if result.ok else self.fallback.name(keywords)
 
 
