@@ -42,3 +42,10 @@ def test_measured_recall_and_topic_damage_on_the_labelled_examples(pseudonymizer
     print(result["recall"], result["topic_entities_replaced"])
     # measured 34/36 and 3/45 (eval/pseudonymization.py); a drop means a regression
     assert result["recall"] >= 0.9 and result["topic_entities_replaced"] <= 5
+
+
+def test_a_person_named_by_a_word_of_a_keyword_is_still_replaced(pseudonymizer):
+    # "grant" is a word of a keyword ("grant proposal"), not a keyword.
+    assert "grant proposal" in pseudonymizer.topic_terms and "grant" not in pseudonymizer.topic_terms
+    out = pseudonymizer.pseudonymize("Please write a thank-you note to Grant Whitfield for his help with my thesis.")
+    assert "Grant" not in out and "<PERSON_1>" in out

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import local_pipeline
-from transforms.dp_document_frequencies import _CountDocumentsFn
+from transforms.dp_document_frequencies import _CountUsersFn
 from transforms.sum_arrays import SumArraysFn
 
 
@@ -25,8 +25,8 @@ def test_no_input_sums_to_zeros_and_a_wrong_shape_is_refused():
         combine.add_input(combine.create_accumulator(), np.ones(3))  # would broadcast silently
 
 
-def test_document_counts_add_one_at_each_index_and_merge_like_any_sum():
-    combine = _CountDocumentsFn(buckets=4)
+def test_user_counts_add_one_at_each_index_and_merge_like_any_sum():
+    combine = _CountUsersFn(buckets=4)
     first = combine.add_input(combine.create_accumulator(), np.array([0, 2, 4]))
     second = combine.add_input(combine.create_accumulator(), np.array([2, 4]))
     np.testing.assert_array_equal(combine.merge_accumulators([first, second]), [1, 0, 2, 0, 2])
