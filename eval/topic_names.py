@@ -26,6 +26,7 @@ import statistics
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.data import embed_cached, load_dataset
+from eval.topic_quality import group_purity as purity_of_groups
 from eval.urania_inprocess import UraniaConfig, run_urania
 from transforms.topic_hierarchy import group_labels, number_of_groups, topic_vectors
 
@@ -42,23 +43,13 @@ def planted_topic_of_cluster(assignments: dict[str, int], planted: dict[str, str
 
 
 def group_purity(report: dict, planted_topic_of_cluster: dict[int, str]) -> dict:
-    """{"purity", "groups", "per_group": [{"name", "theme", "purity", "topics"}]} of report["hierarchy"]:
-    a group's purity is the share of its topics' noisy sizes in its majority planted theme; the overall
-    purity weighs groups by their sizes (so it is the share of all topics' sizes in their group's majority)."""
-    by_id = {t["id"]: t for t in report["topics"]}
-    per_group, in_majority, total = [], 0.0, 0.0
-    for group in report["hierarchy"]["groups"]:
-        weights: collections.Counter = collections.Counter()
-        for topic_id in group["topic_ids"]:
-            weights[THEME_OF_PLANTED[planted_topic_of_cluster[topic_id]]] += max(by_id[topic_id]["size"], 1)
-        theme = min(weights, key=lambda t: (-weights[t], t))
-        group_total = sum(weights.values())
-        per_group.append({"name": group["name"], "theme": theme, "purity": weights[theme] / group_total,
-                          "topics": len(group["topic_ids"])})
-        in_majority += weights[theme]
-        total += group_total
-    return {"purity": in_majority / total if total else float("nan"), "groups": len(per_group),
-            "per_group": per_group}
+    """{"purity", "groups"} of report["hierarchy"]: eval.topic_quality.group_purity with each topic
+    weighed by its noisy size (the old and new reports share sizes, so they compare like for like)."""
+    groups = report["hierarchy"]["groups"]
+    themes = {cluster: THEME_OF_PLANTED[planted] for cluster, planted in planted_topic_of_cluster.items()}
+    sizes = {topic["id"]: max(topic["size"], 1) for topic in report["topics"]}
+    purity = purity_of_groups(groups, themes, sizes)
+    return {"purity": float("nan") if purity is None else purity, "groups": len(groups)}
 
 
 def _themes_of_keyword() -> dict[str, set[str]]:

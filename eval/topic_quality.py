@@ -25,8 +25,7 @@ Generated data, against the planted topics:
   one of its expected keywords; mixed topics: released topics whose second planted topic holds
   >= 20% (and >= 30%) of their conversations; names (keywords) joining themes: released topics
   whose name (released keywords) contains expected keywords of planted topics of two different
-  themes; group purity of the hierarchy (the report's, else transforms.topic_hierarchy's
-  build_hierarchy on the released topics, as the job does): each topic's theme is its majority
+  themes; group purity of the report's hierarchy: each topic's theme is its majority
   planted topic's, each group's theme the one holding most of its conversations, purity the share
   of conversations (over all groups) in their group's theme.
 
@@ -59,7 +58,7 @@ import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from eval.data import RESULTS_DIR, Dataset, TextEmbedder, cache_path, embed_cached, load_dataset
+from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -290,20 +289,6 @@ def _noise_figures(report: dict) -> dict:
     return figures
 
 
-def hierarchy_groups(report: dict, config: UraniaConfig, seed: int) -> list[dict]:
-    """The report's hierarchy, else the job's (build_hierarchy on the released topics, offline namer)."""
-    if "hierarchy" in report:
-        return report["hierarchy"]["groups"]
-    from backends.offline import KeywordClusterNamer
-    from transforms.topic_hierarchy import build_hierarchy
-    return build_hierarchy(report["topics"], _embedder(config.embedding_model), KeywordClusterNamer(), seed)["groups"]
-
-
-@functools.lru_cache(maxsize=2)
-def _embedder(model: str) -> TextEmbedder:
-    return TextEmbedder(model)
-
-
 def measure(loaded: Loaded, config: UraniaConfig, seed: int, kmeans_labels: np.ndarray) -> dict:
     """One seed's figures: the private run, the epsilon = inf run on the same kept conversations."""
     data = loaded.dataset
@@ -336,7 +321,7 @@ def measure(loaded: Loaded, config: UraniaConfig, seed: int, kmeans_labels: np.n
         counts = composition({c: assignments[c] for c in in_released}, loaded.planted)
         themes = {p.name: p.theme for p in PLANTED_TOPICS}
         topic_theme = {t: themes[ranked_shares(n)[0][0]] for t, n in counts.items()}
-        groups = hierarchy_groups(report, config, seed)
+        groups = report["hierarchy"]["groups"]
         row["groups"] = len(groups)
         row["group_purity"] = group_purity(groups, topic_theme, {t: sum(n.values()) for t, n in counts.items()})
     row["seconds"] = seconds

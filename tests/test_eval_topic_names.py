@@ -22,8 +22,6 @@ def test_group_purity_is_the_size_weighted_share_of_topics_in_their_groups_major
     # Topic 2 (health, 5) in the software group: that group is 40/45 software; overall 95/100.
     mixed = group_purity(_report([[0, 1, 2], [3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)
     assert mixed["purity"] == pytest.approx(95 / 100)
-    assert [(g["theme"], round(g["purity"], 4), g["topics"]) for g in mixed["per_group"]] == [
-        ("software", round(40 / 45, 4), 3), ("health", 1.0, 2)]
     # One group holding everything: its majority theme's share.
     assert group_purity(_report([[0, 1, 2, 3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)["purity"] == 0.6
 
