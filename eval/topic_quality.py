@@ -58,6 +58,7 @@ import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
+from core.report import HISTOGRAM_SOURCE
 from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 
@@ -305,6 +306,8 @@ def measure(loaded: Loaded, config: UraniaConfig, seed: int, kmeans_labels: np.n
     position = {cid: i for i, cid in enumerate(ids)}
     kmeans = {cid: int(kmeans_labels[position[cid]]) for cid in assignments}
     labelled = sum(1 for t in topics if t["keywords"])
+    # Labelled from the DP keyword votes, not from the keywords nearest the DP centre (the fallback).
+    labelled_by_votes = sum(1 for t in topics if t["keywords"] and t.get("label_source") == HISTOGRAM_SOURCE)
     weighted, plain = keyword_occurrence(topics, assignments, dict(zip(ids, facets)))
     row = {
         "dataset": loaded.spec.name, "seed": seed, "k": config.num_clusters, "conversations": len(ids),
@@ -312,6 +315,8 @@ def measure(loaded: Loaded, config: UraniaConfig, seed: int, kmeans_labels: np.n
         "epsilon": report["privacy"].get("epsilon"), "delta": report["privacy"].get("delta"),
         **_noise_figures(report),
         "released": len(topics), "labelled": labelled, "labelled_share": labelled / len(topics) if topics else None,
+        "labelled_by_votes": labelled_by_votes,
+        "labelled_by_votes_share": labelled_by_votes / len(topics) if topics else None,
         "occurrence_weighted": weighted, "occurrence_plain": plain,
         "agree_nonprivate": nmi([assignments[c] for c in in_released], [nonprivate[c] for c in in_released]),
         "agree_kmeans": nmi([assignments[c] for c in in_released], [kmeans[c] for c in in_released]),
