@@ -20,7 +20,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from backends import factory
 from backends.keyword_categories import KeywordCategories
-from backends.keyword_set import LEGACY_RUN_PREFIX, KeywordSet, load_keyword_set
+from backends.keyword_set import LEGACY_RUN_PREFIX, KeywordSet, keyword_set_total, load_keyword_set
 from beam_jobs import progress
 from beam_jobs.job_runtime import (
     EXIT_BAD_OPTIONS,
@@ -310,7 +310,8 @@ def _reserve_budget(run_params: RunParams, context: RunContext, budget: RunBudge
     nightly = RunBudget.of([s for s in budget.entries if s.stage != "keyword_set"], nightly_delta)
     epsilon, delta = nightly.total()
     events = [entry.event for entry in nightly.entries]
-    set_epsilon, set_delta = sum(s.epsilon for s in keyword_set.spend), sum(s.delta for s in keyword_set.spend)
+    # The same figure the build charges (keyword_set_total: the set's events composed), whichever job charges it.
+    set_epsilon, set_delta, _ = keyword_set_total(keyword_set.spend)
     set_events = [spend_event(s) for s in keyword_set.spend]
     set_date = keyword_set.ledger_date or context.ledger_date
     # Committed: the set exists and its spend happened, whatever becomes of this run.

@@ -181,8 +181,9 @@ class ClusteringParams(Params):
         "pca", "Basis whose first coordinates DP k-means keeps: pca (the principal directions of the bundled "
         "public keyword set's embeddings) or random (seeded).", choices=BASES, public=True)
     expected_users: int | None = flag(
-        None, "Public hint of the number of users for --projection_dim auto; skips the DP user count. It must "
-        "not be read off the data being processed.", type=int, public=True)
+        None, "Public hint of the number of users for --projection_dim auto; skips the DP user count. It is "
+        "released as given: never take it from the data being processed or from any private output (e.g. "
+        "run_stats.json) of runs over the same users; a past report's DP figures are fine.", type=int, public=True)
     min_cluster_size: float = flag(25, "tau: clusters with a smaller noisy size are dropped.", type=float,
                                    public=True)
 
@@ -192,12 +193,12 @@ class ClusteringParams(Params):
         check(self.projection_dim >= 0 or self.projection_dim == AUTO_DIMENSION,
               "--projection_dim must be auto, 0 or a positive dimension")
         check(self.expected_users is None or self.expected_users >= 1, "--expected_users must be >= 1")
+        check(self.min_cluster_size >= 0, "--min_cluster_size must be >= 0")
 
     @property
     def counts_users(self) -> bool:
         """Whether the run releases a DP user count (auto dimension without a public hint)."""
         return self.projection_dim == AUTO_DIMENSION and self.expected_users is None
-        check(self.min_cluster_size >= 0, "--min_cluster_size must be >= 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +283,9 @@ class KeywordParams(Params):
         check(1 <= self.keywords_per_vote <= 20, "--keywords_per_vote must be in [1, 20]")
         check(0 < self.false_keywords_per_topic < 0.5, "--false_keywords_per_topic must be in (0, 0.5)")
         check(self.keyword_candidates >= 0, "--keyword_candidates must be >= 0 (0 = all of K)")
+        # The floor's union bound counts keyword_candidates candidates: fewer than t would not be what is ranked.
+        check(self.keyword_candidates == 0 or self.keyword_candidates >= self.keywords_per_cluster,
+              "--keyword_candidates must be 0 or at least --keywords_per_cluster")
         check(self.keywords_per_cluster >= 1, "--keywords_per_cluster must be >= 1")
         check(1 <= self.max_keywords_per_conversation <= 20, "--max_keywords_per_conversation must be in [1, 20]")
         check(-1 <= self.keyword_min_similarity <= 1, "--keyword_min_similarity must be in [-1, 1]")

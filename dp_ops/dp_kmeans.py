@@ -141,7 +141,8 @@ class NoiseCalibration:
             sensitivity=USER_L2_SENSITIVITY,
             noise={"kind": "gaussian", "sigma": self.sigma, "per": "coordinate of each cluster sum",
                    "releases": self.releases,
-                   "dimension": "auto: from the DP user count" if params.automatic else params.dim},
+                   "dimension": ("auto: from the number of users (the DP user count, or --expected_users)"
+                                 if params.automatic else params.dim)},
             event=event_to_json(self.event()),
         )
 

@@ -62,5 +62,7 @@ class LLMConfig:
         from backends.llm.cache import ResponseCache
         return Caller(client or self.make_client(), backend=self.backend, model=self.model,
                       timeout_s=self.timeout_s, policy=RetryPolicy(self.max_retries, self.backoff_base_s),
-                      max_concurrency=self.max_concurrency,
+                      # local: one request at a time, so a request's timeout never counts time spent
+                      # queued behind other users' requests (one slot, local_slots).
+                      max_concurrency=1 if self.backend == "local" else self.max_concurrency,
                       cache=ResponseCache(self.cache_path) if self.cache_path else None)

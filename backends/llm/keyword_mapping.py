@@ -66,7 +66,8 @@ class EmbeddingKeywordMapper(ExactKeywordMapper):
         self.setup()
         from backends import embedding
         from dp_ops.rowwise import rowwise_matmul
-        vectors = embedding.embed_texts(self.model_name, words, backend=self.backend)
+        # One word at a time, so a word's vector never depends on the other words (other users') batched with it.
+        vectors = np.concatenate([embedding.embed_texts(self.model_name, [word], backend=self.backend) for word in words])
         similarities = rowwise_matmul(vectors, self._keyword_embeddings.T)
         best = similarities.argmax(axis=1)
         return [(self.keywords[j], float(similarities[i, j])) for i, j in enumerate(best)]

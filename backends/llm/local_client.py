@@ -9,8 +9,8 @@ names or a path to any GGUF file; without it the first installed of LOCAL_MODELS
 Threads: llama.cpp parallelises one request over OpenMP threads. With OpenMP's default active
 spin-waiting, two threads on cores other processes share collapsed to ~1 token/s here, so the
 server runs with OMP_WAIT_POLICY=PASSIVE (set before libgomp loads, unless already set) and
---llm_threads (default: half the cores, at least 1). --llm_max_concurrency requests in flight are
-served by one llama.cpp slot (continuous batching) per thread, up to MAX_SLOTS (local_slots).
+--llm_threads (default: half the cores, at least 1). Record independence: one slot, one request at a
+time and no prompt cache, so every answer is computed from its own prompt alone (local_slots).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ log = logging.getLogger("urania.llm")
 GGUF_MAGIC = b"GGUF"
 # Tokens of context per slot: the facet prompt (<= 6,000 characters of conversation) plus its answer.
 CONTEXT_TOKENS_PER_SLOT = 4096
-MAX_SLOTS = 4
 HEALTH_TIMEOUT_S = 60.0
 
 
@@ -108,11 +107,12 @@ def default_threads() -> int:
 
 
 def local_slots(max_concurrency: int, threads: int) -> int:
-    """llama.cpp slots (continuous batching) for --llm_max_concurrency requests in flight: one per thread,
-    at most MAX_SLOTS. Two slots on one thread were no faster than one (0.042 vs 0.047 calls/s, 0.5B,
-    docs/llm_backends.md), and each slot warms its own prompt cache; requests beyond the slots wait in
-    the server's queue."""
-    return max(1, min(max_concurrency, threads, MAX_SLOTS))
+    """One llama.cpp slot, whatever the concurrency: requests in one batch (continuous batching over
+    several slots) do not get bit-identical results across batch compositions, so a conversation's
+    keywords or facet could depend on another user's request in flight with it (record independence,
+    docs/privacy.md). Two slots on one thread were no faster anyway (0.042 vs 0.047 calls/s, 0.5B,
+    docs/llm_backends.md)."""
+    return 1
 
 
 class LocalServer:
@@ -131,7 +131,10 @@ class LocalServer:
         params.n_ctx = CONTEXT_TOKENS_PER_SLOT * slots
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
-        params.cache_prompt = True  # a request sharing a prefix with a slot's last one skips it
+        # No prompt cache: a reused prefix was computed inside the previous (private) request's batch,
+        # and llama.cpp does not promise identical results then, so one user's request could change
+        # another's answer. Every request is computed from its own prompt alone.
+        params.cache_prompt = False
         params.warmup = False
         params.verbosity = -1
         params.endpoint_metrics = True
