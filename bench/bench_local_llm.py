@@ -32,7 +32,7 @@ from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from eval.data import embed_cached, load_dataset
+from eval.data import embed_cached, load_dataset, planted_topics
 
 METRIC = re.compile(r"^llamacpp:(\w+) ([0-9.e+-]+)$", re.M)
 
@@ -49,15 +49,7 @@ def _config(model: str, slots: int, threads: int) -> LLMConfig:
 def planted_sample(path: str, per_topic: int, calls: int):
     """(facets, embeddings, planted topic names) of up to `calls` conversations, round robin over topics."""
     dataset = load_dataset(path)
-    planted = {}
-    with open(path) as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "planted_topic" in record:
-                planted[str(record.get("conversation_id"))] = record["planted_topic"]
+    planted = planted_topics(path)
     by_topic: dict[str, list[int]] = {}
     for i, conversation in enumerate(dataset.conversations):
         topic = planted.get(conversation.conversation_id)

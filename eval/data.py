@@ -65,6 +65,27 @@ def load_dataset(path: str, facet_max_chars: int = 1000, limit: int | None = Non
     return Dataset(conversations, [extractor.extract(c) for c in conversations], dead)
 
 
+def planted_topics(path: str) -> dict[str, str]:
+    """{conversation id: planted topic} of a generated data set's records (beam_jobs.generate_sample
+    writes `planted_topic`, which the job ignores); {} for data without it. Lines that are not JSON
+    objects are skipped: load_dataset counts them."""
+    import json
+    planted = {}
+    opener = open
+    if path.endswith(".gz"):
+        import gzip
+        opener = gzip.open
+    with opener(path, "rb") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "planted_topic" in record:
+                planted[str(record.get("conversation_id"))] = record["planted_topic"]
+    return planted
+
+
 def _texts_key(model: str, texts: list[str]) -> str:
     digest = hashlib.sha256(model.encode())
     for text in texts:

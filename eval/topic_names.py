@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import json
 import re
 import statistics
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from eval.data import embed_cached, load_dataset
+from eval.data import embed_cached, load_dataset, planted_topics
 from eval.topic_quality import group_purity as purity_of_groups
 from eval.urania_inprocess import UraniaConfig, run_urania
 from transforms.topic_hierarchy import group_labels, number_of_groups, topic_vectors
@@ -112,23 +111,10 @@ def previous_report(report: dict, embed, groups: int | None = None) -> dict:
     return {**report, "topics": topics, "hierarchy": {"groups": grouped}}
 
 
-def _planted(path: str) -> dict[str, str]:
-    planted = {}
-    with open(path, "rb") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "planted_topic" in record:
-                planted[record["conversation_id"]] = record["planted_topic"]
-    return planted
-
-
 def evaluate(data: str, num_clusters: int, seeds: list[int], show: int = 0) -> list[dict]:
     dataset = load_dataset(data)
     embeddings = embed_cached(dataset.facets)
-    planted = _planted(data)
+    planted = planted_topics(data)
     rows = []
     for seed in seeds:
         report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,

@@ -44,7 +44,6 @@ import collections
 import csv
 import dataclasses
 import functools
-import json
 import math
 import os
 import re
@@ -59,7 +58,7 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import HISTOGRAM_SOURCE
-from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset
+from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, run_urania
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -265,12 +264,7 @@ def load(spec: DataSpec, skip_uncached: bool, model: str) -> Loaded | None:
     ids = dataset.conversation_ids
     if len(set(ids)) != len(ids):
         raise SystemExit(f"{path}: conversation ids repeat; assignments are keyed by them")
-    planted = {}
-    with open(path, "rb") as handle:
-        for line in handle:
-            record = json.loads(line)
-            if "planted_topic" in record:
-                planted[record["conversation_id"]] = record["planted_topic"]
+    planted = planted_topics(path)
     if planted and not all(cid in planted for cid in ids):
         raise SystemExit(f"{path}: only some records have planted_topic")
     return Loaded(spec, dataset, embed_cached(dataset.facets, model), planted or None)
