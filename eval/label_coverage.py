@@ -21,44 +21,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import re
 import statistics
 import time
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import HISTOGRAM_SOURCE
-from eval.data import embed_cached, load_dataset
+from eval.data import embed_cached, load_dataset, planted_topics
+from eval.topic_quality import config_overrides, mentions
 from eval.urania_inprocess import UraniaConfig, run_urania
-
-
-def planted_topics(path: str) -> dict[str, str]:
-    """conversation_id -> planted topic name (generated data only; empty for real data)."""
-    planted = {}
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("planted_topic"):
-                planted[str(record.get("conversation_id"))] = record["planted_topic"]
-    return planted
-
-
-def _contains_any(text: str, keywords: list[str]) -> bool:
-    return any(re.search(rf"\b{re.escape(k.lower())}\b", text) for k in keywords)
 
 
 def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:
     assignments = report["_private"]["assignments"]
-    text = dict(zip(conversation_ids, (f.lower() for f in facets)))
+    text = dict(zip(conversation_ids, facets))
     members: dict[int, list[str]] = {}
     for conversation_id, cluster in assignments.items():
         members.setdefault(cluster, []).append(conversation_id)
     topics = report["topics"]
     from_histogram = [t for t in topics if t["keywords"] and t.get("label_source", HISTOGRAM_SOURCE) == HISTOGRAM_SOURCE]
-    shares = [statistics.fmean(_contains_any(text[c], t["keywords"]) for c in members.get(t["id"], []))
+    shares = [statistics.fmean(any(mentions(text[c], k) for k in t["keywords"]) for c in members.get(t["id"], []))
               for t in from_histogram if members.get(t["id"])]
     named = set()
     expected = {p.name: {k.lower() for k in p.expected_keywords} for p in PLANTED_TOPICS}
@@ -80,34 +61,13 @@ def label_figures(report: dict, conversation_ids: list[str], facets: list[str], 
     }
 
 
-def _parse_overrides(items: list[str]) -> dict:
-    fields = {f.name: f for f in dataclasses.fields(UraniaConfig)}
-    overrides = {}
-    for item in items:
-        name, _, value = item.partition("=")
-        if name not in fields:
-            raise SystemExit(f"--set: UraniaConfig has no field {name!r}; fields: {', '.join(fields)}")
-        default = getattr(UraniaConfig, name)
-        if value == "None":
-            overrides[name] = None
-        elif isinstance(default, bool):
-            overrides[name] = value.lower() in ("1", "true", "yes")
-        elif isinstance(default, int) and value.lstrip("-").isdigit():
-            overrides[name] = int(value)
-        elif isinstance(default, float) or (isinstance(default, int) and not value.isalpha()):
-            overrides[name] = float(value)
-        else:
-            overrides[name] = value
-    return overrides
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", action="append", required=True, help="NAME=PATH:K (repeatable)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
     args = parser.parse_args(argv)
-    overrides = _parse_overrides(args.set)
+    overrides = config_overrides(args.set)
     print(f"overrides: {overrides or 'none (the job defaults)'}; seeds {args.seeds}")
     print(f"{'data':8} {'k':>3} {'labelled/released':>18} {'(any source)':>12} {'planted named':>14} "
           f"{'kw share':>8} {'min users':>9} {'s/run':>6}")
