@@ -30,7 +30,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
 from dp_ops import dp_kmeans as km
-from eval.data import DEFAULT_CACHE_DIR, _texts_key, bound_contributions, embed_cached, load_dataset
+from eval.data import bound_contributions, cache_path, embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, choose_dimension, fit_kmeans, joint_calibration
 
 
@@ -47,16 +47,11 @@ class Data:
 def _load(spec: str, subset: bool) -> Data | None:
     path, k, *rest = spec.split(":")
     dataset = load_dataset(path)
-    from backends.embedding import DEFAULT_EMBEDDING_MODEL
-    if not os.path.exists(os.path.join(DEFAULT_CACHE_DIR, f"emb-{_texts_key(DEFAULT_EMBEDDING_MODEL, dataset.facets)}.npy")):
+    if not os.path.exists(cache_path(dataset.facets)):
         print(f"skipped {path}: not in the embedding cache yet", file=sys.stderr)
         return None
     embeddings = embed_cached(dataset.facets)
-    topics = {}
-    with open(path) as handle:
-        for line in handle:
-            record = json.loads(line)
-            topics[record["conversation_id"]] = record.get("planted_topic")
+    topics = planted_topics(path)
     labels = [topics.get(c) for c in dataset.conversation_ids]
     index = np.arange(len(dataset))
     name = os.path.basename(path).removesuffix(".jsonl")
