@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import re
 import sys
@@ -35,7 +34,7 @@ sys.path.insert(0, ROOT)
 from backends.embedding import DEFAULT_EMBEDDING_MODEL  # noqa: E402
 from backends.keyword_set import DEFAULT_KEYWORD_SET, KeywordSet, load_keyword_set  # noqa: E402
 from beam_jobs.sample_topics import PLANTED_TOPICS  # noqa: E402
-from eval.data import embed_cached, load_dataset  # noqa: E402
+from eval.data import embed_cached, load_dataset, planted_topics  # noqa: E402
 
 SHARED = os.path.join(ROOT, "..", "shared", "data")
 DEFAULT_DATASETS = (f"hh={SHARED}/hh_rlhf_harmless_test.jsonl,arena={SHARED}/arena_hard_v2_prompts.jsonl,"
@@ -146,8 +145,9 @@ def main(argv: list[str] | None = None) -> None:
             continue
         dataset = load_dataset(path)
         embeddings = embed_cached(dataset.facets, args.embedding_model)
-        planted = [json.loads(line).get("planted_topic") for line in open(path, "rb")] if data_name.startswith(
-            "gen") else []
+        # Per conversation, in the dataset's order (its valid records only).
+        planted_of = planted_topics(path) if data_name.startswith("gen") else {}
+        planted = [planted_of.get(c) for c in dataset.conversation_ids] if planted_of else []
         for name, s in sets.items():
             similarities = embeddings @ vectors[name].T
             figures = coverage(similarities, dataset.facets, patterns[name])

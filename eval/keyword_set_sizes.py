@@ -33,12 +33,12 @@ from pipeline_dp import partition_selection  # noqa: E402
 
 from beam_jobs.sample_topics import PLANTED_TOPICS  # noqa: E402
 from dp_ops.partition_selection import STRATEGIES  # noqa: E402
+from eval import data as eval_data  # noqa: E402
 
 
-def planted_topics(path: str) -> list:
+def planted_topics_in(path: str) -> list:
     """The planted topics the file's records carry (none for real data)."""
-    with open(path, encoding="utf-8") as lines:
-        names = {json.loads(line).get("planted_topic") for line in lines}
+    names = set(eval_data.planted_topics(path).values())
     return [topic for topic in PLANTED_TOPICS if topic.name in names]
 
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'data':<34} {'method':<6} {'eps':>4} {'|K|':>5} {'eps(K)':>7} {'delta(K)':>8} {'topics':>6} "
           f"{'s':>4}  sample")
     for data in args.data.split(","):
-        planted = planted_topics(data)
+        planted = planted_topics_in(data)
         name = os.path.basename(data)
         for method in args.methods.split(","):
             for epsilon in args.epsilons.split(","):
