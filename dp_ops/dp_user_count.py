@@ -17,8 +17,8 @@ import numpy as np
 
 from core.spend import MechanismSpend
 from dp_ops.dp_events import event_to_json
-from dp_ops.dp_kmeans import add_gaussian_noise
 from dp_ops.gaussian_accounting import epsilon_of_gaussian_releases
+from dp_ops.gaussian_noise import add_gaussian_noise
 
 # A user adds exactly 1 to the sum of weights (their weights sum to 1).
 USER_COUNT_SENSITIVITY = 1.0

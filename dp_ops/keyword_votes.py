@@ -25,7 +25,8 @@ import dp_accounting
 import numpy as np
 
 from core.spend import MechanismSpend
-from dp_ops.dp_events import composed_epsilon, event_to_json
+from dp_ops.dp_events import event_to_json
+from dp_ops.gaussian_accounting import epsilon_of_gaussian_releases
 from dp_ops.gaussian_noise import add_gaussian_noise
 
 STAGE = "keyword_histograms"
@@ -80,7 +81,7 @@ def vote_spend(noise_multiplier: float, delta: float) -> MechanismSpend:
         stage=STAGE,
         mechanism="weighted keyword votes: Gaussian sum per (cluster, keyword) over public partitions "
                   "(each conversation weighs 1/n_u; user L2 <= 1)",
-        epsilon=composed_epsilon([event], delta),
+        epsilon=epsilon_of_gaussian_releases(noise_multiplier, 1, delta),
         delta=delta,
         sensitivity=VOTE_L2_SENSITIVITY,
         noise={"kind": "gaussian", "sigma": sigma, "std": sigma, "per": "(cluster, keyword) sum, in users"},
