@@ -14,6 +14,10 @@ over the seeds:
   keyword share         per histogram-labelled topic, the share of its conversations whose text
                         contains one of its keywords (as a word), averaged over those topics
   min users             privacy.min_users_to_label_a_topic, when the report has it
+  ceiling               the votes' upper bound, exact and with one topic holding every kept
+                        conversation: the heaviest keyword's summed weight (in users), and how many
+                        keywords of K reach "min users". A data set whose whole vote falls short
+                        cannot have a topic labelled by the DP votes however it is clustered.
 `--set FIELD=VALUE` overrides a UraniaConfig field (the job's flags of the same name).
 """
 
@@ -26,9 +30,10 @@ import time
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import HISTOGRAM_SOURCE
-from eval.data import embed_cached, load_dataset, planted_topics
+from dp_ops.keyword_votes import conversation_votes
+from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics
 from eval.topic_quality import config_overrides, mentions
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, _keywords, _selector, run_urania
 
 
 def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:
@@ -61,6 +66,22 @@ def label_figures(report: dict, conversation_ids: list[str], facets: list[str], 
     }
 
 
+def whole_set_votes(dataset, embeddings, config: UraniaConfig, seed: int = 0) -> dict[str, float]:
+    """Exact weighted votes per keyword over every kept conversation (one topic, no noise): the most
+    any topic of any clustering could gather. Same bounding, selector and vote rule as run_urania."""
+    keywords = _keywords(config.keyword_set).keywords
+    kept, weights = bound_contributions(dataset.user_ids, dataset.conversation_ids,
+                                        config.max_conversations_per_user, seed)
+    selector = _selector(keywords, config.embedding_model, config.keyword_min_similarity)
+    picks = selector.select([dataset.facets[i] for i in kept], embeddings[kept], config.keywords_per_vote)
+    in_k, totals = frozenset(keywords), {}
+    for chosen, weight in zip(picks, weights):
+        in_set = list(dict.fromkeys(k for k in chosen if k in in_k))
+        for keyword, value in conversation_votes(in_set, float(weight), config.keywords_per_vote):
+            totals[keyword] = totals.get(keyword, 0.0) + value
+    return totals
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", action="append", required=True, help="NAME=PATH:K (repeatable)")
@@ -70,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     overrides = config_overrides(args.set)
     print(f"overrides: {overrides or 'none (the job defaults)'}; seeds {args.seeds}")
     print(f"{'data':8} {'k':>3} {'labelled/released':>18} {'(any source)':>12} {'planted named':>14} "
-          f"{'kw share':>8} {'min users':>9} {'s/run':>6}")
+          f"{'kw share':>8} {'min users':>9} {'s/run':>6}  ceiling: top keyword (users), keywords >= min users")
     for spec in args.data:
         name, _, rest = spec.partition("=")
         path, _, k = rest.rpartition(":")
@@ -88,9 +109,12 @@ def main(argv: list[str] | None = None) -> None:
         mean = lambda key: statistics.fmean(r[key] for r in rows)  # noqa: E731
         named = (f"{mean('planted_named'):.1f}/{rows[0]['planted_present']}" if planted else "-")
         min_users = rows[0]["min_users"]
+        totals = whole_set_votes(dataset, embeddings, config)
+        top = max(totals.values(), default=0.0)
+        reaching = sum(value >= min_users for value in totals.values()) if min_users is not None else "-"
         print(f"{name:8} {k:>3} {mean('labelled_histogram'):>8.1f}/{mean('released'):<9.1f} "
               f"{mean('labelled_any'):>12.1f} {named:>14} {mean('keyword_share'):>8.2f} "
-              f"{min_users if min_users is not None else '-':>9} {seconds:>6.1f}", flush=True)
+              f"{min_users if min_users is not None else '-':>9} {seconds:>6.1f}  {top:.1f}, {reaching}", flush=True)
 
 
 if __name__ == "__main__":

@@ -160,8 +160,14 @@ def _public_vectors(model: str) -> np.ndarray:
     return basis_keyword_vectors(model)
 
 
-@functools.lru_cache(maxsize=4)
 def _basis(params: km.DPKMeansParams, model: str) -> np.ndarray | None:
+    # The pca basis does not depend on the seed: without this, runs with a seed each (membership
+    # inference: one per run) would redo its 384 x 384 eigendecomposition every time.
+    return _cached_basis(dataclasses.replace(params, seed=0) if params.basis == "pca" else params, model)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_basis(params: km.DPKMeansParams, model: str) -> np.ndarray | None:
     return km.clustering_basis(params, _public_vectors(model) if params.basis == "pca" else None)
 
 

@@ -1,0 +1,26 @@
+"""eval/label_coverage.py's vote ceiling: the exact whole-set votes obey the job's user-level bound."""
+
+import math
+
+import pytest
+
+from core.records import Conversation, Message
+from eval.data import Dataset, TextEmbedder
+from eval.label_coverage import whole_set_votes
+from eval.urania_inprocess import UraniaConfig
+
+
+@pytest.mark.slow
+def test_whole_set_votes_count_each_user_once_however_many_conversations():
+    texts = ["How do I write SQL joins across three tables?"] * 12 + ["Explain SQL joins with an example query."]
+    users = ["heavy"] * 12 + ["light"]
+    conversations = [Conversation(f"c{i}", user, None, (Message("user", text),))
+                     for i, (user, text) in enumerate(zip(users, texts))]
+    dataset = Dataset(conversations, texts)
+    config = UraniaConfig(num_clusters=1)
+    totals = whole_set_votes(dataset, TextEmbedder(config.embedding_model)(texts), config)
+    # Each user's vote vector has L2 norm <= 1 (conversation weights 1/n_u, each split evenly over its
+    # keywords_per_vote keywords): both users vote "sql joins" and "sql", 1/sqrt(2) each, and the heavy
+    # user's 12 conversations count as one user, not twelve.
+    per_keyword = 1 / math.sqrt(config.keywords_per_vote)
+    assert totals == pytest.approx({"sql joins": 2 * per_keyword, "sql": 2 * per_keyword})
