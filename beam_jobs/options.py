@@ -323,7 +323,9 @@ class LLMParams(Params):
     llm_location: str | None = flag(
         None, "vertex backend: region (default $GOOGLE_CLOUD_LOCATION, else us-central1).")
     llm_max_concurrency: int = flag(8, "Model calls in flight per worker process.", type=int)
-    llm_timeout_s: float = flag(60.0, "Timeout of one model request, in seconds.", type=float)
+    llm_timeout_s: float | None = flag(
+        None, "Timeout of one model request, in seconds (default: 60; local backend: 600, since a CPU model "
+              "takes minutes on a long conversation when other work shares the cores).", type=float)
     llm_max_retries: int = flag(
         4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter) before the "
            "offline fallback answers for that element.", type=int)
@@ -341,7 +343,8 @@ class LLMParams(Params):
               f"--llm_steps must be a comma-separated subset of {','.join(STEPS)}, got {self.llm_steps!r}")
         check(self.llm_threads is None or self.llm_threads >= 1, "--llm_threads must be >= 1")
         check(self.llm_max_concurrency >= 1, "--llm_max_concurrency must be >= 1")
-        check(self.llm_timeout_s > 0 and math.isfinite(self.llm_timeout_s), "--llm_timeout_s must be a positive number")
+        check(self.llm_timeout_s is None or (self.llm_timeout_s > 0 and math.isfinite(self.llm_timeout_s)),
+              "--llm_timeout_s must be a positive number")
         check(self.llm_max_retries >= 0, "--llm_max_retries must be >= 0")
         if self.llm_backend == "openai":
             check(bool(self.llm_base_url), "--llm_backend=openai needs --llm_base_url (e.g. http://host:8000/v1)")
@@ -358,6 +361,11 @@ class LLMParams(Params):
         if self.llm_backend == "vertex":
             check(bool(self.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
                   "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
+
+    @property
+    def timeout_s(self) -> float:
+        """--llm_timeout_s, or its default for the backend."""
+        return self.llm_timeout_s if self.llm_timeout_s is not None else default_timeout_s(self.llm_backend)
 
     def config(self):
         """The backend's LLMConfig (backends/llm/config.py), or None for the offline backend (then
@@ -376,7 +384,7 @@ class LLMParams(Params):
             project=vertex_project(self.llm_project) if vertex else self.llm_project,
             location=vertex_location(self.llm_location) if vertex else self.llm_location,
             max_concurrency=self.llm_max_concurrency,
-            timeout_s=self.llm_timeout_s,
+            timeout_s=self.timeout_s,
             max_retries=self.llm_max_retries,
             cache_path=self.llm_cache,
             pseudonymize=self.pseudonymize != "off" if self.pseudonymize else backend in REMOTE_BACKENDS,
@@ -385,6 +393,16 @@ class LLMParams(Params):
         )
         config.preflight()
         return config
+
+
+# --llm_timeout_s's defaults. Local: the 1.5B model computes ~25 prompt tokens/s on one loaded core, so
+# a 6,000-character conversation alone takes about a minute before the answer starts.
+REMOTE_TIMEOUT_S = 60.0
+LOCAL_TIMEOUT_S = 600.0
+
+
+def default_timeout_s(backend: str) -> float:
+    return LOCAL_TIMEOUT_S if backend == "local" else REMOTE_TIMEOUT_S
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,6 +21,7 @@ from beam_jobs.options import (
     PrivacyParams,
     ReadingParams,
     RunParams,
+    default_timeout_s,
     insights_params,
 )
 from core.run_context import make_run_context
@@ -271,3 +272,11 @@ def test_run_leaves_the_options_unchanged_and_records_the_resolved_values(tmp_pa
     assert options.seed is None and options.embedding_threads == 0
     stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
     assert isinstance(stats["seed"], int) and stats["embedding_threads"] == resolved_threads >= 1
+
+
+def test_llm_timeout_defaults_to_a_minute_remote_and_ten_local():
+    openai = LLMParams(llm_backend="openai", llm_base_url="http://h/v1", llm_model="m")
+    assert openai.timeout_s == 60.0 and dataclasses.replace(openai, llm_timeout_s=5.0).timeout_s == 5.0
+    assert LLMParams(llm_backend="vertex", llm_project="p").timeout_s == 60.0
+    # (A local LLMParams checks that the model is installed; the default is the backend's.)
+    assert default_timeout_s("local") == 600.0
