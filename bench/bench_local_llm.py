@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from backends.keyword_set import load_keyword_set
-from backends.llm import local_client
+from backends.llm import local_client, prompts
 from backends.llm.config import LLMConfig
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
@@ -43,11 +43,17 @@ def server_metrics(server) -> dict[str, float]:
 
 def _config(model: str, slots: int, threads: int) -> LLMConfig:
     return LLMConfig(backend="local", model=model, pseudonymize=False, max_retries=1, timeout_s=600,
-                     max_concurrency=slots, threads=threads)
+                     max_concurrency=slots, threads=threads, prefix_cache=slots == 1)
 
 
 def planted_sample(path: str, per_topic: int, calls: int):
     """(facets, embeddings, planted topic names) of up to `calls` conversations, round robin over topics."""
+    facets, topics = planted_facets(path, per_topic, calls)
+    return facets, embed_cached(facets), topics
+
+
+def planted_facets(path: str, per_topic: int, calls: int) -> tuple[list[str], list[str]]:
+    """(facets, planted topic names) of up to `calls` conversations, round robin over topics."""
     dataset = load_dataset(path)
     planted = planted_topics(path)
     by_topic: dict[str, list[int]] = {}
@@ -56,8 +62,7 @@ def planted_sample(path: str, per_topic: int, calls: int):
         if topic is not None and len(by_topic.setdefault(topic, [])) < per_topic:
             by_topic[topic].append(i)
     rounds = [by_topic[t][r] for r in range(per_topic) for t in sorted(by_topic) if r < len(by_topic[t])][:calls]
-    facets = [dataset.facets[i] for i in rounds]
-    return facets, embed_cached(facets), [planted[dataset.conversations[i].conversation_id] for i in rounds]
+    return [dataset.facets[i] for i in rounds], [planted[dataset.conversations[i].conversation_id] for i in rounds]
 
 
 def agreement(picks: list[list[str]], topics: list[str]) -> dict:
@@ -90,7 +95,9 @@ def keywords(args) -> None:
     examples = []
     for slots in [int(s) for s in args.slots.split(",")]:
         config = _config(args.model, slots, args.threads)
-        server = local_client.acquire_server(local_client.resolve_local_model(args.model), args.threads, slots)
+        # the prefix cache restores one slot: more slots are measured without it
+        server = local_client.acquire_server(local_client.resolve_local_model(args.model), args.threads, slots,
+                                             prefix_cache=slots == 1)
         try:
             mapper = _RecordingMapper(keyword_set, "all-MiniLM-L6-v2")
             selector = LLMKeywordSelector(config, keyword_set, fallback=offline, mapper=mapper)
@@ -132,6 +139,53 @@ def keywords(args) -> None:
     for topic, _, off, llm, words in examples[:args.examples]:
         print(f"| {topic} | {', '.join(off)} | {', '.join(words)} | {', '.join(llm)} |")
     print(json.dumps({"rows": [{"selector": r[0], "agreement": r[2], "speed": r[3]} for r in rows]}))
+
+
+def prefix_cache(args) -> None:
+    """The keyword step's calls with the public-prefix cache (local_client.PublicPrefixCache) and
+    without, on two servers of the model, the calls interleaved (cache first on even calls, second on
+    odd ones) so that the machine's speed swings hit both alike. Computed prompt tokens are the
+    server's own count (/metrics prompt_tokens_total), so "reused" = prompt tokens - computed."""
+    facets, _ = planted_facets(args.input, args.per_topic, args.calls)
+    clients = {on: local_client.LocalChatClient(args.model, threads=args.threads, prefix_cache=on) for on in (True, False)}
+    schema = prompts.keywords_schema(5)
+    calls: dict[bool, list[dict]] = {True: [], False: []}
+    try:
+        for i, facet in enumerate(facets):
+            for on in ((True, False) if i % 2 == 0 else (False, True)):
+                server = clients[on].server
+                before, started = server_metrics(server), time.monotonic()
+                answer = clients[on].complete(prompts.select_messages(facet, 5), json_output=schema, max_tokens=96,
+                                              timeout_s=600)
+                seconds, after = time.monotonic() - started, server_metrics(server)
+                calls[on].append({"seconds": seconds, "prompt_tokens": answer.prompt_tokens,
+                                  "computed": after["prompt_tokens_total"] - before["prompt_tokens_total"],
+                                  "prompt_seconds": after["prompt_seconds_total"] - before["prompt_seconds_total"],
+                                  "generated": answer.completion_tokens, "text": answer.text})
+        heads = clients[True].server.prefix_cache.counts["heads_computed"]
+    finally:
+        for client in clients.values():
+            client.close()
+    print(f"{args.model}, {args.threads} thread(s): {len(facets)} keyword calls of {args.input} each with and "
+          f"without the prefix cache, interleaved; the cached server computed {heads} head(s) once (in its "
+          f"first call)\n")
+    print("| prefix cache | s per call (mean) | s per call (median) | prompt tokens per call | computed | reused "
+          "| prompt s per call | generated tokens per call |\n|---|---|---|---|---|---|---|---|")
+    for on in (True, False):
+        rows = calls[on]
+        mean = {key: float(np.mean([r[key] for r in rows])) for key in ("seconds", "prompt_tokens", "computed",
+                                                                        "prompt_seconds", "generated")}
+        print(f"| {'on' if on else 'off'} | {mean['seconds']:.2f} | {np.median([r['seconds'] for r in rows]):.2f} | "
+              f"{mean['prompt_tokens']:.1f} | {mean['computed']:.1f} | {mean['prompt_tokens'] - mean['computed']:.1f} "
+              f"| {mean['prompt_seconds']:.2f} | {mean['generated']:.1f} |")
+    # every call after the first (which computes the head): the steady state
+    ratios = [off["seconds"] / on["seconds"] for on, off in zip(calls[True][1:], calls[False][1:])]
+    same = sum(on["text"] == off["text"] for on, off in zip(calls[True], calls[False]))
+    print(f"\nwithout / with the cache, per call after the first: median {np.median(ratios):.2f}x "
+          f"(min {min(ratios):.2f}, max {max(ratios):.2f}); the same answer text in {same} of {len(facets)} calls")
+    print(json.dumps({"model": args.model, "threads": args.threads, "heads_computed": heads,
+                      "calls": {"on" if on else "off": [{k: v for k, v in r.items() if k != "text"} for r in calls[on]]
+                                for on in calls}}))
 
 
 def names(args) -> None:
@@ -177,7 +231,7 @@ def cost(args) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("keywords", "names", "cost"))
+    parser.add_argument("command", choices=("keywords", "prefix_cache", "names", "cost"))
     parser.add_argument("--prompt_tps", type=float, default=55.0, help="cost: prompt tokens/s of one thread")
     parser.add_argument("--generate_tps", type=float, default=22.0, help="cost: generated tokens/s of one thread")
     parser.add_argument("--usd_per_vcpu_hour", type=float, default=0.056)
@@ -195,7 +249,7 @@ def main(argv=None) -> None:
     parser.add_argument("--epsilon", type=float, default=7.0, help="names: the run's epsilon (inf: no noise)")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
-    {"keywords": keywords, "names": names, "cost": cost}[args.command](args)
+    {"keywords": keywords, "prefix_cache": prefix_cache, "names": names, "cost": cost}[args.command](args)
 
 
 if __name__ == "__main__":

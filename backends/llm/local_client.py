@@ -131,6 +131,8 @@ class LocalServer:
     directory) and start every request from its head's state; off, every request is computed afresh."""
 
     def __init__(self, model_path: str, threads: int, slots: int, prefix_cache: bool = True):
+        if prefix_cache and slots != 1:
+            raise ValueError(f"the local LLM's prefix cache restores one slot; {slots} slots need prefix_cache=False")
         check_local_model(model_path)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when libgomp loads, with xllamacpp
         import xllamacpp
@@ -319,12 +321,12 @@ def _stop_all() -> None:
 
 
 class _PromptReusingClient(OpenAIChatClient):
-    """Asks the server to reuse the slot's tokens (cache_prompt): sent only right after the slot was set
+    """Asks the server to reuse slot 0's tokens (cache_prompt): sent only right after that slot was set
     to the request's public head (LocalServer.exclusive)."""
 
     def build_request(self, messages, **kwargs):
         request = super().build_request(messages, **kwargs)
-        request.data = json.dumps({**json.loads(request.data), "cache_prompt": True}).encode("utf-8")
+        request.data = json.dumps({**json.loads(request.data), "cache_prompt": True, "id_slot": 0}).encode("utf-8")
         return request
 
 
