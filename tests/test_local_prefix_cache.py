@@ -12,6 +12,7 @@ import urllib.request
 import pytest
 
 from backends.llm import local_client, prompts
+from backends.llm.client import RetryableError
 from backends.llm.local_client import LocalChatClient, LocalServer, PublicPrefixCache
 from tests.test_local_backend import TEST_MODEL, needs_local_model
 
@@ -65,6 +66,8 @@ class _FakeSlotServer:
                 if action == "save":
                     self.files[body["filename"]] = self.slot
                 elif action == "restore":
+                    if body["filename"] not in self.files:
+                        return None  # llama.cpp answers 400: no such file
                     self.slot = self.files[body["filename"]]
                 else:
                     self.slot = ""
@@ -89,8 +92,9 @@ class _FakeSlotServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                payload = json.dumps(fake.handle(self.path, body)).encode()
-                self.send_response(200)
+                answer = fake.handle(self.path, body)
+                payload = json.dumps(answer if answer is not None else {"error": "failed to open file"}).encode()
+                self.send_response(200 if answer is not None else 400)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -154,6 +158,19 @@ def test_without_the_prefix_cache_requests_reuse_nothing(monkeypatch):
         for record in RECORDS:
             client.complete(prompts.select_messages(record, 5), json_output=False, max_tokens=8, timeout_s=30)
     assert [chat["reused"] for chat in fake.chats] == ["", "", ""]
+
+
+def test_a_head_whose_saved_state_is_gone_is_computed_again_after_one_retryable_failure(monkeypatch):
+    messages = prompts.select_messages(RECORDS[0], 5)
+    with _FakeSlotServer() as fake:
+        client = _client_of(fake, monkeypatch)
+        client.complete(messages, json_output=False, max_tokens=8, timeout_s=30)
+        fake.files.clear()
+        with pytest.raises(RetryableError, match="local server slot: HTTPError"):
+            client.complete(messages, json_output=False, max_tokens=8, timeout_s=30)
+        client.complete(messages, json_output=False, max_tokens=8, timeout_s=30)
+    assert len(fake.chats) == 2 and fake.chats[0] == fake.chats[1] and fake.chats[1]["reused"]
+    assert client.server.prefix_cache.counts == {"heads_computed": 2, "restored": 2, "erased": 0}
 
 
 def _answer(server: LocalServer, messages: list[dict]) -> tuple:

@@ -237,7 +237,7 @@ class PublicPrefixCache:
     and the request, sent with cache_prompt, reuses the longest common token prefix of that state and
     its own prompt, computing the rest from the record alone. So what a request starts from is a
     function of its own head, whatever came before it: no token of another request is ever reused
-    (tests/test_local_backend.py checks that answers are bit-identical whatever ran first).
+    (tests/test_local_prefix_cache.py checks that answers are bit-identical whatever ran first).
 
     Callers hold LocalServer.lock (LocalServer.exclusive)."""
 
@@ -256,7 +256,11 @@ class PublicPrefixCache:
                 self._files[head] = self._compute(messages[0], head, timeout_s)
             file = self._files[head]
         if file is not None:
-            self._slot_action("restore", {"filename": file}, timeout_s)
+            try:
+                self._slot_action("restore", {"filename": file}, timeout_s)
+            except urllib.error.HTTPError:
+                del self._files[head]  # e.g. its file was removed: computed again on the next request
+                raise
             self.counts["restored"] += 1
             return True
         self._slot_action("erase", {}, timeout_s)
