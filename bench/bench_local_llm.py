@@ -5,10 +5,16 @@ keywords: the keyword step on conversations of a generated sample, a few per pla
 prompt and generated tokens/s, prompt-cache hit rate from the server's /metrics), and how often the
 selected keywords hit the planted topic's expected keywords, against the offline embedding selector.
 
+prefix_cache: the keyword step's prompt with the public-prefix cache (local_client.PublicPrefixCache) and
+without, interleaved call by call on two servers: seconds, prompt tokens computed and reused per call.
+Measured (20 calls, 1 thread, load ~4-5; docs/llm_backends.md): 0.5B 2.93 vs 4.91 s a call, 1.5B 6.89
+vs 13.29 s; 56 of 161 prompt tokens computed with the cache (the 110-token head reused), all without.
+
 names: the in-process URANIA run (eval/urania_inprocess.py, offline steps, cached embeddings) on a
 data set, then each released topic's keywords named by the offline namer and by the model, side by side.
 
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py keywords --model qwen2.5-coder-0.5b --calls 40 --slots 1,2
+    PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py prefix_cache --model qwen2.5-coder-1.5b --calls 20 --per_topic 1
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py names --model qwen2.5-coder-1.5b \\
         --input /work/evaldata/gen5k.jsonl --topics 12
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py cost --prompt_tps 55 --generate_tps 22
