@@ -252,3 +252,8 @@ def _metric(server, name) -> float:
             if line.startswith(f"llamacpp:{name} "):
                 return float(line.split()[1])
     raise AssertionError(f"no {name} in /metrics")
+
+
+def test_the_prefix_cache_refuses_several_slots_whose_requests_it_could_not_place():
+    with pytest.raises(ValueError, match="restores one slot; 2 slots need prefix_cache=False"):
+        LocalServer("never-loaded.gguf", threads=1, slots=2)
