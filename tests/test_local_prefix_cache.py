@@ -130,16 +130,23 @@ def test_requests_reuse_their_public_head_only_even_from_many_threads(monkeypatc
                                                                        "a shell script", "my Go module")]
     requests = [m for r in records for m in (prompts.select_messages(r, 5), prompts.facet_messages(r))]
     requests += [[{"role": "user", "content": f"{r} Not one of our prompts."}] for r in records]
+    errors = []
+
+    def ask_three_times(messages):
+        try:
+            for _ in range(3):
+                client.complete(messages, json_output=False, max_tokens=8, timeout_s=30)
+        except Exception as error:  # reported by the assertion below, not lost in the thread
+            errors.append(error)
+
     with _FakeSlotServer() as fake:
         client = _client_of(fake, monkeypatch)
-        threads = [threading.Thread(target=lambda m=m: [client.complete(m, json_output=False, max_tokens=8,
-                                                                        timeout_s=30) for _ in range(3)])
-                   for m in requests]
+        threads = [threading.Thread(target=ask_three_times, args=(m,)) for m in requests]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-    assert len(fake.chats) == 3 * len(requests)
+    assert not errors and len(fake.chats) == 3 * len(requests)
     heads = {}
     for messages in requests:
         head = prompts.public_head(messages)
