@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 
 import numpy as np
@@ -39,12 +38,6 @@ from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.data import embed_cached, load_dataset, planted_topics
-
-METRIC = re.compile(r"^llamacpp:(\w+) ([0-9.e+-]+)$", re.M)
-
-
-def server_metrics(server) -> dict[str, float]:
-    return {name: float(value) for name, value in METRIC.findall(server.metrics())}
 
 
 def _config(model: str, slots: int, threads: int) -> LLMConfig:
@@ -108,9 +101,9 @@ def keywords(args) -> None:
             mapper = _RecordingMapper(keyword_set, "all-MiniLM-L6-v2")
             selector = LLMKeywordSelector(config, keyword_set, fallback=offline, mapper=mapper)
             selector.setup()
-            before, started = server_metrics(server), time.monotonic()
+            before, started = server.metrics(), time.monotonic()
             picks = selector.select(facets, embeddings, 5)
-            seconds, after = time.monotonic() - started, server_metrics(server)
+            seconds, after = time.monotonic() - started, server.metrics()
             selector.teardown()
         finally:
             local_client.release_server(server)
@@ -160,10 +153,10 @@ def prefix_cache(args) -> None:
         for i, facet in enumerate(facets):
             for on in ((True, False) if i % 2 == 0 else (False, True)):
                 server = clients[on].server
-                before, started = server_metrics(server), time.monotonic()
+                before, started = server.metrics(), time.monotonic()
                 answer = clients[on].complete(prompts.select_messages(facet, 5), json_output=schema, max_tokens=96,
                                               timeout_s=600)
-                seconds, after = time.monotonic() - started, server_metrics(server)
+                seconds, after = time.monotonic() - started, server.metrics()
                 calls[on].append({"seconds": seconds, "prompt_tokens": answer.prompt_tokens,
                                   "computed": after["prompt_tokens_total"] - before["prompt_tokens_total"],
                                   "prompt_seconds": after["prompt_seconds_total"] - before["prompt_seconds_total"],

@@ -7,7 +7,6 @@ import http.server
 import json
 import threading
 import time
-import urllib.request
 
 import pytest
 
@@ -242,23 +241,15 @@ def test_the_keyword_step_on_the_real_model_computes_only_the_records_part_of_ea
     client = LLMConfig(backend="local", model=TEST_MODEL, threads=1, max_concurrency=1).make_client()
     assert client.server is cached_server
     counts = dict(cached_server.prefix_cache.counts)
-    processed = _metric(cached_server, "prompt_tokens_total")
+    processed = cached_server.metrics()["prompt_tokens_total"]
     prompt_tokens = sum(client.complete(prompts.select_messages(r, 5), json_output=prompts.keywords_schema(5),
                                         max_tokens=4, timeout_s=300).prompt_tokens for r in RECORDS)
-    processed = _metric(cached_server, "prompt_tokens_total") - processed
+    processed = cached_server.metrics()["prompt_tokens_total"] - processed
     client.close()
     assert cached_server.prefix_cache.counts["restored"] == counts["restored"] + len(RECORDS)
     heads = cached_server.prefix_cache.counts["heads_computed"] - counts["heads_computed"]
     print(f"{prompt_tokens} prompt tokens, {processed} computed ({heads} heads computed)")
     assert processed <= prompt_tokens - len(RECORDS) * 80 + heads * 120
-
-
-def _metric(server, name) -> float:
-    with urllib.request.urlopen(server.base_url + "/metrics", timeout=30) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith(f"llamacpp:{name} "):
-                return float(line.split()[1])
-    raise AssertionError(f"no {name} in /metrics")
 
 
 def test_the_prefix_cache_refuses_several_slots_whose_requests_it_could_not_place():

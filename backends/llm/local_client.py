@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -40,6 +41,7 @@ GGUF_MAGIC = b"GGUF"
 # Tokens of context per slot: the facet prompt (<= 6,000 characters of conversation) plus its answer.
 CONTEXT_TOKENS_PER_SLOT = 4096
 HEALTH_TIMEOUT_S = 60.0
+METRIC_LINE = re.compile(r"^llamacpp:(\w+) ([0-9.e+-]+)$", re.M)
 # Stands for the record's part when the chat template renders a prompt's public head; never in a head.
 RECORD_MARKER = "\x1furania-record\x1f"
 
@@ -213,10 +215,12 @@ class LocalServer:
                 reuse = self.prefix_cache.start_from_head(messages, timeout_s)
             yield reuse
 
-    def metrics(self) -> str:
-        """The server's Prometheus metrics (tokens processed, prompt tokens/s, ...)."""
+    def metrics(self) -> dict[str, float]:
+        """The server's Prometheus counters by name without the `llamacpp:` prefix (prompt_tokens_total:
+        prompt tokens computed, not those reused; prompt_seconds_total, tokens_predicted_total, ...)."""
         with urllib.request.urlopen(self.base_url + "/metrics", timeout=5) as response:
-            return response.read().decode("utf-8")
+            text = response.read().decode("utf-8")
+        return {name: float(value) for name, value in METRIC_LINE.findall(text)}
 
     def stop(self) -> None:
         server, self._server = getattr(self, "_server", None), None
