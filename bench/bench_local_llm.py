@@ -5,10 +5,16 @@ keywords: the keyword step on conversations of a generated sample, a few per pla
 prompt and generated tokens/s, prompt-cache hit rate from the server's /metrics), and how often the
 selected keywords hit the planted topic's expected keywords, against the offline embedding selector.
 
+prefix_cache: the keyword step's prompt with the public-prefix cache (local_client.PublicPrefixCache) and
+without, interleaved call by call on two servers: seconds, prompt tokens computed and reused per call.
+Measured (20 calls, 1 thread, load ~4-5; docs/llm_backends.md): 0.5B 2.93 vs 4.91 s a call, 1.5B 6.89
+vs 13.29 s; 56 of 161 prompt tokens computed with the cache (the 110-token head reused), all without.
+
 names: the in-process URANIA run (eval/urania_inprocess.py, offline steps, cached embeddings) on a
 data set, then each released topic's keywords named by the offline namer and by the model, side by side.
 
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py keywords --model qwen2.5-coder-0.5b --calls 40 --slots 1,2
+    PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py prefix_cache --model qwen2.5-coder-1.5b --calls 20 --per_topic 1
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py names --model qwen2.5-coder-1.5b \\
         --input /work/evaldata/gen5k.jsonl --topics 12
     PYTHONPATH=. .venv/bin/python bench/bench_local_llm.py cost --prompt_tps 55 --generate_tps 22
@@ -20,13 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 
 import numpy as np
 
 from backends.keyword_set import load_keyword_set
-from backends.llm import local_client
+from backends.llm import local_client, prompts
 from backends.llm.config import LLMConfig
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
@@ -34,20 +39,20 @@ from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.data import embed_cached, load_dataset, planted_topics
 
-METRIC = re.compile(r"^llamacpp:(\w+) ([0-9.e+-]+)$", re.M)
-
-
-def server_metrics(server) -> dict[str, float]:
-    return {name: float(value) for name, value in METRIC.findall(server.metrics())}
-
 
 def _config(model: str, slots: int, threads: int) -> LLMConfig:
     return LLMConfig(backend="local", model=model, pseudonymize=False, max_retries=1, timeout_s=600,
-                     max_concurrency=slots, threads=threads)
+                     max_concurrency=slots, threads=threads, prefix_cache=slots == 1)
 
 
 def planted_sample(path: str, per_topic: int, calls: int):
     """(facets, embeddings, planted topic names) of up to `calls` conversations, round robin over topics."""
+    facets, topics = planted_facets(path, per_topic, calls)
+    return facets, embed_cached(facets), topics
+
+
+def planted_facets(path: str, per_topic: int, calls: int) -> tuple[list[str], list[str]]:
+    """(facets, planted topic names) of up to `calls` conversations, round robin over topics."""
     dataset = load_dataset(path)
     planted = planted_topics(path)
     by_topic: dict[str, list[int]] = {}
@@ -56,8 +61,7 @@ def planted_sample(path: str, per_topic: int, calls: int):
         if topic is not None and len(by_topic.setdefault(topic, [])) < per_topic:
             by_topic[topic].append(i)
     rounds = [by_topic[t][r] for r in range(per_topic) for t in sorted(by_topic) if r < len(by_topic[t])][:calls]
-    facets = [dataset.facets[i] for i in rounds]
-    return facets, embed_cached(facets), [planted[dataset.conversations[i].conversation_id] for i in rounds]
+    return [dataset.facets[i] for i in rounds], [planted[dataset.conversations[i].conversation_id] for i in rounds]
 
 
 def agreement(picks: list[list[str]], topics: list[str]) -> dict:
@@ -90,14 +94,16 @@ def keywords(args) -> None:
     examples = []
     for slots in [int(s) for s in args.slots.split(",")]:
         config = _config(args.model, slots, args.threads)
-        server = local_client.acquire_server(local_client.resolve_local_model(args.model), args.threads, slots)
+        # the prefix cache restores one slot: more slots are measured without it
+        server = local_client.acquire_server(local_client.resolve_local_model(args.model), args.threads, slots,
+                                             prefix_cache=slots == 1)
         try:
             mapper = _RecordingMapper(keyword_set, "all-MiniLM-L6-v2")
             selector = LLMKeywordSelector(config, keyword_set, fallback=offline, mapper=mapper)
             selector.setup()
-            before, started = server_metrics(server), time.monotonic()
+            before, started = server.metrics(), time.monotonic()
             picks = selector.select(facets, embeddings, 5)
-            seconds, after = time.monotonic() - started, server_metrics(server)
+            seconds, after = time.monotonic() - started, server.metrics()
             selector.teardown()
         finally:
             local_client.release_server(server)
@@ -132,6 +138,53 @@ def keywords(args) -> None:
     for topic, _, off, llm, words in examples[:args.examples]:
         print(f"| {topic} | {', '.join(off)} | {', '.join(words)} | {', '.join(llm)} |")
     print(json.dumps({"rows": [{"selector": r[0], "agreement": r[2], "speed": r[3]} for r in rows]}))
+
+
+def prefix_cache(args) -> None:
+    """The keyword step's calls with the public-prefix cache (local_client.PublicPrefixCache) and
+    without, on two servers of the model, the calls interleaved (cache first on even calls, second on
+    odd ones) so that the machine's speed swings hit both alike. Computed prompt tokens are the
+    server's own count (/metrics prompt_tokens_total), so "reused" = prompt tokens - computed."""
+    facets, _ = planted_facets(args.input, args.per_topic, args.calls)
+    clients = {on: local_client.LocalChatClient(args.model, threads=args.threads, prefix_cache=on) for on in (True, False)}
+    schema = prompts.keywords_schema(5)
+    calls: dict[bool, list[dict]] = {True: [], False: []}
+    try:
+        for i, facet in enumerate(facets):
+            for on in ((True, False) if i % 2 == 0 else (False, True)):
+                server = clients[on].server
+                before, started = server.metrics(), time.monotonic()
+                answer = clients[on].complete(prompts.select_messages(facet, 5), json_output=schema, max_tokens=96,
+                                              timeout_s=600)
+                seconds, after = time.monotonic() - started, server.metrics()
+                calls[on].append({"seconds": seconds, "prompt_tokens": answer.prompt_tokens,
+                                  "computed": after["prompt_tokens_total"] - before["prompt_tokens_total"],
+                                  "prompt_seconds": after["prompt_seconds_total"] - before["prompt_seconds_total"],
+                                  "generated": answer.completion_tokens, "text": answer.text})
+        heads = clients[True].server.prefix_cache.counts["heads_computed"]
+    finally:
+        for client in clients.values():
+            client.close()
+    print(f"{args.model}, {args.threads} thread(s): {len(facets)} keyword calls of {args.input} each with and "
+          f"without the prefix cache, interleaved; the cached server computed {heads} head(s) once (in its "
+          f"first call)\n")
+    print("| prefix cache | s per call (mean) | s per call (median) | prompt tokens per call | computed | reused "
+          "| prompt s per call | generated tokens per call |\n|---|---|---|---|---|---|---|---|")
+    for on in (True, False):
+        rows = calls[on]
+        mean = {key: float(np.mean([r[key] for r in rows])) for key in ("seconds", "prompt_tokens", "computed",
+                                                                        "prompt_seconds", "generated")}
+        print(f"| {'on' if on else 'off'} | {mean['seconds']:.2f} | {np.median([r['seconds'] for r in rows]):.2f} | "
+              f"{mean['prompt_tokens']:.1f} | {mean['computed']:.1f} | {mean['prompt_tokens'] - mean['computed']:.1f} "
+              f"| {mean['prompt_seconds']:.2f} | {mean['generated']:.1f} |")
+    # every call after the first (which computes the head): the steady state
+    ratios = [off["seconds"] / on["seconds"] for on, off in zip(calls[True][1:], calls[False][1:])]
+    same = sum(on["text"] == off["text"] for on, off in zip(calls[True], calls[False]))
+    print(f"\nwithout / with the cache, per call after the first: median {np.median(ratios):.2f}x "
+          f"(min {min(ratios):.2f}, max {max(ratios):.2f}); the same answer text in {same} of {len(facets)} calls")
+    print(json.dumps({"model": args.model, "threads": args.threads, "heads_computed": heads,
+                      "calls": {"on" if on else "off": [{k: v for k, v in r.items() if k != "text"} for r in calls[on]]
+                                for on in calls}}))
 
 
 def names(args) -> None:
@@ -177,7 +230,7 @@ def cost(args) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("keywords", "names", "cost"))
+    parser.add_argument("command", choices=("keywords", "prefix_cache", "names", "cost"))
     parser.add_argument("--prompt_tps", type=float, default=55.0, help="cost: prompt tokens/s of one thread")
     parser.add_argument("--generate_tps", type=float, default=22.0, help="cost: generated tokens/s of one thread")
     parser.add_argument("--usd_per_vcpu_hour", type=float, default=0.056)
@@ -195,7 +248,7 @@ def main(argv=None) -> None:
     parser.add_argument("--epsilon", type=float, default=7.0, help="names: the run's epsilon (inf: no noise)")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
-    {"keywords": keywords, "names": names, "cost": cost}[args.command](args)
+    {"keywords": keywords, "prefix_cache": prefix_cache, "names": names, "cost": cost}[args.command](args)
 
 
 if __name__ == "__main__":

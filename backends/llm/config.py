@@ -29,6 +29,7 @@ class LLMConfig:
     temperature: float = 0.0
     steps: tuple[str, ...] = STEPS
     threads: int | None = None  # local: llama.cpp threads per server (None: half the cores)
+    prefix_cache: bool = True  # local: reuse the prompts' public heads (local_client.PublicPrefixCache)
 
     def uses(self, step: str) -> bool:
         """Whether `step` (one of STEPS) runs on the model; steps outside STEPS (the keyword-set
@@ -46,7 +47,7 @@ class LLMConfig:
             from backends.llm.local_client import LocalChatClient, default_threads, local_slots
             threads = self.threads or default_threads()
             return LocalChatClient(self.model or None, self.temperature, threads=threads,
-                                   slots=local_slots(self.max_concurrency, threads))
+                                   slots=local_slots(self.max_concurrency, threads), prefix_cache=self.prefix_cache)
         raise ValueError(f"no LLM client for backend {self.backend!r}")
 
     def preflight(self) -> None:
@@ -56,7 +57,8 @@ class LLMConfig:
         if self.backend == "local":
             from backends.llm.local_client import acquire_server, default_threads, local_slots, resolve_local_model
             threads = self.threads or default_threads()
-            acquire_server(resolve_local_model(self.model or None), threads, local_slots(self.max_concurrency, threads))
+            acquire_server(resolve_local_model(self.model or None), threads, local_slots(self.max_concurrency, threads),
+                           self.prefix_cache)
 
     def make_caller(self, client=None) -> Caller:
         from backends.llm.cache import ResponseCache

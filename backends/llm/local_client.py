@@ -10,22 +10,30 @@ Threads: llama.cpp parallelises one request over OpenMP threads. With OpenMP's d
 spin-waiting, two threads on cores other processes share collapsed to ~1 token/s here, so the
 server runs with OMP_WAIT_POLICY=PASSIVE (set before libgomp loads, unless already set) and
 --llm_threads (default: half the cores, at least 1). Record independence: one slot, one request at a
-time and no prompt cache, so every answer is computed from its own prompt alone (local_slots).
+time (local_slots), and a prompt cache of public prefixes only (PublicPrefixCache), so every answer
+is computed from its own prompt and public text alone.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import os
+import re
+import shutil
+import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
-from backends.llm.client import ChatClient, Completion
+from backends.llm.client import ChatClient, Completion, RetryableError
 from backends.llm.openai_client import OpenAIChatClient
+from backends.llm.prompts import public_head
 
 log = logging.getLogger("urania.llm")
 
@@ -33,6 +41,9 @@ GGUF_MAGIC = b"GGUF"
 # Tokens of context per slot: the facet prompt (<= 6,000 characters of conversation) plus its answer.
 CONTEXT_TOKENS_PER_SLOT = 4096
 HEALTH_TIMEOUT_S = 60.0
+METRIC_LINE = re.compile(r"^llamacpp:(\w+) ([0-9.e+-]+)$", re.M)
+# Stands for the record's part when the chat template renders a prompt's public head; never in a head.
+RECORD_MARKER = "\x1furania-record\x1f"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +127,14 @@ def local_slots(max_concurrency: int, threads: int) -> int:
 
 
 class LocalServer:
-    """One xllamacpp server on a free loopback port (port 0: the OS picks it), health-checked."""
+    """One xllamacpp server on a free loopback port (port 0: the OS picks it), health-checked.
 
-    def __init__(self, model_path: str, threads: int, slots: int):
+    prefix_cache: keep a PublicPrefixCache (slot states of the prompts' public heads, in a temporary
+    directory) and start every request from its head's state; off, every request is computed afresh."""
+
+    def __init__(self, model_path: str, threads: int, slots: int, prefix_cache: bool = True):
+        if prefix_cache and slots != 1:
+            raise ValueError(f"the local LLM's prefix cache restores one slot; {slots} slots need prefix_cache=False")
         check_local_model(model_path)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when libgomp loads, with xllamacpp
         import xllamacpp
@@ -131,24 +147,38 @@ class LocalServer:
         params.n_ctx = CONTEXT_TOKENS_PER_SLOT * slots
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
-        # No prompt cache: a reused prefix was computed inside the previous (private) request's batch,
-        # and llama.cpp does not promise identical results then, so one user's request could change
-        # another's answer. Every request is computed from its own prompt alone.
+        # No reuse of another request's tokens: llama.cpp does not promise identical results for a
+        # prefix computed inside another (private) request, so one user's request could change
+        # another's answer. Requests reuse nothing unless they ask (cache_prompt), which only
+        # LocalChatClient does, right after restoring a public head's state (PublicPrefixCache); the
+        # other caches (KV shifting, the host-RAM cache of earlier prompts, idle slots' states,
+        # context checkpoints) are off.
         params.cache_prompt = False
+        params.n_cache_reuse = 0
+        params.cache_ram_mib = 0
+        params.cache_idle_slots = False
+        params.n_ctx_checkpoints = 0
+        self._slot_dir = tempfile.mkdtemp(prefix="urania-llm-slots-") if prefix_cache else None
+        if self._slot_dir:
+            params.slot_save_path = self._slot_dir + os.sep  # the server appends file names to it
         params.warmup = False
         params.verbosity = -1
         params.endpoint_metrics = True
         self.model_path, self.threads, self.slots = model_path, threads, slots
+        # (restore or erase the slot, request) is one step: other threads of the fan-out wait here.
+        self.lock = threading.Lock()
         started = time.monotonic()
         try:
             self._server = xllamacpp.Server(params)
         except RuntimeError as error:
+            self._remove_slot_dir()
             raise LocalModelError(f"--llm_backend=local: llama.cpp could not load {model_path} ({error})") from None
         address = self._server.listening_address
         self.base_url = address if address.startswith("http") else f"http://{address}"
         self._wait_healthy()
+        self.prefix_cache = PublicPrefixCache(self) if self._slot_dir else None
         log.info("local LLM server up", extra={"event": "local_llm_server_started", "model": os.path.basename(model_path),
-                                               "threads": threads, "slots": slots,
+                                               "threads": threads, "slots": slots, "prefix_cache": prefix_cache,
                                                "seconds": round(time.monotonic() - started, 1)})
 
     def _wait_healthy(self) -> None:
@@ -167,29 +197,113 @@ class LocalServer:
         raise LocalModelError(f"--llm_backend=local: the llama.cpp server for {self.model_path} failed its "
                               f"health check ({last}) within {HEALTH_TIMEOUT_S:.0f} s")
 
-    def metrics(self) -> str:
-        """The server's Prometheus metrics (tokens processed, prompt tokens/s, ...)."""
+    def post(self, path: str, body: dict, timeout_s: float) -> dict:
+        """POSTs JSON to the server and returns its JSON answer (urllib's errors propagate)."""
+        request = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode("utf-8"),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return json.loads(response.read())
+
+    @contextlib.contextmanager
+    def exclusive(self, messages: list[dict], timeout_s: float):
+        """Holds the server for one request of `messages`: its slot holds the public head's state
+        (with the prefix cache and a known head; yields True: send the request with cache_prompt) or
+        nothing (yields False), never tokens of an earlier request."""
+        with self.lock:
+            reuse = False
+            if self.prefix_cache is not None:
+                reuse = self.prefix_cache.start_from_head(messages, timeout_s)
+            yield reuse
+
+    def metrics(self) -> dict[str, float]:
+        """The server's Prometheus counters by name without the `llamacpp:` prefix (prompt_tokens_total:
+        prompt tokens computed, not those reused; prompt_seconds_total, tokens_predicted_total, ...)."""
         with urllib.request.urlopen(self.base_url + "/metrics", timeout=5) as response:
-            return response.read().decode("utf-8")
+            text = response.read().decode("utf-8")
+        return {name: float(value) for name, value in METRIC_LINE.findall(text)}
 
     def stop(self) -> None:
         server, self._server = getattr(self, "_server", None), None
         if server is not None:
             del server  # the extension stops its HTTP and main loops when the object goes
+        self._remove_slot_dir()
+
+    def _remove_slot_dir(self) -> None:
+        if getattr(self, "_slot_dir", None):
+            shutil.rmtree(self._slot_dir, ignore_errors=True)
 
 
-# One server per worker process and (model, threads, slots), shared by every step and DoFn in it.
+class PublicPrefixCache:
+    """A prompt cache that holds public text only. For each public head (backends.llm.prompts.public_head:
+    the system message and the instructions up to the record's part) the server computes the head
+    once, from the head alone in an emptied slot, and saves the slot's state to a file. Before each
+    request the slot is set to its head's saved state (or emptied when the prompt has no known head),
+    and the request, sent with cache_prompt, reuses the longest common token prefix of that state and
+    its own prompt, computing the rest from the record alone. So what a request starts from is a
+    function of its own head, whatever came before it: no token of another request is ever reused
+    (tests/test_local_prefix_cache.py checks that answers are bit-identical whatever ran first).
+
+    Callers hold LocalServer.lock (LocalServer.exclusive)."""
+
+    def __init__(self, server: LocalServer):
+        self._server = server
+        self._files: dict[str, str | None] = {}  # head -> its state's file name (None: not cacheable)
+        self.counts = {"heads_computed": 0, "restored": 0, "erased": 0}
+
+    def start_from_head(self, messages: list[dict], timeout_s: float) -> bool:
+        """Sets slot 0 to the state of `messages`' public head and returns True, or empties it and
+        returns False (no known head)."""
+        head = public_head(messages)
+        file = None
+        if head is not None:
+            if head not in self._files:
+                self._files[head] = self._compute(messages[0], head, timeout_s)
+            file = self._files[head]
+        if file is not None:
+            try:
+                self._slot_action("restore", {"filename": file}, timeout_s)
+            except urllib.error.HTTPError:
+                del self._files[head]  # e.g. its file was removed: computed again on the next request
+                raise
+            self.counts["restored"] += 1
+            return True
+        self._slot_action("erase", {}, timeout_s)
+        self.counts["erased"] += 1
+        return False
+
+    def _compute(self, system: dict, head: str, timeout_s: float) -> str | None:
+        """Renders the head in the model's chat template (up to where the record's text would start),
+        computes it in the emptied slot and saves the state; None if the template hides the marker."""
+        rendered = self._server.post("/apply-template", {"messages": [
+            system, {"role": "user", "content": head + RECORD_MARKER}]}, timeout_s).get("prompt", "")
+        if RECORD_MARKER not in rendered:
+            log.warning("local LLM: a prompt head is not a prefix of its rendered prompt; not cached",
+                        extra={"event": "local_llm_head_not_cached"})
+            return None
+        prefix = rendered[:rendered.index(RECORD_MARKER)]
+        self._slot_action("erase", {}, timeout_s)
+        self._server.post("/completion", {"prompt": prefix, "n_predict": 0, "cache_prompt": True}, timeout_s)
+        file = "head-" + hashlib.sha256(prefix.encode("utf-8")).hexdigest()[:24] + ".bin"
+        self._slot_action("save", {"filename": file}, timeout_s)
+        self.counts["heads_computed"] += 1
+        return file
+
+    def _slot_action(self, action: str, body: dict, timeout_s: float) -> dict:
+        return self._server.post(f"/slots/0?action={action}", body, timeout_s)
+
+
+# One server per worker process and (model, threads, slots, prefix cache), shared by every step and DoFn in it.
 _servers: dict[tuple, tuple[LocalServer, int]] = {}
 _servers_lock = threading.Lock()
 
 
-def acquire_server(model_path: str, threads: int, slots: int) -> LocalServer:
-    key = (os.path.abspath(model_path), threads, slots)
+def acquire_server(model_path: str, threads: int, slots: int, prefix_cache: bool = True) -> LocalServer:
+    key = (os.path.abspath(model_path), threads, slots, prefix_cache)
     with _servers_lock:
         if key in _servers:
             server, users = _servers[key]
         else:
-            server, users = LocalServer(model_path, threads, slots), 0
+            server, users = LocalServer(model_path, threads, slots, prefix_cache), 0
         _servers[key] = (server, users + 1)
         return server
 
@@ -214,18 +328,36 @@ def _stop_all() -> None:
         _servers.clear()
 
 
+class _PromptReusingClient(OpenAIChatClient):
+    """Asks the server to reuse slot 0's tokens (cache_prompt): sent only right after that slot was set
+    to the request's public head (LocalServer.exclusive)."""
+
+    def build_request(self, messages, **kwargs):
+        request = super().build_request(messages, **kwargs)
+        request.data = json.dumps({**json.loads(request.data), "cache_prompt": True, "id_slot": 0}).encode("utf-8")
+        return request
+
+
 class LocalChatClient(ChatClient):
-    """An OpenAI-compatible client to this process's server for the model (started on first use)."""
+    """An OpenAI-compatible client to this process's server for the model (started on first use).
+    prefix_cache: start each request from its public head's cached state (PublicPrefixCache)."""
 
     def __init__(self, model: str | None, temperature: float = 0.0, threads: int | None = None,
-                 slots: int = 1):
+                 slots: int = 1, prefix_cache: bool = True):
         self.model_path = resolve_local_model(model)
-        self.server = acquire_server(self.model_path, threads or default_threads(), slots)
-        self._client = OpenAIChatClient(self.server.base_url, os.path.basename(self.model_path), temperature)
+        self.server = acquire_server(self.model_path, threads or default_threads(), slots, prefix_cache)
+        model_name = os.path.basename(self.model_path)
+        self._fresh = OpenAIChatClient(self.server.base_url, model_name, temperature)
+        self._reusing = _PromptReusingClient(self.server.base_url, model_name, temperature)
 
     def complete(self, messages, *, json_output, max_tokens, timeout_s, attempt: int = 0) -> Completion:
-        return self._client.complete(messages, json_output=json_output, max_tokens=max_tokens, timeout_s=timeout_s,
-                                     attempt=attempt)
+        try:
+            with self.server.exclusive(messages, timeout_s) as reuse:
+                client = self._reusing if reuse else self._fresh
+                return client.complete(messages, json_output=json_output, max_tokens=max_tokens,
+                                       timeout_s=timeout_s, attempt=attempt)
+        except (OSError, ValueError) as error:  # setting the slot failed (HTTPError and URLError are OSErrors)
+            raise RetryableError(f"local server slot: {type(error).__name__}") from None
 
     def close(self) -> None:
         server, self.server = self.server, None

@@ -10,6 +10,7 @@ carries two topic summaries and nothing else.
 from __future__ import annotations
 
 import json
+import re
 
 SYSTEM = "You are a careful analyst of chatbot usage. Follow the output format exactly."
 
@@ -122,3 +123,33 @@ def refine_messages(keywords: list[str], target_size: int) -> list[dict]:
 
 def judge_messages(summary_a: str, summary_b: str) -> list[dict]:
     return _messages(JUDGE_INSTRUCTIONS.format(summary_a=summary_a, summary_b=summary_b))
+
+
+def _head_pattern(template: str, record_field: str) -> re.Pattern:
+    """The template's text before `record_field`, its other fields (counts such as max_keywords)
+    matching any integer."""
+    head = template.split("{" + record_field + "}")[0]
+    parts = re.split(r"(\{\w+\})", head)
+    return re.compile("".join(r"\d+" if i % 2 else re.escape(part.replace("{{", "{").replace("}}", "}"))
+                              for i, part in enumerate(parts)))
+
+
+# Each prompt's text up to its record part (the conversation, summary or keyword list): the same for
+# every record, so a server may compute it once (the local backend's public-prefix cache).
+PUBLIC_HEADS = tuple(_head_pattern(template, field) for template, field in (
+    (FACET_INSTRUCTIONS, "conversation"), (SELECT_INSTRUCTIONS, "summary"), (NAME_INSTRUCTIONS, "keywords"),
+    (PROPOSE_INSTRUCTIONS, "summary"), (REFINE_INSTRUCTIONS, "keywords"), (JUDGE_INSTRUCTIONS, "summary_a")))
+
+
+def public_head(messages: list[dict]) -> str | None:
+    """The user message's text up to its record part when `messages` are one of the prompts built here
+    (SYSTEM, then one user message), else None. It holds the instructions and integer parameters
+    only, never record text: the record's part starts where the head ends."""
+    if (len(messages) != 2 or messages[0] != {"role": "system", "content": SYSTEM}
+            or messages[1].get("role") != "user" or not isinstance(messages[1].get("content"), str)):
+        return None
+    for pattern in PUBLIC_HEADS:
+        match = pattern.match(messages[1]["content"])
+        if match:
+            return match.group(0)
+    return None
