@@ -16,6 +16,7 @@ shared and what differs is listed there).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -24,6 +25,7 @@ import numpy as np
 
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.simple_clio import run_simple_clio
+from eval.topic_quality import config_overrides
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility_metrics import report_summaries
 
@@ -128,9 +130,29 @@ def plot_roc(result: dict, summary: dict, path: str, title: str) -> None:
     plt.close(figure)
 
 
+def pool_results(results: list[dict]) -> dict:
+    """Several run sets (e.g. one per --seed) as one: their runs are independent draws of the same
+    experiment, so pooling them narrows the AUC's interval."""
+    pooled = {"membership": [], "scores": {}}
+    for result in results:
+        pooled["membership"] += result["membership"]
+        for pipeline, values in result["scores"].items():
+            pooled["scores"].setdefault(pipeline, []).extend(values)
+    return pooled
+
+
+def print_summary(summary: dict) -> None:
+    print("| pipeline | ROC AUC | 95% CI (bootstrap) | runs in / out |\n|---|---|---|---|")
+    for pipeline, s in summary.items():
+        print(f"| {pipeline} | {s['auc']:.3f} | [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {s['runs_in']} / {s['runs_out']} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Membership inference AUC: URANIA vs SIMPLE-CLIO.")
-    parser.add_argument("--data", required=True, help="JSON Lines data set the runs are drawn from")
+    parser.add_argument("--pool", nargs="+", metavar="RESULT_JSON",
+                        help="instead of running: pool the runs of earlier result files (one per --seed) and "
+                             "print their AUC and interval")
+    parser.add_argument("--data", help="JSON Lines data set the runs are drawn from")
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--n", type=int, default=100, help="conversations per run")
     parser.add_argument("--num_clusters", type=int, default=10, help="k for both pipelines")
@@ -140,14 +162,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epsilon_weights", default=UraniaConfig.epsilon_weights,
                         help="the stages' shares, as the job's --epsilon_weights")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a UraniaConfig override (the job's flag of that name), e.g. label_fallback=none")
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "membership_inference"))
     args = parser.parse_args(argv)
+    if args.pool:
+        results = []
+        for path in args.pool:
+            with open(path) as handle:
+                results.append(json.load(handle))
+        print(f"pooled {len(args.pool)} run sets, {sum(len(r['membership']) for r in results)} runs")
+        print_summary(summarise(pool_results(results)))
+        return
+    if not args.data:
+        parser.error("--data is required (or --pool)")
     started = time.time()
     dataset = load_dataset(args.data)
     vectors = embed_cached(dataset.facets)
     target = embed_cached([SENSITIVE_CONVERSATION])[0]
-    config = UraniaConfig(num_clusters=args.num_clusters, min_cluster_size=args.min_cluster_size,
-                          epsilon=args.epsilon, epsilon_weights=args.epsilon_weights)
+    config = dataclasses.replace(
+        UraniaConfig(num_clusters=args.num_clusters, min_cluster_size=args.min_cluster_size,
+                     epsilon=args.epsilon, epsilon_weights=args.epsilon_weights), **config_overrides(args.set))
     result = run_attack(dataset.conversation_ids, dataset.user_ids, dataset.facets, vectors, target, args.runs,
                         args.n, config, args.num_clusters, args.seed,
                         progress=lambda r: print(f"  {r}/{args.runs} runs, {time.time() - started:.0f} s", flush=True))
@@ -158,9 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         json.dump({"args": vars(args), "summary": summary, **result}, handle)
     plot_roc(result, summary, os.path.join(args.output, f"{name}_roc.png"),
              f"Membership inference, {name}\nR={args.runs}, n={args.n}, k={args.num_clusters}")
-    print("| pipeline | ROC AUC | 95% CI (bootstrap) | runs in / out |\n|---|---|---|---|")
-    for pipeline, s in summary.items():
-        print(f"| {pipeline} | {s['auc']:.3f} | [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {s['runs_in']} / {s['runs_out']} |")
+    print_summary(summary)
     print(f"ROC curves: {os.path.join(args.output, name + '_roc.png')} ({time.time() - started:.0f} s)")
 
 

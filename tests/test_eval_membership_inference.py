@@ -50,3 +50,13 @@ def test_attack_score_is_max_cosine_or_minus_one():
     embed = lambda texts: np.stack([vectors[t] for t in texts])  # noqa: E731
     assert mi.attack_score(np.array([0.0, 1.0]), ["a", "b"], embed) == pytest.approx(0.8)
     assert mi.attack_score(np.array([0.0, 1.0]), [], embed) == -1.0
+
+
+def test_pooled_runs_are_the_run_sets_concatenated():
+    a = {"membership": [True, False], "scores": {"urania": [0.9, 0.1], "simple_clio": [0.5, 0.5]}}
+    b = {"membership": [False, True, True], "scores": {"urania": [0.2, 0.8, 0.7], "simple_clio": [0.4, 0.6, 0.3]}}
+    pooled = mi.pool_results([a, b])
+    assert pooled["membership"] == [True, False, False, True, True]
+    assert pooled["scores"]["urania"] == [0.9, 0.1, 0.2, 0.8, 0.7]
+    summary = mi.summarise(pooled, resamples=50)
+    assert summary["urania"]["auc"] == 1.0 and summary["urania"]["runs_in"] == 3

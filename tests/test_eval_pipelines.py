@@ -178,6 +178,15 @@ def test_sweep_and_membership_inference_clis(tmp_path):
     assert sum(result["membership"]) == 4 and len(result["scores"]["urania"]) == 8
     assert all(math.isfinite(s) for s in result["scores"]["simple_clio"])
     assert os.path.getsize(tmp_path / "mi" / "conversations_roc.png") > 0
+    # --set reaches the config; --pool reads run sets back as one.
+    _run("-m", "eval.membership_inference", "--data", path, "--runs", "4", "--n", "40", "--num_clusters", "3",
+         "--seed", "1", "--set", "label_fallback=none", "--output", str(tmp_path / "mi1"))
+    with open(tmp_path / "mi1" / "conversations.json") as handle:
+        second = json.load(handle)
+    assert second["args"]["set"] == ["label_fallback=none"]
+    out = _run("-m", "eval.membership_inference", "--pool", str(tmp_path / "mi" / "conversations.json"),
+               str(tmp_path / "mi1" / "conversations.json"))
+    assert "pooled 2 run sets, 12 runs" in out and "| urania |" in out
 
 
 def test_in_process_urania_with_nothing_kept_releases_nothing_and_still_accounts():
