@@ -8,6 +8,7 @@ from backends import embedding
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
 from backends.keyword_categories import KeywordCategories, dominant_category
 from core.records import Conversation
+from core.report import CENTROID_SOURCE
 from dp_ops.rowwise import rowwise_matmul
 
 MAX_NAME_WORDS = 10
@@ -81,6 +82,14 @@ def in_running_text(category: str) -> str:
 
 UNLABELLED_NAME = "Unlabelled topic"
 RANKING_NOTE = "keywords are ranked by how often this topic's conversations chose them (DP counts)."
+CENTRE_NOTE = ("no keyword cleared the privacy noise in its votes, so these are the keywords nearest the "
+               "topic's DP centre, not keywords its conversations chose.")
+
+
+def note_label_source(description: str, source: str) -> str:
+    """The description of a topic labelled by the fallback (the keywords nearest its DP centre) must
+    not claim that its conversations chose them: the offline namer's ranking note is swapped."""
+    return description.replace(RANKING_NOTE, CENTRE_NOTE) if source == CENTROID_SOURCE else description
 
 
 class KeywordClusterNamer(ClusterNamer):

@@ -34,7 +34,7 @@ import pipeline_dp
 from backends import embedding
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
-from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
+from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, note_label_source
 from beam_jobs.options import OFFLINE_SELECTOR, ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
 from core.report import build_report, labelling_section, report_topics
 from core.spend import MechanismSpend
@@ -317,7 +317,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         chosen, source = label_keywords(list(chosen), nearest[cluster][:config.keywords_per_cluster]
                                         if config.label_fallback == "centroid" else None)
         name, description = namer.name(list(chosen))
-        named[cluster] = {"name": name, "description": description, "keywords": list(chosen), "label_source": source}
+        named[cluster] = {"name": name, "description": note_label_source(description, source),
+                          "keywords": list(chosen), "label_source": source}
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
     budget = RunBudget.of(spends, config.delta) if config.private else None

@@ -158,3 +158,18 @@ def test_report_says_where_each_label_came_from_and_how_many_users_a_label_needs
     assert 'data-source="nearest_keywords_to_dp_centre"' in page and "fewer than 7 users" in page
     assert [row["label_source"] for row in table_rows(report)][1] == "nearest_keywords_to_dp_centre"
     assert labelling_section(None, None, 363, 0.05) == {}
+
+
+def test_a_centroid_labelled_topic_does_not_claim_its_conversations_chose_its_keywords():
+    from backends.offline import KeywordClusterNamer
+    from transforms.keyword_histograms import with_label_source
+    _, description = KeywordClusterNamer().name(["tea", "coffee"])
+    assert "chose them (DP counts)" in description
+    labels = {0: (["tea", "coffee"], "dp_keyword_histogram"), 1: (["tea", "coffee"], "nearest_keywords_to_dp_centre")}
+    topic = {"name": "Tea and coffee", "description": description, "keywords": ["tea", "coffee"]}
+    _, voted = with_label_source((0, topic), labels)
+    _, fallback = with_label_source((1, topic), labels)
+    assert voted["description"] == description and voted["label_source"] == "dp_keyword_histogram"
+    assert "chose them" not in fallback["description"]
+    assert "nearest the topic's DP centre" in fallback["description"]
+    assert fallback["description"].startswith("Requests about tea and coffee.")

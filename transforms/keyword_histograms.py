@@ -22,6 +22,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends.interfaces import KeywordSelector
+from backends.offline import note_label_source
 from core.records import ConversationBlock
 from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops.dp_counts import DPCountParams
@@ -268,4 +269,5 @@ class LabelKeywords(beam.PTransform):
 def with_label_source(cluster_and_topic, labels: dict):
     """A named topic with the source of its label keywords (LabelKeywords' second item)."""
     cluster_id, topic = cluster_and_topic
-    return cluster_id, {**topic, "label_source": labels[cluster_id][1]}
+    source = labels[cluster_id][1]
+    return cluster_id, {**topic, "description": note_label_source(topic["description"], source), "label_source": source}
