@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 import threading
 
+from backends.llm import name_rules
+
 # Presidio entity types that are replaced. LOCATION/NRP/ORGANIZATION/DATE_TIME are deliberately absent.
 PII_ENTITIES = (
     "PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "URL",
@@ -51,8 +53,9 @@ def default_topic_terms() -> frozenset[str]:
 
 class Pseudonymizer:
     def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
-                 topic_terms: frozenset[str] | None = None):
+                 topic_terms: frozenset[str] | None = None, name_rules: bool = True):
         self.entities = tuple(entities)
+        self.name_rules = name_rules
         self.min_score = min_score
         self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
         self._analyzer = None
@@ -83,6 +86,8 @@ class Pseudonymizer:
         registry.add_recognizer(PatternRecognizer(
             supported_entity="STREET_ADDRESS", name="StreetAddressRecognizer",
             patterns=[Pattern("street address", _STREET_ADDRESS, 0.6)]))
+        if self.name_rules:
+            registry.add_recognizer(_PrivateNameRecognizer())
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
         self._anonymizer = AnonymizerEngine()
 
@@ -97,8 +102,51 @@ class Pseudonymizer:
                    if r.entity_type != "URL" or _URL_WITH_IDENTIFIER.match(text[r.start:r.end])]
         # spaCy's small model tags some e-mails and URLs as PERSON: a pattern recognizer's type wins.
         patterns = [r for r in results if r.entity_type != "PERSON"]
-        return patterns + [r for r in results if r.entity_type == "PERSON"
-                           and not any(p.start < r.end and r.start < p.end for p in patterns)]
+        people = [r for r in results if r.entity_type == "PERSON"
+                  and not any(p.start < r.end and r.start < p.end for p in patterns)]
+        if self.name_rules:
+            people = _resolve_people(text, people)
+        return patterns + people
+
+    def _conversation_findings(self, texts: list[str]) -> list[list]:
+        """Findings per text. With the name rules, a name found anywhere in the conversation is
+        also replaced where it recurs without a cue ("Dear Rose, ... Rose's report"): a name is
+        carried only within the one conversation, never to another."""
+        findings = [self._findings(text) if text else [] for text in texts]
+        if not self.name_rules:
+            return findings
+        from presidio_analyzer import RecognizerResult
+        names = {word for text, found in zip(texts, findings) for r in found if r.entity_type == "PERSON"
+                 for word in re.findall(r"[^\W\d_]{2,}", text[r.start:r.end])
+                 if word.lower() not in name_rules.NOT_NAMES and word.lower() not in self.topic_terms}
+        # A name spelled in an e-mail address ("ikrimah77@...", "luce.nkonyeni@...") is that of a
+        # private person: its parts are names wherever they occur, in either case.
+        for text, found in zip(texts, findings):
+            for r in found:
+                if r.entity_type == "EMAIL_ADDRESS":
+                    local = text[r.start:r.end].split("@")[0]
+                    for part in re.findall(r"[^\W\d_]{3,}", local):
+                        if part.lower() not in self.topic_terms and part.lower() not in name_rules.NOT_NAMES:
+                            names |= {part, part.lower(), part.capitalize()}
+                    # "ajoly@..." for Advika Joly: a word of the text that starts or ends the local part
+                    letters = re.sub(r"[\W\d_]", "", local).lower()
+                    names |= {word for word in re.findall(r"[^\W\d_]{3,}", text)
+                              if len(word) >= 3 and (letters.startswith(word.lower()) or letters.endswith(word.lower()))
+                              and word.lower() not in self.topic_terms and word.lower() not in name_rules.NOT_NAMES}
+        if not names:
+            return findings
+        pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+                             + r")(?![\w-])")
+        from spacy.lang.en.stop_words import STOP_WORDS
+        out = []
+        for text, found in zip(texts, findings):
+            extra = [name_rules.extend_name(text, m.start(), m.end(), STOP_WORDS) for m in pattern.finditer(text or "")
+                     if not any(r.start < m.end() and m.start() < r.end for r in found)]
+            others = [r for r in found if r.entity_type != "PERSON"]
+            spans = [(r.start, r.end) for r in found if r.entity_type == "PERSON"]
+            spans += [(a, b) for a, b in extra if not any(r.start < b and a < r.end for r in others)]
+            out.append(others + [RecognizerResult("PERSON", a, b, 0.85) for a, b in _union(spans)])
+        return out
 
     def pseudonymize_texts(self, texts: list[str]) -> list[str]:
         """The texts of one conversation with PII replaced; the same value gets the same pseudonym in
@@ -118,8 +166,7 @@ class Pseudonymizer:
             return OperatorConfig("custom", {"lambda": replace})
 
         out = []
-        for text in texts:
-            findings = self._findings(text) if text else []
+        for text, findings in zip(texts, self._conversation_findings(texts)):
             if not findings:
                 out.append(text)
                 continue
@@ -133,7 +180,71 @@ class Pseudonymizer:
     def detect(self, text: str) -> list[tuple[str, int, int]]:
         """(entity type, start, end) of what would be replaced (for evaluation)."""
         self.setup()
-        return sorted((f.entity_type, f.start, f.end) for f in self._findings(text))
+        return sorted((f.entity_type, f.start, f.end) for f in self._conversation_findings([text])[0])
+
+
+_PRIVATE_CUE = "PrivateNameRecognizer"
+_WEAK_CUE = "NameAfterPreposition"
+
+
+def _private_name_recognizer_class():
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class PrivateNameRecognizer(EntityRecognizer):
+        """Names after a private-person cue (backends/llm/name_rules.py), on spaCy's tokens."""
+
+        def __init__(self):
+            super().__init__(supported_entities=["PERSON"], name=_PRIVATE_CUE, supported_language="en")
+
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text, entities, nlp_artifacts=None):
+            if "PERSON" not in entities or nlp_artifacts is None or nlp_artifacts.tokens is None:
+                return []
+            return [RecognizerResult("PERSON", start, end, 0.85, recognition_metadata={
+                        RecognizerResult.RECOGNIZER_NAME_KEY: _PRIVATE_CUE if strong else _WEAK_CUE})
+                    for start, end, strong in name_rules.cued_name_spans(nlp_artifacts.tokens)]
+
+    return PrivateNameRecognizer
+
+
+def _PrivateNameRecognizer():
+    return _private_name_recognizer_class()()
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
+def _resolve_people(text: str, people: list) -> list:
+    """PERSON findings cleaned up: a possessive "'s" left out, each grown over adjacent name-like
+    words, overlapping ones merged; a span no private cue touches is kept (dropped from the
+    findings) when it is "the X" or the request is about that person (name_rules.is_public_mention)."""
+    from presidio_analyzer import RecognizerResult
+    from spacy.lang.en.stop_words import STOP_WORDS
+    spans = []
+    for r in people:
+        end = r.end - 2 if re.search(r"['’]s$", text[r.start:r.end]) else r.end
+        cued = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY) == _PRIVATE_CUE
+        if not cued and name_rules.is_thing(text, r.start):
+            continue
+        spans.append((*name_rules.extend_name(text, r.start, end, STOP_WORDS), cued))
+    merged: list[list] = []
+    for start, end, cued in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+            merged[-1][2] = merged[-1][2] or cued
+        else:
+            merged.append([start, end, cued])
+    return [RecognizerResult("PERSON", start, end, 0.85) for start, end, cued in merged
+            if cued or not name_rules.is_public_mention(text, start, end)]
 
 
 _shared: Pseudonymizer | None = None
