@@ -127,6 +127,32 @@ TEMPLATES = (
 )
 
 
+# More request shapes, all in the tune split (written after a first held-out measurement, so the
+# held-out templates above stay unseen by the rules).
+EXTRA_TUNE_TEMPLATES = (
+    "From: {p1} <{email}>\nTo: {p2}\nSubject: Q3 budget\n\nPlease summarize this email thread.",
+    "Can you settle an argument between {p1f} and {p2f}? They disagree about whether {place} is in Africa.",
+    "{p1f} told me the {product} license is per seat. Is that right?",
+    "Schedule a call with {p1} and {p2l} next Tuesday about the {org} contract.",
+    "i had a fight with {p1f} yesterday and she won't talk to me, what should i do|lower",
+    "Write a limerick about my dog and my roommate {p1f}.",
+    "The patient, {p1}, 67, presents with chest pain. Draft a referral letter to cardiology.",
+    "I'm a teacher. {p1f} keeps disrupting class and {p2f} is always late. How do I handle it?",
+    "Roleplay as {pub} giving a commencement speech at {org}.",
+    "cc {p1f} on this: the {product} outage is resolved.",
+    "Is it legal for {p1}, my employer, to withhold my last paycheck in {place}?",
+    "Draft an invitation: {p1f} and {p2f} {p1l} request the pleasure of your company.",
+    "Summarize {pub}'s views on education in three sentences.",
+    "How should I respond when {p1f} from accounting keeps emailing me at night?",
+    "Convert this to a table: {p1}, {phone}; {p2}, {place}.",
+    "What is the best way to learn {product} if I admire how {pub} built things?",
+    "Write a resignation letter to {p1}, effective two weeks from today.",
+    "Help me name a character in my novel after my grandmother, {p1f}.",
+    "— {p1f}\nRewrite the message above so it sounds friendlier.",
+    "Did {pub} ever visit {place}?",
+)
+
+
 @dataclass(frozen=True)
 class Entity:
     kind: str
@@ -246,6 +272,8 @@ def generate(split: str, examples: int, seed: int = 7) -> list[dict]:
     pools = name_pools()[split]
     publics = [p for p in PUBLIC_FIGURES if _split_of(p) == split]
     templates = [(i, t) for i, t in enumerate(TEMPLATES) if template_split(i) == split]
+    if split == "tune":
+        templates += [(len(TEMPLATES) + i, t) for i, t in enumerate(EXTRA_TUNE_TEMPLATES)]
     rng = random.Random(f"{seed}:{split}")
     out = []
     for n in range(examples):

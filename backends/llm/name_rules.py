@@ -33,16 +33,23 @@ SIGN_OFFS = frozenset({"best", "regards", "cheers", "sincerely", "love", "thanks
 TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sr", "sra", "mme"})
 INTRODUCTIONS = (("my", "name", "is"), ("i", "'m"), ("i", "am"), ("this", "is"), ("it", "'s"),
                  ("name", ":"), ("from", "me", ","), ("signed", ","), ("called",), ("named",))
+# E-mail headers and copy lines name the correspondents: "From: X", "To: X", "cc X".
+HEADERS = ((("from", ":"), ("to", ":"), ("cc", ":"), ("bcc", ":"), ("attn", ":"), ("cc",), ("attn",)))
 # "a reply to X", "a party for X": a capitalized word spaCy does not call a place, an organisation,
 # ... is probably a person; a weak cue (a public-figure context still keeps it). The small model tags
 # many unknown names as ORG, so ORG does not rule a person out here.
-PREPOSITIONS = frozenset({"to", "for", "with"})
+PREPOSITIONS = frozenset({"to", "for", "with", "between"})
 NOT_PERSON_ENTITIES = frozenset({"GPE", "LOC", "NORP", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE",
                                  "LAW", "DATE", "TIME", "MONEY", "QUANTITY", "CARDINAL", "ORDINAL", "PERCENT"})
 # Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
 PERSON_VERBS = frozenset("""
 tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
 introduce pay visit marry date contact inform notify mentor interview promote recommend greet hug
+""".split())
+# Verbs whose subject is usually a private person in a request: "X told me", "X keeps interrupting".
+SUBJECT_VERBS = frozenset("""
+told tells asked asks keeps kept wants wanted texted emailed called messaged replied sent refuses refused
+is was owes owed borrowed promised forgot missed left quit yelled complained
 """.split())
 # Capitalized words that follow a cue without being a name ("Hi team,", "Dear Sir", "my boss I").
 # Not "will": "my cousin Will" is a name more often than a question starts there.
@@ -60,9 +67,12 @@ _PUBLIC_BEFORE = re.compile(
     r"(?:\b(?:style|life|lives|work|works|ideas|theories|theory|legacy|biography|career|views|philosophy|"
     r"music|songs|books|novels|films|quotes|speeches|achievements|contributions|policies|teachings|"
     r"leadership styles|influence)\s+of|\baccording\s+to|\bpretend\s+(?:to\s+be|you\s+are)|\bact\s+as|"
+    r"\brole-?\s?play\s+as|\bplay(?:ing)?\s+as|\badmire(?:\s+how)?|\bimpersonate|\bmimic|\bfamous|\bcelebrity|"
     r"\bimagine\s+you\s+are|\bwho\s+(?:is|was|were)|\bcompare|\bwhat\s+(?:would|did|does|do)|"
     r"\bhow\s+(?:did|does|would)|\bwhy\s+(?:is|was|did)|\babout|\bexplain|\blike|\bthink\s+of|\bsays?)"
     r"(?:\s+(?:the|and|(?-i:[A-Z])[\w.'-]*))*(?:\s+[\w'-]+){0,2}\s*$", re.I)
+# "Did X ever visit ...?", "Was X a socialist?": a yes/no question about the person
+_PUBLIC_QUESTION = re.compile(r"^\s*(?:did|does|has|had|was|were)\s+$", re.I)
 _PUBLIC_AFTER = re.compile(
     r"^(?:'s?\s+(?:\w+\s+){0,2}(?:achievements?|contributions?|quotes?|theor(?:y|ies)|ideas?|work|works|"
     r"books?|novels?|songs?|albums?|films?|movies?|speech(?:es)?|polic(?:y|ies)|legacy|career|life|"
@@ -83,10 +93,11 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     last = words[-1]
     if last in TITLES or (last == "." and len(words) > 1 and words[-2] in TITLES):
         return "title"
-    # "my colleague X", "my new boss X", "our tenant X", "my mother, X"
+    # "my colleague X", "my new boss X", "our tenant X", "my mother, X", "the patient, X"
     relation = words[:-1] if last == "," else words
     for back in (1, 2):
-        if len(relation) > back and relation[-1] in RELATIONS and relation[-1 - back] in POSSESSIVES:
+        if len(relation) > back and relation[-1] in RELATIONS and (
+                relation[-1 - back] in POSSESSIVES or (last == "," and relation[-1 - back] == "the")):
             return "relation"
     if words[-3:] in (["thanks", "so", "much"], ["you", "so", "much"]):
         return "salutation"
@@ -105,8 +116,16 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     for cue in INTRODUCTIONS:
         if tuple(words[-len(cue):]) == cue:
             return "introduction"
+    for cue in HEADERS:
+        if tuple(words[-len(cue):]) == cue and (i - len(cue) == 0 or "\n" in doc[i - len(cue) - 1].text
+                                                or "\n" in doc[i - len(cue) - 1].whitespace_ or cue[0] in ("cc", "attn")):
+            return "sign-off"
+    # "— X" on a line of its own: a signature
+    if last in ("—", "–", "--", "-") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
+        return "sign-off"
     token = doc[i]
-    if not _is_cap(token) or not _may_be_name(token, dictionary):
+    # after a weak cue a lower-case word counts only if it is no English word ("a fight with ikrimah")
+    if not _may_be_name(token, dictionary) or (not _is_cap(token) and (token.lower_ in dictionary or token.is_stop)):
         return None
     if last in PREPOSITIONS or last in RELATIONS:  # "a party for X", "Customer X"
         return "weak"
@@ -138,10 +157,13 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
         return []
     if not _is_cap(first):
         # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
-        if cue in ("introduction", "weak") or not _lower_name_like(first, dictionary):
+        if not _lower_name_like(first, dictionary) or (
+                cue in ("introduction", "weak") and first.lower_ in dictionary):
             return []
         second = doc[first.i + 1] if first.i + 1 < len(doc) else None
-        return [first, second] if second is not None and _lower_name_like(second, dictionary) else [first]
+        # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
+        return ([first, second] if second is not None and _lower_name_like(second, dictionary)
+                and second.lower_ not in dictionary else [first])
     tokens = [first]
     j = i + 1
     while j < len(doc) and len(tokens) < 5:
@@ -180,9 +202,27 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
                                        and after[2] in RELATIONS)
             spans.append((tokens[0].idx, tokens[-1].idx + len(tokens[-1].text), strong))
             i = end
+            # "X and Y", "X or Y": the other conjunct of a name is a name too
+            if i + 1 < len(doc) and doc[i].lower_ in ("and", "or", "&") and doc[i + 1].is_alpha and (
+                    _is_cap(doc[i + 1]) == _is_cap(tokens[0])) and doc[i + 1].lower_ not in NOT_NAMES \
+                    and not doc[i + 1].is_stop and _may_be_name(doc[i + 1], dictionary):
+                other = _name_tokens(doc, i + 1, cue if _is_cap(doc[i + 1]) else "relation", dictionary)
+                if other:
+                    spans.append((other[0].idx, other[-1].idx + len(other[-1].text), strong))
+                    i = other[-1].i + 1
         else:
             i += 1
-    return spans
+    # "Cliff and June Mendonça": the conjunct before a name is a name too
+    for start, end, strong in list(spans):
+        first = next(t for t in doc if t.idx == start) if any(t.idx == start for t in doc) else None
+        if first is None or first.i < 2 or doc[first.i - 1].lower_ not in ("and", "or", "&"):
+            continue
+        other = doc[first.i - 2]
+        if (other.is_alpha and _is_cap(other) == _is_cap(first) and other.lower_ not in NOT_NAMES
+                and not other.is_stop and _may_be_name(other, dictionary)
+                and not any(s <= other.idx < e for s, e, _ in spans)):
+            spans.append((other.idx, other.idx + len(other.text), strong))
+    return sorted(spans)
 
 
 def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
@@ -196,6 +236,15 @@ def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
             and token.lower_ not in dictionary and following.lower_ not in dictionary):
         return True
     if [t.lower_ for t in doc[i + 1:i + 3]] in (["and", "i"], ["and", "me"]):
+        return True
+    # "X told me ...", "X keeps ...", "X from accounting ..."
+    if following is not None and (following.lower_ in SUBJECT_VERBS
+                                  or (following.lower_ == "from" and i + 2 < len(doc) and doc[i + 2].is_lower)):
+        return token.lower_ not in dictionary or not token.is_sent_start
+    # "April Odhiambo": a capitalized word inside a sentence followed by one that is no English word
+    if (following is not None and following.is_alpha and _is_cap(following) and token.whitespace_ == " "
+            and (not token.is_sent_start or doc[i - 1].text in (":", ",", ";")) and not token.is_stop
+            and following.lower_ not in dictionary):
         return True
     if token.is_sent_start and i + 1 < len(doc) and doc[i + 1].lower_ in ("'s", "’s"):  # "X's birthday ..."
         return True
@@ -217,7 +266,7 @@ def is_public_mention(text: str, start: int, end: int) -> bool:
     sentence_start = max(text.rfind(mark, 0, start) for mark in (".", "?", "!", "\n", ":")) + 1
     before = text[sentence_start:start]
     after = text[end:end + 60]
-    return bool(_PUBLIC_BEFORE.search(before) or _PUBLIC_AFTER.match(after))
+    return bool(_PUBLIC_BEFORE.search(before) or _PUBLIC_QUESTION.match(before) or _PUBLIC_AFTER.match(after))
 
 
 def is_thing(text: str, start: int) -> bool:
@@ -228,26 +277,47 @@ def is_thing(text: str, start: int) -> bool:
 _WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 
 
-def extend_name(text: str, start: int, end: int, stop_words: frozenset[str]) -> tuple[int, int]:
+def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
+                dictionary: frozenset[str] = frozenset()) -> tuple[int, int]:
     """A name span grown over up to two adjacent name-like words on each side ("Rukh Khan" ->
     "Shah Rukh Khan", "Ikrimah" -> "Ikrimah Szlaga"): capitalized words for a capitalized name,
-    non-stop words for a lower-case one, on the same line, separated by one space."""
+    non-stop words for a lower-case one, on the same line, separated by one space. A word opening
+    a sentence is capitalized anyway: it joins only if it is not an English word ("Email X")."""
     capitalized = text[start:end][:1].isupper()
 
-    def name_like(word: str) -> bool:
+    def name_like(word: str, opens_sentence: bool = False) -> bool:
         lower = word.lower()
         if lower in stop_words or lower in NOT_NAMES or lower in RELATIONS:
+            return False
+        if opens_sentence and lower in dictionary:
             return False
         return word[:1].isupper() if capitalized else word.islower()
 
     for _ in range(2):
         match = re.search(r"(" + _WORD.pattern + r") $", text[max(0, start - 40):start])
-        if not match or not name_like(match.group(1)):
+        if not match:
             break
-        start -= len(match.group(0))
+        word_start = start - len(match.group(0))
+        opens_sentence = not text[:word_start].strip() or text[:word_start].rstrip()[-1] in ".!?:\n'\""
+        if not name_like(match.group(1), opens_sentence):
+            break
+        start = word_start
     for _ in range(2):
         match = re.match(r" (" + _WORD.pattern + r")", text[end:end + 40])
         if not match or not name_like(match.group(1)):
             break
-        end += len(match.group(0))
+        # "Khan's": the name ends before the possessive
+        end += len(match.group(0)) - (2 if re.search(r"['’]s$", match.group(1)) else 0)
+        if re.search(r"['’]s$", match.group(1)):
+            break
     return start, end
+
+
+def trim_sentence_opener(text: str, start: int, end: int, dictionary: frozenset[str]) -> int:
+    """The start of a name span without a leading English word that only opens the sentence
+    ("Summarize Shah Rukh Khan" -> "Shah Rukh Khan"; spaCy's small model includes such verbs)."""
+    match = re.match(r"(" + _WORD.pattern + r") (?=\S)", text[start:end])
+    opens_sentence = not text[:start].strip() or text[:start].rstrip()[-1] in ".!?:\n'\""
+    if match and opens_sentence and match.group(1).lower() in dictionary:
+        return start + len(match.group(0))
+    return start

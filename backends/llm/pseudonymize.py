@@ -63,6 +63,7 @@ class Pseudonymizer:
         self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
         self._analyzer = None
         self._anonymizer = None
+        self._english_words: frozenset[str] = frozenset()
 
     def setup(self) -> None:
         if self._analyzer is not None:
@@ -94,7 +95,8 @@ class Pseudonymizer:
             supported_entity="STREET_ADDRESS", name="StreetAddressRecognizer",
             patterns=[Pattern("street address", _STREET_ADDRESS, 0.6)]))
         if self.name_rules:
-            registry.add_recognizer(_PrivateNameRecognizer(nlp))
+            self._english_words = english_words(nlp)
+            registry.add_recognizer(_PrivateNameRecognizer(self._english_words))
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
         self._anonymizer = AnonymizerEngine()
 
@@ -112,7 +114,7 @@ class Pseudonymizer:
         people = [r for r in results if r.entity_type == "PERSON"
                   and not any(p.start < r.end and r.start < p.end for p in patterns)]
         if self.name_rules:
-            people = _resolve_people(text, people)
+            people = _resolve_people(text, people, self._english_words)
         return patterns + people
 
     def _conversation_findings(self, texts: list[str]) -> list[list]:
@@ -147,7 +149,8 @@ class Pseudonymizer:
         from spacy.lang.en.stop_words import STOP_WORDS
         out = []
         for text, found in zip(texts, findings):
-            extra = [name_rules.extend_name(text, m.start(), m.end(), STOP_WORDS) for m in pattern.finditer(text or "")
+            extra = [name_rules.extend_name(text, m.start(), m.end(), STOP_WORDS, self._english_words)
+                     for m in pattern.finditer(text or "")
                      if not any(r.start < m.end() and m.start() < r.end for r in found)]
             others = [r for r in found if r.entity_type != "PERSON"]
             spans = [(r.start, r.end) for r in found if r.entity_type == "PERSON"]
@@ -220,8 +223,8 @@ def _private_name_recognizer_class():
     return PrivateNameRecognizer
 
 
-def _PrivateNameRecognizer(nlp):
-    return _private_name_recognizer_class()(english_words(nlp))
+def _PrivateNameRecognizer(dictionary: frozenset[str]):
+    return _private_name_recognizer_class()(dictionary)
 
 
 def english_words(nlp) -> frozenset[str]:
@@ -247,7 +250,7 @@ def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(start, end) for start, end in merged]
 
 
-def _resolve_people(text: str, people: list) -> list:
+def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
     """PERSON findings cleaned up: a possessive "'s" left out, each grown over adjacent name-like
     words, overlapping ones merged; a span no private cue touches is kept (dropped from the
     findings) when it is "the X" or the request is about that person (name_rules.is_public_mention)."""
@@ -256,10 +259,11 @@ def _resolve_people(text: str, people: list) -> list:
     spans = []
     for r in people:
         end = r.end - 2 if re.search(r"['’]s$", text[r.start:r.end]) else r.end
+        start = name_rules.trim_sentence_opener(text, r.start, end, english)
         cued = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY) == _PRIVATE_CUE
-        if not cued and name_rules.is_thing(text, r.start):
+        if not cued and name_rules.is_thing(text, start):
             continue
-        spans.append((*name_rules.extend_name(text, r.start, end, STOP_WORDS), cued))
+        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english), cued))
     merged: list[list] = []
     for start, end, cued in sorted(spans, key=lambda s: (s[0], -s[1])):
         if merged and start <= merged[-1][1]:
