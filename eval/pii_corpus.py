@@ -1,4 +1,4 @@
-"""A seeded, labelled set of chatbot requests for measuring pseudonymization (eval/pseudonymization.py).
+"""A seeded, labelled set of chatbot requests for measuring pseudonymization (eval/pii_recall.py).
 
 Made-up requests of the kinds real users send (e-mails, letters, CVs, support tickets, medical and
 legal questions, role-play, meeting notes, questions about public figures), filled with:

@@ -48,8 +48,8 @@ introduce pay visit marry date contact inform notify mentor interview promote re
 """.split())
 # Verbs whose subject is usually a private person in a request: "X told me", "X keeps interrupting".
 SUBJECT_VERBS = frozenset("""
-told tells asked asks keeps kept wants wanted texted emailed called messaged replied sent refuses refused
-is was owes owed borrowed promised forgot missed left quit yelled complained
+told tells asked asks wants wanted texted emailed messaged replied refuses refused owes owed borrowed
+promised yelled complained
 """.split())
 # Capitalized words that follow a cue without being a name ("Hi team,", "Dear Sir", "my boss I").
 # Not "will": "my cousin Will" is a name more often than a question starts there.
@@ -138,7 +138,10 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
 
 def _may_be_name(token, dictionary: frozenset[str]) -> bool:
     """The small model tags many unknown names as places or nationalities ("Kipepeo" GPE): such a tag
-    rules a name out only for a word of the English dictionary ("Japan", "Paris")."""
+    rules a name out only for a word of the English dictionary ("Japan", "Paris"). An acronym ("VBA",
+    "AWS") or a function word ("My") is not a name."""
+    if token.is_stop or (token.is_upper and len(token) > 1):
+        return False
     return token.ent_type_ not in NOT_PERSON_ENTITIES or token.lower_ not in dictionary
 
 
