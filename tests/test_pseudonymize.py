@@ -40,7 +40,7 @@ def test_measured_recall_and_topic_damage_on_the_labelled_examples(pseudonymizer
     examples = [json.loads(line) for line in open(DATA)]
     result = evaluate(pseudonymizer, examples)
     print(result["recall"], result["topic_entities_replaced"])
-    # measured 34/36 and 3/45 (eval/pseudonymization.py); a drop means a regression
+    # measured 35/36 and 1/45 (eval/pseudonymization.py); a drop means a regression
     assert result["recall"] >= 0.9 and result["topic_entities_replaced"] <= 5
 
 
@@ -109,7 +109,7 @@ def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
     names, keep = new["per_kind"]["PERSON"], new["keep"]
     old_names = old["per_kind"]["PERSON"]
     print(names, keep, old_names, old["keep"])
-    # eval/pii_recall.py on all 600 held-out texts: see docs/llm_backends.md; the old detector (spaCy
-    # alone) replaced ~60% of these names and kept ~65% of the public entities.
-    assert names[0] / names[1] >= 0.85 and keep[0] / keep[1] >= 0.9
-    assert old_names[0] / old_names[1] < 0.85
+    # On these 150 texts: 165/178 names replaced and 108/117 keep entities intact; spaCy alone (the
+    # detector before the name rules) 99/178 and 74/117. All 600 held-out texts: docs/llm_backends.md.
+    assert names[0] / names[1] >= 0.9 and keep[0] / keep[1] >= 0.9
+    assert old_names[0] / old_names[1] < 0.9

@@ -41,6 +41,7 @@ HEADERS = ((("from", ":"), ("to", ":"), ("cc", ":"), ("bcc", ":"), ("attn", ":")
 PREPOSITIONS = frozenset({"to", "for", "with", "between"})
 NOT_PERSON_ENTITIES = frozenset({"GPE", "LOC", "NORP", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE",
                                  "LAW", "DATE", "TIME", "MONEY", "QUANTITY", "CARDINAL", "ORDINAL", "PERCENT"})
+_PLACES_AND_PEOPLES = frozenset({"GPE", "LOC", "NORP", "LANGUAGE"})
 # Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
 PERSON_VERBS = frozenset("""
 tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
@@ -125,7 +126,7 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         return "sign-off"
     token = doc[i]
     # after a weak cue a lower-case word counts only if it is no English word ("a fight with ikrimah")
-    if not _may_be_name(token, dictionary) or (not _is_cap(token) and (token.lower_ in dictionary or token.is_stop)):
+    if not _may_be_name(token, dictionary) or (not _is_cap(token) and _known(token, dictionary)):
         return None
     if last in PREPOSITIONS or last in RELATIONS:  # "a party for X", "Customer X"
         return "weak"
@@ -136,20 +137,28 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     return None
 
 
-def _may_be_name(token, dictionary: frozenset[str]) -> bool:
+def _known(token, dictionary: frozenset[str]) -> bool:
+    """An English word, inflected or not ("wants": "want")."""
+    return token.lower_ in dictionary or token.lemma_.lower() in dictionary
+
+
+def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = False) -> bool:
     """The small model tags many unknown names as places or nationalities ("Kipepeo" GPE): such a tag
-    rules a name out only for a word of the English dictionary ("Japan", "Paris"). An acronym ("VBA",
-    "AWS") or a function word ("My") is not a name."""
-    if token.is_stop or (token.is_upper and len(token) > 1):
+    rules a name out only for a word of the English dictionary ("Japan", "Canadian"). An acronym
+    ("VBA", "AWS") is not a name, nor, without a strong cue, a function word ("My"; after "my
+    cousin", "Will" is one)."""
+    if (token.is_upper and len(token) > 1) or (token.is_stop and not after_strong_cue):
         return False
-    return token.ent_type_ not in NOT_PERSON_ENTITIES or token.lower_ not in dictionary
+    # after "Hi" or "my sister", a word tagged as a date ("Summer", "June") is a name; "I'm Canadian" is not
+    ruled_out = _PLACES_AND_PEOPLES if after_strong_cue else NOT_PERSON_ENTITIES
+    return token.ent_type_ not in ruled_out or not _known(token, dictionary)
 
 
 def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
     """A lower-case word after a strong cue that reads as a name: not a function word, and either
     not tagged as one of the word classes a name never is, or not an English word at all."""
     return (token.is_alpha and not token.is_stop and token.lower_ not in RELATIONS and token.lower_ not in NOT_NAMES
-            and (token.pos_ not in NOT_NAME_POS or token.lower_ not in dictionary))
+            and (token.pos_ not in NOT_NAME_POS or not _known(token, dictionary)))
 
 
 def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
@@ -161,12 +170,14 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     if not _is_cap(first):
         # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
         if not _lower_name_like(first, dictionary) or (
-                cue in ("introduction", "weak") and first.lower_ in dictionary):
+                cue in ("introduction", "weak") and _known(first, dictionary)):
             return []
         second = doc[first.i + 1] if first.i + 1 < len(doc) else None
         # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
         return ([first, second] if second is not None and _lower_name_like(second, dictionary)
-                and second.lower_ not in dictionary else [first])
+                and not _known(second, dictionary) else [first])
+    if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak"):
+        return []
     tokens = [first]
     j = i + 1
     while j < len(doc) and len(tokens) < 5:
@@ -236,18 +247,18 @@ def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
         return False
     following = doc[i + 1] if i + 1 < len(doc) else None
     if (following is not None and following.is_alpha and _is_cap(following) and token.whitespace_ == " "
-            and token.lower_ not in dictionary and following.lower_ not in dictionary):
+            and not _known(token, dictionary) and not _known(following, dictionary)):
         return True
     if [t.lower_ for t in doc[i + 1:i + 3]] in (["and", "i"], ["and", "me"]):
         return True
     # "X told me ...", "X keeps ...", "X from accounting ..."
     if following is not None and (following.lower_ in SUBJECT_VERBS
                                   or (following.lower_ == "from" and i + 2 < len(doc) and doc[i + 2].is_lower)):
-        return token.lower_ not in dictionary or not token.is_sent_start
+        return not _known(token, dictionary) or not token.is_sent_start
     # "April Odhiambo": a capitalized word inside a sentence followed by one that is no English word
     if (following is not None and following.is_alpha and _is_cap(following) and token.whitespace_ == " "
             and (not token.is_sent_start or doc[i - 1].text in (":", ",", ";")) and not token.is_stop
-            and following.lower_ not in dictionary):
+            and not _known(following, dictionary)):
         return True
     if token.is_sent_start and i + 1 < len(doc) and doc[i + 1].lower_ in ("'s", "’s"):  # "X's birthday ..."
         return True
@@ -258,7 +269,7 @@ def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
             j += 1
         line_end = j == len(doc) or "\n" in doc[j].text or "\n" in doc[j - 1].whitespace_
         words = doc[i:j]
-        return (line_end and 2 <= len(words) <= 3 and any(t.lower_ not in dictionary for t in words)
+        return (line_end and 2 <= len(words) <= 3 and any(not _known(t, dictionary) for t in words)
                 and not any(t.lower_ in NOT_NAMES for t in words))
     return False
 
@@ -273,8 +284,9 @@ def is_public_mention(text: str, start: int, end: int) -> bool:
 
 
 def is_thing(text: str, start: int) -> bool:
-    """"the Zoom migration", "the Tableau results": a person is not called "the X"."""
-    return bool(re.search(r"\bthe\s+$", text[max(0, start - 8):start], re.I))
+    """"the Zoom migration", "our Jira board", "my MacBook": a person is not called "the X" or "our X"
+    (a person after "my" comes with a relation: "my colleague X", a cue of its own)."""
+    return bool(re.search(r"\b(?:the|a|an|our|my|your|their|its)\s+$", text[max(0, start - 8):start], re.I))
 
 
 _WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
@@ -290,7 +302,8 @@ def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
 
     def name_like(word: str, opens_sentence: bool = False) -> bool:
         lower = word.lower()
-        if lower in stop_words or lower in NOT_NAMES or lower in RELATIONS:
+        # "I'm", "it's": a contraction of a function word is no part of a name ("O'Brien" is)
+        if lower in stop_words or lower in NOT_NAMES or lower in RELATIONS or lower.split("'")[0] in stop_words:
             return False
         if opens_sentence and lower in dictionary:
             return False
