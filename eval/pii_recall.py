@@ -8,6 +8,10 @@ warm-up, on this shared machine.
 
     PYTHONPATH=. python -m eval.pii_recall --split heldout
     PYTHONPATH=. python -m eval.pii_recall --split heldout --configs current,default --show_misses 20
+
+With --names_free FILE (conversations JSONL without people in them, e.g. a generate_sample output),
+it also counts the texts (a conversation's user turns) in which a configuration finds a PERSON:
+every such finding is a false positive that takes words from the topic.
 """
 
 from __future__ import annotations
@@ -86,6 +90,21 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _user_texts(path: str, limit: int) -> list[str]:
+    import json
+    texts = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+                texts.append(" ".join(m["content"] for m in record["messages"] if m.get("role") == "user"))
+            except (ValueError, KeyError, TypeError):
+                continue  # the sample's deliberately malformed lines
+            if len(texts) >= limit:
+                break
+    return texts
+
+
 def _share(pair: tuple[int, int]) -> str:
     return f"{pair[0]}/{pair[1]} = {pair[0] / max(1, pair[1]):.1%}"
 
@@ -101,6 +120,8 @@ def main(argv=None) -> None:
     parser.add_argument("--gazetteer_rank", type=int, default=1000)
     parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--llm_sample", type=int, default=50, help="texts the LLM configuration is measured on")
+    parser.add_argument("--names_free", help="conversations JSONL without names: count PERSON false positives")
+    parser.add_argument("--names_free_texts", type=int, default=1000)
     parser.add_argument("--show_misses", type=int, default=0, help="print up to N misses per kind (made-up data)")
     args = parser.parse_args(argv)
     examples = generate(args.split, args.examples, args.seed)
@@ -119,6 +140,15 @@ def main(argv=None) -> None:
         print(f"\n{name} ({note}; {len(sample)} texts; set-up {load_s:.1f} s): private names {names}, "
               f"all private PII {_share(result['private'])}, keep intact {_share(result['keep'])}, "
               f"{result['ms_per_text']:.1f} ms/text\n  {per_kind}")
+        if args.names_free:
+            texts = _user_texts(args.names_free, args.names_free_texts)
+            found = collections.Counter()
+            flagged = 0
+            for text in texts:
+                people = [text[s:e] for kind, s, e in detector.detect(text) if kind == "PERSON"]
+                flagged += bool(people)
+                found.update(people)
+            print(f"  names-free texts with a PERSON found: {flagged}/{len(texts)}; most found: {found.most_common(5)}")
         for kind, rows in result["misses"].items():
             for value, text in rows[:args.show_misses]:
                 print(f"  miss {kind}: {value!r} in {text!r}")

@@ -59,9 +59,6 @@ i you he she we they it me him her us them the a an and or but to for at in on o
 everyone everybody there guys folks sir madam dear hi hello hey thanks thank please sorry yes no
 again so just here who what when where why how is was are be would can could should
 """.split())
-# Parts of speech a lower-case word after a cue has when it is not a name ("my boss wants ...").
-NOT_NAME_POS = frozenset({"VERB", "AUX", "ADP", "DET", "PRON", "CCONJ", "SCONJ", "PART", "ADV", "NUM",
-                          "PUNCT", "SYM", "SPACE"})
 
 # A person is the topic when the request asks about them, quotes them, imitates them.
 _PUBLIC_BEFORE = re.compile(
@@ -125,8 +122,9 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     if last in ("—", "–", "--", "-") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
         return "sign-off"
     token = doc[i]
-    # after a weak cue a lower-case word counts only if it is no English word ("a fight with ikrimah")
-    if not _may_be_name(token, dictionary) or (not _is_cap(token) and _known(token, dictionary)):
+    # A weak cue needs a capitalized word: after "with", a lower-case unknown word is as often jargon
+    # ("with async await") as a name.
+    if not _is_cap(token) or not _may_be_name(token, dictionary):
         return None
     if last in PREPOSITIONS or last in RELATIONS:  # "a party for X", "Customer X"
         return "weak"
@@ -156,9 +154,13 @@ def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = Fal
 
 def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
     """A lower-case word after a strong cue that reads as a name: not a function word, and either
-    not tagged as one of the word classes a name never is, or not an English word at all."""
-    return (token.is_alpha and not token.is_stop and token.lower_ not in RELATIONS and token.lower_ not in NOT_NAMES
-            and (token.pos_ not in NOT_NAME_POS or not _known(token, dictionary)))
+    not an English word at all or a singular word of a class names belong to ("my colleague bill";
+    not "my tenant rights", "my boss wants")."""
+    if not token.is_alpha or token.is_stop or token.lower_ in RELATIONS or token.lower_ in NOT_NAMES:
+        return False
+    if not _known(token, dictionary):
+        return True
+    return token.pos_ in ("PROPN", "NOUN", "ADJ", "X", "INTJ") and token.tag_ not in ("NNS", "NNPS")
 
 
 def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
@@ -169,8 +171,7 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
         return []
     if not _is_cap(first):
         # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
-        if not _lower_name_like(first, dictionary) or (
-                cue in ("introduction", "weak") and _known(first, dictionary)):
+        if cue in ("introduction", "weak") or not _lower_name_like(first, dictionary):
             return []
         second = doc[first.i + 1] if first.i + 1 < len(doc) else None
         # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
