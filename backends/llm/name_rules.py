@@ -4,7 +4,9 @@ spaCy's small English model misses many private names in chatbot requests: names
 words ("Will", "Rose", "Page"), non-Western names, names typed in lower case, first names alone. The
 words around a private name usually say what it is: a salutation ("Dear X", "Hi X,"), a sign-off
 ("Best,\\nX"), a relation ("my colleague X", "our tenant X"), a title ("Dr. X"), an introduction ("my
-name is X", "I'm X"). `private_name_spans` finds the names that follow such a cue in a spaCy Doc.
+name is X", "I'm X"). `cued_name_spans` finds the names such a cue marks in a spaCy Doc (strong
+cues), and those weaker hints point at ("a party for X", "tell X", "X told me", two capitalized
+words that are no English words), which a public-figure context may still keep.
 
 A public figure the request is about (a question about Marie Curie's work, a poem in the style of
 Tolstoy) is the topic and is kept: `is_public_mention` says whether a person span stands in such a
