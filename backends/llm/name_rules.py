@@ -120,21 +120,35 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         if tuple(words[-len(cue):]) == cue and (i - len(cue) == 0 or "\n" in doc[i - len(cue) - 1].text
                                                 or "\n" in doc[i - len(cue) - 1].whitespace_ or cue[0] in ("cc", "attn")):
             return "sign-off"
-    # "— X" on a line of its own: a signature
-    if last in ("—", "–", "--", "-") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
+    # "— X" on a line of its own: a signature (a dash, not a hyphen: "- X" opens a list item)
+    if last in ("—", "–", "--") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
         return "sign-off"
     token = doc[i]
     # A weak cue needs a capitalized word: after "with", a lower-case unknown word is as often jargon
     # ("with async await") as a name.
     if not _is_cap(token) or not _may_be_name(token, dictionary):
         return None
-    if last in PREPOSITIONS or last in RELATIONS:  # "a party for X", "Customer X"
+    # In Title Case ("Script with Error Handling", "Patient Information") a capitalized English word
+    # after a preposition or a role word is a heading's word, not a name.
+    title_case = i > 1 and _is_cap(doc[i - 2]) and doc[i - 2].is_alpha and not doc[i - 2].is_sent_start
+    if last in PREPOSITIONS and not (title_case and _known(token, dictionary)):  # "a party for X"
+        return "weak"
+    if last in RELATIONS and not (_is_cap(doc[i - 1]) and _known(token, dictionary)):  # "customer X"
         return "weak"
     if i > 0 and doc[i - 1].pos_ == "VERB" and doc[i - 1].lemma_.lower() in PERSON_VERBS:  # "tell X", "ask X"
         return "weak"
     if words[-2:] in (["me", "and"], ["i", "and"]):  # "me and X"
         return "weak"
     return None
+
+
+_NAME_PREFIX_CAPITAL = re.compile(r"^(?:Mc|Mac|De|Di|Du|Da|Le|La|Van|Von|Del|O')[A-Z]")
+
+
+def is_identifier(word: str) -> bool:
+    """"RdKafka", "SimulationTimer", "CardB", "x2": a code identifier, not a name ("McCreath",
+    "DeShawn" are names)."""
+    return bool(re.search(r"\d|_", word) or (re.search(r"[a-z][A-Z]", word) and not _NAME_PREFIX_CAPITAL.match(word)))
 
 
 def _known(token, dictionary: frozenset[str]) -> bool:
@@ -147,7 +161,7 @@ def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = Fal
     rules a name out only for a word of the English dictionary ("Japan", "Canadian"). An acronym
     ("VBA", "AWS") is not a name, nor, without a strong cue, a function word ("My"; after "my
     cousin", "Will" is one)."""
-    if (token.is_upper and len(token) > 1) or (token.is_stop and not after_strong_cue):
+    if (token.is_upper and len(token) > 1) or (token.is_stop and not after_strong_cue) or is_identifier(token.text):
         return False
     # after "Hi" or "my sister", a word tagged as a date ("Summer", "June") is a name; "I'm Canadian" is not
     ruled_out = _PLACES_AND_PEOPLES if after_strong_cue else NOT_PERSON_ENTITIES
@@ -296,15 +310,20 @@ _WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 
 
 def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
-                dictionary: frozenset[str] = frozenset()) -> tuple[int, int]:
+                dictionary: frozenset[str] = frozenset(), lower_case: bool = True) -> tuple[int, int]:
     """A name span grown over up to two adjacent name-like words on each side ("Rukh Khan" ->
     "Shah Rukh Khan", "Ikrimah" -> "Ikrimah Szlaga"): capitalized words for a capitalized name,
-    non-stop words for a lower-case one, on the same line, separated by one space. A word opening
-    a sentence is capitalized anyway: it joins only if it is not an English word ("Email X")."""
+    non-stop words for a lower-case one (only if `lower_case`: a cue found it), on the same line,
+    separated by one space. A word opening a sentence is capitalized anyway: it joins only if it is
+    not an English word ("Email X")."""
     capitalized = text[start:end][:1].isupper()
+    if not capitalized and not lower_case:
+        return start, end
 
     def name_like(word: str, opens_sentence: bool = False) -> bool:
         lower = word.lower()
+        if is_identifier(word):
+            return False
         # "I'm", "it's": a contraction of a function word is no part of a name ("O'Brien" is)
         if lower in stop_words or lower in NOT_NAMES or lower in RELATIONS or lower.split("'")[0] in stop_words:
             return False

@@ -128,9 +128,15 @@ class Pseudonymizer:
         if not self.name_rules:
             return findings
         from presidio_analyzer import RecognizerResult
+        # Recurrences of a word of a found name: of any word a private cue found, of a capitalized word
+        # that is no English word otherwise ("self" or "Player" that spaCy took for a name in pasted
+        # code must not spread through the conversation).
         names = {word for text, found in zip(texts, findings) for r in found if r.entity_type == "PERSON"
                  for word in re.findall(r"[^\W\d_]{2,}", text[r.start:r.end])
-                 if word.lower() not in name_rules.NOT_NAMES and word.lower() not in self.topic_terms}
+                 if word.lower() not in name_rules.NOT_NAMES and word.lower() not in self.topic_terms
+                 and not name_rules.is_identifier(word)
+                 and (r.score >= 1.0 or (word[0].isupper() and not word.isupper()
+                                         and word.lower() not in self._english_words))}
         # A name spelled in an e-mail address ("ikrimah77@...", "luce.nkonyeni@...") is that of a
         # private person: its parts are names wherever they occur, in either case.
         for text, found in zip(texts, findings):
@@ -269,7 +275,7 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
         cued = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY) == _PRIVATE_CUE
         if not cued and name_rules.is_thing(text, start):
             continue
-        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english), cued))
+        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=cued), cued))
     merged: list[list] = []
     for start, end, cued in sorted(spans, key=lambda s: (s[0], -s[1])):
         if merged and start <= merged[-1][1]:
@@ -277,7 +283,8 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
             merged[-1][2] = merged[-1][2] or cued
         else:
             merged.append([start, end, cued])
-    return [RecognizerResult("PERSON", start, end, 0.85) for start, end, cued in merged
+    # score 1.0 marks a span a private-person cue found (the conversation-wide pass reads it)
+    return [RecognizerResult("PERSON", start, end, 1.0 if cued else 0.85) for start, end, cued in merged
             if cued or not name_rules.is_public_mention(text, start, end)]
 
 
