@@ -148,7 +148,8 @@ def main(argv=None) -> None:
                 people = [text[s:e] for kind, s, e in detector.detect(text) if kind == "PERSON"]
                 flagged += bool(people)
                 found.update(people)
-            print(f"  names-free texts with a PERSON found: {flagged}/{len(texts)}; most found: {found.most_common(5)}")
+            print(f"  names-free texts with a PERSON found: {flagged}/{len(texts)} ({sum(found.values())} spans);"
+                  f" most found: {found.most_common(5)}")
         for kind, rows in result["misses"].items():
             for value, text in rows[:args.show_misses]:
                 print(f"  miss {kind}: {value!r} in {text!r}")
