@@ -4,7 +4,7 @@ through the pseudonymizer in tests/test_pseudonymize.py."""
 import pytest
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from backends.llm.name_rules import extend_name, is_public_mention, is_thing
+from backends.llm.name_rules import extend_name, is_identifier, is_public_mention, is_thing
 
 
 def _span(text, name):
@@ -46,3 +46,8 @@ def test_the_x_is_a_thing():
 def test_a_name_grows_over_adjacent_name_like_words(text, found, grown):
     start, end = extend_name(text, *_span(text, found), frozenset(STOP_WORDS), frozenset({"email", "customer"}))
     assert text[start:end] == grown
+
+
+def test_code_identifiers_are_not_names_but_prefixed_surnames_are():
+    assert all(is_identifier(w) for w in ("RdKafka", "SimulationTimer", "CardB", "user_id", "x2"))
+    assert not any(is_identifier(w) for w in ("McCreath", "DeShawn", "MacArthur", "O'Brien", "Okonkwo"))

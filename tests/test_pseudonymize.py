@@ -75,6 +75,8 @@ def test_names_after_private_cues_are_replaced(pseudonymizer, text, names):
     "What did Marie Curie discover, and why does it matter for medicine in France?",
     "Can you explain the Zoom migration steps for our Jira board?",
     "I'm tired of my manager. How do I move to Germany as a Rust developer?",
+    "Fix this:\n- Use a queue\n- Add logging\nclass SimulationTimer:\n    def run(self):\n        print(self.data)",
+    "Write a Python Script with Error Handling for our Patient Information form.",
 ])
 def test_cue_words_public_figures_and_products_are_left_alone(pseudonymizer, text):
     assert pseudonymizer.pseudonymize(text) == text

@@ -95,8 +95,11 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         return "title"
     # "my colleague X", "my new boss X", "our tenant X", "my mother, X", "the patient, X"
     relation = words[:-1] if last == "," else words
+    relation_token = doc[i - 1] if last != "," else doc[i - 2]
+    # "our Patient Information form" is a heading's Title Case, not a relation
+    heading = _is_cap(relation_token) and not relation_token.is_sent_start and _known(doc[i], dictionary)
     for back in (1, 2):
-        if len(relation) > back and relation[-1] in RELATIONS and (
+        if len(relation) > back and relation[-1] in RELATIONS and not heading and (
                 relation[-1 - back] in POSSESSIVES or (last == "," and relation[-1 - back] == "the")):
             return "relation"
     if words[-3:] in (["thanks", "so", "much"], ["you", "so", "much"]):
