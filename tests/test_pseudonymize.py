@@ -40,7 +40,7 @@ def test_measured_recall_and_topic_damage_on_the_labelled_examples(pseudonymizer
     examples = [json.loads(line) for line in open(DATA)]
     result = evaluate(pseudonymizer, examples)
     print(result["recall"], result["topic_entities_replaced"])
-    # measured 34/36 and 3/45 (eval/pseudonymization.py); a drop means a regression
+    # measured 35/36 and 1/45 (eval/pseudonymization.py); a drop means a regression
     assert result["recall"] >= 0.9 and result["topic_entities_replaced"] <= 5
 
 
@@ -49,3 +49,69 @@ def test_a_person_named_by_a_word_of_a_keyword_is_still_replaced(pseudonymizer):
     assert "grant proposal" in pseudonymizer.topic_terms and "grant" not in pseudonymizer.topic_terms
     out = pseudonymizer.pseudonymize("Please write a thank-you note to Grant Whitfield for his help with my thesis.")
     assert "Grant" not in out and "<PERSON_1>" in out
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Dear Rose,\n\nThanks for the slides.\n\nBest,\nGrant Whitfield", ["Rose", "Grant Whitfield"]),
+    ("my colleague bill asked me to fix his excel macro", ["bill"]),
+    ("Hi Summer, can you review the deck before Friday?", ["Summer"]),
+    ("Dr. Okonkwo prescribed metformin, is that safe with ibuprofen?", ["Okonkwo"]),
+    ("My name is Adaeze Nwachukwu and I need a cover letter.", ["Adaeze Nwachukwu"]),
+    ("Write a birthday message for Kipepeo, she turns 30.", ["Kipepeo"]),
+    ("Please tell Wojciech that the build is fixed.", ["Wojciech"]),
+    ("Here is my CV:\nIkrimah Szlaga\nData engineer, 5 years of SQL.", ["Ikrimah Szlaga"]),
+    ("Customer Luce Nkonyeni (luce.nkonyeni@example.com) cannot log in.", ["Luce Nkonyeni"]),
+])
+def test_names_after_private_cues_are_replaced(pseudonymizer, text, names):
+    out = pseudonymizer.pseudonymize(text)
+    for name in names:
+        for word in name.split():
+            assert word not in out, (name, out)
+
+
+@pytest.mark.parametrize("text", [
+    "Hi team, my boss wants the Python report by Friday.",
+    "Write a short poem in the style of Pablo Neruda about the sea.",
+    "What did Marie Curie discover, and why does it matter for medicine in France?",
+    "Can you explain the Zoom migration steps for our Jira board?",
+    "I'm tired of my manager. How do I move to Germany as a Rust developer?",
+    "Fix this:\n- Use a queue\n- Add logging\nclass SimulationTimer:\n    def run(self):\n        print(self.data)",
+    "Write a Python Script with Error Handling for our Patient Information form.",
+])
+def test_cue_words_public_figures_and_products_are_left_alone(pseudonymizer, text):
+    assert pseudonymizer.pseudonymize(text) == text
+
+
+def test_a_private_cue_wins_over_a_public_context(pseudonymizer):
+    out = pseudonymizer.pseudonymize("Explain to my colleague Marie Dubois the theories of Sigmund Freud.")
+    assert "Dubois" not in out and "Sigmund Freud" in out
+
+
+def test_a_name_found_once_is_replaced_wherever_it_recurs_in_the_conversation(pseudonymizer):
+    first, second = pseudonymizer.pseudonymize_texts(["Dear Hope, the slides are attached.",
+                                                      "Also, Hope asked whether Hope's budget is final."])
+    assert "Hope" not in first + second and second.count("<PERSON_1>") == 2 and first.startswith("Dear <PERSON_1>")
+
+
+def test_nothing_found_in_one_conversation_changes_another(pseudonymizer):
+    # Record independence: a name learned from one conversation is not carried to the next.
+    other = "Hope this helps: how should I water roses in summer?"
+    alone = pseudonymizer.pseudonymize(other)
+    pseudonymizer.pseudonymize_texts(["Dear Hope, happy birthday!", "Hope's party is on Friday."])
+    assert pseudonymizer.pseudonymize(other) == alone == other
+
+
+def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
+    from backends.llm.pseudonymize import Pseudonymizer
+    from eval.pii_corpus import generate
+    from eval.pii_recall import evaluate_spans
+    examples = generate("heldout", 150)
+    new = evaluate_spans(pseudonymizer.detect, examples)
+    old = evaluate_spans(Pseudonymizer(name_rules=False).detect, examples)
+    names, keep = new["per_kind"]["PERSON"], new["keep"]
+    old_names = old["per_kind"]["PERSON"]
+    print(names, keep, old_names, old["keep"])
+    # On these 150 texts: 159/178 names replaced and 109/117 keep entities intact; spaCy alone (the
+    # detector before the name rules) 99/178 and 74/117. All 600 held-out texts: docs/llm_backends.md.
+    assert names[0] / names[1] >= 0.85 and keep[0] / keep[1] >= 0.9
+    assert old_names[0] / old_names[1] < 0.85

