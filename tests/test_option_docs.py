@@ -20,6 +20,7 @@ UNSET_SHOWN_AS = {
     "keyword_set": "bundled list", "keyword_min_noisy_count": "auto", "pseudonymize": "on for openai/vertex",
     "llm_project": "`$GOOGLE_CLOUD_PROJECT`", "llm_location": "`$GOOGLE_CLOUD_LOCATION`",
     "keyword_noise": "gaussian (count votes)", "max_keyword_partitions_per_user": "10 (count votes)",
+    "llm_timeout_s": "60; `local`: 600",
 }
 
 
