@@ -105,13 +105,13 @@ def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
     from backends.llm.pseudonymize import Pseudonymizer
     from eval.pii_corpus import generate
     from eval.pii_recall import evaluate_spans
-    examples = generate("heldout", 150)
+    examples = generate("heldout", 600)  # the split docs/llm_backends.md reports
     new = evaluate_spans(pseudonymizer.detect, examples)
-    old = evaluate_spans(Pseudonymizer(name_rules=False).detect, examples)
+    old = evaluate_spans(Pseudonymizer(name_rules=False).detect, examples[:150])
     names, keep = new["per_kind"]["PERSON"], new["keep"]
     old_names = old["per_kind"]["PERSON"]
     print(names, keep, old_names, old["keep"])
-    # On these 150 texts: 159/178 names replaced and 109/117 keep entities intact; spaCy alone (the
-    # detector before the name rules) 99/178 and 74/117. All 600 held-out texts: docs/llm_backends.md.
+    # Measured: 614/700 names replaced and 430/475 keep entities intact (issue 18 asks 95% and 90%);
+    # spaCy alone (the detector before the name rules) replaced 99/178 names of the first 150 texts.
     assert names[0] / names[1] >= 0.85 and keep[0] / keep[1] >= 0.9
     assert old_names[0] / old_names[1] < 0.85
