@@ -82,8 +82,8 @@ def in_running_text(category: str) -> str:
 
 UNLABELLED_NAME = "Unlabelled topic"
 RANKING_NOTE = "keywords are ranked by how often this topic's conversations chose them (DP counts)."
-CENTRE_NOTE = ("no keyword cleared the privacy noise in its votes, so these are the keywords nearest the "
-               "topic's DP centre, not keywords its conversations chose.")
+CENTRE_NOTE = ("keywords are the ones nearest the topic's DP centre, not ones its conversations chose (no "
+               "keyword vote of its own cleared the privacy noise, or, with --keyword_mode centroid, none was taken).")
 
 
 def note_label_source(description: str, source: str) -> str:
