@@ -42,7 +42,33 @@ class _Server(http.server.ThreadingHTTPServer):
     request_queue_size = 128  # the default backlog (5) drops connections under a concurrent fan-out
 
 
-class FakeChatServer:
+class LoopbackServer:
+    """A threaded HTTP server on a free loopback port for the length of a `with` block: subclasses give
+    `_handler()` (a BaseHTTPRequestHandler class) and `url_path` (what base_url ends with)."""
+
+    url_path = ""
+
+    def _handler(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._server = _Server(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}{self.url_path}"
+
+
+class FakeChatServer(LoopbackServer):
+    url_path = "/v1"
+
     def __init__(self, fault_rate: float = 0.0, seed: int = 0, hang_s: float = 2.0, misbehave: bool = False,
                  latency_s: float = 0.0, answer=None):
         self.answer = answer  # prompt -> answer text, instead of derived_answer (canned answers for a test)
@@ -112,19 +138,6 @@ class FakeChatServer:
 
         return Handler
 
-    def __enter__(self):
-        self._server = _Server(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def expected_counts(self, max_retries: int) -> dict:
         """What the job's counters must say, from what this server did (no cache)."""

@@ -13,6 +13,7 @@ import pytest
 from backends.llm import local_client, prompts
 from backends.llm.client import RetryableError
 from backends.llm.local_client import LocalChatClient, LocalServer, PublicPrefixCache
+from tests.llm_server import LoopbackServer
 from tests.test_local_backend import TEST_MODEL, needs_local_model
 
 RECORDS = ["How do I write unit tests for my Python code?", "How do I write a cover letter for a job?",
@@ -41,7 +42,7 @@ def test_every_prompts_public_head_is_its_instructions_up_to_the_record_and_noth
         {"role": "user", "content": "Below is what a user wrote, but in other words"}]) is None
 
 
-class _FakeSlotServer:
+class _FakeSlotServer(LoopbackServer):
     """llama.cpp's server as the cache sees it: one slot holding the tokens of what it last computed
     (one character = one token here), save/restore/erase, and chat requests that, with cache_prompt,
     reuse the longest common prefix of the slot and their prompt. Logs what each chat request reused."""
@@ -82,7 +83,7 @@ class _FakeSlotServer:
             self.chats.append({"prompt": prompt, "reused": prompt[:reused]})
         return {"choices": [{"message": {"content": "{}"}}], "usage": {"prompt_tokens": len(prompt)}}
 
-    def __enter__(self):
+    def _handler(self):
         fake = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -99,18 +100,7 @@ class _FakeSlotServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self._http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._http.daemon_threads = True
-        threading.Thread(target=self._http.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self._http.shutdown()
-        self._http.server_close()
-
-    @property
-    def base_url(self):
-        return f"http://127.0.0.1:{self._http.server_address[1]}"
+        return Handler
 
 
 def _client_of(fake, monkeypatch) -> LocalChatClient:
