@@ -6,9 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
+from backends.interfaces import (
+    ClusterNamer,
+    ExemplarWriter,
+    FacetExtractor,
+    KeywordProposer,
+    KeywordSelector,
+    KeywordSetRefiner,
+)
 from backends.keyword_categories import KeywordCategories
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
+from backends.offline_exemplars import TemplateExemplarWriter
 from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
 
 if TYPE_CHECKING:  # no LLM module is imported for the offline backend
@@ -41,6 +49,14 @@ def make_cluster_namer(llm: LLMConfig | None, categories: KeywordCategories | No
         return offline
     from backends.llm.steps import LLMClusterNamer
     return LLMClusterNamer(llm, fallback=offline)
+
+
+def make_exemplar_writer(llm: LLMConfig | None) -> ExemplarWriter:
+    offline = TemplateExemplarWriter()
+    if llm is None or not llm.uses("exemplars"):
+        return offline
+    from backends.llm.steps import LLMExemplarWriter
+    return LLMExemplarWriter(llm, fallback=offline)
 
 
 def make_keyword_proposer(llm: LLMConfig | None) -> KeywordProposer:

@@ -104,3 +104,25 @@ class KeywordSetRefiner(abc.ABC):
     @abc.abstractmethod
     def refine(self, keywords: list[str], target_size: int) -> tuple[list[str], list[str]]:
         """(words_to_remove, words_to_append) for a list that should end near `target_size`."""
+
+
+class ExemplarWriter(abc.ABC):
+    """Writes synthetic user requests for a released topic from its released name, description and
+    keywords, and nothing else (backends/exemplars.py evolves them toward the topic's DP centre).
+
+    `topic` is the report's topic: {"name", "description", "keywords"} (other keys are ignored).
+    Whatever it returns is filtered by the pipeline (length, duplicates, PII-like text)."""
+
+    def setup(self) -> None:
+        """Loads models or clients; called once per worker."""
+
+    def teardown(self) -> None:
+        """Releases what setup() took (an LLM client, the local model server); called when the worker's DoFn goes."""
+
+    @abc.abstractmethod
+    def write(self, topic: dict, count: int) -> list[str]:
+        """About `count` different requests a user might make on this topic."""
+
+    @abc.abstractmethod
+    def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
+        """About `count` new requests that vary `winners` (earlier candidates that fit the topic best)."""

@@ -76,6 +76,7 @@ from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 from transforms.topic_hierarchy import BuildTopicHierarchy
+from transforms.write_exemplars import WriteExemplars
 from transforms.write_outputs import (
     WriteDeadLetters,
     WriteJsonLines,
@@ -220,9 +221,17 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
              | "add label sources" >> beam.Map(with_label_source, beam.pvalue.AsDict(labels)))
 
     hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, centres, categories, namer)
+    exemplar_params = params.exemplars
+    released_topics = named
+    if exemplar_params.exemplars_per_topic:
+        # Post-processing of the released topics and DP centres: no budget (transforms/write_exemplars.py).
+        released_topics = named | "synthetic exemplars" >> WriteExemplars(
+            factory.make_exemplar_writer(params.llm.config()), embedding.embedding_model,
+            embedding.embedding_backend, exemplar_params.exemplars_per_topic, exemplar_params.exemplar_candidates,
+            exemplar_params.exemplar_rounds, centres, kmeans_output.basis, kmeans_output.active_dim)
     # Every DP stage is applied by now, so the budget holds all of them.
     require_registered_dp_stages(pipeline)
-    report = named | "write pending report" >> WriteReport(
+    report = released_topics | "write pending report" >> WriteReport(
         paths["report_pending"], kept_sizes, list(budget.entries), budget.composition(),
         privacy.max_conversations_per_user,
         release_config(params, keyword_set, embedding_dim, context), hierarchy,

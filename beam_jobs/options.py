@@ -298,6 +298,28 @@ class KeywordParams(Params):
 
 
 @dataclasses.dataclass(frozen=True)
+class ExemplarParams(Params):
+    """Synthetic example requests per topic, evolved toward its DP centre (post-processing, no budget)."""
+
+    exemplars_per_topic: int = flag(
+        0, "Synthetic example requests released per topic (0: none). Written from the topic's released name, "
+           "description and keywords, by the LLM backend when --llm_steps includes exemplars, else from "
+           "templates; kept by closeness to the topic's DP centre. No privacy budget.", type=int, public=True)
+    exemplar_candidates: int = flag(
+        20, "Candidate requests written per topic in the first draft (each later round asks for half as many "
+            "variations, at least --exemplars_per_topic).", type=int, public=True)
+    exemplar_rounds: int = flag(
+        2, "Rounds of varying the candidates nearest the DP centre and ranking again (0: the first draft only).",
+        type=int, public=True)
+
+    def __post_init__(self):
+        check(0 <= self.exemplars_per_topic <= 10, "--exemplars_per_topic must be in [0, 10]")
+        check(self.exemplars_per_topic <= self.exemplar_candidates <= 50,
+              "--exemplar_candidates must be in [--exemplars_per_topic, 50]")
+        check(0 <= self.exemplar_rounds <= 10, "--exemplar_rounds must be in [0, 10]")
+
+
+@dataclasses.dataclass(frozen=True)
 class LLMParams(Params):
     """The LLM backend of the facet, keyword-selection and naming steps (backends/llm/)."""
 
@@ -308,8 +330,8 @@ class LLMParams(Params):
         "server (xllamacpp) per worker process on a GGUF model installed by scripts/install_local_llm.py.",
         choices=("offline", "openai", "vertex", "local"), public=True)
     llm_steps: str = flag(
-        "facets,keywords,names", "Comma-separated steps that use the LLM backend (facets, keywords, names); "
-        "the others use the offline step.", public=True)
+        "facets,keywords,names,exemplars", "Comma-separated steps that use the LLM backend (facets, keywords, "
+        "names, exemplars); the others use the offline step.", public=True)
     llm_model: str | None = flag(
         None, "Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
               "local: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path, default the first of the "
@@ -473,12 +495,13 @@ PrivacyOptions = options_class(PrivacyParams)
 ClusteringOptions = options_class(ClusteringParams)
 EmbeddingOptions = options_class(EmbeddingParams)
 KeywordOptions = options_class(KeywordParams)
+ExemplarOptions = options_class(ExemplarParams)
 LLMOptions = options_class(LLMParams)
 RunOptions = options_class(RunParams)
 
 
 class InsightsOptions(ReadingOptions, PrivacyOptions, ClusteringOptions, EmbeddingOptions, KeywordOptions,
-                      LLMOptions, RunOptions):
+                      ExemplarOptions, LLMOptions, RunOptions):
     """Every flag of the insights job."""
 
 
@@ -491,6 +514,7 @@ class InsightsParams:
     clustering: ClusteringParams
     embedding: EmbeddingParams
     keywords: KeywordParams
+    exemplars: ExemplarParams
     llm: LLMParams
     run: RunParams
 
@@ -514,7 +538,8 @@ def insights_params(options: PipelineOptions) -> InsightsParams:
     return InsightsParams(reading=params_from(options, ReadingParams), privacy=params_from(options, PrivacyParams),
                           clustering=params_from(options, ClusteringParams),
                           embedding=params_from(options, EmbeddingParams), keywords=params_from(options, KeywordParams),
-                          llm=params_from(options, LLMParams), run=params_from(options, RunParams))
+                          exemplars=params_from(options, ExemplarParams), llm=params_from(options, LLMParams),
+                          run=params_from(options, RunParams))
 
 
 def runs_on_dataflow(pipeline_options: PipelineOptions) -> bool:

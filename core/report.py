@@ -69,9 +69,16 @@ def labelling_section(min_users: int | None, floor: float | None, candidates_per
     }
 
 
+EXEMPLARS_NOTE = ("Exemplars are synthetic: a model (or, offline, fixed templates) wrote them from the topic's "
+                  "released name, description and keywords only, and they were kept for being closest to the "
+                  "topic's DP centre. They are not text from any user and no user's request was shown to the "
+                  "writer; they illustrate what the topic's centre is near, not what any one person asked. "
+                  "They cost no privacy budget (post-processing of released values).")
+
+
 def report_topics(named_topics: dict, noisy_sizes: dict) -> list[dict]:
     """The report's topics (id, name, description, keywords, where the keywords came from, rounded
-    noisy size), largest first."""
+    noisy size, synthetic exemplars when the run wrote them), largest first."""
     topics = [
         {
             "id": int(cluster_id),
@@ -80,6 +87,7 @@ def report_topics(named_topics: dict, noisy_sizes: dict) -> list[dict]:
             "keywords": topic["keywords"],
             **({"label_source": topic["label_source"]} if "label_source" in topic else {}),
             "size": max(0, int(round(noisy_sizes[cluster_id]))),
+            **({"exemplars": topic["exemplars"]} if "exemplars" in topic else {}),
         }
         for cluster_id, topic in named_topics.items()
     ]
@@ -107,6 +115,8 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         histogram = {t["id"]: t["keywords"] if t.get("label_source", HISTOGRAM_SOURCE) == HISTOGRAM_SOURCE else []
                      for t in topics}
         report["keyword_agreement"] = keyword_agreement(histogram, centroid_keywords)
+    if any("exemplars" in topic for topic in topics):
+        report["exemplars_note"] = EXEMPLARS_NOTE
     if hierarchy is not None:
         report["hierarchy"] = hierarchy
     return report

@@ -34,6 +34,8 @@ details.group .desc{color:#5b6478;font-weight:400;margin-left:6px}
 details.group table{border-top:1px solid #e4e7ec}
 svg text{font-size:12px;fill:#1d2433}svg .bar rect{fill:#4f6bd8}svg .grow rect{fill:#2e9e5b}
 svg .shrink rect{fill:#d0553f}.status{font-weight:600}
+.exemplars{margin-top:6px;font-size:.92em}.exemplars ul{margin:2px 0 0 0;padding-left:18px}
+.exemplars li{font-style:italic;color:#38415a}
 """
 
 _FILTER_JS = """
@@ -184,7 +186,8 @@ def _privacy_panel(report: dict) -> str:
         f"changes the probability of any result on this page by at most a factor of e<sup>&epsilon;</sup> with "
         f"&epsilon; = {_number(epsilon)}, except with probability &delta; = {_number(delta)}. "
         "No text on this page was written by a user: names, descriptions and keywords come from a public keyword "
-        "list, chosen by noisy counts.</p>",
+        "list, chosen by noisy counts" + (", and the example requests are synthetic" if report.get("exemplars_note")
+                                          else "") + ".</p>",
         "<table id=\"privacy-spend\"><tr><th>stage</th><th>what it released</th><th>mechanism</th>"
         f"<th class=\"num\">&epsilon;</th><th class=\"num\">&delta;</th></tr>{rows}</table>",
     ]
@@ -206,6 +209,8 @@ def _privacy_panel(report: dict) -> str:
                 f"<p>Keyword votes had noise with a standard deviation of {keyword_std:.1f}; only keywords clearly "
                 "above that noise are released, so a small or mixed topic can show fewer keywords, or none "
                 "(\"Unlabelled topic\"). Under each topic's keywords, the page says where they came from.</p>")
+    if report.get("exemplars_note"):
+        parts.append(f"<p id=\"exemplars-note\"><b>Example requests.</b> {esc(report['exemplars_note'])}</p>")
     if privacy.get("labelling_note"):
         parts.append(f"<p id=\"labelling\"><b>Which topics can be labelled.</b> {esc(privacy['labelling_note'])}</p>")
     parts.append("<p>The groups below are computed from released data only (the topics' keywords, the keyword "
@@ -250,12 +255,22 @@ def _bar_chart(topics: list[dict], chart_id: str = "chart") -> str:
             f"width=\"{label_width + bar_width + 80}\" height=\"{height}\">{''.join(bars)}</svg>")
 
 
+def _exemplars(topic: dict) -> str:
+    """The topic's synthetic exemplars under its description, labelled as such (report.EXEMPLARS_NOTE)."""
+    exemplars = topic.get("exemplars") or []
+    if not exemplars:
+        return ""
+    items = "".join(f"<li>{esc(e['text'])}</li>" for e in exemplars)
+    return (f"<div class=\"exemplars\"><span class=\"sub\">Synthetic example requests, written from the "
+            f"released labels, <a href=\"#exemplars-note\">not user text</a>:</span><ul>{items}</ul></div>")
+
+
 def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict[int, str]) -> str:
     return "".join(
         f"<tr data-search=\"{_search_text(t['name'], t['keywords'], t.get('description', ''))}\">"
         f"<td class=\"num\">{ranks[t['id']]}</td><td>{esc(t['name'])}</td><td class=\"num\">{t['size']:,}</td>"
         f"<td>{_keywords(t['keywords'])}{_label_source(t)}</td><td>{esc(groups_by_topic.get(t['id'], ''))}</td>"
-        f"<td>{esc(t.get('description', ''))}</td></tr>"
+        f"<td>{esc(t.get('description', ''))}{_exemplars(t)}</td></tr>"
         for t in topics)
 
 
@@ -297,11 +312,13 @@ def table_rows(report: dict) -> list[dict]:
     groups_by_topic = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
     return [{"rank": rank, "id": t["id"], "name": t["name"], "size": t["size"], "keywords": list(t["keywords"]),
              "group": groups_by_topic.get(t["id"], ""), "description": t.get("description", ""),
-             "label_source": t.get("label_source", "")}
+             "label_source": t.get("label_source", ""),
+             "synthetic_exemplars": [e["text"] for e in t.get("exemplars", [])]}
             for rank, t in enumerate(report.get("topics", []), start=1)]
 
 
-TABLE_COLUMNS = ["rank", "id", "name", "size", "keywords", "group", "description", "label_source"]
+TABLE_COLUMNS = ["rank", "id", "name", "size", "keywords", "group", "description", "label_source",
+                 "synthetic_exemplars"]
 
 
 def run_label(report: dict) -> str:

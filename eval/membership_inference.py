@@ -27,7 +27,7 @@ from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.simple_clio import run_simple_clio
 from eval.topic_quality import config_overrides
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility_metrics import report_summaries
+from eval.utility_metrics import released_texts, report_summaries
 
 # Invented for this benchmark: a rare, identifying, sensitive request.
 SENSITIVE_CONVERSATION = (
@@ -92,7 +92,7 @@ def run_attack(pool_ids, pool_users, pool_facets, pool_vectors, target_vector: n
             vectors = np.vstack([vectors, target_vector[None, :]])
         dp = run_urania(ids, users, facets, vectors, config, seed=seed * 100_003 + run, noise_seed=None)
         clio = run_simple_clio(ids, users, facets, vectors, num_clusters=clio_clusters, seed=run)
-        scores["urania"].append(attack_score(target_vector, report_summaries(dp), embed))
+        scores["urania"].append(attack_score(target_vector, released_texts(dp), embed))
         scores["simple_clio"].append(attack_score(target_vector, report_summaries(clio), embed))
         if progress and (run + 1) % 50 == 0:
             progress(run + 1)

@@ -32,10 +32,20 @@ import numpy as np
 import pipeline_dp
 
 from backends import embedding
+from backends.exemplars import evolve_exemplars
+from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, note_label_source
-from beam_jobs.options import OFFLINE_SELECTOR, ClusteringParams, EmbeddingParams, KeywordParams, PrivacyParams
+from backends.offline_exemplars import TemplateExemplarWriter
+from beam_jobs.options import (
+    OFFLINE_SELECTOR,
+    ClusteringParams,
+    EmbeddingParams,
+    ExemplarParams,
+    KeywordParams,
+    PrivacyParams,
+)
 from core.report import build_report, labelling_section, report_topics
 from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
@@ -82,6 +92,9 @@ class UraniaConfig:
     label_fallback: str = KeywordParams.label_fallback
     embedding_model: str = EmbeddingParams.embedding_model
     keyword_set: str | None = KeywordParams.keyword_set
+    exemplars_per_topic: int = ExemplarParams.exemplars_per_topic
+    exemplar_candidates: int = ExemplarParams.exemplar_candidates
+    exemplar_rounds: int = ExemplarParams.exemplar_rounds
 
     @property
     def private(self) -> bool:
@@ -218,8 +231,11 @@ def _exact_count(pairs, partitions, per_user_cap: int | None = None) -> dict:
 
 
 def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[str], embeddings: np.ndarray,
-               config: UraniaConfig = UraniaConfig(), seed: int = 0, noise_seed: int | None = None) -> dict:
-    """The report the job would release for these conversations, plus `_private` (assignments)."""
+               config: UraniaConfig = UraniaConfig(), seed: int = 0, noise_seed: int | None = None,
+               exemplar_writer: ExemplarWriter | None = None) -> dict:
+    """The report the job would release for these conversations, plus `_private` (assignments; the
+    released centres and, with exemplars, each topic's Evolution for evaluation). `exemplar_writer`:
+    with config.exemplars_per_topic, the writer (default: the offline template writer)."""
     keyword_set = _keywords(config.keyword_set)
     keywords = keyword_set.keywords
     kept, weights = bound_contributions(user_ids, conversation_ids, config.max_conversations_per_user, seed)
@@ -321,6 +337,22 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                           "keywords": list(chosen), "label_source": source}
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
+    evolutions = {}
+    if config.exemplars_per_topic:
+        # As transforms/write_exemplars.py: after naming, from the released topics and DP centres only.
+        writer = exemplar_writer or TemplateExemplarWriter()
+        writer.setup()
+        basis = _basis(params, config.embedding_model)
+
+        def points_of(texts: list[str]) -> np.ndarray:
+            return km.project_points(embedding.embed_texts(config.embedding_model, texts), basis, active_dim)
+
+        for cluster in sorted(named):
+            evolutions[cluster] = evolve_exemplars(writer, named[cluster], centres[cluster], points_of,
+                                                   config.exemplars_per_topic, config.exemplar_candidates,
+                                                   config.exemplar_rounds)
+            named[cluster] = {**named[cluster],
+                              "exemplars": [e.to_json() for e in evolutions[cluster].exemplars]}
     budget = RunBudget.of(spends, config.delta) if config.private else None
     report = build_report(named, kept_sizes, list(budget.entries) if budget else spends,
                           config.max_conversations_per_user,
@@ -333,5 +365,6 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:
         report["privacy"]["differentially_private"] = True
-    report["_private"] = {"assignments": dict(zip(kept_ids, clusters.tolist()))}
+    report["_private"] = {"assignments": dict(zip(kept_ids, clusters.tolist())), "centres": centres,
+                          "exemplar_evolutions": evolutions}
     return report

@@ -43,6 +43,11 @@ def report_summaries(report: dict) -> list[str]:
     return [topic_summary(t) for t in report["topics"]]
 
 
+def released_texts(report: dict) -> list[str]:
+    """Every text a report releases about its topics: their summaries and their synthetic exemplars."""
+    return report_summaries(report) + [e["text"] for t in report["topics"] for e in t.get("exemplars", [])]
+
+
 def jaccard(a: set, b: set) -> float:
     """|a & b| / |a | b|; two empty sets are identical (1.0)."""
     union = a | b

@@ -10,7 +10,7 @@ from backends.llm.fanout import Caller, RetryPolicy
 REMOTE_BACKENDS = ("openai", "vertex")
 BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
 # The job's steps that can run on the model (--llm_steps); the others keep their offline implementation.
-STEPS = ("facets", "keywords", "names")
+STEPS = ("facets", "keywords", "names", "exemplars")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -121,6 +121,26 @@ def parse_name(text: str) -> tuple[tuple[str, str], bool]:
     return (" ".join(words[:MAX_NAME_WORDS]), " ".join(sentences[:MAX_DESCRIPTION_SENTENCES])), repaired
 
 
+def parse_requests(text: str, max_count: int) -> tuple[list[str], bool]:
+    """(distinct requests, at most max_count; repaired?) from {"requests": [...]} or a bare list.
+    Whitespace is normalised; length and content are checked by the exemplar stage."""
+    body = text.strip() if isinstance(text, str) else text
+    if isinstance(body, str) and body.lstrip("`json \n").startswith("["):
+        data, repaired = _payload(text, "[", "]")
+    else:
+        data, repaired = _payload(text, "{", "}")
+        data = next((v for k, v in data.items() if str(k).strip().lower() == "requests"), None) \
+            if isinstance(data, dict) else None
+    if not isinstance(data, (list, tuple)) or not all(isinstance(x, str) for x in data):
+        raise MalformedOutput("no list of request strings")
+    requests = [r for r in dict.fromkeys(" ".join(x.split()) for x in data) if r]
+    if not requests:
+        raise MalformedOutput("no requests")
+    if len(requests) != len(data) or len(requests) > max_count:
+        repaired = True
+    return requests[:max_count], repaired
+
+
 def parse_refinement(text: str) -> tuple[tuple[list[str], list[str]], bool]:
     data, repaired = _payload(text, "{", "}")
     if not isinstance(data, dict):

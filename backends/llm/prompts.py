@@ -1,10 +1,11 @@
 """URANIA's prompts (facet extraction after Clio, free topic keywords that the selector maps onto K,
-naming from keywords only).
+naming from keywords only, synthetic exemplars from a released topic).
 
 Each builder returns chat messages [{"role": ..., "content": ...}]. Only the facet and keyword-proposal
 prompts carry (pseudonymized) conversation text; the keyword-selection prompt carries a facet summary;
-the naming and refinement prompts carry public or DP-released words only. The judge prompt (eval only)
-carries two topic summaries and nothing else.
+the naming, refinement and exemplar prompts carry public or DP-released words only (the exemplar
+prompts: a released topic's name, description and keywords, and the model's own earlier requests).
+The judge prompt (eval only) carries two topic summaries and nothing else.
 """
 
 from __future__ import annotations
@@ -96,6 +97,45 @@ Answer with one JSON object and nothing else:
 {{"rating_a": <1-5>, "rating_b": <1-5>, "preferred": "A" or "B"}}"""
 
 
+EXEMPLAR_RULES = """Each request is one sentence of at most 25 words, in the user's own voice, specific and \
+different from the others in task and wording, with no names, contact details or other personal \
+information. Answer with one JSON object and nothing else: {{"requests": ["...", "..."]}}"""
+
+WRITE_EXEMPLARS_INSTRUCTIONS = """A topic found in chatbot conversations is described below by its name, a \
+description and keywords, and by nothing else. Write {count} different requests that a user of an AI \
+assistant might send on this topic. """ + EXEMPLAR_RULES + """
+
+<topic>
+{topic}
+</topic>"""
+
+VARY_EXEMPLARS_INSTRUCTIONS = """A topic found in chatbot conversations is described below by its name, a \
+description and keywords, followed by the requests on it that fit it best so far. Write {count} new \
+requests on the same topic that vary those: keep what they are about, change the task, the details or \
+the wording. """ + EXEMPLAR_RULES + """
+
+<topic>
+{topic}
+</topic>
+
+<requests>
+{requests}
+</requests>"""
+
+
+def exemplars_schema(count: int) -> dict:
+    return {"type": "object",
+            "properties": {"requests": {"type": "array", "maxItems": count,
+                                        "items": {"type": "string", "minLength": 8, "maxLength": 300}}},
+            "required": ["requests"], "additionalProperties": False}
+
+
+def topic_text(topic: dict) -> str:
+    """A released topic as the exemplar prompts show it: its name, description and keywords only."""
+    return (f"Name: {topic['name']}\nDescription: {topic['description']}\n"
+            f"Keywords: {', '.join(topic['keywords'])}")
+
+
 def _messages(user: str) -> list[dict]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -125,6 +165,15 @@ def judge_messages(summary_a: str, summary_b: str) -> list[dict]:
     return _messages(JUDGE_INSTRUCTIONS.format(summary_a=summary_a, summary_b=summary_b))
 
 
+def write_exemplars_messages(topic: dict, count: int) -> list[dict]:
+    return _messages(WRITE_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), count=count))
+
+
+def vary_exemplars_messages(topic: dict, winners: list[str], count: int) -> list[dict]:
+    return _messages(VARY_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), count=count,
+                                                        requests="\n".join(winners)))
+
+
 def _head_pattern(template: str, record_field: str) -> re.Pattern:
     """The template's text before `record_field`, its other fields (counts such as max_keywords)
     matching any integer."""
@@ -138,7 +187,8 @@ def _head_pattern(template: str, record_field: str) -> re.Pattern:
 # every record, so a server may compute it once (the local backend's public-prefix cache).
 PUBLIC_HEADS = tuple(_head_pattern(template, field) for template, field in (
     (FACET_INSTRUCTIONS, "conversation"), (SELECT_INSTRUCTIONS, "summary"), (NAME_INSTRUCTIONS, "keywords"),
-    (PROPOSE_INSTRUCTIONS, "summary"), (REFINE_INSTRUCTIONS, "keywords"), (JUDGE_INSTRUCTIONS, "summary_a")))
+    (PROPOSE_INSTRUCTIONS, "summary"), (REFINE_INSTRUCTIONS, "keywords"), (JUDGE_INSTRUCTIONS, "summary_a"),
+    (WRITE_EXEMPLARS_INSTRUCTIONS, "topic"), (VARY_EXEMPLARS_INSTRUCTIONS, "topic")))
 
 
 def public_head(messages: list[dict]) -> str | None:

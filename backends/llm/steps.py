@@ -2,8 +2,8 @@
 an element whose call failed (retries exhausted, a 4xx, an unreadable answer) and counts it.
 
 Conversation-derived text (conversations, facet summaries) is pseudonymized before it is put into a
-prompt when the config says so (the default for remote backends). The naming and refinement prompts
-carry public or DP-released words only.
+prompt when the config says so (the default for remote backends). The naming, refinement and
+exemplar prompts carry public or DP-released words only.
 """
 
 from __future__ import annotations
@@ -13,13 +13,21 @@ import functools
 import numpy as np
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
-from backends.interfaces import ClusterNamer, FacetExtractor, KeywordProposer, KeywordSelector, KeywordSetRefiner
+from backends.interfaces import (
+    ClusterNamer,
+    ExemplarWriter,
+    FacetExtractor,
+    KeywordProposer,
+    KeywordSelector,
+    KeywordSetRefiner,
+)
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig
 from backends.llm.fanout import CallSpec
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
 from backends.llm.metrics import StepCounters, live_calls
 from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
+from backends.offline_exemplars import TemplateExemplarWriter
 from core.records import Conversation
 
 # Characters of a conversation put into the facet prompt (both roles, each turn labelled).
@@ -227,3 +235,42 @@ class LLMKeywordSetRefiner(_LLMStep, KeywordSetRefiner):
         present = set(keywords)
         return ([w for w in remove if w in present],
                 [w for w in add if w not in present and len(w) <= 60])
+
+
+# Output tokens per requested exemplar: a 25-word request and its JSON quoting, with room to spare.
+TOKENS_PER_EXEMPLAR = 48
+
+
+class LLMExemplarWriter(_LLMStep, ExemplarWriter):
+    """Synthetic requests for a released topic, written from its name, description and keywords only
+    (prompts.topic_text); a failed call gets the template writer's candidates. A topic with no
+    released keyword gets none: its name alone says nothing to write from."""
+
+    step = "exemplars"
+
+    def __init__(self, config: LLMConfig, fallback: ExemplarWriter | None = None):
+        super().__init__(config)
+        self.fallback = fallback or TemplateExemplarWriter()
+
+    def setup(self) -> None:
+        self._setup_llm(uses_private_text=False)
+        self.fallback.setup()
+
+    def _ask(self, messages: list[dict], count: int) -> list[str] | None:
+        self.setup()
+        parse = functools.partial(parsing.parse_requests, max_count=count)
+        result = self._run([CallSpec(messages, parse, json_output=prompts.exemplars_schema(count),
+                                     max_tokens=TOKENS_PER_EXEMPLAR * count + 16)])[0]
+        return result.value if result.ok else None
+
+    def write(self, topic: dict, count: int) -> list[str]:
+        if not topic.get("keywords"):
+            return []
+        written = self._ask(prompts.write_exemplars_messages(topic, count), count)
+        return written if written is not None else self.fallback.write(topic, count)
+
+    def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
+        if not topic.get("keywords") or not winners:
+            return []
+        varied = self._ask(prompts.vary_exemplars_messages(topic, winners, count), count)
+        return varied if varied is not None else self.fallback.vary(topic, winners, count)

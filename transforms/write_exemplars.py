@@ -1,0 +1,66 @@
+"""WriteExemplars: each released topic -> synthetic example requests evolved toward its DP centre.
+
+Post-processing, no budget: the writer sees the topic's released name, description and keywords
+only; the candidates are embedded with the job's public model and projected with the basis and
+dimension the DP k-means used (both public or DP-derived), and ranked against the released centres
+(backends/exemplars.py). Runs after naming, so the exemplars can follow the name the report shows.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from backends import embedding
+from backends.exemplars import evolve_exemplars
+from backends.interfaces import ExemplarWriter
+from dp_ops import dp_kmeans as mechanism
+from transforms.stage_timing import timed
+
+COUNTER_NAMESPACE = "exemplars"
+
+
+class _WriteExemplarsFn(beam.DoFn):
+    def __init__(self, writer: ExemplarWriter, model_name: str, embedding_backend: str, count: int,
+                 candidates: int, rounds: int):
+        self._writer = writer
+        self._model_name, self._embedding_backend = model_name, embedding_backend
+        self._count, self._candidates, self._rounds = count, candidates, rounds
+
+    def setup(self):
+        self._writer.setup()
+        self._evolve = timed("exemplars", evolve_exemplars)
+
+    def teardown(self):
+        self._writer.teardown()
+
+    def process(self, named_topic, centres, basis, active_dim):
+        cluster_id, topic = named_topic
+
+        def points_of(texts: list[str]):
+            vectors = embedding.embed_texts(self._model_name, texts, backend=self._embedding_backend)
+            return mechanism.project_points(vectors, basis, active_dim)
+
+        evolution = self._evolve(self._writer, topic, centres[cluster_id], points_of, self._count,
+                                 self._candidates, self._rounds)
+        Metrics.counter(COUNTER_NAMESPACE, "candidates_scored").inc(evolution.candidates_scored)
+        for reason, dropped in evolution.dropped.items():
+            Metrics.counter(COUNTER_NAMESPACE, f"candidates_dropped_{reason}").inc(dropped)
+        yield cluster_id, {**topic, "exemplars": [exemplar.to_json() for exemplar in evolution.exemplars]}
+
+
+class WriteExemplars(beam.PTransform):
+    """(cluster_id, named topic) -> the same with "exemplars": [{"text", "similarity_to_centre"}], at
+    most `count` per topic. Side inputs: the singleton DP centres, and the basis and dimension DP
+    k-means projected with (DPKMeansOutput)."""
+
+    def __init__(self, writer: ExemplarWriter, model_name: str, embedding_backend: str, count: int, candidates: int,
+                 rounds: int, centres, basis, active_dim):
+        super().__init__()
+        self._fn = _WriteExemplarsFn(writer, model_name, embedding_backend, count, candidates, rounds)
+        self._centres, self._basis, self._active_dim = centres, basis, active_dim
+
+    def expand(self, named_topics):
+        return named_topics | "evolve exemplars toward each DP centre" >> beam.ParDo(
+            self._fn, beam.pvalue.AsSingleton(self._centres), beam.pvalue.AsSingleton(self._basis),
+            beam.pvalue.AsSingleton(self._active_dim))
