@@ -41,12 +41,15 @@ class TemplateExemplarWriter(ExemplarWriter):
     """Deterministic: the same topic gets the same candidates in the same order."""
 
     def _all_candidates(self, keywords: list[str]) -> list[str]:
-        # Interleaved so that the first few candidates already cover every keyword and several tasks.
-        singles = [[_fill(t, k) for k in keywords] for t in ONE_KEYWORD]
-        pairs = [[_fill(t, a, b) for a, b in itertools.permutations(keywords[:PAIRED_KEYWORDS], 2)]
-                 for t in TWO_KEYWORDS]
-        rows = [row for row in itertools.chain.from_iterable(itertools.zip_longest(singles, pairs)) if row]
-        return list(dict.fromkeys(text for column in itertools.zip_longest(*rows) for text in column if text))
+        # Diagonal order (keyword j with template j + d): every run of len(keywords) candidates covers
+        # every keyword, each with a different task; one-keyword and two-keyword candidates alternate.
+        pairs = list(itertools.permutations(keywords[:PAIRED_KEYWORDS], 2))
+        singles = [_fill(ONE_KEYWORD[(j + d) % len(ONE_KEYWORD)], keyword)
+                   for d in range(len(ONE_KEYWORD)) for j, keyword in enumerate(keywords)]
+        doubles = [_fill(TWO_KEYWORDS[(j + d) % len(TWO_KEYWORDS)], *pair)
+                   for d in range(len(TWO_KEYWORDS)) for j, pair in enumerate(pairs)]
+        mixed = itertools.chain.from_iterable(itertools.zip_longest(singles, doubles))
+        return list(dict.fromkeys(text for text in mixed if text))
 
     def write(self, topic: dict, count: int) -> list[str]:
         return self._all_candidates(list(topic.get("keywords") or []))[:count]

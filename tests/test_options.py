@@ -14,6 +14,7 @@ from beam_jobs.keyword_options import BuildKeywordsOptions, KeywordSetParams, bu
 from beam_jobs.options import (
     ClusteringParams,
     EmbeddingParams,
+    ExemplarParams,
     InsightsOptions,
     InsightsParams,
     KeywordParams,
@@ -26,7 +27,8 @@ from beam_jobs.options import (
 )
 from core.run_context import make_run_context
 
-INSIGHTS_GROUPS = (ReadingParams, PrivacyParams, ClusteringParams, EmbeddingParams, KeywordParams, LLMParams, RunParams)
+INSIGHTS_GROUPS = (ReadingParams, PrivacyParams, ClusteringParams, EmbeddingParams, KeywordParams, ExemplarParams,
+                   LLMParams, RunParams)
 
 
 def _options(*extra):
@@ -184,7 +186,8 @@ TODAYS_CONFIG_KEYS = {
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
     "keyword_votes", "keywords_per_vote", "false_keywords_per_topic", "keyword_candidates", "label_fallback",
     "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "llm_steps", "embedding_dim", "kmeans_iterations",
-    "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger"}
+    "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
+    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",

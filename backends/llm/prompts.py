@@ -97,36 +97,43 @@ Answer with one JSON object and nothing else:
 {{"rating_a": <1-5>, "rating_b": <1-5>, "preferred": "A" or "B"}}"""
 
 
-EXEMPLAR_RULES = """Each request is one sentence of at most 25 words, in the user's own voice, specific and \
-different from the others in task and wording, with no names, contact details or other personal \
-information. Answer with one JSON object and nothing else: {{"requests": ["...", "..."]}}"""
+EXEMPLAR_RULES = """Each request is one sentence of at most 25 words, in the user's own voice, specific, \
+and a different kind of task from the others (explain, how to, compare, fix, plan, write, recommend, \
+check); no names, contact details or other personal information. Answer with one JSON object and \
+nothing else: {{"requests": ["...", "..."]}}"""
 
+# One call per focus keyword (writing) or per request (varying): a small model asked for many at once
+# repeats itself, while different prompts give different requests even at temperature 0.
 WRITE_EXEMPLARS_INSTRUCTIONS = """A topic found in chatbot conversations is described below by its name, a \
 description and keywords, and by nothing else. Write {count} different requests that a user of an AI \
-assistant might send on this topic. """ + EXEMPLAR_RULES + """
-
-<topic>
-{topic}
-</topic>"""
-
-VARY_EXEMPLARS_INSTRUCTIONS = """A topic found in chatbot conversations is described below by its name, a \
-description and keywords, followed by the requests on it that fit it best so far. Write {count} new \
-requests on the same topic that vary those: keep what they are about, change the task, the details or \
-the wording. """ + EXEMPLAR_RULES + """
+assistant might send on this topic, about its keyword given as the focus. """ + EXEMPLAR_RULES + """
 
 <topic>
 {topic}
 </topic>
+Focus: {focus}"""
 
-<requests>
-{requests}
-</requests>"""
+VARY_EXEMPLARS_INSTRUCTIONS = """A topic found in chatbot conversations is described below by its name, a \
+description and keywords, followed by one request that fits it well. Write {count} new requests on the \
+same topic that vary this one: keep what it is about, change the task, the details or the wording, \
+and do not repeat it. """ + EXEMPLAR_RULES + """
+
+<topic>
+{topic}
+</topic>
+Request: {request}"""
+
+
+MAX_REQUEST_CHARS = 200
 
 
 def exemplars_schema(count: int) -> dict:
     return {"type": "object",
-            "properties": {"requests": {"type": "array", "maxItems": count,
-                                        "items": {"type": "string", "minLength": 8, "maxLength": 300}}},
+            # minItems: a small model otherwise stops after a few; duplicates are removed afterwards.
+            "properties": {"requests": {"type": "array", "minItems": count, "maxItems": count,
+                                        "items": {"type": "string", "minLength": 8,
+                                                  # a request is one sentence; a small model otherwise rambles
+                                                  "maxLength": MAX_REQUEST_CHARS}}},
             "required": ["requests"], "additionalProperties": False}
 
 
@@ -165,13 +172,12 @@ def judge_messages(summary_a: str, summary_b: str) -> list[dict]:
     return _messages(JUDGE_INSTRUCTIONS.format(summary_a=summary_a, summary_b=summary_b))
 
 
-def write_exemplars_messages(topic: dict, count: int) -> list[dict]:
-    return _messages(WRITE_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), count=count))
+def write_exemplars_messages(topic: dict, focus: str, count: int) -> list[dict]:
+    return _messages(WRITE_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), focus=focus, count=count))
 
 
-def vary_exemplars_messages(topic: dict, winners: list[str], count: int) -> list[dict]:
-    return _messages(VARY_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), count=count,
-                                                        requests="\n".join(winners)))
+def vary_exemplars_messages(topic: dict, request: str, count: int) -> list[dict]:
+    return _messages(VARY_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), request=request, count=count))
 
 
 def _head_pattern(template: str, record_field: str) -> re.Pattern:

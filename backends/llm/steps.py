@@ -237,14 +237,25 @@ class LLMKeywordSetRefiner(_LLMStep, KeywordSetRefiner):
                 [w for w in add if w not in present and len(w) <= 60])
 
 
-# Output tokens per requested exemplar: a 25-word request and its JSON quoting, with room to spare.
-TOKENS_PER_EXEMPLAR = 48
+# Output tokens per requested exemplar: a request of prompts.MAX_REQUEST_CHARS and its JSON quoting.
+TOKENS_PER_EXEMPLAR = 56
+# Requests asked of one call: more and a small model starts repeating itself.
+MAX_EXEMPLARS_PER_CALL = 6
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    """`total` split over `parts` as evenly as possible, larger shares first, each at most
+    MAX_EXEMPLARS_PER_CALL (so a topic with few keywords gets fewer candidates)."""
+    return [min(n, MAX_EXEMPLARS_PER_CALL) for n in (total // parts + (1 if i < total % parts else 0)
+                                                    for i in range(parts))]
 
 
 class LLMExemplarWriter(_LLMStep, ExemplarWriter):
     """Synthetic requests for a released topic, written from its name, description and keywords only
-    (prompts.topic_text); a failed call gets the template writer's candidates. A topic with no
-    released keyword gets none: its name alone says nothing to write from."""
+    (prompts.topic_text), one call per keyword when drafting and one per winner when varying (a small
+    model asked for twenty at once repeats a few). A failed call gets the template writer's
+    candidates for its keyword or winner. A topic with no released keyword gets none: its name alone
+    says nothing to write from."""
 
     step = "exemplars"
 
@@ -256,21 +267,28 @@ class LLMExemplarWriter(_LLMStep, ExemplarWriter):
         self._setup_llm(uses_private_text=False)
         self.fallback.setup()
 
-    def _ask(self, messages: list[dict], count: int) -> list[str] | None:
+    def _ask(self, requests: list[tuple[list[dict], int]], fallbacks: list) -> list[str]:
+        """Every call's requests, in order; a failed call's from its fallback (a thunk)."""
         self.setup()
-        parse = functools.partial(parsing.parse_requests, max_count=count)
-        result = self._run([CallSpec(messages, parse, json_output=prompts.exemplars_schema(count),
-                                     max_tokens=TOKENS_PER_EXEMPLAR * count + 16)])[0]
-        return result.value if result.ok else None
+        specs = [CallSpec(messages, functools.partial(parsing.parse_requests, max_count=count),
+                          json_output=prompts.exemplars_schema(count), max_tokens=TOKENS_PER_EXEMPLAR * count + 24)
+                 for messages, count in requests]
+        written: list[str] = []
+        for result, fallback in zip(self._run(specs), fallbacks):
+            written += result.value if result.ok else fallback()
+        return written
 
     def write(self, topic: dict, count: int) -> list[str]:
-        if not topic.get("keywords"):
+        keywords = list(topic.get("keywords") or [])
+        if not keywords:
             return []
-        written = self._ask(prompts.write_exemplars_messages(topic, count), count)
-        return written if written is not None else self.fallback.write(topic, count)
+        focus = [(keyword, n) for keyword, n in zip(keywords, _shares(count, len(keywords))) if n]
+        return self._ask([(prompts.write_exemplars_messages(topic, keyword, n), n) for keyword, n in focus],
+                         [functools.partial(self.fallback.vary, topic, [keyword], n) for keyword, n in focus])
 
     def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
         if not topic.get("keywords") or not winners:
             return []
-        varied = self._ask(prompts.vary_exemplars_messages(topic, winners, count), count)
-        return varied if varied is not None else self.fallback.vary(topic, winners, count)
+        parents = [(winner, n) for winner, n in zip(winners, _shares(count, len(winners))) if n]
+        return self._ask([(prompts.vary_exemplars_messages(topic, winner, n), n) for winner, n in parents],
+                         [functools.partial(self.fallback.vary, topic, [winner], n) for winner, n in parents])
