@@ -32,7 +32,7 @@ def derived_answer(prompt: str, misbehave: bool = False) -> str:
             words = ["definitely not in k", *[w.upper() for w in words[:1]], *words, "another invented word"]
         return json.dumps({"keywords": words})
     if "<topic>" in prompt:  # exemplars: requests about the focus keyword, or variations of the request
-        focus = re.search(r"\n(Focus|Request): (.*)$", prompt, re.S)
+        focus = re.search(r"\n(Focus|Request): (.*)\nKinds: ", prompt, re.S)
         count = int(re.search(r"Write (\d+)", prompt).group(1))
         subject = focus.group(2).strip().rstrip("?.")
         return json.dumps({"requests": [f"Request {i + 1} of {count} about {subject}?" for i in range(count)]})

@@ -155,8 +155,10 @@ def test_exemplar_prompts_carry_released_topics_and_earlier_answers_only(exempla
         assert head is not None and prompt.startswith(head)
         topic_block, tail = prompt[len(head):].split("\n</topic>\n", 1)
         topic = released[topic_block]  # exactly a released topic's name, description and keywords
-        kind, value = tail.split(": ", 1)
+        part, kinds = tail.split("\nKinds: ")
+        kind, value = part.split(": ", 1)
         assert (kind == "Focus" and value in topic["keywords"]) or (kind == "Request" and value in answered), tail
+        assert set(kinds.split("; ")) <= set(prompts.TASK_KINDS)
         count = int(re.search(r"Write (\d+)", prompt).group(1))
         answered |= {f"Request {i + 1} of {count} about {value.rstrip('?.')}?" for i in range(count)}
     user_turns = [m["content"] for c in conversations for m in c.get("messages", []) if m.get("role") == "user"]

@@ -14,7 +14,7 @@ from backends.llm import local_client
 from backends.llm.config import LLMConfig
 from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.local_client import LocalModelError, acquire_server, check_local_model, release_server
-from backends.llm.steps import LLMClusterNamer, LLMFacetExtractor, LLMKeywordSelector
+from backends.llm.steps import LLMClusterNamer, LLMExemplarWriter, LLMFacetExtractor, LLMKeywordSelector
 from beam_jobs.options import InsightsOptions, insights_params
 from tests.test_llm_backends import K, _conversation, _FixedSelector
 
@@ -59,6 +59,7 @@ def test_local_model_names_resolve_under_the_model_home_and_unset_picks_the_firs
 def test_llm_steps_choose_which_steps_use_the_model():
     from backends import factory
     from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
+    from backends.offline_exemplars import TemplateExemplarWriter
     params = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
                      "--llm_steps", "keywords, names")
     config = params.llm.config()
@@ -66,6 +67,10 @@ def test_llm_steps_choose_which_steps_use_the_model():
     assert isinstance(factory.make_facet_extractor(1000, config), UserTurnsFacetExtractor)
     assert isinstance(factory.make_keyword_selector(K, "all-MiniLM-L6-v2", 0.3, "torch", config), LLMKeywordSelector)
     assert isinstance(factory.make_cluster_namer(config), LLMClusterNamer)
+    assert isinstance(factory.make_exemplar_writer(config), TemplateExemplarWriter)
+    assert isinstance(factory.make_exemplar_writer(_params("--llm_backend", "openai", "--llm_base_url",
+                                                           "http://127.0.0.1:9/v1", "--llm_model", "m").llm.config()),
+                      LLMExemplarWriter)
     only_facets = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
                           "--llm_steps", "facets").llm.config()
     assert isinstance(factory.make_facet_extractor(1000, only_facets), LLMFacetExtractor)
@@ -130,6 +135,21 @@ def test_local_model_names_a_topic_and_writes_keywords_that_map_into_k(server):
     assert selector.counters.totals["calls"] == 2 and selector.counters.totals["failures"] == 0
     assert all(set(p) <= set(K) and len(p) == len(set(p)) <= 5 for p in picks)
     assert selector.counters.totals["completion_tokens"] > 0
+
+
+@pytest.mark.slow
+@needs_local_model
+def test_local_model_writes_distinct_exemplar_requests_from_a_released_topic(server):
+    writer = LLMExemplarWriter(_local_config())
+    topic = {"name": "Baking: sourdough and bread flour", "description": "Requests about baking bread.",
+             "keywords": ["sourdough", "bread flour"]}
+    drafted = writer.write(topic, 4)  # one call per keyword, two requests each
+    varied = writer.vary(topic, drafted[:1], 2)
+    print("exemplars:", drafted, varied, dict(writer.counters.totals))
+    assert writer.counters.totals["calls"] == 3 and writer.counters.totals["fallbacks"] == 0
+    assert len(set(drafted)) >= 3 and all(8 <= len(r) <= 200 for r in drafted + varied)
+    assert set(varied) - set(drafted)  # a 0.5B may restate the request too, but it also writes new ones
+    assert any("sourdough" in r.lower() for r in drafted) and any("flour" in r.lower() for r in drafted)
 
 
 @pytest.mark.slow

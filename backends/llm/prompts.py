@@ -97,43 +97,52 @@ Answer with one JSON object and nothing else:
 {{"rating_a": <1-5>, "rating_b": <1-5>, "preferred": "A" or "B"}}"""
 
 
-EXEMPLAR_RULES = """Each request is one sentence of at most 25 words, in the user's own voice, specific, \
-and a different kind of task from the others (explain, how to, compare, fix, plan, write, recommend, \
-check); no names, contact details or other personal information. Answer with one JSON object and \
-nothing else: {{"requests": ["...", "..."]}}"""
+EXEMPLAR_RULES = """Each request is one sentence of at most 25 words, in the user's own voice and \
+specific, with no names, contact details or other personal information. Answer with one JSON object \
+and nothing else: {{"requests": ["...", "..."]}}"""
 
-# One call per focus keyword (writing) or per request (varying): a small model asked for many at once
-# repeats itself, while different prompts give different requests even at temperature 0.
+# Kinds of task a request can be; each call names its own few, in rotation, so that a small model at
+# temperature 0 writes different requests instead of restating one (it copies a request it is asked
+# to vary unless told what to turn it into).
+TASK_KINDS = ("a how-to question", "a request to explain something", "a comparison of two options",
+              "a request to fix a problem", "a request for a plan", "a request to write or draft something",
+              "a request for recommendations", "a request to check or improve the user's own work")
+
+# One call per focus keyword (drafting) or per request (varying): a small model asked for many at once
+# repeats itself.
 WRITE_EXEMPLARS_INSTRUCTIONS = """A topic found in chatbot conversations is described below by its name, a \
-description and keywords, and by nothing else. Write {count} different requests that a user of an AI \
-assistant might send on this topic, about its keyword given as the focus. """ + EXEMPLAR_RULES + """
+description and keywords, and by nothing else. Write {count} requests that a user of an AI assistant \
+might send on this topic, about its keyword given as the focus, one of each kind listed. """ + EXEMPLAR_RULES + """
 
 <topic>
 {topic}
 </topic>
-Focus: {focus}"""
+Focus: {focus}
+Kinds: {kinds}"""
 
 VARY_EXEMPLARS_INSTRUCTIONS = """A topic found in chatbot conversations is described below by its name, a \
-description and keywords, followed by one request that fits it well. Write {count} new requests on the \
-same topic that vary this one: keep what it is about, change the task, the details or the wording, \
-and do not repeat it. """ + EXEMPLAR_RULES + """
+description and keywords, followed by one request that fits it well. Write {count} new requests on what \
+that request is about, one of each kind listed, each different from it. """ + EXEMPLAR_RULES + """
 
 <topic>
 {topic}
 </topic>
-Request: {request}"""
+Request: {request}
+Kinds: {kinds}"""
 
 
 MAX_REQUEST_CHARS = 200
+# One sentence: no sentence end inside, one at the end.
+REQUEST_PATTERN = "^[^.?!\\n]{8,%d}[.?!]$" % (MAX_REQUEST_CHARS - 1)
 
 
 def exemplars_schema(count: int) -> dict:
+    # minItems: a small model otherwise stops after a few (duplicates are removed afterwards); the
+    # pattern makes each item one sentence: unconstrained, a small model strings questions together
+    # until the length cap cuts one mid-word.
     return {"type": "object",
-            # minItems: a small model otherwise stops after a few; duplicates are removed afterwards.
             "properties": {"requests": {"type": "array", "minItems": count, "maxItems": count,
-                                        "items": {"type": "string", "minLength": 8,
-                                                  # a request is one sentence; a small model otherwise rambles
-                                                  "maxLength": MAX_REQUEST_CHARS}}},
+                                        "items": {"type": "string", "pattern": REQUEST_PATTERN}}},
             "required": ["requests"], "additionalProperties": False}
 
 
@@ -172,12 +181,19 @@ def judge_messages(summary_a: str, summary_b: str) -> list[dict]:
     return _messages(JUDGE_INSTRUCTIONS.format(summary_a=summary_a, summary_b=summary_b))
 
 
-def write_exemplars_messages(topic: dict, focus: str, count: int) -> list[dict]:
-    return _messages(WRITE_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), focus=focus, count=count))
+def task_kinds(start: int, count: int) -> str:
+    """`count` task kinds, from TASK_KINDS[start] on, in rotation."""
+    return "; ".join(TASK_KINDS[(start + i) % len(TASK_KINDS)] for i in range(count))
 
 
-def vary_exemplars_messages(topic: dict, request: str, count: int) -> list[dict]:
-    return _messages(VARY_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), request=request, count=count))
+def write_exemplars_messages(topic: dict, focus: str, count: int, first_kind: int = 0) -> list[dict]:
+    return _messages(WRITE_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), focus=focus, count=count,
+                                                         kinds=task_kinds(first_kind, count)))
+
+
+def vary_exemplars_messages(topic: dict, request: str, count: int, first_kind: int = 0) -> list[dict]:
+    return _messages(VARY_EXEMPLARS_INSTRUCTIONS.format(topic=topic_text(topic), request=request, count=count,
+                                                        kinds=task_kinds(first_kind, count)))
 
 
 def _head_pattern(template: str, record_field: str) -> re.Pattern:

@@ -9,6 +9,7 @@ exemplar prompts carry public or DP-released words only.
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 
@@ -283,12 +284,17 @@ class LLMExemplarWriter(_LLMStep, ExemplarWriter):
         if not keywords:
             return []
         focus = [(keyword, n) for keyword, n in zip(keywords, _shares(count, len(keywords))) if n]
-        return self._ask([(prompts.write_exemplars_messages(topic, keyword, n), n) for keyword, n in focus],
+        # Each call starts its task kinds where the previous one's ended: the draft covers them all.
+        starts = itertools.accumulate([0] + [n for _, n in focus])
+        return self._ask([(prompts.write_exemplars_messages(topic, keyword, n, start), n)
+                          for (keyword, n), start in zip(focus, starts)],
                          [functools.partial(self.fallback.vary, topic, [keyword], n) for keyword, n in focus])
 
     def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
         if not topic.get("keywords") or not winners:
             return []
         parents = [(winner, n) for winner, n in zip(winners, _shares(count, len(winners))) if n]
-        return self._ask([(prompts.vary_exemplars_messages(topic, winner, n), n) for winner, n in parents],
+        starts = itertools.accumulate([0] + [n for _, n in parents])
+        return self._ask([(prompts.vary_exemplars_messages(topic, winner, n, start), n)
+                          for (winner, n), start in zip(parents, starts)],
                          [functools.partial(self.fallback.vary, topic, [winner], n) for winner, n in parents])
