@@ -76,6 +76,7 @@ from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 from transforms.topic_hierarchy import BuildTopicHierarchy
+from transforms.write_exemplars import COUNTER_NAMESPACE as EXEMPLAR_COUNTERS
 from transforms.write_exemplars import WriteExemplars
 from transforms.write_outputs import (
     WriteDeadLetters,
@@ -281,6 +282,20 @@ def _stage_seconds(result) -> dict[str, float]:
     return seconds
 
 
+def _exemplar_counts(result) -> dict[str, int]:
+    """Exemplar candidates scored and dropped, by reason (transforms/write_exemplars.py)."""
+    try:
+        counters = result.metrics().query()["counters"]
+    except Exception:  # some runners cannot report metrics
+        return {}
+    counts: dict[str, int] = {}
+    for counter in counters:
+        if counter.key.metric.namespace == EXEMPLAR_COUNTERS:
+            name = counter.key.metric.name
+            counts[name] = counts.get(name, 0) + counter.committed
+    return counts
+
+
 def _llm_counts(result) -> dict:
     """Model calls, tokens, retries, failures, fallbacks and cache hits per LLM step (backends/llm/metrics.py)."""
     try:
@@ -411,6 +426,8 @@ def run(argv: list[str] | None = None) -> int:
     llm = _llm_counts(result)
     if llm:
         stats["llm"] = llm
+    if params.exemplars.exemplars_per_topic:
+        stats["exemplars"] = _exemplar_counts(result)
     write_json(paths["run_stats"], stats)
     report = read_json(paths["report"])
     log.info("run done", extra={"event": "run_done", "run_id": context.run_id, "topics": len(report["topics"]),

@@ -180,5 +180,9 @@ def test_the_job_releases_exemplars_for_labelled_topics_and_counts_the_calls(exe
     stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
     assert stats["llm"]["exemplars"]["calls"] == sum("<topic>" in p for p, _ in calls)
     assert stats["llm"]["exemplars"]["failures"] == 0
+    # The fake server's drafts for one keyword differ only in their number: near-duplicates, not dropped ones.
+    assert stats["exemplars"]["candidates_scored"] > 0 and set(stats["exemplars"]) <= {
+        "candidates_scored", "candidates_dropped_duplicate", "candidates_dropped_too_short",
+        "candidates_dropped_too_long", "candidates_dropped_pii_like"}
     page = open(os.path.join(output, "release", "report.html")).read()
     assert "not user text" in page
