@@ -149,6 +149,7 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     return None
 
 
+PERSON_CUES = frozenset({"relation", "title", "salutation", "interaction"})
 _NAME_PREFIX_CAPITAL = re.compile(r"^(?:Mc|Mac|De|Di|Du|Da|Le|La|Van|Von|Del|O')[A-Z]")
 
 
@@ -163,13 +164,16 @@ def _known(token, dictionary: frozenset[str]) -> bool:
     return token.lower_ in dictionary or token.lemma_.lower() in dictionary
 
 
-def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = False) -> bool:
+def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = False, any_tag: bool = False) -> bool:
     """The small model tags many unknown names as places or nationalities ("Kipepeo" GPE): such a tag
-    rules a name out only for a word of the English dictionary ("Japan", "Canadian"). An acronym
-    ("VBA", "AWS") is not a name, nor, without a strong cue, a function word ("My"; after "my
-    cousin", "Will" is one)."""
+    rules a name out only for a word of the English dictionary ("Japan", "Canadian"), and not at
+    all (`any_tag`) where the cue says a person follows ("my roommate Crystal" LOC, "my grandmother,
+    Stephen" GPE). An acronym ("VBA", "AWS") is not a name, nor, without a strong cue, a function
+    word ("My"; after "my cousin", "Will" is one)."""
     if (token.is_upper and len(token) > 1) or (token.is_stop and not after_strong_cue) or is_identifier(token.text):
         return False
+    if any_tag:
+        return True
     # after "Hi" or "my sister", a word tagged as a date ("Summer", "June") is a name; "I'm Canadian" is not
     ruled_out = _PLACES_AND_PEOPLES if after_strong_cue else NOT_PERSON_ENTITIES
     return token.ent_type_ not in ruled_out or not _known(token, dictionary)
@@ -200,7 +204,9 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
         # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
         return ([first, second] if second is not None and _lower_name_like(second, dictionary)
                 and not _known(second, dictionary) else [first])
-    if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak"):
+    # After a relation, a title or a salutation a person follows whatever the tagger says; after
+    # "I'm" or "From:" a place may ("I'm Canadian", "From: Berlin").
+    if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak", any_tag=cue in PERSON_CUES):
         return []
     tokens = [first]
     j = i + 1
@@ -362,7 +368,8 @@ def trim_sentence_opener(text: str, start: int, end: int, dictionary: frozenset[
     """The start of a name span without a leading English word that only opens the sentence
     ("Summarize Shah Rukh Khan" -> "Shah Rukh Khan"; spaCy's small model includes such verbs)."""
     match = re.match(r"(" + _WORD.pattern + r") (?=\S)", text[start:end])
-    opens_sentence = not text[:start].strip() or text[:start].rstrip()[-1] in ".!?:\n'\""
+    # not after a colon: "To: Bill Aubert", "a table: April Odhiambo, ..." start with the name
+    opens_sentence = not text[:start].strip() or text[:start].rstrip()[-1] in ".!?\n'\""
     if match and opens_sentence and match.group(1).lower() in dictionary:
         return start + len(match.group(0))
     return start

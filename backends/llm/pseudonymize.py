@@ -270,9 +270,12 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
     from spacy.lang.en.stop_words import STOP_WORDS
     spans = []
     for r in people:
-        end = r.end - 2 if re.search(r"['’]s$", text[r.start:r.end]) else r.end
-        start = name_rules.trim_sentence_opener(text, r.start, end, english)
+        # a name does not run over a line break ("To: Bill Aubert\nSubject: ...")
+        end = r.start + text[r.start:r.end].index("\n") if "\n" in text[r.start:r.end] else r.end
+        end = end - 2 if re.search(r"['’]s$", text[r.start:end]) else end
         cued = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY) == _PRIVATE_CUE
+        # a cue marks where the name starts ("To: Bill Aubert"); spaCy's spans may take a verb in
+        start = r.start if cued else name_rules.trim_sentence_opener(text, r.start, end, english)
         if not cued and name_rules.is_thing(text, start):
             continue
         spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=cued), cued))
