@@ -44,6 +44,16 @@ PREPOSITIONS = frozenset({"to", "for", "with", "between"})
 NOT_PERSON_ENTITIES = frozenset({"GPE", "LOC", "NORP", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE",
                                  "LAW", "DATE", "TIME", "MONEY", "QUANTITY", "CARDINAL", "ORDINAL", "PERCENT"})
 _PLACES_AND_PEOPLES = frozenset({"GPE", "LOC", "NORP", "LANGUAGE"})
+# Nouns of a social exchange or a message whose "with/between/to/for X" is a person: "a fight with X",
+# "an argument between X and Y", "a call with X", "a resignation letter to X".
+INTERACTION_NOUNS = frozenset("""
+fight fights argument arguments quarrel disagreement dispute call calls meeting meetings chat conversation
+conversations dinner lunch breakfast date playdate catch-up relationship letter note card message reply
+email e-mail text invitation apology toast speech eulogy
+""".split())
+INTERACTION_PREPOSITIONS = frozenset({"with", "between", "to", "for"})
+INTERACTION_VERBS = frozenset({"argued", "arguing", "fought", "fighting", "quarrelled", "quarreled", "married"})
+INTERACTION_VERB_PAIRS = (["broke", "up"], ["break", "up"], ["breaking", "up"], ["fell", "out"], ["falling", "out"])
 # Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
 PERSON_VERBS = frozenset("""
 tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
@@ -106,6 +116,12 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         if len(relation) > back and relation[-1] in RELATIONS and not heading and (
                 relation[-1 - back] in POSSESSIVES or (last == "," and relation[-1 - back] == "the")):
             return "relation"
+    # "a fight with X", "an argument between X and Y", "a letter to X", "broke up with X": the other
+    # party of a social exchange or the addressee of a message is a person
+    if last in INTERACTION_PREPOSITIONS and len(words) > 1 and (
+            words[-2] in INTERACTION_NOUNS or words[-2] in INTERACTION_VERBS
+            or (len(words) > 2 and words[-3:-1] in INTERACTION_VERB_PAIRS)):
+        return "interaction"
     if words[-3:] in (["thanks", "so", "much"], ["you", "so", "much"]):
         return "salutation"
     # a salutation at the start of a line or sentence: "Dear X", "Hi X,"
@@ -201,6 +217,11 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
         if cue in ("introduction", "weak") or not _lower_name_like(first, dictionary):
             return []
         second = doc[first.i + 1] if first.i + 1 < len(doc) else None
+        if cue == "interaction" and _known(first, dictionary):
+            # "a call with support" is no name; "a call with glen fournier" is: after an exchange,
+            # a lower-case English word only with a second word that is none
+            return ([first, second] if second is not None and second.is_lower and _lower_name_like(second, dictionary)
+                    and not _known(second, dictionary) else [])
         # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
         return ([first, second] if second is not None and _lower_name_like(second, dictionary)
                 and not _known(second, dictionary) else [first])
