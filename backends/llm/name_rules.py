@@ -165,7 +165,7 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     return None
 
 
-PERSON_CUES = frozenset({"relation", "title", "salutation", "interaction"})
+PERSON_CUES = frozenset({"relation", "title", "salutation", "interaction", "list"})
 _NAME_PREFIX_CAPITAL = re.compile(r"^(?:Mc|Mac|De|Di|Du|Da|Le|La|Van|Von|Del|O')[A-Z]")
 
 
@@ -214,14 +214,34 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
         return []
     if not _is_cap(first):
         # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
-        if cue in ("introduction", "weak") or not _lower_name_like(first, dictionary):
+        following = doc[first.i + 1] if first.i + 1 < len(doc) else None
+        # "it's daawood.": after an introduction, a word that is no English word and ends the clause
+        if cue == "introduction" and not first.is_stop and not _known(first, dictionary) and (
+                following is None or following.is_punct):
+            return [first]
+        # "love, may": the last word of a text after a sign-off, even a function word
+        if cue == "sign-off" and all(not t.is_alpha for t in doc[first.i + 1:]):
+            return [first]
+        # "my cousin drew got an offer": two finite verbs in a row; the first is the subject's name
+        if cue == "relation" and first.tag_ in ("VBD", "VBZ", "VBP") and following is not None \
+                and following.tag_ in ("VBD", "VBZ", "VBP", "MD"):
+            return [first]
+        if cue in ("introduction", "weak") or not (cue == "interaction" or _lower_name_like(first, dictionary)):
             return []
         second = doc[first.i + 1] if first.i + 1 < len(doc) else None
+        if cue == "interaction" and not _known(first, dictionary) and not _lower_name_like(first, dictionary):
+            return []
         if cue == "interaction" and _known(first, dictionary):
             # "a call with support" is no name; "a call with glen fournier" is: after an exchange,
             # a lower-case English word only with a second word that is none
-            return ([first, second] if second is not None and second.is_lower and _lower_name_like(second, dictionary)
-                    and not _known(second, dictionary) else [])
+            if first.is_stop or second is None:
+                return []
+            if second.is_lower and second.is_alpha and not second.is_stop and not _known(second, dictionary):
+                return [first, second]
+            # "between reed and rabit": coordinated with a word that is none
+            third = doc[first.i + 2] if first.i + 2 < len(doc) else None
+            return ([first] if second.lower_ in ("and", "or", "&") and third is not None and third.is_lower
+                    and third.is_alpha and not third.is_stop and not _known(third, dictionary) else [])
         # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
         return ([first, second] if second is not None and _lower_name_like(second, dictionary)
                 and not _known(second, dictionary) else [first])
@@ -257,6 +277,9 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
         cue = _cue_before(doc, i, dictionary)
         tokens = _name_tokens(doc, i, cue, dictionary) if cue else []
         if not tokens:
+            tokens = _framed_name_at(doc, i, dictionary)
+            cue = "frame" if tokens else None
+        if not tokens:
             tokens = _name_tokens(doc, i, "weak", dictionary) if _uncued_name_at(doc, i, dictionary) else []
             cue = "weak" if tokens else None
         if tokens:
@@ -287,7 +310,139 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
                 and not other.is_stop and _may_be_name(other, dictionary)
                 and not any(s <= other.idx < e for s, e, _ in spans)):
             spans.append((other.idx, other.idx + len(other.text), strong))
+    spans += _list_items(doc, spans, dictionary)
     return sorted(spans)
+
+
+def _list_item(doc, k: int, capitalized: bool, dictionary: frozenset[str]) -> list:
+    """The tokens of a name starting at token k as an item of a list of names in the given case:
+    capitalized words whatever their tag ("Quincy Ito and Yamamoto" GPE), or lower-case words that
+    read as a name."""
+    if k < 0 or k >= len(doc) or not doc[k].is_alpha or _is_cap(doc[k]) != capitalized or doc[k].is_space:
+        return []
+    return _name_tokens(doc, k, "list", dictionary)
+
+
+def _separator_after(doc, j: int) -> tuple[int, str] | None:
+    """(first token of the next item, "and" or "comma") for a list separator at token j: ",", "and",
+    "or", "&", ", and"."""
+    if j >= len(doc) - 1:
+        return None
+    if doc[j].lower_ in ("and", "or", "&"):
+        return j + 1, "and"
+    if doc[j].text == ",":
+        if doc[j + 1].lower_ in ("and", "or", "&") and j + 2 < len(doc):
+            return j + 2, "and"
+        return j + 1, "comma"
+    return None
+
+
+def _list_items(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[str]) -> list[tuple[int, int, bool]]:
+    """The other items of a list one of whose items is a person's name: "X and Y", "X, Y and Z",
+    "Attendees: X, Y, Z". The items must be names in the same case as the found one (a capitalized
+    word after a lower-case name is no item of its list); a list held together by commas alone
+    must have three items or open a line or follow a colon ("Hi Ana, Python is ...": not a list).
+    Found names are the cues' (`spans`) and spaCy's PERSON entities (weak: a public figure's
+    co-items stay public)."""
+    seeds = [(start, end, strong) for start, end, strong in spans]
+    for ent in doc.ents:
+        if ent.label_ == "PERSON":
+            end = ent.end
+            while end > ent.start and "\n" in doc[end - 1].text + doc[end - 1].whitespace_ and end - 1 > ent.start:
+                end -= 1
+            seeds.append((ent.start_char, doc[end - 1].idx + len(doc[end - 1].text), False))
+    found = {(start, end) for start, end, _ in spans}
+    out = []
+    for start, end, strong in seeds:
+        span = doc.char_span(start, end, alignment_mode="expand")
+        if span is None or not span[0].is_alpha:
+            continue
+        capitalized = _is_cap(span[0])
+        items, kinds = [(span.start, span.end)], []
+        j = span.end  # forward
+        while (separator := _separator_after(doc, j)) is not None:
+            tokens = _list_item(doc, separator[0], capitalized, dictionary)
+            if not tokens:
+                break
+            items.append((tokens[0].i, tokens[-1].i + 1))
+            kinds.append(separator[1])
+            j = tokens[-1].i + 1
+        first = span.start  # backward
+        while first >= 2:
+            sep_end = first  # the item before ends before a separator at first-1 (or first-2 for ", and")
+            if doc[first - 1].lower_ in ("and", "or", "&"):
+                kind, item_end = "and", first - 1 - (doc[first - 2].text == ",")
+            elif doc[first - 1].text == ",":
+                kind, item_end = "comma", first - 1
+            else:
+                break
+            previous = None
+            for back in (3, 2, 1):
+                k = item_end - back
+                tokens = _list_item(doc, k, capitalized, dictionary) if k >= 0 else []
+                if tokens and tokens[-1].i + 1 == item_end and (
+                        k == 0 or not (doc[k - 1].is_alpha and _is_cap(doc[k - 1]) == capitalized)):
+                    previous = tokens
+                    break
+            if previous is None or sep_end == item_end:
+                break
+            items.insert(0, (previous[0].i, item_end))
+            kinds.append(kind)
+            first = previous[0].i
+        if len(items) < 2:
+            continue
+        opener = doc[first - 1] if first > 0 else None
+        opens_line = opener is None or opener.text == ":" or "\n" in opener.text + opener.whitespace_
+        if "and" not in kinds and len(items) < 3 and not opens_line:
+            continue
+        for a, b in items:
+            char_span = (doc[a].idx, doc[b - 1].idx + len(doc[b - 1].text))
+            if char_span not in found and not any(s <= char_span[0] < e for s, e in found):
+                found.add(char_span)
+                out.append((*char_span, strong))
+    return out
+
+
+DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "its"}) | POSSESSIVES
+# "X's birthday", "X's wedding": events of a person's life
+LIFE_EVENTS = frozenset("""
+birthday bday wedding funeral graduation retirement anniversary baby shower christening baptism
+bar bat mitzvah engagement farewell housewarming memorial quinceañera
+""".split())
+DEPARTMENTS = frozenset("""
+accounting finance hr sales marketing legal it support engineering ops operations procurement payroll
+admissions billing reception security facilities management research
+""".split())
+
+
+def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
+    """The tokens of a name at token i that what follows it marks as a private person's (strong):
+    an apposition ("X, my landlord,"), a life event ("X's wedding"), a colleague's department ("X
+    from accounting"), and in lower case a report of what they said ("sunny told me"). Not after
+    "the", "a", "my", ...: "the company, my employer" is no name."""
+    token = doc[i]
+    if not token.is_alpha or token.lower_ in NOT_NAMES or token.lower_ in RELATIONS or (
+            i > 0 and doc[i - 1].lower_ in DETERMINERS) or (i > 0 and doc[i - 1].is_alpha and _is_cap(doc[i - 1])
+                                                         and _is_cap(token) and not doc[i - 1].is_sent_start):
+        return []
+    tokens = _name_tokens(doc, i, "relation", dictionary)
+    if not tokens:
+        return []
+    end = tokens[-1].i + 1
+    after = [t.lower_ for t in doc[end:end + 4]]
+    if after[:1] == [","] and len(after) >= 3 and after[1] in POSSESSIVES and after[2] in RELATIONS:
+        return tokens
+    capitalized = _is_cap(token)
+    if after[:1] in (["'s"], ["’s"]) and (capitalized or not _known(token, dictionary)) and (
+            (len(after) > 1 and after[1] in LIFE_EVENTS) or (len(after) > 2 and after[2] in LIFE_EVENTS)):
+        return tokens
+    if capitalized and after[:1] == ["from"] and len(after) > 1 and after[1] in DEPARTMENTS and (
+            not token.is_sent_start or not _known(token, dictionary)):
+        return tokens
+    if not capitalized and len(tokens) == 1 and not token.is_stop and len(after) > 1 and after[0] in SUBJECT_VERBS \
+            and after[1] in ("me", "us"):
+        return tokens
+    return []
 
 
 def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
