@@ -206,6 +206,58 @@ def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
     return token.pos_ in ("PROPN", "NOUN", "ADJ", "X", "INTJ") and token.tag_ not in ("NNS", "NNPS")
 
 
+def written_in_lower_case(doc) -> bool:
+    """A text typed without capitals (but for "I"): there a lower-case word can be a name."""
+    if "lower_case" not in doc.user_data:
+        doc.user_data["lower_case"] = not any(t.text[:1].isupper() and t.lower_ not in ("i", "i'm", "i'd", "i'll")
+                                              for t in doc)
+    return doc.user_data["lower_case"]
+
+
+def _is_bare_word(token) -> bool:
+    return token is not None and token.is_alpha and token.is_lower and not token.is_stop
+
+
+def _lower_case_name_tokens(doc, first, cue: str, dictionary: frozenset[str]) -> list:
+    """A lower-case name after a cue: only after the cues that leave little doubt ("I'm tired" is
+    not a name), and an English word only where its grammar says it is a name."""
+    following = doc[first.i + 1] if first.i + 1 < len(doc) else None
+    after_next = doc[first.i + 2] if first.i + 2 < len(doc) else None
+    unknown = not _known(first, dictionary)
+    # "it's daawood.": after an introduction, a word that is no English word and ends the clause
+    if cue == "introduction":
+        return [first] if unknown and not first.is_stop and (following is None or following.is_punct) else []
+    # "love, may": the last word of a text after a sign-off, even a function word
+    if cue == "sign-off" and all(not t.is_alpha for t in doc[first.i + 1:]):
+        return [first]
+    # "my cousin drew got an offer": two finite verbs in a row; the first is the subject's name
+    if cue == "relation" and first.tag_ in ("VBD", "VBZ", "VBP") and following is not None \
+            and following.tag_ in ("VBD", "VBZ", "VBP", "MD"):
+        return [first]
+    if first.is_stop or (cue == "weak" and not written_in_lower_case(doc)):
+        return []
+    # "my student holly asadov", "a call with glen fournier", "the package for june wei": an English
+    # word followed by a word that is none, in a text typed in lower case or after a strong cue
+    if _is_bare_word(following) and not _known(following, dictionary) and not is_identifier(following.text):
+        return [first, following]
+    if cue == "weak":
+        return []
+    if cue == "interaction" and not unknown:
+        # "a call with support" is no name, "between reed and rabit" is (coordinated with a word that
+        # is none); in a text typed in lower case, a singular noun without a determiner is one too
+        # ("a fight with crystal yesterday"), but not a department's or a mass noun's
+        if following is not None and following.lower_ in ("and", "or", "&") and _is_bare_word(after_next) \
+                and not _known(after_next, dictionary):
+            return [first]
+        if written_in_lower_case(doc) and first.tag_ in ("NN", "NNP") and first.lower_ not in DEPARTMENTS \
+                and not re.search(r"(?:ment|ing|ion|ness|ity|ance|ence|ism|ship|ure|cy)$", first.lower_):
+            return [first]
+        return []
+    if not (unknown or _lower_name_like(first, dictionary)):
+        return []
+    return [first]
+
+
 def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     """The tokens of the name starting at token i, after a cue: up to three capitalized words
     (hyphenated parts joined), or one lower-case word that reads as a name."""
@@ -213,38 +265,7 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     if not first.is_alpha or first.lower_ in NOT_NAMES or first.lower_ in RELATIONS:
         return []
     if not _is_cap(first):
-        # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
-        following = doc[first.i + 1] if first.i + 1 < len(doc) else None
-        # "it's daawood.": after an introduction, a word that is no English word and ends the clause
-        if cue == "introduction" and not first.is_stop and not _known(first, dictionary) and (
-                following is None or following.is_punct):
-            return [first]
-        # "love, may": the last word of a text after a sign-off, even a function word
-        if cue == "sign-off" and all(not t.is_alpha for t in doc[first.i + 1:]):
-            return [first]
-        # "my cousin drew got an offer": two finite verbs in a row; the first is the subject's name
-        if cue == "relation" and first.tag_ in ("VBD", "VBZ", "VBP") and following is not None \
-                and following.tag_ in ("VBD", "VBZ", "VBP", "MD"):
-            return [first]
-        if cue in ("introduction", "weak") or not (cue == "interaction" or _lower_name_like(first, dictionary)):
-            return []
-        second = doc[first.i + 1] if first.i + 1 < len(doc) else None
-        if cue == "interaction" and not _known(first, dictionary) and not _lower_name_like(first, dictionary):
-            return []
-        if cue == "interaction" and _known(first, dictionary):
-            # "a call with support" is no name; "a call with glen fournier" is: after an exchange,
-            # a lower-case English word only with a second word that is none
-            if first.is_stop or second is None:
-                return []
-            if second.is_lower and second.is_alpha and not second.is_stop and not _known(second, dictionary):
-                return [first, second]
-            # "between reed and rabit": coordinated with a word that is none
-            third = doc[first.i + 2] if first.i + 2 < len(doc) else None
-            return ([first] if second.lower_ in ("and", "or", "&") and third is not None and third.is_lower
-                    and third.is_alpha and not third.is_stop and not _known(third, dictionary) else [])
-        # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
-        return ([first, second] if second is not None and _lower_name_like(second, dictionary)
-                and not _known(second, dictionary) else [first])
+        return _lower_case_name_tokens(doc, first, cue, dictionary)
     # After a relation, a title or a salutation a person follows whatever the tagger says; after
     # "I'm" or "From:" a place may ("I'm Canadian", "From: Berlin").
     if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak", any_tag=cue in PERSON_CUES):
