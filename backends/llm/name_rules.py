@@ -224,9 +224,13 @@ def _lower_case_name_tokens(doc, first, cue: str, dictionary: frozenset[str]) ->
     following = doc[first.i + 1] if first.i + 1 < len(doc) else None
     after_next = doc[first.i + 2] if first.i + 2 < len(doc) else None
     unknown = not _known(first, dictionary)
-    # "it's daawood.": after an introduction, a word that is no English word and ends the clause
+    if is_identifier(first.text):  # "a function named makePottery"
+        return []
+    # "it's daawood.": after an introduction of a person, a word that is no English word and ends
+    # the clause ("a function named parse_args." introduces no one)
     if cue == "introduction":
-        return [first] if unknown and not first.is_stop and (following is None or following.is_punct) else []
+        return [first] if unknown and not first.is_stop and (following is None or following.is_punct) and \
+            first.i > 0 and doc[first.i - 1].lower_ not in ("named", "called") else []
     # "love, may": the last word of a text after a sign-off, even a function word
     if cue == "sign-off" and all(not t.is_alpha for t in doc[first.i + 1:]):
         return [first]
@@ -269,6 +273,11 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     # After a relation, a title or a salutation a person follows whatever the tagger says; after
     # "I'm" or "From:" a place may ("I'm Canadian", "From: Berlin").
     if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak", any_tag=cue in PERSON_CUES):
+        return []
+    # "our meeting for Wednesday": an exchange has dates too; "your boss Interesting. Would ...":
+    # a known word that opens a sentence is no name even after a relation
+    if _known(first, dictionary) and ((cue == "interaction" and first.ent_type_ in ("DATE", "TIME"))
+                                      or (cue in PERSON_CUES and first.is_sent_start and cue != "salutation")):
         return []
     tokens = [first]
     j = i + 1
@@ -335,13 +344,17 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
     return sorted(spans)
 
 
-def _list_item(doc, k: int, capitalized: bool, dictionary: frozenset[str]) -> list:
+def _list_item(doc, k: int, capitalized: bool, dictionary: frozenset[str], strong: bool) -> list:
     """The tokens of a name starting at token k as an item of a list of names in the given case:
     capitalized words whatever their tag ("Quincy Ito and Yamamoto" GPE), or lower-case words that
-    read as a name."""
+    read as a name. Only English words ("Firewall, Switches and Sensors") only in a list whose found
+    name a private cue found: spaCy alone calls some headings' words people."""
     if k < 0 or k >= len(doc) or not doc[k].is_alpha or _is_cap(doc[k]) != capitalized or doc[k].is_space:
         return []
-    return _name_tokens(doc, k, "list", dictionary)
+    tokens = _name_tokens(doc, k, "list", dictionary)
+    if not strong and all(_known(t, dictionary) for t in tokens if t.is_alpha):
+        return []
+    return tokens
 
 
 def _separator_after(doc, j: int) -> tuple[int, str] | None:
@@ -382,7 +395,7 @@ def _list_items(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[s
         items, kinds = [(span.start, span.end)], []
         j = span.end  # forward
         while (separator := _separator_after(doc, j)) is not None:
-            tokens = _list_item(doc, separator[0], capitalized, dictionary)
+            tokens = _list_item(doc, separator[0], capitalized, dictionary, strong)
             if not tokens:
                 break
             items.append((tokens[0].i, tokens[-1].i + 1))
@@ -400,7 +413,7 @@ def _list_items(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[s
             previous = None
             for back in (3, 2, 1):
                 k = item_end - back
-                tokens = _list_item(doc, k, capitalized, dictionary) if k >= 0 else []
+                tokens = _list_item(doc, k, capitalized, dictionary, strong) if k >= 0 else []
                 if tokens and tokens[-1].i + 1 == item_end and (
                         k == 0 or not (doc[k - 1].is_alpha and _is_cap(doc[k - 1]) == capitalized)):
                     previous = tokens
@@ -445,6 +458,8 @@ def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
     if not token.is_alpha or token.lower_ in NOT_NAMES or token.lower_ in RELATIONS or (
             i > 0 and doc[i - 1].lower_ in DETERMINERS) or (i > 0 and doc[i - 1].is_alpha and _is_cap(doc[i - 1])
                                                          and _is_cap(token) and not doc[i - 1].is_sent_start):
+        return []
+    if token.pos_ == "INTJ" or (token.is_sent_start and _known(token, dictionary)):  # "Well, my friend ..."
         return []
     tokens = _name_tokens(doc, i, "relation", dictionary)
     if not tokens:
