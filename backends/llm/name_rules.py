@@ -148,7 +148,11 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         return "sign-off"
     token = doc[i]
     # A weak cue needs a capitalized word: after "with", a lower-case unknown word is as often jargon
-    # ("with async await") as a name.
+    # ("with async await") as a name. In a text typed in lower case, a preposition is a weak cue for
+    # the pair of an English word and one that is none ("the package for june wei"; see
+    # _lower_case_name_tokens).
+    if not _is_cap(token) and last in PREPOSITIONS and written_in_lower_case(doc):
+        return "weak"
     if not _is_cap(token) or not _may_be_name(token, dictionary):
         return None
     # In Title Case ("Script with Error Handling", "Patient Information") a capitalized English word
@@ -449,24 +453,35 @@ admissions billing reception security facilities management research
 """.split())
 
 
+# What only people keep doing ("X keeps interrupting"; "X keeps crashing" is a program)
+HUMAN_HABITS = frozenset("""
+interrupting disrupting bullying ignoring yelling shouting texting calling emailing messaging complaining
+teasing lying stealing borrowing flirting gossiping criticizing criticising undermining mocking insulting
+harassing talking crying asking blaming avoiding cancelling canceling skipping procrastinating
+""".split())
+
+
 def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
     """The tokens of a name at token i that what follows it marks as a private person's (strong):
     an apposition ("X, my landlord,"), a life event ("X's wedding"), a colleague's department ("X
-    from accounting"), and in lower case a report of what they said ("sunny told me"). Not after
+    from accounting"), a habit only people have ("X keeps interrupting"), and in lower case a report
+    of what they said ("sunny told me"). Not after
     "the", "a", "my", ...: "the company, my employer" is no name."""
     token = doc[i]
     if not token.is_alpha or token.lower_ in NOT_NAMES or token.lower_ in RELATIONS or (
             i > 0 and doc[i - 1].lower_ in DETERMINERS) or (i > 0 and doc[i - 1].is_alpha and _is_cap(doc[i - 1])
                                                          and _is_cap(token) and not doc[i - 1].is_sent_start):
         return []
-    if token.pos_ == "INTJ" or (token.is_sent_start and _known(token, dictionary)):  # "Well, my friend ..."
+    if token.pos_ == "INTJ":
         return []
     tokens = _name_tokens(doc, i, "relation", dictionary)
     if not tokens:
         return []
     end = tokens[-1].i + 1
     after = [t.lower_ for t in doc[end:end + 4]]
-    if after[:1] == [","] and len(after) >= 3 and after[1] in POSSESSIVES and after[2] in RELATIONS:
+    # not a sentence-opening English word: "Well, my friend failed"
+    if after[:1] == [","] and len(after) >= 3 and after[1] in POSSESSIVES and after[2] in RELATIONS and not (
+            _is_cap(token) and token.is_sent_start and _known(token, dictionary)):
         return tokens
     capitalized = _is_cap(token)
     if after[:1] in (["'s"], ["’s"]) and (capitalized or not _known(token, dictionary)) and (
@@ -477,6 +492,10 @@ def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
         return tokens
     if not capitalized and len(tokens) == 1 and not token.is_stop and len(after) > 1 and after[0] in SUBJECT_VERBS \
             and after[1] in ("me", "us"):
+        return tokens
+    # "X keeps interrupting me": a habit only people have
+    if len(after) > 1 and after[0] in ("keeps", "kept", "always", "constantly") and after[1] in HUMAN_HABITS \
+            and not token.is_stop and (capitalized or not _known(token, dictionary) or written_in_lower_case(doc)):
         return tokens
     return []
 
@@ -493,7 +512,7 @@ def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
         return True
     if [t.lower_ for t in doc[i + 1:i + 3]] in (["and", "i"], ["and", "me"]):
         return True
-    # "X told me ...", "X keeps ...", "X from accounting ..."
+    # "X told me ...", "X from accounting ..."
     if following is not None and (following.lower_ in SUBJECT_VERBS
                                   or (following.lower_ == "from" and i + 2 < len(doc) and doc[i + 2].is_lower)):
         return not _known(token, dictionary) or not token.is_sent_start
