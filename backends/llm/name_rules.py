@@ -246,7 +246,8 @@ def _lower_case_name_tokens(doc, first, cue: str, dictionary: frozenset[str]) ->
         return []
     # "my student holly asadov", "a call with glen fournier", "the package for june wei": an English
     # word followed by a word that is none, in a text typed in lower case or after a strong cue
-    if _is_bare_word(following) and not _known(following, dictionary) and not is_identifier(following.text):
+    if _is_bare_word(following) and not _known(following, dictionary) and not is_identifier(following.text) and (
+            cue != "weak" or first.pos_ in ("NOUN", "PROPN")):  # not "for different referer"
         return [first, following]
     if cue == "weak":
         return []
@@ -344,8 +345,62 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
                 and not other.is_stop and _may_be_name(other, dictionary)
                 and not any(s <= other.idx < e for s, e, _ in spans)):
             spans.append((other.idx, other.idx + len(other.text), strong))
+    spans += _contact_names(doc, spans, dictionary)
     spans += _list_items(doc, spans, dictionary)
     return sorted(spans)
+
+
+_CONTACT = r"(?:\+?\d[\d ().-]{6,}\d|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+# "April Odhiambo, +1 669-452-8184", "Pat Ali <pali@proton.me>", "Musa Njoku (musa66@gmail.com)": a
+# record's name before its contact details, at the start of a line, a ";"-separated item or after a colon
+_NAME_BEFORE_CONTACT = re.compile(r"(?:^|(?<=[:;\n]))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})"
+                                  r"[ \t]*(?:,[ \t]*|[ \t]*[<(|][ \t]*)" + _CONTACT)
+# a line of one to three words right above a line with an e-mail address or a phone number: a CV's
+# heading, a signature ("drew lerma\ndlerma@yahoo.com | +91 ...")
+_NAME_LINE_ABOVE_CONTACT = re.compile(r"(?:^|(?<=\n))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})"
+                                      r"[ \t]*\n[ \t]*[^\n]{0,40}?" + _CONTACT)
+_RECORD_HEAD = re.compile(r"(?:^|(?<=[:;\n]))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})[ \t]*,")
+
+
+def _contact_names(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[str]) -> list[tuple[int, int, bool]]:
+    """Names of contact records (strong): the words before a record's phone number or e-mail
+    address, the line above a contact line, and the heads of the other ";"-separated records of a
+    line one of whose heads is a name ("April Odhiambo, +1 669...; Krzysztof Sato, London"). The
+    words must read as a name: no function word, no identifier, and not all English words but for
+    capitalized words of a record ("Call Support, 555-0100" is no name; "Mark Wei" is)."""
+    text = doc.text
+
+    def name_like(start: int, end: int) -> bool:
+        words = text[start:end].split()
+        capitalized = all(w[:1].isupper() for w in words)
+        if not (capitalized or all(w.islower() for w in words)):
+            return False
+        if any(w.lower() in NOT_NAMES or w.lower() in RELATIONS or is_identifier(w) or (w.isupper() and len(w) > 1)
+               for w in words):
+            return False
+        return any(w.lower() not in dictionary for w in words) or (capitalized and len(words) > 1)
+
+    found = []
+    for pattern in (_NAME_BEFORE_CONTACT, _NAME_LINE_ABOVE_CONTACT):
+        for match in pattern.finditer(text):
+            if name_like(*match.span(1)):
+                found.append((*match.span(1), True))
+    seeds = [(s, e) for s, e, _ in spans] + [(s, e) for s, e, _ in found] + [
+        (ent.start_char, ent.end_char) for ent in doc.ents if ent.label_ == "PERSON"]
+    for line_start, line in _lines_with_records(text):
+        heads = [(line_start + m.start(1), line_start + m.end(1)) for m in _RECORD_HEAD.finditer(line)]
+        if len(heads) > 1 and any(a < e and s < b for a, b in heads for s, e in seeds):
+            found += [(a, b, True) for a, b in heads if name_like(a, b)]
+    known = {(s, e) for s, e, _ in spans}
+    return [(s, e, strong) for s, e, strong in found if (s, e) not in known]
+
+
+def _lines_with_records(text: str):
+    start = 0
+    for line in text.split("\n"):
+        if ";" in line:
+            yield start, line
+        start += len(line) + 1
 
 
 def _list_item(doc, k: int, capitalized: bool, dictionary: frozenset[str], strong: bool) -> list:
