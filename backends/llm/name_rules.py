@@ -210,16 +210,28 @@ def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
     return token.pos_ in ("PROPN", "NOUN", "ADJ", "X", "INTJ") and token.tag_ not in ("NNS", "NNPS")
 
 
+def text_in_lower_case(text: str) -> bool:
+    """A text typed without capitals (but for "I"), in a script that has them: there a lower-case
+    word can be a name."""
+    letters = [c for c in text if c.isalpha()]
+    if sum(c.islower() for c in letters) < len(letters) / 2:  # Chinese, Japanese, ... have no case
+        return False
+    return not any(word[0].isupper() and not re.fullmatch(r"I(?:['’][a-z]+)?", word)
+                   for word in re.findall(r"[^\W\d_][\w'’]*", text))
+
+
 def written_in_lower_case(doc) -> bool:
-    """A text typed without capitals (but for "I"): there a lower-case word can be a name."""
     if "lower_case" not in doc.user_data:
-        doc.user_data["lower_case"] = not any(t.text[:1].isupper() and t.lower_ not in ("i", "i'm", "i'd", "i'll")
-                                              for t in doc)
+        doc.user_data["lower_case"] = text_in_lower_case(doc.text)
     return doc.user_data["lower_case"]
 
 
 def _is_bare_word(token) -> bool:
     return token is not None and token.is_alpha and token.is_lower and not token.is_stop
+
+
+# "support", "management", "anxiety": words that stand without a determiner and are no name
+_MASS_NOUN_ENDING = re.compile(r"(?:ment|ing|ion|ness|ity|ance|ence|ism|ship|ure|cy)$")
 
 
 def _lower_case_name_tokens(doc, first, cue: str, dictionary: frozenset[str]) -> list:
@@ -259,7 +271,7 @@ def _lower_case_name_tokens(doc, first, cue: str, dictionary: frozenset[str]) ->
                 and not _known(after_next, dictionary):
             return [first]
         if written_in_lower_case(doc) and first.tag_ in ("NN", "NNP") and first.lower_ not in DEPARTMENTS \
-                and not re.search(r"(?:ment|ing|ion|ness|ity|ance|ence|ism|ship|ure|cy)$", first.lower_):
+                and not _MASS_NOUN_ENDING.search(first.lower_):
             return [first]
         return []
     if not (unknown or _lower_name_like(first, dictionary)):
@@ -350,7 +362,8 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
     return sorted(spans)
 
 
-_CONTACT = r"(?:\+?\d[\d ().-]{6,}\d|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+# a phone number (seven digits or more in groups: "+1 669-452-8184", "07397 561428") or an e-mail address
+_CONTACT = r"(?:(?<![\w.])(?=(?:\D{0,3}\d){7})\+?\(?\d{1,5}\)?(?:[ -]\(?\d{2,6}\)?){1,4}(?![\w.])|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
 # "April Odhiambo, +1 669-452-8184", "Pat Ali <pali@proton.me>", "Musa Njoku (musa66@gmail.com)": a
 # record's name before its contact details, at the start of a line, a ";"-separated item or after a colon
 _NAME_BEFORE_CONTACT = re.compile(r"(?:^|(?<=[:;\n]))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})"
@@ -358,7 +371,7 @@ _NAME_BEFORE_CONTACT = re.compile(r"(?:^|(?<=[:;\n]))[ \t]*([^\W\d_][\w'’-]*(?
 # a line of one to three words right above a line with an e-mail address or a phone number: a CV's
 # heading, a signature ("drew lerma\ndlerma@yahoo.com | +91 ...")
 _NAME_LINE_ABOVE_CONTACT = re.compile(r"(?:^|(?<=\n))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})"
-                                      r"[ \t]*\n[ \t]*[^\n]{0,40}?" + _CONTACT)
+                                      r"[ \t]*\n[ \t]*" + _CONTACT)
 _RECORD_HEAD = re.compile(r"(?:^|(?<=[:;\n]))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})[ \t]*,")
 
 
@@ -520,8 +533,8 @@ def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
     """The tokens of a name at token i that what follows it marks as a private person's (strong):
     an apposition ("X, my landlord,"), a life event ("X's wedding"), a colleague's department ("X
     from accounting"), a habit only people have ("X keeps interrupting"), and in lower case a report
-    of what they said ("sunny told me"). Not after
-    "the", "a", "my", ...: "the company, my employer" is no name."""
+    of what they said ("sunny told me"). Not after "the", "a", "my", ...: "the company, my
+    employer" is no name."""
     token = doc[i]
     if not token.is_alpha or token.lower_ in NOT_NAMES or token.lower_ in RELATIONS or (
             i > 0 and doc[i - 1].lower_ in DETERMINERS) or (i > 0 and doc[i - 1].is_alpha and _is_cap(doc[i - 1])
@@ -530,6 +543,12 @@ def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
     if token.pos_ == "INTJ":
         return []
     tokens = _name_tokens(doc, i, "relation", dictionary)
+    capitalized = _is_cap(token)
+    # a subject frame (below) makes a lower-case word of any part of speech a name: "drew from accounting"
+    subject_word = (not capitalized and not token.is_stop and token.lower_ not in DEPARTMENTS
+                    and not _MASS_NOUN_ENDING.search(token.lower_) and (i == 0 or doc[i - 1].pos_ != "ADP"))
+    if not tokens and subject_word:
+        tokens = [token]
     if not tokens:
         return []
     end = tokens[-1].i + 1
@@ -538,19 +557,19 @@ def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
     if after[:1] == [","] and len(after) >= 3 and after[1] in POSSESSIVES and after[2] in RELATIONS and not (
             _is_cap(token) and token.is_sent_start and _known(token, dictionary)):
         return tokens
-    capitalized = _is_cap(token)
     if after[:1] in (["'s"], ["’s"]) and (capitalized or not _known(token, dictionary)) and (
             (len(after) > 1 and after[1] in LIFE_EVENTS) or (len(after) > 2 and after[2] in LIFE_EVENTS)):
         return tokens
-    if capitalized and after[:1] == ["from"] and len(after) > 1 and after[1] in DEPARTMENTS and (
-            not token.is_sent_start or not _known(token, dictionary)):
+    if after[:1] == ["from"] and len(after) > 1 and after[1] in DEPARTMENTS and not token.is_stop and (
+            (capitalized and (not token.is_sent_start or not _known(token, dictionary)))
+            or (subject_word and written_in_lower_case(doc))):
         return tokens
-    if not capitalized and len(tokens) == 1 and not token.is_stop and len(after) > 1 and after[0] in SUBJECT_VERBS \
-            and after[1] in ("me", "us"):
+    if subject_word and len(tokens) == 1 and len(after) > 1 and after[0] in SUBJECT_VERBS and after[1] in ("me", "us"):
         return tokens
     # "X keeps interrupting me": a habit only people have
-    if len(after) > 1 and after[0] in ("keeps", "kept", "always", "constantly") and after[1] in HUMAN_HABITS \
-            and not token.is_stop and (capitalized or not _known(token, dictionary) or written_in_lower_case(doc)):
+    if len(after) > 1 and after[0] in ("keeps", "kept", "always", "constantly") and after[1] in HUMAN_HABITS and (
+            (capitalized and not token.is_stop)
+            or (subject_word and (not _known(token, dictionary) or written_in_lower_case(doc)))):
         return tokens
     return []
 
@@ -609,14 +628,17 @@ _WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 
 
 def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
-                dictionary: frozenset[str] = frozenset(), lower_case: bool = True) -> tuple[int, int]:
+                dictionary: frozenset[str] = frozenset(), lower_case: bool = True,
+                known_after: bool = True) -> tuple[int, int]:
     """A name span grown over up to two adjacent name-like words on each side ("Rukh Khan" ->
     "Shah Rukh Khan", "Ikrimah" -> "Ikrimah Szlaga"): capitalized words for a capitalized name,
-    non-stop words for a lower-case one (only if `lower_case`: a cue found it), on the same line,
+    non-stop words for a lower-case one (only if `lower_case`: a cue found it, or the text is typed in
+    lower case; then, unless `known_after`, only words that are no English words after it: "steve
+    daines", not "mark gordon alright"), on the same line,
     separated by one space. A word opening a sentence is capitalized anyway: it joins only if it is
     not an English word ("Email X")."""
     capitalized = text[start:end][:1].isupper()
-    if not capitalized and not lower_case:
+    if (not capitalized and not lower_case) or is_identifier(text[start:end]):
         return start, end
 
     def name_like(word: str, opens_sentence: bool = False) -> bool:
@@ -641,7 +663,8 @@ def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
         start = word_start
     for _ in range(2):
         match = re.match(r" (" + _WORD.pattern + r")", text[end:end + 40])
-        if not match or not name_like(match.group(1)):
+        if not match or not name_like(match.group(1)) or (
+                not known_after and not capitalized and match.group(1).lower() in dictionary):
             break
         # "Khan's": the name ends before the possessive
         end += len(match.group(0)) - (2 if re.search(r"['’]s$", match.group(1)) else 0)

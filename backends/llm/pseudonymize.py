@@ -278,7 +278,11 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
         start = r.start if cued else name_rules.trim_sentence_opener(text, r.start, end, english)
         if not cued and name_rules.is_thing(text, start):
             continue
-        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=cued), cued))
+        # a lower-case name grows over lower-case words only where a cue found it or the text is typed
+        # in lower case ("the package for june wei", spaCy: "wei")
+        lower_case = cued or name_rules.text_in_lower_case(text)
+        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=lower_case,
+                                              known_after=cued), cued))
     merged: list[list] = []
     for start, end, cued in sorted(spans, key=lambda s: (s[0], -s[1])):
         if merged and start <= merged[-1][1]:
