@@ -37,6 +37,12 @@ INTRODUCTIONS = (("my", "name", "is"), ("i", "'m"), ("i", "am"), ("this", "is"),
                  ("name", ":"), ("from", "me", ","), ("signed", ","), ("called",), ("named",))
 # E-mail headers and copy lines name the correspondents: "From: X", "To: X", "cc X".
 HEADERS = ((("from", ":"), ("to", ":"), ("cc", ":"), ("bcc", ":"), ("attn", ":"), ("cc",), ("attn",)))
+# Labels of a list of people: "Attendees: X, Y, Z", "Guests: ..."
+PEOPLE_LABELS = frozenset("""
+attendees attendee participants participant guests guest invitees invitee members present absent apologies
+speakers speaker panelists panellists organizer organiser organizers organisers assignee assignees reviewer
+reviewers reporter owner owners author authors host hosts recipient recipients contact
+""".split())
 # "a reply to X", "a party for X": a capitalized word spaCy does not call a place, an organisation,
 # ... is probably a person; a weak cue (a public-figure context still keeps it). The small model tags
 # many unknown names as ORG, so ORG does not rule a person out here.
@@ -143,6 +149,9 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         if tuple(words[-len(cue):]) == cue and (i - len(cue) == 0 or "\n" in doc[i - len(cue) - 1].text
                                                 or "\n" in doc[i - len(cue) - 1].whitespace_ or cue[0] in ("cc", "attn")):
             return "sign-off"
+    # "Attendees: X, Y and Z": a label of people (the other items follow as a list, _list_items)
+    if last == ":" and len(words) > 1 and words[-2] in PEOPLE_LABELS:
+        return "sign-off"
     # "— X" on a line of its own: a signature (a dash, not a hyphen: "- X" opens a list item)
     if last in ("—", "–", "--") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
         return "sign-off"
