@@ -300,9 +300,9 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     # "I'm" or "From:" a place may ("I'm Canadian", "From: Berlin").
     if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak", any_tag=cue in PERSON_CUES):
         return []
-    # "our meeting for Wednesday": an exchange has dates too; "your boss Interesting. Would ...":
-    # a known word that opens a sentence is no name even after a relation
-    if _known(first, dictionary) and ((cue == "interaction" and first.ent_type_ in ("DATE", "TIME"))
+    # "our meeting for Wednesday", "a call with Amazon": an exchange has dates and companies too;
+    # "your boss Interesting. Would ...": a known word that opens a sentence is no name even after a relation
+    if _known(first, dictionary) and ((cue == "interaction" and first.ent_type_ in ("DATE", "TIME", "ORG", "PRODUCT"))
                                       or (cue in PERSON_CUES and first.is_sent_start and cue != "salutation")):
         return []
     tokens = [first]
@@ -566,7 +566,9 @@ def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
     if after[:1] == [","] and len(after) >= 3 and after[1] in POSSESSIVES and after[2] in RELATIONS and not (
             _is_cap(token) and token.is_sent_start and _known(token, dictionary)):
         return tokens
-    if after[:1] in (["'s"], ["’s"]) and (capitalized or not _known(token, dictionary)) and (
+    # (not an organisation's or a product's: "Google's birthday")
+    if after[:1] in (["'s"], ["’s"]) and (capitalized or not _known(token, dictionary)) and token.ent_type_ not in (
+            "ORG", "PRODUCT", "FAC", "WORK_OF_ART", "EVENT") and (
             (len(after) > 1 and after[1] in LIFE_EVENTS) or (len(after) > 2 and after[2] in LIFE_EVENTS)):
         return tokens
     if after[:1] == ["from"] and len(after) > 1 and after[1] in DEPARTMENTS and not token.is_stop and (

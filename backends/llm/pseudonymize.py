@@ -242,7 +242,12 @@ def _private_name_recognizer(dictionary: frozenset[str]):
 def english_words(nlp) -> frozenset[str]:
     """Lower-case English words: the lemmatizer's WordNet-derived index of nouns, verbs, adjectives
     and adverbs (about 90,000, places and famous people among them) and its exceptions. A word
-    outside it is a name, a typo or jargon; the name rules use that to overrule a place tag."""
+    outside it is a name, a typo or jargon; the name rules use that to overrule a place tag. A
+    pipeline without a lemmatizer (`spacy_model_path`) uses the packaged model's tables."""
+    if "lemmatizer" not in nlp.pipe_names:
+        import importlib
+        nlp = importlib.import_module(SPACY_PACKAGE).load(exclude=["tok2vec", "tagger", "parser", "attribute_ruler",
+                                                                    "ner", "senter"])
     lookups = nlp.get_pipe("lemmatizer").lookups
     words = set()
     for table in ("lemma_index", "lemma_exc"):
