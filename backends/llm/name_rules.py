@@ -675,13 +675,21 @@ def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
     for _ in range(2):
         match = re.match(r" (" + _WORD.pattern + r")", text[end:end + 40])
         if not match or not name_like(match.group(1)) or (
-                not known_after and not capitalized and match.group(1).lower() in dictionary):
+                not known_after and not capitalized and _inflected_word(match.group(1).lower(), dictionary)):
             break
         # "Khan's": the name ends before the possessive
         end += len(match.group(0)) - (2 if re.search(r"['’]s$", match.group(1)) else 0)
         if re.search(r"['’]s$", match.group(1)):
             break
     return start, end
+
+
+def _inflected_word(word: str, dictionary: frozenset[str]) -> bool:
+    """An English word or a regular inflection of one ("arrived", "needs", "asking"): the
+    dictionary holds lemmas and irregular forms only."""
+    return word in dictionary or any(word.endswith(ending) and word[:-len(ending)] + base in dictionary
+                                     for ending, base in (("s", ""), ("es", ""), ("ed", ""), ("ed", "e"), ("d", ""),
+                                                          ("ing", ""), ("ing", "e"), ("ly", "")))
 
 
 def trim_sentence_opener(text: str, start: int, end: int, dictionary: frozenset[str]) -> int:
