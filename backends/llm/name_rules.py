@@ -483,8 +483,7 @@ def _list_items(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[s
             kinds.append(separator[1])
             j = tokens[-1].i + 1
         first = span.start  # backward
-        while first >= 2:
-            sep_end = first  # the item before ends before a separator at first-1 (or first-2 for ", and")
+        while first >= 2:  # the item before ends before a separator at first-1 (or first-2 for ", and")
             if doc[first - 1].lower_ in ("and", "or", "&"):
                 kind, item_end = "and", first - 1 - (doc[first - 2].text == ",")
             elif doc[first - 1].text == ",":
@@ -499,7 +498,7 @@ def _list_items(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[s
                         k == 0 or not (doc[k - 1].is_alpha and _is_cap(doc[k - 1]) == capitalized)):
                     previous = tokens
                     break
-            if previous is None or sep_end == item_end:
+            if previous is None:
                 break
             items.insert(0, (previous[0].i, item_end))
             kinds.append(kind)
