@@ -1,10 +1,18 @@
-"""The text-only parts of the name rules (backends/llm/name_rules.py); the token rules are tested
-through the pseudonymizer in tests/test_pseudonymize.py."""
+"""The name rules (backends/llm/name_rules.py): the text-only parts, and each token rule on the
+packaged spaCy model with a case it must find and one it must leave alone (more through the
+pseudonymizer in tests/test_pseudonymize.py)."""
 
 import pytest
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from backends.llm.name_rules import extend_name, is_identifier, is_public_mention, is_thing
+from backends.llm.name_rules import (
+    cued_name_spans,
+    extend_name,
+    is_identifier,
+    is_public_mention,
+    is_thing,
+    text_in_lower_case,
+)
 
 
 def _span(text, name):
@@ -57,3 +65,68 @@ def test_a_name_grows_over_adjacent_name_like_words(text, found, grown):
 def test_code_identifiers_are_not_names_but_prefixed_surnames_are():
     assert all(is_identifier(w) for w in ("RdKafka", "SimulationTimer", "CardB", "user_id", "x2"))
     assert not any(is_identifier(w) for w in ("McCreath", "DeShawn", "MacArthur", "O'Brien", "Okonkwo"))
+
+
+def test_a_text_typed_in_lower_case():
+    assert text_in_lower_case("i'm sure i had a fight with crystal") and text_in_lower_case("I think so")
+    assert not text_in_lower_case("Yesterday i had a fight with crystal")
+    assert not text_in_lower_case("为 20 m，潜艇中心位置")  # a script without case is not "lower case"
+
+
+@pytest.fixture(scope="module")
+def names():
+    """The names cued_name_spans finds in a text (the packaged model loads in seconds: slow)."""
+    import importlib
+
+    from backends.llm.pseudonymize import SPACY_PACKAGE, english_words
+    nlp = importlib.import_module(SPACY_PACKAGE).load()
+    dictionary = english_words(nlp)
+    return lambda text: sorted({text[start:end] for start, end, _ in cued_name_spans(nlp(text), dictionary)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rule, text, found", [
+    ("a place tag after a relation", "Write a limerick about my dog and my roommate Crystal.", ["Crystal"]),
+    ("a place tag after an introduction", "I'm Canadian and live in Toronto.", []),
+    ("the other party of an exchange", "Can you settle an argument between Crystal and Büşranur?", ["Büşranur", "Crystal"]),
+    ("an exchange, lower case", "i had a fight with ikrimah yesterday", ["ikrimah"]),
+    ("an exchange has dates", "Can we schedule our meeting for Wednesday at 2 PM?", []),
+    ("an exchange has companies", "Why do I always fight with Google over my calendar?", []),
+    ("a lower-case department", "i had a call with support yesterday", []),
+    ("a determiner-less noun in a lower-case text", "i had a fight with crystal yesterday", ["crystal"]),
+    ("the writer capitalizes, so 'crystal' is a noun", "Yesterday I had a fight with crystal.", []),
+    ("a mass noun", "i had a fight with depression last year", []),
+    ("a coordinated name, whatever its tag", "Schedule a call with Quincy Ito and Yamamoto next Tuesday.",
+     ["Quincy Ito", "Yamamoto"]),
+    ("a comma is no list of two", "Hi Ana, Python is slow.", ["Ana"]),
+    ("a list without a name", "The components are Firewall, Switches, and Sensors.", []),
+    ("a labelled list of people", "Attendees: Rose Adeyemi, Grant and Holly.", ["Grant", "Holly", "Rose Adeyemi"]),
+    ("a label without people", "Attendees: 12 people from Google.", []),
+    ("an apposition", "is it legal for sterling anyanwu, my employer, to withhold pay?", ["sterling anyanwu"]),
+    ("an apposition to a thing", "Is it legal for the company, my employer, to withhold pay?", []),
+    ("an interjection is no apposition", "Well, my friend failed the bar.", []),
+    ("a life event", "What should I bring to Summer's wedding?", ["Summer"]),
+    ("a company's event", "What are Google's birthday traditions?", []),
+    ("a colleague's department", "How should I respond when Summer from accounting keeps emailing me?", ["Summer"]),
+    ("a department alone", "I got a report from accounting about Python.", []),
+    ("a report of what they said", "sunny told me the license is per seat", ["sunny"]),
+    ("a relation's report", "mom told me the license is per seat", []),
+    ("a habit only people have", "Mohini keeps interrupting me in meetings.", ["Mohini"]),
+    ("a program's habit", "Docker keeps crashing on my laptop.", []),
+    ("a lower-case introduction", "hey, it's daawood. are we still on?", ["daawood"]),
+    ("an introduction of a thing", "define a function named parse_args.", []),
+    ("an introduction of a state", "i'm gonna be late, it's fine.", []),
+    ("the last word after a sign-off", "thanks for the flowers! love, may", ["may"]),
+    ("a sign-off word that opens a question", "love, may i ask a question?", []),
+    ("two finite verbs after a relation", "my cousin drew got an offer there.", ["drew"]),
+    ("a verb after a relation", "my cousin drew a picture of me.", []),
+    ("an English word and one that is none", "write a recommendation letter for my student holly asadov",
+     ["holly asadov"]),
+    ("an adjective and jargon after a preposition", "how do i fix this for different referer urls", []),
+    ("a contact record and its list", "Convert this to a table: April Odhiambo, +1 669-452-8184; Krzysztof Sato, London.",
+     ["April Odhiambo", "Krzysztof Sato"]),
+    ("the line above a contact line", "here is my cv:\ndrew lerma\ndlerma@yahoo.com", ["drew lerma"]),
+    ("a contact record of a service", "Support hotline, +1 800-555-0199, is open.", []),
+])
+def test_each_rule_finds_its_names_and_leaves_the_rest(names, rule, text, found):
+    assert names(text) == found, rule

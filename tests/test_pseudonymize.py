@@ -82,6 +82,25 @@ def test_cue_words_public_figures_and_products_are_left_alone(pseudonymizer, tex
     assert pseudonymizer.pseudonymize(text) == text
 
 
+def test_header_names_keep_their_first_word_and_stop_at_the_line_break(pseudonymizer):
+    # "Pat" and "Bill" are English words after "From:"/"To:"; spaCy's span ran on into "Subject"
+    out = pseudonymizer.pseudonymize("From: Pat Ali <pali@proton.me>\nTo: Bill Aubert\nSubject: Q3 budget")
+    assert out == "From: <PERSON_2> <<EMAIL_ADDRESS_1>>\nTo: <PERSON_1>\nSubject: Q3 budget"
+
+
+def test_a_lower_case_name_grows_only_over_name_like_words_in_a_lower_case_text(pseudonymizer):
+    # spaCy finds "wei"; "june" joins it, "arrived" (an inflected English word) does not
+    out = pseudonymizer.pseudonymize("hello chinyere, the package for june wei arrived at the chicago office.")
+    assert out == "hello <PERSON_2>, the package for <PERSON_1> arrived at the chicago office."
+
+
+def test_a_pipeline_without_a_lemmatizer_uses_the_packaged_word_list(pseudonymizer):
+    import spacy
+
+    from backends.llm.pseudonymize import english_words
+    assert english_words(spacy.blank("en")) == pseudonymizer._english_words
+
+
 def test_a_private_cue_wins_over_a_public_context(pseudonymizer):
     out = pseudonymizer.pseudonymize("Explain to my colleague Marie Dubois the theories of Sigmund Freud.")
     assert "Dubois" not in out and "Sigmund Freud" in out
@@ -111,7 +130,7 @@ def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
     names, keep = new["per_kind"]["PERSON"], new["keep"]
     old_names = old["per_kind"]["PERSON"]
     print(names, keep, old_names, old["keep"])
-    # Measured: 614/700 names replaced and 430/475 keep entities intact (issue 18 asks 95% and 90%);
+    # Measured: 650/700 names replaced and 430/475 keep entities intact (issue 18 asks 95% and 90%);
     # spaCy alone (the detector before the name rules) replaced 99/178 names of the first 150 texts.
-    assert names[0] / names[1] >= 0.85 and keep[0] / keep[1] >= 0.9
+    assert names[0] / names[1] >= 0.92 and keep[0] / keep[1] >= 0.9
     assert old_names[0] / old_names[1] < 0.85

@@ -37,6 +37,12 @@ INTRODUCTIONS = (("my", "name", "is"), ("i", "'m"), ("i", "am"), ("this", "is"),
                  ("name", ":"), ("from", "me", ","), ("signed", ","), ("called",), ("named",))
 # E-mail headers and copy lines name the correspondents: "From: X", "To: X", "cc X".
 HEADERS = ((("from", ":"), ("to", ":"), ("cc", ":"), ("bcc", ":"), ("attn", ":"), ("cc",), ("attn",)))
+# Labels of a list of people: "Attendees: X, Y, Z", "Guests: ..."
+PEOPLE_LABELS = frozenset("""
+attendees attendee participants participant guests guest invitees invitee members present absent apologies
+speakers speaker panelists panellists organizer organiser organizers organisers assignee assignees reviewer
+reviewers reporter owner owners author authors host hosts recipient recipients contact
+""".split())
 # "a reply to X", "a party for X": a capitalized word spaCy does not call a place, an organisation,
 # ... is probably a person; a weak cue (a public-figure context still keeps it). The small model tags
 # many unknown names as ORG, so ORG does not rule a person out here.
@@ -44,6 +50,16 @@ PREPOSITIONS = frozenset({"to", "for", "with", "between"})
 NOT_PERSON_ENTITIES = frozenset({"GPE", "LOC", "NORP", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE",
                                  "LAW", "DATE", "TIME", "MONEY", "QUANTITY", "CARDINAL", "ORDINAL", "PERCENT"})
 _PLACES_AND_PEOPLES = frozenset({"GPE", "LOC", "NORP", "LANGUAGE"})
+# Nouns of a social exchange or a message whose "with/between/to/for X" is a person: "a fight with X",
+# "an argument between X and Y", "a call with X", "a resignation letter to X".
+INTERACTION_NOUNS = frozenset("""
+fight fights argument arguments quarrel disagreement dispute call calls meeting meetings chat conversation
+conversations dinner lunch breakfast date playdate catch-up relationship letter note card message reply
+email e-mail text invitation apology toast speech eulogy
+""".split())
+INTERACTION_PREPOSITIONS = frozenset({"with", "between", "to", "for"})
+INTERACTION_VERBS = frozenset({"argued", "arguing", "fought", "fighting", "quarrelled", "quarreled", "married"})
+INTERACTION_VERB_PAIRS = (["broke", "up"], ["break", "up"], ["breaking", "up"], ["fell", "out"], ["falling", "out"])
 # Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
 PERSON_VERBS = frozenset("""
 tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
@@ -106,6 +122,12 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         if len(relation) > back and relation[-1] in RELATIONS and not heading and (
                 relation[-1 - back] in POSSESSIVES or (last == "," and relation[-1 - back] == "the")):
             return "relation"
+    # "a fight with X", "an argument between X and Y", "a letter to X", "broke up with X": the other
+    # party of a social exchange or the addressee of a message is a person
+    if last in INTERACTION_PREPOSITIONS and len(words) > 1 and (
+            words[-2] in INTERACTION_NOUNS or words[-2] in INTERACTION_VERBS
+            or (len(words) > 2 and words[-3:-1] in INTERACTION_VERB_PAIRS)):
+        return "interaction"
     if words[-3:] in (["thanks", "so", "much"], ["you", "so", "much"]):
         return "salutation"
     # a salutation at the start of a line or sentence: "Dear X", "Hi X,"
@@ -127,12 +149,19 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         if tuple(words[-len(cue):]) == cue and (i - len(cue) == 0 or "\n" in doc[i - len(cue) - 1].text
                                                 or "\n" in doc[i - len(cue) - 1].whitespace_ or cue[0] in ("cc", "attn")):
             return "sign-off"
+    # "Attendees: X, Y and Z": a label of people (the other items follow as a list, _list_items)
+    if last == ":" and len(words) > 1 and words[-2] in PEOPLE_LABELS:
+        return "sign-off"
     # "— X" on a line of its own: a signature (a dash, not a hyphen: "- X" opens a list item)
     if last in ("—", "–", "--") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
         return "sign-off"
     token = doc[i]
     # A weak cue needs a capitalized word: after "with", a lower-case unknown word is as often jargon
-    # ("with async await") as a name.
+    # ("with async await") as a name. In a text typed in lower case, a preposition is a weak cue for
+    # the pair of an English word and one that is none ("the package for june wei"; see
+    # _lower_case_name_tokens).
+    if not _is_cap(token) and last in PREPOSITIONS and written_in_lower_case(doc):
+        return "weak"
     if not _is_cap(token) or not _may_be_name(token, dictionary):
         return None
     # In Title Case ("Script with Error Handling", "Patient Information") a capitalized English word
@@ -149,6 +178,7 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     return None
 
 
+PERSON_CUES = frozenset({"relation", "title", "salutation", "interaction", "list"})
 _NAME_PREFIX_CAPITAL = re.compile(r"^(?:Mc|Mac|De|Di|Du|Da|Le|La|Van|Von|Del|O')[A-Z]")
 
 
@@ -163,13 +193,16 @@ def _known(token, dictionary: frozenset[str]) -> bool:
     return token.lower_ in dictionary or token.lemma_.lower() in dictionary
 
 
-def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = False) -> bool:
+def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = False, any_tag: bool = False) -> bool:
     """The small model tags many unknown names as places or nationalities ("Kipepeo" GPE): such a tag
-    rules a name out only for a word of the English dictionary ("Japan", "Canadian"). An acronym
-    ("VBA", "AWS") is not a name, nor, without a strong cue, a function word ("My"; after "my
-    cousin", "Will" is one)."""
+    rules a name out only for a word of the English dictionary ("Japan", "Canadian"), and not at
+    all (`any_tag`) where the cue says a person follows ("my roommate Crystal" LOC, "my grandmother,
+    Stephen" GPE). An acronym ("VBA", "AWS") is not a name, nor, without a strong cue, a function
+    word ("My"; after "my cousin", "Will" is one)."""
     if (token.is_upper and len(token) > 1) or (token.is_stop and not after_strong_cue) or is_identifier(token.text):
         return False
+    if any_tag:
+        return True
     # after "Hi" or "my sister", a word tagged as a date ("Summer", "June") is a name; "I'm Canadian" is not
     ruled_out = _PLACES_AND_PEOPLES if after_strong_cue else NOT_PERSON_ENTITIES
     return token.ent_type_ not in ruled_out or not _known(token, dictionary)
@@ -186,6 +219,75 @@ def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
     return token.pos_ in ("PROPN", "NOUN", "ADJ", "X", "INTJ") and token.tag_ not in ("NNS", "NNPS")
 
 
+def text_in_lower_case(text: str) -> bool:
+    """A text typed without capitals (but for "I"), in a script that has them: there a lower-case
+    word can be a name."""
+    letters = [c for c in text if c.isalpha()]
+    if sum(c.islower() for c in letters) < len(letters) / 2:  # Chinese, Japanese, ... have no case
+        return False
+    return not any(word[0].isupper() and not re.fullmatch(r"I(?:['’][a-z]+)?", word)
+                   for word in re.findall(r"[^\W\d_][\w'’]*", text))
+
+
+def written_in_lower_case(doc) -> bool:
+    if "lower_case" not in doc.user_data:
+        doc.user_data["lower_case"] = text_in_lower_case(doc.text)
+    return doc.user_data["lower_case"]
+
+
+def _is_bare_word(token) -> bool:
+    return token is not None and token.is_alpha and token.is_lower and not token.is_stop
+
+
+# "support", "management", "anxiety": words that stand without a determiner and are no name
+_MASS_NOUN_ENDING = re.compile(r"(?:ment|ing|ion|ness|ity|ance|ence|ism|ship|ure|cy)$")
+
+
+def _lower_case_name_tokens(doc, first, cue: str, dictionary: frozenset[str]) -> list:
+    """A lower-case name after a cue: only after the cues that leave little doubt ("I'm tired" is
+    not a name), and an English word only where its grammar says it is a name."""
+    following = doc[first.i + 1] if first.i + 1 < len(doc) else None
+    after_next = doc[first.i + 2] if first.i + 2 < len(doc) else None
+    unknown = not _known(first, dictionary)
+    if is_identifier(first.text):  # "a function named makePottery"
+        return []
+    # "it's daawood.": after an introduction of a person, a word that is no English word and ends
+    # the clause ("a function named parse_args." introduces no one)
+    if cue == "introduction":
+        return [first] if unknown and not first.is_stop and (following is None or following.is_punct) and \
+            first.i > 0 and doc[first.i - 1].lower_ not in ("named", "called") else []
+    # "love, may": the last word of a text after a sign-off, even a function word
+    if cue == "sign-off" and all(not t.is_alpha for t in doc[first.i + 1:]):
+        return [first]
+    # "my cousin drew got an offer": two finite verbs in a row; the first is the subject's name
+    if cue == "relation" and first.tag_ in ("VBD", "VBZ", "VBP") and following is not None \
+            and following.tag_ in ("VBD", "VBZ", "VBP", "MD"):
+        return [first]
+    if first.is_stop or (cue == "weak" and not written_in_lower_case(doc)):
+        return []
+    # "my student holly asadov", "a call with glen fournier", "the package for june wei": an English
+    # word followed by a word that is none, in a text typed in lower case or after a strong cue
+    if _is_bare_word(following) and not _known(following, dictionary) and not is_identifier(following.text) and (
+            cue != "weak" or first.pos_ in ("NOUN", "PROPN")):  # not "for different referer"
+        return [first, following]
+    if cue == "weak":
+        return []
+    if cue == "interaction" and not unknown:
+        # "a call with support" is no name, "between reed and rabit" is (coordinated with a word that
+        # is none); in a text typed in lower case, a singular noun without a determiner is one too
+        # ("a fight with crystal yesterday"), but not a department's or a mass noun's
+        if following is not None and following.lower_ in ("and", "or", "&") and _is_bare_word(after_next) \
+                and not _known(after_next, dictionary):
+            return [first]
+        if written_in_lower_case(doc) and first.tag_ in ("NN", "NNP") and first.lower_ not in DEPARTMENTS \
+                and not _MASS_NOUN_ENDING.search(first.lower_):
+            return [first]
+        return []
+    if not (unknown or _lower_name_like(first, dictionary)):
+        return []
+    return [first]
+
+
 def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     """The tokens of the name starting at token i, after a cue: up to three capitalized words
     (hyphenated parts joined), or one lower-case word that reads as a name."""
@@ -193,14 +295,15 @@ def _name_tokens(doc, i: int, cue: str, dictionary: frozenset[str]) -> list:
     if not first.is_alpha or first.lower_ in NOT_NAMES or first.lower_ in RELATIONS:
         return []
     if not _is_cap(first):
-        # Lower-case: only after the cues that leave little doubt; "I'm tired" is not a name.
-        if cue in ("introduction", "weak") or not _lower_name_like(first, dictionary):
-            return []
-        second = doc[first.i + 1] if first.i + 1 < len(doc) else None
-        # a second lower-case word only if it is no English word ("stephen ogunbamigbe", not "bill yesterday")
-        return ([first, second] if second is not None and _lower_name_like(second, dictionary)
-                and not _known(second, dictionary) else [first])
-    if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak"):
+        return _lower_case_name_tokens(doc, first, cue, dictionary)
+    # After a relation, a title or a salutation a person follows whatever the tagger says; after
+    # "I'm" or "From:" a place may ("I'm Canadian", "From: Berlin").
+    if not _may_be_name(first, dictionary, after_strong_cue=cue != "weak", any_tag=cue in PERSON_CUES):
+        return []
+    # "our meeting for Wednesday", "a call with Amazon": an exchange has dates and companies too;
+    # "your boss Interesting. Would ...": a known word that opens a sentence is no name even after a relation
+    if _known(first, dictionary) and ((cue == "interaction" and first.ent_type_ in ("DATE", "TIME", "ORG", "PRODUCT"))
+                                      or (cue in PERSON_CUES and first.is_sent_start and cue != "salutation")):
         return []
     tokens = [first]
     j = i + 1
@@ -229,6 +332,9 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
     while i < len(doc):
         cue = _cue_before(doc, i, dictionary)
         tokens = _name_tokens(doc, i, cue, dictionary) if cue else []
+        if not tokens:
+            tokens = _framed_name_at(doc, i, dictionary)
+            cue = "frame" if tokens else None
         if not tokens:
             tokens = _name_tokens(doc, i, "weak", dictionary) if _uncued_name_at(doc, i, dictionary) else []
             cue = "weak" if tokens else None
@@ -260,7 +366,222 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
                 and not other.is_stop and _may_be_name(other, dictionary)
                 and not any(s <= other.idx < e for s, e, _ in spans)):
             spans.append((other.idx, other.idx + len(other.text), strong))
+    spans += _contact_names(doc, spans, dictionary)
+    spans += _list_items(doc, spans, dictionary)
     return sorted(spans)
+
+
+# a phone number (seven digits or more in groups: "+1 669-452-8184", "07397 561428") or an e-mail address
+_CONTACT = r"(?:(?<![\w.])(?=(?:\D{0,3}\d){7})\+?\(?\d{1,5}\)?(?:[ -]\(?\d{2,6}\)?){1,4}(?![\w.])|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+# "April Odhiambo, +1 669-452-8184", "Pat Ali <pali@proton.me>", "Musa Njoku (musa66@gmail.com)": a
+# record's name before its contact details, at the start of a line, a ";"-separated item or after a colon
+_NAME_BEFORE_CONTACT = re.compile(r"(?:^|(?<=[:;\n]))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})"
+                                  r"[ \t]*(?:,[ \t]*|[ \t]*[<(|][ \t]*)" + _CONTACT)
+# a line of one to three words right above a line with an e-mail address or a phone number: a CV's
+# heading, a signature ("drew lerma\ndlerma@yahoo.com | +91 ...")
+_NAME_LINE_ABOVE_CONTACT = re.compile(r"(?:^|(?<=\n))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})"
+                                      r"[ \t]*\n[ \t]*" + _CONTACT)
+_RECORD_HEAD = re.compile(r"(?:^|(?<=[:;\n]))[ \t]*([^\W\d_][\w'’-]*(?:[ \t][^\W\d_][\w'’-]*){0,2})[ \t]*,")
+
+
+def _contact_names(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[str]) -> list[tuple[int, int, bool]]:
+    """Names of contact records (strong): the words before a record's phone number or e-mail
+    address, the line above a contact line, and the heads of the other ";"-separated records of a
+    line one of whose heads is a name ("April Odhiambo, +1 669...; Krzysztof Sato, London"). The
+    words must read as a name: no function word, no identifier, and not all English words but for
+    capitalized words of a record ("Call Support, 555-0100" is no name; "Mark Wei" is)."""
+    text = doc.text
+
+    def name_like(start: int, end: int) -> bool:
+        words = text[start:end].split()
+        capitalized = all(w[:1].isupper() for w in words)
+        if not (capitalized or all(w.islower() for w in words)):
+            return False
+        if any(w.lower() in NOT_NAMES or w.lower() in RELATIONS or is_identifier(w) or (w.isupper() and len(w) > 1)
+               for w in words):
+            return False
+        return any(w.lower() not in dictionary for w in words) or (capitalized and len(words) > 1)
+
+    found = []
+    for pattern in (_NAME_BEFORE_CONTACT, _NAME_LINE_ABOVE_CONTACT):
+        for match in pattern.finditer(text):
+            if name_like(*match.span(1)):
+                found.append((*match.span(1), True))
+    seeds = [(s, e) for s, e, _ in spans] + [(s, e) for s, e, _ in found] + [
+        (ent.start_char, ent.end_char) for ent in doc.ents if ent.label_ == "PERSON"]
+    for line_start, line in _lines_with_records(text):
+        heads = [(line_start + m.start(1), line_start + m.end(1)) for m in _RECORD_HEAD.finditer(line)]
+        if len(heads) > 1 and any(a < e and s < b for a, b in heads for s, e in seeds):
+            found += [(a, b, True) for a, b in heads if name_like(a, b)]
+    known = {(s, e) for s, e, _ in spans}
+    return [(s, e, strong) for s, e, strong in found if (s, e) not in known]
+
+
+def _lines_with_records(text: str):
+    start = 0
+    for line in text.split("\n"):
+        if ";" in line:
+            yield start, line
+        start += len(line) + 1
+
+
+def _list_item(doc, k: int, capitalized: bool, dictionary: frozenset[str], strong: bool) -> list:
+    """The tokens of a name starting at token k as an item of a list of names in the given case:
+    capitalized words whatever their tag ("Quincy Ito and Yamamoto" GPE), or lower-case words that
+    read as a name. Only English words ("Firewall, Switches and Sensors") only in a list whose found
+    name a private cue found: spaCy alone calls some headings' words people."""
+    if k < 0 or k >= len(doc) or not doc[k].is_alpha or _is_cap(doc[k]) != capitalized or doc[k].is_space:
+        return []
+    tokens = _name_tokens(doc, k, "list", dictionary)
+    if not strong and all(_known(t, dictionary) for t in tokens if t.is_alpha):
+        return []
+    return tokens
+
+
+def _separator_after(doc, j: int) -> tuple[int, str] | None:
+    """(first token of the next item, "and" or "comma") for a list separator at token j: ",", "and",
+    "or", "&", ", and"."""
+    if j >= len(doc) - 1:
+        return None
+    if doc[j].lower_ in ("and", "or", "&"):
+        return j + 1, "and"
+    if doc[j].text == ",":
+        if doc[j + 1].lower_ in ("and", "or", "&") and j + 2 < len(doc):
+            return j + 2, "and"
+        return j + 1, "comma"
+    return None
+
+
+def _list_items(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[str]) -> list[tuple[int, int, bool]]:
+    """The other items of a list one of whose items is a person's name: "X and Y", "X, Y and Z",
+    "Attendees: X, Y, Z". The items must be names in the same case as the found one (a capitalized
+    word after a lower-case name is no item of its list); a list held together by commas alone
+    must have three items or open a line or follow a colon ("Hi Ana, Python is ...": not a list).
+    Found names are the cues' (`spans`) and spaCy's PERSON entities (weak: a public figure's
+    co-items stay public)."""
+    seeds = [(start, end, strong) for start, end, strong in spans]
+    for ent in doc.ents:
+        if ent.label_ == "PERSON":
+            end = ent.end
+            while end > ent.start and "\n" in doc[end - 1].text + doc[end - 1].whitespace_ and end - 1 > ent.start:
+                end -= 1
+            seeds.append((ent.start_char, doc[end - 1].idx + len(doc[end - 1].text), False))
+    found = {(start, end) for start, end, _ in spans}
+    out = []
+    for start, end, strong in seeds:
+        span = doc.char_span(start, end, alignment_mode="expand")
+        if span is None or not span[0].is_alpha:
+            continue
+        capitalized = _is_cap(span[0])
+        items, kinds = [(span.start, span.end)], []
+        j = span.end  # forward
+        while (separator := _separator_after(doc, j)) is not None:
+            tokens = _list_item(doc, separator[0], capitalized, dictionary, strong)
+            if not tokens:
+                break
+            items.append((tokens[0].i, tokens[-1].i + 1))
+            kinds.append(separator[1])
+            j = tokens[-1].i + 1
+        first = span.start  # backward
+        while first >= 2:  # the item before ends before a separator at first-1 (or first-2 for ", and")
+            if doc[first - 1].lower_ in ("and", "or", "&"):
+                kind, item_end = "and", first - 1 - (doc[first - 2].text == ",")
+            elif doc[first - 1].text == ",":
+                kind, item_end = "comma", first - 1
+            else:
+                break
+            previous = None
+            for back in (3, 2, 1):
+                k = item_end - back
+                tokens = _list_item(doc, k, capitalized, dictionary, strong) if k >= 0 else []
+                if tokens and tokens[-1].i + 1 == item_end and (
+                        k == 0 or not (doc[k - 1].is_alpha and _is_cap(doc[k - 1]) == capitalized)):
+                    previous = tokens
+                    break
+            if previous is None:
+                break
+            items.insert(0, (previous[0].i, item_end))
+            kinds.append(kind)
+            first = previous[0].i
+        if len(items) < 2:
+            continue
+        opener = doc[first - 1] if first > 0 else None
+        opens_line = opener is None or opener.text == ":" or "\n" in opener.text + opener.whitespace_
+        if "and" not in kinds and len(items) < 3 and not opens_line:
+            continue
+        for a, b in items:
+            char_span = (doc[a].idx, doc[b - 1].idx + len(doc[b - 1].text))
+            if char_span not in found and not any(s <= char_span[0] < e for s, e in found):
+                found.add(char_span)
+                out.append((*char_span, strong))
+    return out
+
+
+DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "its"}) | POSSESSIVES
+# "X's birthday", "X's wedding": events of a person's life
+LIFE_EVENTS = frozenset("""
+birthday bday wedding funeral graduation retirement anniversary baby shower christening baptism
+bar bat mitzvah engagement farewell housewarming memorial quinceañera
+""".split())
+DEPARTMENTS = frozenset("""
+accounting finance hr sales marketing legal it support engineering ops operations procurement payroll
+admissions billing reception security facilities management research
+""".split())
+
+
+# What only people keep doing ("X keeps interrupting"; "X keeps crashing" is a program)
+HUMAN_HABITS = frozenset("""
+interrupting disrupting bullying ignoring yelling shouting texting calling emailing messaging complaining
+teasing lying stealing borrowing flirting gossiping criticizing criticising undermining mocking insulting
+harassing talking crying asking blaming avoiding cancelling canceling skipping procrastinating
+""".split())
+
+
+def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
+    """The tokens of a name at token i that what follows it marks as a private person's (strong):
+    an apposition ("X, my landlord,"), a life event ("X's wedding"), a colleague's department ("X
+    from accounting"), a habit only people have ("X keeps interrupting"), and in lower case a report
+    of what they said ("sunny told me"). Not after "the", "a", "my", ...: "the company, my
+    employer" is no name."""
+    token = doc[i]
+    if not token.is_alpha or token.lower_ in NOT_NAMES or token.lower_ in RELATIONS or (
+            i > 0 and doc[i - 1].lower_ in DETERMINERS) or (i > 0 and doc[i - 1].is_alpha and _is_cap(doc[i - 1])
+                                                         and _is_cap(token) and not doc[i - 1].is_sent_start):
+        return []
+    if token.pos_ == "INTJ":
+        return []
+    tokens = _name_tokens(doc, i, "relation", dictionary)
+    capitalized = _is_cap(token)
+    # a subject frame (below) makes a lower-case word of any part of speech a name: "drew from accounting"
+    subject_word = (not capitalized and not token.is_stop and token.lower_ not in DEPARTMENTS
+                    and not _MASS_NOUN_ENDING.search(token.lower_) and (i == 0 or doc[i - 1].pos_ != "ADP"))
+    if not tokens and subject_word:
+        tokens = [token]
+    if not tokens:
+        return []
+    end = tokens[-1].i + 1
+    after = [t.lower_ for t in doc[end:end + 4]]
+    # not a sentence-opening English word: "Well, my friend failed"
+    if after[:1] == [","] and len(after) >= 3 and after[1] in POSSESSIVES and after[2] in RELATIONS and not (
+            _is_cap(token) and token.is_sent_start and _known(token, dictionary)):
+        return tokens
+    # (not an organisation's or a product's: "Google's birthday")
+    if after[:1] in (["'s"], ["’s"]) and (capitalized or not _known(token, dictionary)) and token.ent_type_ not in (
+            "ORG", "PRODUCT", "FAC", "WORK_OF_ART", "EVENT") and (
+            (len(after) > 1 and after[1] in LIFE_EVENTS) or (len(after) > 2 and after[2] in LIFE_EVENTS)):
+        return tokens
+    if after[:1] == ["from"] and len(after) > 1 and after[1] in DEPARTMENTS and not token.is_stop and (
+            (capitalized and (not token.is_sent_start or not _known(token, dictionary)))
+            or (subject_word and written_in_lower_case(doc))):
+        return tokens
+    if subject_word and len(tokens) == 1 and len(after) > 1 and after[0] in SUBJECT_VERBS and after[1] in ("me", "us"):
+        return tokens
+    # "X keeps interrupting me": a habit only people have
+    if len(after) > 1 and after[0] in ("keeps", "kept", "always", "constantly") and after[1] in HUMAN_HABITS and (
+            (capitalized and not token.is_stop)
+            or (subject_word and (not _known(token, dictionary) or written_in_lower_case(doc)))):
+        return tokens
+    return []
 
 
 def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
@@ -275,7 +596,7 @@ def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
         return True
     if [t.lower_ for t in doc[i + 1:i + 3]] in (["and", "i"], ["and", "me"]):
         return True
-    # "X told me ...", "X keeps ...", "X from accounting ..."
+    # "X told me ...", "X from accounting ..."
     if following is not None and (following.lower_ in SUBJECT_VERBS
                                   or (following.lower_ == "from" and i + 2 < len(doc) and doc[i + 2].is_lower)):
         return not _known(token, dictionary) or not token.is_sent_start
@@ -317,14 +638,17 @@ _WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 
 
 def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
-                dictionary: frozenset[str] = frozenset(), lower_case: bool = True) -> tuple[int, int]:
+                dictionary: frozenset[str] = frozenset(), lower_case: bool = True,
+                known_after: bool = True) -> tuple[int, int]:
     """A name span grown over up to two adjacent name-like words on each side ("Rukh Khan" ->
     "Shah Rukh Khan", "Ikrimah" -> "Ikrimah Szlaga"): capitalized words for a capitalized name,
-    non-stop words for a lower-case one (only if `lower_case`: a cue found it), on the same line,
+    non-stop words for a lower-case one (only if `lower_case`: a cue found it, or the text is typed in
+    lower case; then, unless `known_after`, only words that are no English words after it: "steve
+    daines", not "mark gordon alright"), on the same line,
     separated by one space. A word opening a sentence is capitalized anyway: it joins only if it is
     not an English word ("Email X")."""
     capitalized = text[start:end][:1].isupper()
-    if not capitalized and not lower_case:
+    if (not capitalized and not lower_case) or is_identifier(text[start:end]):
         return start, end
 
     def name_like(word: str, opens_sentence: bool = False) -> bool:
@@ -349,7 +673,8 @@ def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
         start = word_start
     for _ in range(2):
         match = re.match(r" (" + _WORD.pattern + r")", text[end:end + 40])
-        if not match or not name_like(match.group(1)):
+        if not match or not name_like(match.group(1)) or (
+                not known_after and not capitalized and _inflected_word(match.group(1).lower(), dictionary)):
             break
         # "Khan's": the name ends before the possessive
         end += len(match.group(0)) - (2 if re.search(r"['’]s$", match.group(1)) else 0)
@@ -358,11 +683,20 @@ def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
     return start, end
 
 
+def _inflected_word(word: str, dictionary: frozenset[str]) -> bool:
+    """An English word or a regular inflection of one ("arrived", "needs", "asking"): the
+    dictionary holds lemmas and irregular forms only."""
+    return word in dictionary or any(word.endswith(ending) and word[:-len(ending)] + base in dictionary
+                                     for ending, base in (("s", ""), ("es", ""), ("ed", ""), ("ed", "e"), ("d", ""),
+                                                          ("ing", ""), ("ing", "e"), ("ly", "")))
+
+
 def trim_sentence_opener(text: str, start: int, end: int, dictionary: frozenset[str]) -> int:
     """The start of a name span without a leading English word that only opens the sentence
     ("Summarize Shah Rukh Khan" -> "Shah Rukh Khan"; spaCy's small model includes such verbs)."""
     match = re.match(r"(" + _WORD.pattern + r") (?=\S)", text[start:end])
-    opens_sentence = not text[:start].strip() or text[:start].rstrip()[-1] in ".!?:\n'\""
+    # not after a colon: "To: Bill Aubert", "a table: April Odhiambo, ..." start with the name
+    opens_sentence = not text[:start].strip() or text[:start].rstrip()[-1] in ".!?\n'\""
     if match and opens_sentence and match.group(1).lower() in dictionary:
         return start + len(match.group(0))
     return start

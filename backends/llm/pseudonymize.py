@@ -242,7 +242,12 @@ def _private_name_recognizer(dictionary: frozenset[str]):
 def english_words(nlp) -> frozenset[str]:
     """Lower-case English words: the lemmatizer's WordNet-derived index of nouns, verbs, adjectives
     and adverbs (about 90,000, places and famous people among them) and its exceptions. A word
-    outside it is a name, a typo or jargon; the name rules use that to overrule a place tag."""
+    outside it is a name, a typo or jargon; the name rules use that to overrule a place tag. A
+    pipeline without a lemmatizer (`spacy_model_path`) uses the packaged model's tables."""
+    if "lemmatizer" not in nlp.pipe_names:
+        import importlib
+        nlp = importlib.import_module(SPACY_PACKAGE).load(exclude=["tok2vec", "tagger", "parser", "attribute_ruler",
+                                                                    "ner", "senter"])
     lookups = nlp.get_pipe("lemmatizer").lookups
     words = set()
     for table in ("lemma_index", "lemma_exc"):
@@ -270,12 +275,19 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
     from spacy.lang.en.stop_words import STOP_WORDS
     spans = []
     for r in people:
-        end = r.end - 2 if re.search(r"['’]s$", text[r.start:r.end]) else r.end
-        start = name_rules.trim_sentence_opener(text, r.start, end, english)
+        # a name does not run over a line break ("To: Bill Aubert\nSubject: ...")
+        end = r.start + text[r.start:r.end].index("\n") if "\n" in text[r.start:r.end] else r.end
+        end = end - 2 if re.search(r"['’]s$", text[r.start:end]) else end
         cued = (r.recognition_metadata or {}).get(RecognizerResult.RECOGNIZER_NAME_KEY) == _PRIVATE_CUE
+        # a cue marks where the name starts ("To: Bill Aubert"); spaCy's spans may take a verb in
+        start = r.start if cued else name_rules.trim_sentence_opener(text, r.start, end, english)
         if not cued and name_rules.is_thing(text, start):
             continue
-        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=cued), cued))
+        # a lower-case name grows over lower-case words only where a cue found it or the text is typed
+        # in lower case ("the package for june wei", spaCy: "wei")
+        lower_case = cued or name_rules.text_in_lower_case(text)
+        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=lower_case,
+                                              known_after=cued), cued))
     merged: list[list] = []
     for start, end, cued in sorted(spans, key=lambda s: (s[0], -s[1])):
         if merged and start <= merged[-1][1]:
