@@ -18,6 +18,9 @@ cosine between the text and the member:
   other topic  the released exemplars of another topic (a fixed-seed derangement of the topics)
   keywords     the topic's released keywords joined as one text
   members      the members' own mean pairwise cosine: what a typical real member scores
+  centre       (second line) the evolution's own objective, the mean cosine with the DP centre in the
+               clustering space, evolved and first draft; and the share of topics whose released
+               exemplars are exactly the first draft's best
   > first, > other   share of topics whose evolved exemplars score above the first draft's / the
                      other topic's
   planted      generated data only: share of exemplars whose nearest planted topic (cosine to each
@@ -250,6 +253,11 @@ def run_figures(topics: list[dict], scores: dict[int, TopicScore], evolutions: d
         "reader": statistics.fmean(answered) if answered else None,
         "reader_asked": sum(len(s.reader_hits) for s in values),
         "reader_answered": len(answered),
+        # the evolution's own objective: cosine with the DP centre in the clustering space
+        "centre_evolved": _mean(_mean(x.similarity for x in e.exemplars) for e in evolutions.values()),
+        "centre_first": _mean(_mean(x.similarity for x in e.first_draft) for e in evolutions.values()),
+        "unchanged": _mean(float([x.text for x in e.exemplars] == [x.text for x in e.first_draft])
+                           for e in evolutions.values() if e.exemplars),
         "candidates_scored": sum(e.candidates_scored for e in evolutions.values()),
         "dropped": dict(dropped),
     }
@@ -363,6 +371,9 @@ def main(argv: list[str] | None = None) -> None:
                   f"{_fmt(statistics.fmean(reader_seconds) if reader_seconds else None, '.1f'):>8}")
             dropped = sum((collections.Counter(r["dropped"]) for r in rows), collections.Counter())
             llm = sum((collections.Counter(r.get("writer_llm", {})) for r in rows), collections.Counter())
+            print(f"{'':8} centre cosine (clustering space) evolved {_fmt(mean('centre_evolved'))}, first draft "
+                  f"{_fmt(mean('centre_first'))}; topics whose exemplars are the first draft's "
+                  f"{_fmt(mean('unchanged'), '.2f')}")
             print(f"{'':8} candidates scored {statistics.fmean(r['candidates_scored'] for r in rows):.0f}/run, "
                   f"dropped {dict(dropped) or 'none'}"
                   + (f"; writer calls {llm['calls']}, failures {llm['failures']}, fallbacks {llm['fallbacks']}, "
