@@ -18,6 +18,7 @@ cosine between the text and the member:
   other topic  the released exemplars of another topic (a fixed-seed derangement of the topics)
   keywords     the topic's released keywords joined as one text
   members      the members' own mean pairwise cosine: what a typical real member scores
+  best         the most any text can score: the norm of the members' mean (a text along it)
   centre       (second line) the evolution's own objective, the mean cosine with the DP centre in the
                clustering space, evolved and first draft; and the share of topics whose released
                exemplars are exactly the first draft's best
@@ -162,6 +163,7 @@ class TopicScore:
     other_topic: float
     keywords: float | None
     members: float | None
+    ceiling: float
     planted_evolved: float | None
     planted_first: float | None
     name_hits: list[bool]
@@ -201,7 +203,7 @@ def score_topics(topics: list[dict], evolutions: dict, members: dict[int, np.nda
             first_draft=float(mean_cosine_to_members(draft, own).mean()) if len(draft) else float("nan"),
             other_topic=(float(mean_cosine_to_members(released[other_cluster], own).mean())
                          if other_cluster != cluster else float("nan")),
-            keywords=keywords, members=member_cohesion(own),
+            keywords=keywords, members=member_cohesion(own), ceiling=float(np.linalg.norm(own.mean(axis=0))),
             planted_evolved=planted_evolved, planted_first=planted_first,
             name_hits=[bool(n == position[cluster]) for n in nearest(released[cluster], name_vectors)])
     return scores
@@ -244,6 +246,7 @@ def run_figures(topics: list[dict], scores: dict[int, TopicScore], evolutions: d
         "other_topic": _mean(s.other_topic for s in values),
         "keywords": _mean(s.keywords for s in values),
         "members": _mean(s.members for s in values),
+        "ceiling": _mean(s.ceiling for s in values),
         "beats_first": _mean(float(s.evolved > s.first_draft) for s in values if not np.isnan(s.first_draft)),
         "beats_other": _mean(float(s.evolved > s.other_topic) for s in values if not np.isnan(s.other_topic)),
         "planted_evolved": _mean(s.planted_evolved for s in values),
@@ -312,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"writer {args.writer}, reader {args.reader}"
           f"{f' ({args.llm_model}, {args.llm_threads} thread)' if 'local' in (args.writer, args.reader) else ''}; "
           f"{args.exemplars_per_topic} exemplars/topic; overrides: {overrides or 'none'}; seeds {args.seeds}")
-    print(f"{'data':8} {'k':>3} {'topics':>9} {'evolved':>7} {'first':>6} {'other':>6} {'kw':>6} {'members':>7} "
+    print(f"{'data':8} {'k':>3} {'topics':>9} {'evolved':>7} {'first':>6} {'other':>6} {'kw':>6} {'members':>7} {'best':>5} "
           f"{'>first':>6} {'>other':>6} {'planted e/f':>11} {'name(emb)':>9} {'reader':>11} {'chance':>6} "
           f"{'s/run':>6} {'reader s':>8}")
     output = []
@@ -365,7 +368,7 @@ def main(argv: list[str] | None = None) -> None:
                            f"/{sum(r['reader_asked'] for r in rows)}" if reader else "-")
             print(f"{name:8} {k:>3} {mean('scored'):>4.1f}/{mean('released'):<4.1f} {_fmt(mean('evolved')):>7} "
                   f"{_fmt(mean('first_draft')):>6} {_fmt(mean('other_topic')):>6} {_fmt(mean('keywords')):>6} "
-                  f"{_fmt(mean('members')):>7} {_fmt(mean('beats_first'), '.2f'):>6} "
+                  f"{_fmt(mean('members')):>7} {_fmt(mean('ceiling'), '.2f'):>5} {_fmt(mean('beats_first'), '.2f'):>6} "
                   f"{_fmt(mean('beats_other'), '.2f'):>6} {planted_cell:>11} {_fmt(mean('name_embedding'), '.2f'):>9} "
                   f"{reader_cell:>11} {_fmt(mean('chance'), '.3f'):>6} {statistics.fmean(run_seconds):>6.1f} "
                   f"{_fmt(statistics.fmean(reader_seconds) if reader_seconds else None, '.1f'):>8}")

@@ -56,6 +56,7 @@ def test_own_members_as_exemplars_beat_another_topics_and_a_weak_first_draft():
     for score in scores.values():
         assert score.evolved > 0.7 and score.other_topic < 0.5 and score.first_draft < 0.5
         assert score.members == pytest.approx(score.evolved, abs=0.1)  # a member scores like a member
+        assert score.evolved < score.ceiling < 1
         assert score.planted_evolved == 1.0 and score.planted_first is not None
         assert score.name_hits == [True, True, True]  # a topic's "name" is one of its own members
     figures = eq.run_figures(topics, scores, evolutions)
@@ -103,7 +104,7 @@ def test_blind_reader_sees_only_names_and_the_exemplar_and_is_mapped_back_throug
     topics = [{"id": c, "name": f"Topic {name}", "keywords": ["k"],
                "exemplars": [{"text": f"please help with {name} {i}"} for i in range(2)]}
               for c, name in enumerate(["alpha", "beta", "gamma", "delta"])]
-    scores = {c: eq.TopicScore(0, 0, 0, None, None, None, None, []) for c in range(4)}
+    scores = {c: eq.TopicScore(0, 0, 0, None, None, 1, None, None, []) for c in range(4)}
 
     def answer(prompt):
         request = re.search(r"<request>\n(.*?)\n</request>", prompt, re.S).group(1)
