@@ -41,10 +41,12 @@ import collections
 import dataclasses
 import json
 import statistics
+import sys
 import time
 
 import numpy as np
 
+from backends.interfaces import ExemplarWriter
 from backends.llm import parsing, prompts
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
@@ -120,6 +122,36 @@ class TopicReader:
         caller, self._caller = self._caller, None
         if caller is not None:
             caller.client.close()
+
+
+class ProgressWriter(ExemplarWriter):
+    """Another writer, with a line on stderr per call: a local model's run takes tens of minutes."""
+
+    def __init__(self, writer: ExemplarWriter):
+        self.writer = writer
+        self.started = time.perf_counter()
+        self.calls = 0
+
+    def setup(self) -> None:
+        self.writer.setup()
+
+    def teardown(self) -> None:
+        self.writer.teardown()
+
+    def _note(self, what: str, count: int) -> None:
+        self.calls += 1
+        print(f"[{time.perf_counter() - self.started:7.0f} s] writer call {self.calls}: {what} {count}",
+              file=sys.stderr, flush=True)
+
+    def write(self, topic: dict, count: int) -> list[str]:
+        written = self.writer.write(topic, count)
+        self._note("draft", len(written))
+        return written
+
+    def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
+        varied = self.writer.vary(topic, winners, count)
+        self._note("variations", len(varied))
+        return varied
 
 
 def mean_cosine_to_members(vectors: np.ndarray, members: np.ndarray) -> np.ndarray:
@@ -342,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
                 before = collections.Counter(writer.counters.totals) if writer is not None else None
                 started = time.perf_counter()
                 report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
-                                    seed=seed, noise_seed=seed, exemplar_writer=writer)
+                                    seed=seed, noise_seed=seed, exemplar_writer=ProgressWriter(writer) if writer else None)
                 run_seconds.append(time.perf_counter() - started)
                 private = report.pop("_private")
                 assignments = private["assignments"]
