@@ -241,8 +241,9 @@ def score_topics(topics: list[dict], evolutions: dict, members: dict[int, np.nda
     return scores
 
 
-def read_blind(reader: TopicReader, topics: list[dict], scores: dict[int, TopicScore], seed: int) -> None:
-    """Fills each score's reader_hits: the reader sees one exemplar and every released name, shuffled."""
+def read_blind(reader: TopicReader, topics: list[dict], scores: dict[int, TopicScore], seed: int) -> dict[int, int]:
+    """Fills each score's reader_hits: the reader sees one exemplar and every released name, shuffled.
+    Returns how often each listed number (1-based) was picked: a reader stuck on one position shows."""
     rng = np.random.default_rng(seed)
     names = [t["name"] for t in topics]
     requests, truth = [], []
@@ -253,8 +254,12 @@ def read_blind(reader: TopicReader, topics: list[dict], scores: dict[int, TopicS
             order = [int(i) for i in rng.permutation(len(names))]
             requests.append((exemplar["text"], [names[i] for i in order]))
             truth.append((topic["id"], order.index(names.index(topic["name"]))))
+    picked_numbers: collections.Counter = collections.Counter()
     for (cluster, shown_at), picked in zip(truth, reader.pick_many(requests)):
         scores[cluster].reader_hits.append(None if picked is None else picked == shown_at)
+        if picked is not None:
+            picked_numbers[picked + 1] += 1
+    return dict(sorted(picked_numbers.items()))
 
 
 def _mean(values) -> float | None:
@@ -381,11 +386,13 @@ def main(argv: list[str] | None = None) -> None:
                 scores = score_topics(report["topics"], private["exemplar_evolutions"],
                                       members_by_topic(assignments, index_of, embeddings), embed, seed,
                                       majority_planted(assignments, planted) if planted else None, planted_means)
+                picked_numbers = None
                 if reader is not None:
                     started = time.perf_counter()
-                    read_blind(reader, report["topics"], scores, seed)
+                    picked_numbers = read_blind(reader, report["topics"], scores, seed)
                     reader_seconds.append(time.perf_counter() - started)
                 figures = run_figures(report["topics"], scores, private["exemplar_evolutions"])
+                figures["reader_picked_numbers"] = picked_numbers
                 if writer is not None:
                     figures["writer_llm"] = dict(collections.Counter(writer.counters.totals) - before)
                 rows.append(figures)

@@ -121,7 +121,7 @@ def test_blind_reader_sees_only_names_and_the_exemplar_and_is_mapped_back_throug
     with FakeChatServer(answer=answer) as server:
         config = LLMConfig(**{**config.__dict__, "base_url": server.base_url})
         reader = eq.TopicReader(config)
-        eq.read_blind(reader, topics, scores, seed=0)
+        picked_numbers = eq.read_blind(reader, topics, scores, seed=0)
         prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
     assert len(prompts) == 8
     assert len({tuple(re.findall(r"^\d+\. (.*)$", p, re.M)) for p in prompts}) > 1  # orders differ
@@ -130,4 +130,5 @@ def test_blind_reader_sees_only_names_and_the_exemplar_and_is_mapped_back_throug
     figures = eq.run_figures(topics, scores, {})
     assert (figures["reader_asked"], figures["reader_answered"]) == (8, 7)
     assert figures["reader"] == pytest.approx(5 / 7)
+    assert sum(picked_numbers.values()) == 7 and set(picked_numbers) <= {1, 2, 3, 4}
     assert reader.counters.totals["failures"] == 1
