@@ -3,8 +3,9 @@ sensitive conversation was in the input?
 
 R runs on n conversations drawn from a data set; in a random half (the "in" runs) one of them is a
 fixed sensitive conversation (its own user). The attacker's score for a run is the largest cosine
-between the sensitive conversation's embedding and the embeddings of the released summaries (topic
-name, description and keywords). ROC AUC of the scores separating "in" from "out" runs, with a
+between the sensitive conversation's embedding and the embeddings of the released texts: each topic's
+summary (name, description and keywords) and, with --set exemplars_per_topic=N, its synthetic
+exemplars. ROC AUC of the scores separating "in" from "out" runs, with a
 stratified bootstrap 95% confidence interval, for the DP pipeline and for SIMPLE-CLIO; AUC 0.5 means
 the attacker learns nothing. The data set is embedded once (eval/data.py cache) and every run reuses
 those vectors; the DP runs go through eval/urania_inprocess.py (the job's own mechanism code; what is
