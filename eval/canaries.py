@@ -9,11 +9,16 @@ for PII-like regex hits (the release gate's patterns). Reported:
 - cluster-level leak rate: among clusters holding at least one canary conversation (from the
   pipeline's private assignments), the share whose published topic text contains a canary
   (an unreleased cluster publishes nothing, so it does not leak);
-- PII regex hits, and the release gate's verdict on the same files.
+- PII regex hits, and the release gate's verdict on the same files;
+- the synthetic exemplars the reports released (issue 17): the check above covers them like any
+  released string, and their count shows it was not run on a release without any.
 
     python -m eval.canaries --pipeline urania|simple_clio --data eval/results/canary_sample [--k_min 5 --redact]
+    python -m eval.canaries --pipeline urania --gate --output OUT -- --exemplars_per_topic 3
 
 With --data pointing at a folder that does not exist yet, the canary sample is generated there first.
+For `urania`, arguments this script does not know (or everything after `--`) are the job's own flags
+(beam_jobs/insights.py), passed through unchanged; `simple_clio` takes none.
 """
 
 from __future__ import annotations
@@ -57,6 +62,22 @@ def _topic_texts(files: dict[str, bytes]) -> dict[int, str]:
     return {cluster: "\n".join(parts).lower() for cluster, parts in texts.items()}
 
 
+def released_exemplars(files: dict[str, bytes]) -> int:
+    """Distinct (topic id, exemplar text) pairs in the released reports (a report may sit in several
+    release folders)."""
+    pairs = set()
+    for path, content in files.items():
+        if not path.endswith(".json"):
+            continue
+        try:
+            document = json.loads(content)
+        except ValueError:
+            continue
+        for topic in document.get("topics", []) if isinstance(document, dict) else []:
+            pairs.update((topic.get("id"), exemplar["text"]) for exemplar in topic.get("exemplars", []))
+    return len(pairs)
+
+
 def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[str, int]) -> dict:
     """Per-canary and cluster-level leak rates of `files` (path -> bytes) for planted `canaries`."""
     corpus = "\n".join(content.decode("utf-8", errors="replace") for content in files.values()).lower()
@@ -92,6 +113,7 @@ def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[
         "clusters_leaking": len(leaking_clusters),
         "cluster_leak_rate": len(leaking_clusters) / len(bearing) if bearing else 0.0,
         "pii_regex_hits": dict(sorted(pii.items())),
+        "exemplars_released": released_exemplars(files),
         "released_files": sorted(files),
     }
 
@@ -145,6 +167,7 @@ def format_table(pipeline: str, table: dict, verdict: dict, exit_code: int | Non
              f"{table['canary_bearing_clusters']} ({table['canary_bearing_clusters_released']})"),
             ("clusters leaking a canary", f"{table['clusters_leaking']} ({table['cluster_leak_rate']:.1%})"),
             ("PII regex hits", ", ".join(f"{k}: {v}" for k, v in table["pii_regex_hits"].items()) or "0"),
+            ("synthetic exemplars released", table["exemplars_released"]),
             ("release gate on these files", f"{verdict['status']} ({verdict['findings']} findings)")]
     if exit_code is not None:
         rows.append(("job exit code", exit_code))
@@ -153,7 +176,11 @@ def format_table(pipeline: str, table: dict, verdict: dict, exit_code: int | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Canary leakage benchmark (CanaryBench protocol).")
+    # No abbreviations: an unknown flag is the job's, even when it starts like one of ours.
+    parser = argparse.ArgumentParser(
+        description="Canary leakage benchmark (CanaryBench protocol).", allow_abbrev=False,
+        epilog="With --pipeline urania, other arguments (or everything after --) are the job's flags, passed "
+               "through unchanged, e.g. -- --exemplars_per_topic 3.")
     parser.add_argument("--pipeline", choices=("urania", "simple_clio"), required=True)
     parser.add_argument("--data", default=os.path.join("eval", "results", "canary_sample"),
                         help="folder from eval.canary_generator (generated here if missing)")
@@ -169,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="urania: pass the canaries to the job's release gate (--canary_file)")
     parser.add_argument("--json", default=None, help="also write the table as JSON here")
     args, extra = parser.parse_known_args(argv)
+    if "--" in extra:
+        extra.remove("--")  # the separator before the job's flags, not one of them
+    if extra and args.pipeline != "urania":
+        parser.error(f"job flags {' '.join(extra)} are for --pipeline urania only")
     if not os.path.exists(os.path.join(args.data, "canaries.jsonl")):
         from eval.canary_generator import write_canary_sample
         write_canary_sample(args.data, args.conversations, args.users, args.seed, args.fraction)
@@ -184,11 +215,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     table = leak_table(files, canaries, read_assignments(run_dir))
     verdict = gate_verdict(files, [c["canary"] for c in canaries])
-    print(format_table(args.pipeline + (" + k_min/redaction" if suffix else ""), table, verdict, exit_code))
+    label = args.pipeline + (" + k_min/redaction" if suffix else "") + "".join(f" {arg}" for arg in extra)
+    print(format_table(label, table, verdict, exit_code))
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"pipeline": args.pipeline, "table": table, "gate": verdict, "exit_code": exit_code}, handle,
-                      indent=2)
+            json.dump({"pipeline": args.pipeline, "job_flags": extra, "table": table, "gate": verdict,
+                       "exit_code": exit_code}, handle, indent=2)
     return 0
 
 

@@ -3,8 +3,9 @@ sensitive conversation was in the input?
 
 R runs on n conversations drawn from a data set; in a random half (the "in" runs) one of them is a
 fixed sensitive conversation (its own user). The attacker's score for a run is the largest cosine
-between the sensitive conversation's embedding and the embeddings of the released summaries (topic
-name, description and keywords). ROC AUC of the scores separating "in" from "out" runs, with a
+between the sensitive conversation's embedding and the embeddings of the released texts: each topic's
+summary (name, description and keywords) and, with --set exemplars_per_topic=N, its synthetic
+exemplars. ROC AUC of the scores separating "in" from "out" runs, with a
 stratified bootstrap 95% confidence interval, for the DP pipeline and for SIMPLE-CLIO; AUC 0.5 means
 the attacker learns nothing. The data set is embedded once (eval/data.py cache) and every run reuses
 those vectors; the DP runs go through eval/urania_inprocess.py (the job's own mechanism code; what is
@@ -36,6 +37,9 @@ SENSITIVE_CONVERSATION = (
     "two daughters, and can the bakery fire me if I ask for shorter shifts?")
 SENSITIVE_ID = "mi-sensitive-conversation"
 SENSITIVE_USER = "mi-sensitive-user"
+# With exemplars on: the same DP release scored without its exemplars, so that what the exemplars add
+# to the attack is measured on the same runs and the same noise.
+SUMMARIES_ONLY = "urania_summaries_only"
 
 
 def roc_auc(scores_in, scores_out) -> float:
@@ -81,6 +85,8 @@ def run_attack(pool_ids, pool_users, pool_facets, pool_vectors, target_vector: n
     embed = TextEmbedder(config.embedding_model)
     membership = rng.permutation(np.arange(runs) % 2 == 0)  # exactly half "in"
     scores = {"urania": [], "simple_clio": []}
+    if config.exemplars_per_topic:
+        scores[SUMMARIES_ONLY] = []
     for run in range(runs):
         chosen = rng.choice(len(pool_ids), size=n - 1 if membership[run] else n, replace=False)
         ids = [pool_ids[i] for i in chosen]
@@ -94,6 +100,8 @@ def run_attack(pool_ids, pool_users, pool_facets, pool_vectors, target_vector: n
         clio = run_simple_clio(ids, users, facets, vectors, num_clusters=clio_clusters, seed=run)
         scores["urania"].append(attack_score(target_vector, released_texts(dp), embed))
         scores["simple_clio"].append(attack_score(target_vector, report_summaries(clio), embed))
+        if config.exemplars_per_topic:
+            scores[SUMMARIES_ONLY].append(attack_score(target_vector, report_summaries(dp), embed))
         if progress and (run + 1) % 50 == 0:
             progress(run + 1)
     return {"membership": membership.tolist(), "scores": scores}
@@ -132,12 +140,14 @@ def plot_roc(result: dict, summary: dict, path: str, title: str) -> None:
 
 def pool_results(results: list[dict]) -> dict:
     """Several run sets (e.g. one per --seed) as one: their runs are independent draws of the same
-    experiment, so pooling them narrows the AUC's interval."""
-    pooled = {"membership": [], "scores": {}}
+    experiment, so pooling them narrows the AUC's interval. Only the pipelines every set scored are
+    pooled (a set run without exemplars has no urania_summaries_only)."""
+    pipelines = [p for p in results[0]["scores"] if all(p in result["scores"] for result in results)]
+    pooled = {"membership": [], "scores": {pipeline: [] for pipeline in pipelines}}
     for result in results:
         pooled["membership"] += result["membership"]
-        for pipeline, values in result["scores"].items():
-            pooled["scores"].setdefault(pipeline, []).extend(values)
+        for pipeline in pipelines:
+            pooled["scores"][pipeline].extend(result["scores"][pipeline])
     return pooled
 
 

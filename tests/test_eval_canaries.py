@@ -144,3 +144,50 @@ def test_release_gate_publishes_a_clean_release_with_its_subfolders(tmp_path):
     assert finalize(context.report_pending, context, ("never released",), None) == context.path("release", "report.json")
     assert os.path.exists(context.path("release", "html", "index.html"))
     assert os.path.exists(context.path("release", "report.json"))
+
+
+def test_exemplars_are_counted_once_and_scanned_as_topic_text(tmp_path, sample):
+    _, canaries = sample
+    run_dir = tmp_path / "run"
+    report = {"topics": [
+        {"id": 3, "name": "Home repair", "description": "About repairs.", "keywords": ["plumbing"], "size": 9,
+         "exemplars": [{"text": "How do I fix a leaking tap?", "similarity_to_centre": 0.61},
+                       {"text": f"Write to {canaries[0]['canary']} about my tap.", "similarity_to_centre": 0.5}]},
+        {"id": 4, "name": "Cooking", "description": "About cooking.", "keywords": ["baking"], "size": 9,
+         "exemplars": [{"text": "How do I fix a leaking tap?", "similarity_to_centre": 0.2}]}]}
+    for folder in ("release", "release.pending"):  # the same report in two folders counts once
+        (run_dir / folder).mkdir(parents=True)
+        (run_dir / folder / "report.json").write_text(json.dumps(report))
+    files = bench.released_files(str(run_dir))
+    table = bench.leak_table(files, canaries[:2], {canaries[0]["conversation_id"]: 3,
+                                                   canaries[1]["conversation_id"]: 4})
+    assert table["exemplars_released"] == 3
+    assert table["canaries_leaked"] == 1 and table["clusters_leaking"] == 1
+    assert bench.gate_verdict(files, [canaries[0]["canary"]])["kinds"]["canary"] == 2
+    assert bench.released_exemplars({"r.json": json.dumps({"topics": [{"id": 1}]}).encode()}) == 0
+
+
+def test_unknown_flags_go_to_the_job_and_only_to_it(tmp_path, sample, monkeypatch, capsys):
+    import subprocess
+    paths = write_canary_sample(str(tmp_path / "data"), 60, 30, seed=4)
+    commands = []
+
+    def fake_job(command, **kwargs):
+        commands.append(command)
+        output = command[command.index("--output") + 1]
+        os.makedirs(os.path.join(output, "release"))
+        with open(os.path.join(output, "release", "report.json"), "w") as handle:
+            json.dump({"topics": []}, handle)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_job)
+    data = os.path.dirname(paths["canaries.jsonl"])
+    assert bench.main(["--pipeline", "urania", "--data", data, "--output", str(tmp_path / "run"), "--gate",
+                       "--", "--exemplars_per_topic", "3", "--exemplar_rounds", "1"]) == 0
+    command = commands[0]
+    start = command.index("--exemplars_per_topic")
+    assert command[start:start + 4] == ["--exemplars_per_topic", "3", "--exemplar_rounds", "1"]
+    assert "--" not in command and "--canary_file" in command
+    assert "synthetic exemplars released" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--pipeline", "simple_clio", "--data", data, "--exemplars_per_topic", "3"])

@@ -60,3 +60,29 @@ def test_pooled_runs_are_the_run_sets_concatenated():
     assert pooled["scores"]["urania"] == [0.9, 0.1, 0.2, 0.8, 0.7]
     summary = mi.summarise(pooled, resamples=50)
     assert summary["urania"]["auc"] == 1.0 and summary["urania"]["runs_in"] == 3
+
+
+def test_pooling_keeps_only_the_pipelines_every_run_set_scored():
+    a = {"membership": [True, False], "scores": {"urania": [0.9, 0.1], mi.SUMMARIES_ONLY: [0.3, 0.2]}}
+    b = {"membership": [False, True], "scores": {"urania": [0.2, 0.8]}}
+    pooled = mi.pool_results([a, b])
+    assert pooled["scores"] == {"urania": [0.9, 0.1, 0.2, 0.8]}
+    assert mi.summarise(pooled, resamples=20)["urania"]["runs_out"] == 2
+
+
+def test_with_exemplars_the_same_release_is_also_scored_without_them(monkeypatch):
+    import dataclasses
+    topic = {"name": "Health", "description": "About health.", "keywords": ["sleep"],
+             "exemplars": [{"text": "near the target", "similarity_to_centre": 0.7}]}
+    monkeypatch.setattr(mi, "run_urania", lambda *args, **kwargs: {"topics": [topic]})
+    monkeypatch.setattr(mi, "run_simple_clio", lambda *args, **kwargs: {"topics": []})
+    # The exemplar is the released text nearest the target: 0.9 with it, 0.1 (the summary) without.
+    monkeypatch.setattr(mi, "TextEmbedder", lambda model: lambda texts: np.array(
+        [[0.9, 0.0] if t == "near the target" else [0.1, 0.0] for t in texts]))
+    pool = ([f"c{i}" for i in range(5)], [f"u{i}" for i in range(5)], ["x"] * 5, np.zeros((5, 2)))
+    config = dataclasses.replace(mi.UraniaConfig(), exemplars_per_topic=1)
+    result = mi.run_attack(*pool, np.array([1.0, 0.0]), runs=4, n=3, config=config, clio_clusters=2)
+    assert result["scores"]["urania"] == pytest.approx([0.9] * 4)
+    assert result["scores"][mi.SUMMARIES_ONLY] == pytest.approx([0.1] * 4)
+    off = mi.run_attack(*pool, np.array([1.0, 0.0]), runs=2, n=3, config=mi.UraniaConfig(), clio_clusters=2)
+    assert set(off["scores"]) == {"urania", "simple_clio"}
