@@ -86,12 +86,12 @@ def test_readme_set_up_is_exactly_two_one_line_commands_and_ci_runs_the_test_com
     assert not missing, f".ci/run does not run the README's test command (missing, in order: {missing})"
 
 
-def test_readme_optional_local_llm_command_reruns_the_sample_with_model_keywords_and_names():
-    _, blocks = _split_fences(_section(_read(README), "Optional: topic names from a local LLM"))
+def test_readme_optional_local_llm_command_reruns_the_sample_with_model_names_and_exemplars():
+    _, blocks = _split_fences(_section(_read(README), "Optional: topic names and example requests from a local LLM"))
     (command,) = [block.strip() for block in blocks]
     assert "\n" not in command and command.startswith(".venv/bin/python scripts/install_local_llm.py")
     assert "--input sample/conversations.jsonl" in command and "--seed 7" in command
-    assert "--llm_backend local --llm_steps keywords,names" in command
+    assert "--llm_backend local --llm_steps names,exemplars --exemplars_per_topic 3" in command
 
 
 def test_every_page_under_docs_is_linked_from_readme():
