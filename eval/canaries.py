@@ -47,9 +47,8 @@ def released_files(run_dir: str) -> dict[str, bytes]:
     return files
 
 
-def _topic_texts(files: dict[str, bytes]) -> dict[int, str]:
-    """cluster id -> every string a released report says about it (reports in any release folder)."""
-    texts: dict[int, list[str]] = collections.defaultdict(list)
+def _released_topics(files: dict[str, bytes]):
+    """Every topic dict of the released reports (reports in any release folder)."""
     for path, content in files.items():
         if not path.endswith(".json"):
             continue
@@ -57,25 +56,22 @@ def _topic_texts(files: dict[str, bytes]) -> dict[int, str]:
             document = json.loads(content)
         except ValueError:
             continue
-        for topic in document.get("topics", []) if isinstance(document, dict) else []:
-            texts[int(topic["id"])].append(json.dumps(topic, ensure_ascii=False))
+        yield from document.get("topics", []) if isinstance(document, dict) else []
+
+
+def _topic_texts(files: dict[str, bytes]) -> dict[int, str]:
+    """cluster id -> every string a released report says about it."""
+    texts: dict[int, list[str]] = collections.defaultdict(list)
+    for topic in _released_topics(files):
+        texts[int(topic["id"])].append(json.dumps(topic, ensure_ascii=False))
     return {cluster: "\n".join(parts).lower() for cluster, parts in texts.items()}
 
 
 def released_exemplars(files: dict[str, bytes]) -> int:
     """Distinct (topic id, exemplar text) pairs in the released reports (a report may sit in several
     release folders)."""
-    pairs = set()
-    for path, content in files.items():
-        if not path.endswith(".json"):
-            continue
-        try:
-            document = json.loads(content)
-        except ValueError:
-            continue
-        for topic in document.get("topics", []) if isinstance(document, dict) else []:
-            pairs.update((topic.get("id"), exemplar["text"]) for exemplar in topic.get("exemplars", []))
-    return len(pairs)
+    return len({(topic.get("id"), exemplar["text"]) for topic in _released_topics(files)
+                for exemplar in topic.get("exemplars", [])})
 
 
 def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[str, int]) -> dict:
