@@ -121,10 +121,14 @@ def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
     score(usable_candidates(writer.write(topic, candidates), seen, dropped), 0)
     first_draft = best_distinct(scored, count)
     parents = max(count, 3)
+    varied: set[str] = set()
     for round_ in range(1, rounds + 1):
-        winners = [e.text for e in best_distinct(scored, parents)]
+        # Each candidate is varied once: a deterministic writer (templates, a model at temperature 0)
+        # asked again would only repeat itself, so a round whose winners were all varied ends the search.
+        winners = [e.text for e in best_distinct(scored, parents) if e.text not in varied]
         if not winners:
             break
+        varied.update(winners)
         score(usable_candidates(writer.vary(topic, winners, variations_per_round(candidates, count)), seen,
                                 dropped), round_)
     return Evolution(best_distinct(scored, count), first_draft, len(scored), dict(dropped))

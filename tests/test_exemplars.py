@@ -52,13 +52,27 @@ def test_evolution_keeps_the_candidates_nearest_the_centre_and_improves_on_the_f
     assert [e.text for e in evolution.first_draft] == ["t36 middle", "t45 middle"]
     assert evolution.first_draft[0].similarity == pytest.approx(np.cos(np.radians(36)), abs=1e-6)
     # Round 1 varies the best three (36, 45, 54) into 2 (half the 5 candidates): 18 and 12 degrees;
-    # round 2 varies the best three of everything so far (12, 18, 36): 6 and 4 degrees.
-    assert writer.varied == [["t36 middle", "t45 middle", "t54 far away"], ["t12 varied", "t18 varied", "t36 middle"]]
+    # round 2 varies those of the best three of everything so far (12, 18, 36) not varied yet: 6 and 4.
+    assert writer.varied == [["t36 middle", "t45 middle", "t54 far away"], ["t12 varied", "t18 varied"]]
     assert [e.text for e in evolution.exemplars] == ["t4 varied", "t6 varied"]
     assert [e.round for e in evolution.exemplars] == [2, 2]
     assert all(a.similarity > b.similarity for a, b in zip(evolution.exemplars, evolution.first_draft))
     assert evolution.exemplars[0].to_json() == {"text": "t4 varied",
                                                 "similarity_to_centre": round(np.cos(np.radians(4)), 4)}
+
+
+def test_a_round_whose_winners_were_all_varied_ends_the_search(monkeypatch):
+    monkeypatch.setattr("backends.exemplars.NEAR_DUPLICATE_SIMILARITY", 1.01)
+
+    class Repeating(_AxisWriter):  # its variations are never better: the winners stay the same
+        def vary(self, topic, winners, count):
+            self.varied.append(list(winners))
+            return [f"t{80 + len(self.varied)} worse variation"]
+
+    writer = Repeating(["t10 first one", "t20 second one", "t30 third one"])
+    evolution = evolve_exemplars(writer, TOPIC, np.array([1.0, 0.0]), _axis_points, count=2, candidates=3, rounds=5)
+    assert writer.varied == [["t10 first one", "t20 second one", "t30 third one"]]
+    assert [e.text for e in evolution.exemplars] == ["t10 first one", "t20 second one"]
 
 
 def test_no_rounds_releases_the_first_draft_and_near_duplicates_are_skipped():
@@ -149,18 +163,23 @@ def test_exemplar_prompts_carry_released_topics_and_earlier_answers_only(exempla
     released = {prompts.topic_text(t): t for t in report["topics"]}
     exemplar_calls = [(prompt, request) for prompt, request in calls if "<topic>" in prompt]
     assert exemplar_calls
-    answered: set[str] = set()
-    for prompt, _ in exemplar_calls:  # in arrival order: a variation only varies an earlier answer
-        head = prompts.public_head([{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": prompt}])
+    answered: dict[str, set[str]] = {block: set() for block in released}  # per topic: no state crosses topics
+    for prompt, request in exemplar_calls:  # in arrival order: a variation only varies an earlier answer
+        messages = [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": prompt}]
+        count = int(re.search(r"Write (\d+)", prompt).group(1))
+        # The whole request: nothing but these two messages and the public schema goes to the server.
+        assert request["body"]["messages"] == messages
+        assert request["body"]["response_format"]["json_schema"]["schema"] == prompts.exemplars_schema(count)
+        head = prompts.public_head(messages)
         assert head is not None and prompt.startswith(head)
         topic_block, tail = prompt[len(head):].split("\n</topic>\n", 1)
         topic = released[topic_block]  # exactly a released topic's name, description and keywords
         part, kinds = tail.split("\nKinds: ")
         kind, value = part.split(": ", 1)
-        assert (kind == "Focus" and value in topic["keywords"]) or (kind == "Request" and value in answered), tail
+        assert ((kind == "Focus" and value in topic["keywords"])
+                or (kind == "Request" and value in answered[topic_block])), tail
         assert set(kinds.split("; ")) <= set(prompts.TASK_KINDS)
-        count = int(re.search(r"Write (\d+)", prompt).group(1))
-        answered |= {f"Request {i + 1} of {count} about {value.rstrip('?.')}?" for i in range(count)}
+        answered[topic_block] |= {f"Request {i + 1} of {count} about {value.rstrip('?.')}?" for i in range(count)}
     user_turns = [m["content"] for c in conversations for m in c.get("messages", []) if m.get("role") == "user"]
     for prompt, _ in exemplar_calls:  # and so no conversation text (a whole user turn) is in any
         assert not any(turn in prompt for turn in user_turns if len(turn) > 40)
@@ -186,3 +205,42 @@ def test_the_job_releases_exemplars_for_labelled_topics_and_counts_the_calls(exe
         "candidates_dropped_too_long", "candidates_dropped_pii_like"}
     page = open(os.path.join(output, "release", "report.html")).read()
     assert "not user text" in page
+
+
+def test_parse_requests_reads_the_object_or_a_bare_list_and_marks_repairs():
+    from backends.llm.parsing import MalformedOutput, parse_requests
+    assert parse_requests('{"requests": ["How do I  bake bread?", "Explain rye."]}', 4) == (
+        ["How do I bake bread?", "Explain rye."], False)
+    assert parse_requests('```json\n["a b?", "a b?", "c d?"]\n```', 4) == (["a b?", "c d?"], True)  # fence, duplicate
+    assert parse_requests('{"requests": ["one?", "two?", "three?"]}', 2) == (["one?", "two?"], True)  # too many
+    for bad in ('{"requests": []}', '{"requests": "one?"}', '{"other": ["x?"]}', "no json"):
+        with pytest.raises(MalformedOutput):
+            parse_requests(bad, 3)
+
+
+def test_llm_writer_splits_the_draft_over_keywords_and_rotates_task_kinds():
+    from backends.llm.steps import MAX_EXEMPLARS_PER_CALL, _shares
+    assert _shares(20, 5) == [4, 4, 4, 4, 4] and _shares(7, 3) == [3, 2, 2] and _shares(2, 3) == [1, 1, 0]
+    assert _shares(20, 2) == [MAX_EXEMPLARS_PER_CALL] * 2  # few keywords: fewer candidates, not longer calls
+    assert prompts.task_kinds(7, 2).split("; ") == [prompts.TASK_KINDS[7], prompts.TASK_KINDS[0]]
+
+
+def test_a_failed_exemplar_call_gets_template_candidates_for_its_keyword_only():
+    from backends.llm.config import LLMConfig
+    from backends.llm.steps import LLMExemplarWriter
+    from tests.llm_server import FakeChatServer
+
+    def answer(prompt):
+        if "Focus: baking\n" in prompt:
+            return "I cannot help with that."  # unreadable: this call fails, the other two succeed
+        focus = re.search(r"Focus: (.*)\nKinds", prompt).group(1)
+        return json.dumps({"requests": [f"Tell me about {focus}, please."]})
+
+    with FakeChatServer(answer=answer) as server:
+        writer = LLMExemplarWriter(LLMConfig(backend="openai", model="m", base_url=server.base_url, max_retries=0,
+                                             pseudonymize=False))
+        drafted = writer.write(TOPIC, 3)
+    assert writer.counters.totals["calls"] == 3 and writer.counters.totals["fallbacks"] == 1
+    assert "Tell me about sourdough, please." in drafted and "Tell me about bread flour, please." in drafted
+    templated = [d for d in drafted if not d.startswith("Tell me")]
+    assert len(templated) == 1 and "baking" in templated[0]

@@ -132,8 +132,8 @@ Kinds: {kinds}"""
 
 
 MAX_REQUEST_CHARS = 200
-# One sentence: no sentence end inside, one at the end.
-REQUEST_PATTERN = "^[^.?!\\n]{8,%d}[.?!]$" % (MAX_REQUEST_CHARS - 1)
+# One sentence: no sentence end inside, one at the end; a dot inside a word ("node.js", ".net") is no end.
+REQUEST_PATTERN = "^([^.?!\\n]|\\.[A-Za-z0-9]){8,%d}[.?!]$" % (MAX_REQUEST_CHARS - 1)
 
 
 def exemplars_schema(count: int) -> dict:
@@ -147,9 +147,11 @@ def exemplars_schema(count: int) -> dict:
 
 
 def topic_text(topic: dict) -> str:
-    """A released topic as the exemplar prompts show it: its name, description and keywords only."""
-    return (f"Name: {topic['name']}\nDescription: {topic['description']}\n"
-            f"Keywords: {', '.join(topic['keywords'])}")
+    """A released topic as the exemplar prompts show it: its name, description and keywords only, each
+    on one line (whitespace collapsed, so no label can end the topic block early)."""
+    one_line = lambda text: " ".join(str(text).split())  # noqa: E731
+    return (f"Name: {one_line(topic['name'])}\nDescription: {one_line(topic['description'])}\n"
+            f"Keywords: {', '.join(one_line(k) for k in topic['keywords'])}")
 
 
 def _messages(user: str) -> list[dict]:
