@@ -269,13 +269,17 @@ def _write_private_outputs(paths, records, dead_letters, kept, assigned, kept_si
     pipeline | "write run stats" >> WriteRunStats(paths["run_stats"], counts, dead_letters)
 
 
+def _counters(result) -> list:
+    """The run's Beam counters; none when the runner cannot report metrics (the counts are written regardless)."""
+    try:
+        return result.metrics().query()["counters"]
+    except Exception:
+        return []
+
+
 def _stage_seconds(result) -> dict[str, float]:
     seconds: dict[str, float] = {}
-    try:
-        counters = result.metrics().query()["counters"]
-    except Exception:  # some runners cannot report metrics; the counts are written regardless
-        return seconds
-    for counter in counters:
+    for counter in _counters(result):
         if counter.key.metric.namespace == STAGE_MICROS:
             stage = counter.key.metric.name
             seconds[stage] = round(seconds.get(stage, 0.0) + counter.committed / 1e6, 3)
@@ -284,12 +288,8 @@ def _stage_seconds(result) -> dict[str, float]:
 
 def _exemplar_counts(result) -> dict[str, int]:
     """Exemplar candidates scored and dropped, by reason (transforms/write_exemplars.py)."""
-    try:
-        counters = result.metrics().query()["counters"]
-    except Exception:  # some runners cannot report metrics
-        return {}
     counts: dict[str, int] = {}
-    for counter in counters:
+    for counter in _counters(result):
         if counter.key.metric.namespace == EXEMPLAR_COUNTERS:
             name = counter.key.metric.name
             counts[name] = counts.get(name, 0) + counter.committed
@@ -298,12 +298,8 @@ def _exemplar_counts(result) -> dict[str, int]:
 
 def _llm_counts(result) -> dict:
     """Model calls, tokens, retries, failures, fallbacks and cache hits per LLM step (backends/llm/metrics.py)."""
-    try:
-        counters = result.metrics().query()["counters"]
-    except Exception:  # some runners cannot report metrics
-        return {}
     from backends.llm.metrics import llm_counts
-    return llm_counts(counters)
+    return llm_counts(_counters(result))
 
 
 def _progress(params: InsightsParams, pipeline_options: PipelineOptions):
