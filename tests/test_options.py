@@ -177,6 +177,35 @@ def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
     assert isinstance(factory.make_cluster_namer(config), LLMClusterNamer)
 
 
+@pytest.mark.parametrize("extra, pseudonymizes", [
+    (("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m"), True),
+    (("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
+      "--pseudonymize", "off"), False),
+    (("--pseudonymize", "on"), False),  # the offline backend writes no prompt
+])
+def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch, extra, pseudonymizes):
+    from backends.llm import name_model
+    assert _params(*extra).llm.pseudonymizes == pseudonymizes
+
+    def missing():
+        raise name_model.NameModelMissing("the pseudonymizer's name model is not installed: pip install ...")
+    monkeypatch.setattr(name_model, "model_directory", missing)
+    if pseudonymizes:
+        with pytest.raises(ValueError, match="--pseudonymize: the pseudonymizer's name model is not installed"):
+            _params(*extra)
+    else:
+        assert _params(*extra).llm.pseudonymizes is False
+
+
+def test_surrogate_pseudonyms_reach_the_llm_config_and_need_pseudonymization():
+    remote = ("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m")
+    assert _params(*remote).llm.config().pseudonyms == "typed"
+    assert _params(*remote, "--pseudonyms", "surrogate").llm.config().pseudonyms == "surrogate"
+    for extra in (("--pseudonyms", "surrogate"), (*remote, "--pseudonymize", "off", "--pseudonyms", "typed")):
+        with pytest.raises(ValueError, match="--pseudonyms needs pseudonymization"):
+            _params(*extra)
+
+
 # The report's configuration: derived from what the params declare public.
 
 # Today's keys: the hand-listed ones, with the per-stage epsilons replaced by the total and its weights.

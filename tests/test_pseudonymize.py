@@ -126,11 +126,40 @@ def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
     from eval.pii_recall import evaluate_spans
     examples = generate("heldout", 600)  # the split docs/llm_backends.md reports
     new = evaluate_spans(pseudonymizer.detect, examples)
-    old = evaluate_spans(Pseudonymizer(name_rules=False).detect, examples[:150])
+    old = evaluate_spans(Pseudonymizer(name_rules=False, name_model=False).detect, examples[:150])
     names, keep = new["per_kind"]["PERSON"], new["keep"]
     old_names = old["per_kind"]["PERSON"]
     print(names, keep, old_names, old["keep"])
-    # Measured: 650/700 names replaced and 430/475 keep entities intact (issue 18 asks 95% and 90%);
-    # spaCy alone (the detector before the name rules) replaced 99/178 names of the first 150 texts.
-    assert names[0] / names[1] >= 0.92 and keep[0] / keep[1] >= 0.9
+    # Measured: 682/700 names replaced and 428/475 keep entities intact (issue 18 asks 95% and 90%);
+    # spaCy alone (the detector before the name rules and the name model) replaced 99/178 names of
+    # the first 150 texts.
+    assert names[0] / names[1] >= 0.95 and keep[0] / keep[1] >= 0.9
     assert old_names[0] / old_names[1] < 0.85
+
+
+@pytest.mark.parametrize("text, name", [
+    ("Page keeps disrupting class and Apolonia is always late. How do I handle it?", "Apolonia"),
+    ("customer reed safitri (account email reed70@mail.co.uk) reports that tableau crashes on startup.", "safitri"),
+])
+def test_names_only_the_name_model_finds_are_replaced(pseudonymizer, text, name):
+    from backends.llm.pseudonymize import Pseudonymizer
+    assert name in Pseudonymizer(name_model=False).pseudonymize(text)  # no cue the rules read
+    assert name not in pseudonymizer.pseudonymize(text)
+
+
+def test_names_one_per_line_are_each_replaced(pseudonymizer):
+    out = pseudonymizer.pseudonymize("Seating plan\nApolonia\nZaneta\nNgozi")
+    assert out.split("\n")[1:] == ["<PERSON_3>", "<PERSON_2>", "<PERSON_1>"]
+
+
+@pytest.mark.parametrize("text, kept, replaced", [
+    # the model calls "async" and "sixteen" names; in a text typed with capitals they are not
+    ("How do I center a div in React? Can you show the same thing with async await?", ["async"], []),
+    ("Write a poem about a lost robot and keep it under sixteen lines.", ["sixteen"], []),
+    # ... nor an English place word spaCy tags as a place ("Sydney" GPE), in a list of people
+    ("Convert this to a table: Janet Idris, +1 215-786-8608; Autumn Foucher, Sydney.", ["Sydney"],
+     ["Janet", "Idris", "Autumn", "Foucher"]),
+])
+def test_the_name_models_lower_case_words_and_tagged_places_are_kept(pseudonymizer, text, kept, replaced):
+    out = pseudonymizer.pseudonymize(text)
+    assert all(word in out for word in kept) and not any(word in out for word in replaced), out

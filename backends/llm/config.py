@@ -25,6 +25,7 @@ class LLMConfig:
     max_retries: int = 4
     cache_path: str | None = None
     pseudonymize: bool = True
+    pseudonyms: str = "typed"  # with pseudonymize: "typed" ("<PERSON_1>") or "surrogate" (a made-up name)
     backoff_base_s: float = 0.5
     temperature: float = 0.0
     steps: tuple[str, ...] = STEPS

