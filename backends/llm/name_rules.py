@@ -111,7 +111,8 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     if not words:
         return None
     last = words[-1]
-    if last in TITLES or (last == "." and len(words) > 1 and words[-2] in TITLES):
+    # spaCy keeps the period on a title ("mr." is one token), or splits it off
+    if last.rstrip(".") in TITLES or (last == "." and len(words) > 1 and words[-2] in TITLES):
         return "title"
     # "my colleague X", "my new boss X", "our tenant X", "my mother, X", "the patient, X"
     relation = words[:-1] if last == "," else words
