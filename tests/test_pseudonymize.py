@@ -56,9 +56,11 @@ def test_a_person_named_by_a_word_of_a_keyword_is_still_replaced(pseudonymizer):
     ("my colleague bill asked me to fix his excel macro", ["bill"]),
     ("Hi Summer, can you review the deck before Friday?", ["Summer"]),
     ("Dr. Okonkwo prescribed metformin, is that safe with ibuprofen?", ["Okonkwo"]),
-    # spaCy keeps the title's period ("Mr." one token): the title is still a private cue, which
-    # wins over "X said" (a frame of public figures' words)
+    # spaCy keeps the title's period ("Mr." one token): the title is still a private cue
     ("Mr. Okafor said hi. Later Daniel Okafor wrote again.", ["Daniel Okafor"]),
+    # "X said", "X wrote" frame private people as often as public figures' words: not kept
+    ("Sarah said she'd be late again, how do I reply politely?", ["Sarah"]),
+    ("Later Daniel Okafor wrote again about the refund.", ["Daniel Okafor"]),
     ("My name is Adaeze Nwachukwu and I need a cover letter.", ["Adaeze Nwachukwu"]),
     ("Write a birthday message for Kipepeo, she turns 30.", ["Kipepeo"]),
     ("Please tell Wojciech that the build is fixed.", ["Wojciech"]),

@@ -82,7 +82,8 @@ again so just here who what when where why how is was are be would can could sho
 # name a public figure's work or ask about them directly: bare "about", "like", "says", "explain",
 # "compare" also frame private people ("email my landlord about John Smith", "my boss says Mike Tran
 # ..."), and privacy comes first: a public figure replaced costs some topic signal, a private name
-# kept is sent to a remote model.
+# kept is sent to a remote model. For the same reason "X said/thinks/wrote/believes" is no frame
+# ("Sarah said she'd be late", "Einstein said ..." is replaced too); "X discovered/founded/died" is.
 _PUBLIC_BEFORE = re.compile(
     r"(?:\b(?:style|life|lives|work|works|ideas|theories|theory|legacy|biography|career|views|philosophy|"
     r"music|songs|books|novels|films|quotes|speeches|achievements|contributions|policies|teachings|"
@@ -97,7 +98,7 @@ _PUBLIC_AFTER = re.compile(
     r"^(?:'s?\s+(?:\w+\s+){0,2}(?:achievements?|contributions?|quotes?|theor(?:y|ies)|ideas?|work|works|"
     r"books?|novels?|songs?|albums?|films?|movies?|speech(?:es)?|polic(?:y|ies)|legacy|career|life|"
     r"philosophy|net\s+worth|influence|style|paintings?|music|views|presidency|discoveries|inventions?)|"
-    r"\s+(?:say|said|says|think|thought|write|wrote|argue|argued|believe|believed|discover|discovered|"
+    r"\s+(?:argue|argued|discover|discovered|"
     r"invent|invented|paint|painted|compose|composed|found|founded|win|won|die|died|famous|known)\b)", re.I)
 
 
