@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, Pi
 
 from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
+from backends.llm.pseudonymize import PSEUDONYM_KINDS
 from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
@@ -361,7 +362,7 @@ class LLMParams(Params):
     pseudonyms: str | None = flag(
         None, "With pseudonymization: 'typed' puts <PERSON_1> for a name (the default); 'surrogate' a "
               "made-up name of the same gender, the same one for the same name within a conversation.",
-        choices=("typed", "surrogate"))
+        choices=PSEUDONYM_KINDS)
 
     def __post_init__(self):
         from backends.llm.config import STEPS

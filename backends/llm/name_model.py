@@ -47,14 +47,6 @@ def model_directory() -> str:
     return directory
 
 
-def name_model_available() -> bool:
-    try:
-        model_directory()
-    except NameModelMissing:
-        return False
-    return True
-
-
 class NameModel:
     """name_spans(text) -> [(start, end)] of the person names (given names and surnames) in text."""
 

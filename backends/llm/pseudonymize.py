@@ -11,8 +11,8 @@ installed package, never downloaded.
 
 Replaced: the types in PII_ENTITIES, each occurrence of the same value by the same pseudonym within
 one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>" (or, with pseudonyms="surrogate", a
-person's name by a made-up one of the same gender: backends/llm/surrogates.py). Kept on purpose, because they carry the
-topic: nationalities and religions (NRP), places (LOCATION: countries, cities), organisations and
+person's name by a made-up one of the same gender: backends/llm/surrogates.py). Kept on purpose,
+because they carry the topic: nationalities and religions (NRP), places (LOCATION: countries, cities), organisations and
 products (spaCy's ORG fires on tools such as "Python" or "MacBook"; see eval/pseudonymization.py for
 the measured cost of replacing them), languages, dates. URLs are replaced only when they carry a path
 or query (an identifier); a bare domain like python.org is a topic. Street addresses are replaced.
