@@ -277,29 +277,29 @@ def _counters(result) -> list:
         return []
 
 
-def _stage_seconds(result) -> dict[str, float]:
+def _stage_seconds(counters: list) -> dict[str, float]:
     seconds: dict[str, float] = {}
-    for counter in _counters(result):
+    for counter in counters:
         if counter.key.metric.namespace == STAGE_MICROS:
             stage = counter.key.metric.name
             seconds[stage] = round(seconds.get(stage, 0.0) + counter.committed / 1e6, 3)
     return seconds
 
 
-def _exemplar_counts(result) -> dict[str, int]:
+def _exemplar_counts(counters: list) -> dict[str, int]:
     """Exemplar candidates scored and dropped, by reason (transforms/write_exemplars.py)."""
     counts: dict[str, int] = {}
-    for counter in _counters(result):
+    for counter in counters:
         if counter.key.metric.namespace == EXEMPLAR_COUNTERS:
             name = counter.key.metric.name
             counts[name] = counts.get(name, 0) + counter.committed
     return counts
 
 
-def _llm_counts(result) -> dict:
+def _llm_counts(counters: list) -> dict:
     """Model calls, tokens, retries, failures, fallbacks and cache hits per LLM step (backends/llm/metrics.py)."""
     from backends.llm.metrics import llm_counts
-    return llm_counts(_counters(result))
+    return llm_counts(counters)
 
 
 def _progress(params: InsightsParams, pipeline_options: PipelineOptions):
@@ -417,13 +417,14 @@ def run(argv: list[str] | None = None) -> int:
         return fail(EXIT_FAILED, "pipeline_failed", f"pipeline failed: {type(error).__name__}: {error}",
                      run_id=context.run_id)
     stats = read_json(paths["run_stats"])
+    counters = _counters(result)  # one query of the runner's metrics for the three readers below
     stats.update(seed=params.run.seed, run_id=context.run_id, wall_seconds=round(time.time() - started, 2),
-                 stage_seconds=_stage_seconds(result), embedding_threads=params.embedding.embedding_threads)
-    llm = _llm_counts(result)
+                 stage_seconds=_stage_seconds(counters), embedding_threads=params.embedding.embedding_threads)
+    llm = _llm_counts(counters)
     if llm:
         stats["llm"] = llm
     if params.exemplars.exemplars_per_topic:
-        stats["exemplars"] = _exemplar_counts(result)
+        stats["exemplars"] = _exemplar_counts(counters)
     write_json(paths["run_stats"], stats)
     report = read_json(paths["report"])
     log.info("run done", extra={"event": "run_done", "run_id": context.run_id, "topics": len(report["topics"]),
