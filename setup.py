@@ -1,7 +1,7 @@
 """urania-beam: topic insights from chatbot logs under user-level differential privacy.
 
 Installed on Dataflow workers too (--setup_file ./setup.py), so it lists runtime needs only and
-ships the bundled keyword set as package data.
+ships the bundled keyword set and the timeline page's template as package data.
 """
 
 import setuptools
@@ -16,6 +16,6 @@ setuptools.setup(
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["beam_jobs", "beam_jobs.*", "transforms", "transforms.*", "core", "core.*",
                                                 "dp_ops", "dp_ops.*", "backends", "backends.*", "eval", "eval.*"]),
-    package_data={"beam_jobs": ["resources/*.txt"]},
+    package_data={"beam_jobs": ["resources/*.txt"], "core": ["templates/*.j2"]},
     install_requires=REQUIREMENTS,
 )

@@ -20,6 +20,7 @@ import numpy as np
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from core.report_html import STATUS_ORDER, render_comparison, run_label
+from core.timeline import size_noise_std
 from transforms.topic_hierarchy import topic_vectors
 
 DEFAULT_THRESHOLD = 0.75
@@ -36,14 +37,6 @@ def load_report(location: str) -> dict:
         if FileSystems.exists(candidate):
             return read_json(candidate)
     raise FileNotFoundError(f"no report.json at {location}, {location}/report.json or {location}/release/report.json")
-
-
-def size_noise_std(report: dict) -> float:
-    for mechanism in report.get("privacy", {}).get("mechanisms", []):
-        if mechanism.get("stage") == "cluster_sizes":
-            noise = mechanism.get("noise", {})
-            return float(noise.get("std", noise.get("sigma", 0.0)))
-    return 0.0  # a non-DP baseline: exact sizes
 
 
 def change_margin(old: dict, new: dict) -> float:

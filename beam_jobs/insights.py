@@ -34,6 +34,7 @@ from beam_jobs.job_runtime import (
 )
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import (
+    DEFAULT_EPSILON,
     InsightsOptions,
     InsightsParams,
     RunParams,
@@ -42,15 +43,19 @@ from beam_jobs.options import (
     runs_on_dataflow,
 )
 from core.json_store import read_json_or_none
+from core.lineage import LOOKBACK_NIGHTS, known_lineages, warm_start_centres
 from core.release_gate import load_canaries
+from core.released_runs import released_reports
 from core.report import CENTROID_SOURCE, labelling_section
 from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_counts import min_users_to_clear, release_floor
+from dp_ops.dp_events import composed_epsilon
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
-from dp_ops.joint_calibration import calibrate_jointly, job_requests
+from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
+from dp_ops.nightly_plan import NightlyPlan, nights_per_window, plan_nights
 from dp_ops.run_budget import RunBudget, spend_event
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
@@ -76,6 +81,7 @@ from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 from transforms.topic_hierarchy import BuildTopicHierarchy
+from transforms.topic_lineage import AssignLineages
 from transforms.write_exemplars import COUNTER_NAMESPACE as EXEMPLAR_COUNTERS
 from transforms.write_exemplars import WriteExemplars
 from transforms.write_outputs import (
@@ -115,21 +121,67 @@ def release_config(params: InsightsParams, keyword_set, embedding_dim: int, cont
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class NightBudget:
+    """The run's calibrated stage noise, and the nightly plan it came from (None: --epsilon, or its default)."""
+
+    calibration: JointCalibration
+    plan: NightlyPlan | None = None
+
+    def report_section(self, params: InsightsParams) -> dict | None:
+        """report.json's privacy.plan: the plan, or for a ledgered --epsilon what a window of such nights spends."""
+        if self.plan is not None:
+            return self.plan.to_json()
+        run = params.run
+        if run.max_epsilon_per_window is None:
+            return None
+        nights = nights_per_window(run.window_days, run.cadence_days)
+        window = composed_epsilon(self.calibration.events() * nights, run.max_delta_per_window)
+        return {"rule": "--epsilon given: not planned; the ledger refuses a night that would bring a window over "
+                        "the cap",
+                "per_night_epsilon": self.calibration.total_epsilon, "per_night_delta": params.privacy.delta,
+                "window_days": run.window_days, "cadence_days": run.cadence_days, "nights_per_window": nights,
+                "max_epsilon_per_window": run.max_epsilon_per_window, "window_delta": run.max_delta_per_window,
+                "window_epsilon_if_every_night": window}
+
+
+def stage_requests(params: InsightsParams):
+    """The run's DP stages as calibration requests (dp_ops.joint_calibration.job_requests)."""
+    privacy, clustering = params.privacy, params.clustering
+    histogram_noise = privacy.histogram_noise if params.keywords.keyword_mode in ("histogram", "both") else None
+    return job_requests(privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user,
+                        histogram_noise, privacy.keyword_partitions_per_user, privacy.keyword_votes,
+                        user_count=clustering.counts_users)
+
+
+def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBudget:
+    """The stages' noise: jointly calibrated so that the PLD composition of all their releases meets
+    --epsilon at --delta; or, with a window cap and no --epsilon, planned so that a full window of
+    runs at --cadence_days (plus a DP keyword set's one-time spend) meets the cap (dp_ops.nightly_plan).
+    Public parameters only: nothing here reads data."""
+    privacy, run = params.privacy, params.run
+    if privacy.epsilon is None and run.max_epsilon_per_window is not None:
+        plan = plan_nights(stage_requests(params), max_epsilon_per_window=run.max_epsilon_per_window,
+                           window_delta=run.max_delta_per_window, window_days=run.window_days,
+                           cadence_days=run.cadence_days, night_delta=privacy.delta,
+                           fixed_events=[spend_event(s) for s in keyword_set.spend])
+        return NightBudget(plan.calibration, plan)
+    epsilon = DEFAULT_EPSILON if privacy.epsilon is None else privacy.epsilon
+    return NightBudget(calibrate_jointly(epsilon, privacy.delta, stage_requests(params)))
+
+
 def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_dim: int, context: RunContext,
-                   canaries: tuple[str, ...] = ()) -> RunBudget:
+                   canaries: tuple[str, ...] = (), night: NightBudget | None = None) -> RunBudget:
     """Wires the stages; returns the run's budget, which every DP stage registered with. Reads like
-    URANIA's Algorithm 1."""
+    URANIA's Algorithm 1. `night`: the stages' noise (default: calibrate_night)."""
     reading, privacy, clustering, embedding, keyword_params = (params.reading, params.privacy, params.clustering,
                                                                params.embedding, params.keywords)
     paths = output_paths(context)
     keyword_set = load_keyword_set(keyword_params.keyword_set)
     keywords = keyword_set.keywords
-    # One budget for the run: the stages' noise is calibrated jointly so that the PLD composition of
-    # all their releases meets --epsilon at --delta; each DP stage registers its spend with `budget`.
-    histogram_noise = privacy.histogram_noise if keyword_params.keyword_mode in ("histogram", "both") else None
-    joint = calibrate_jointly(privacy.epsilon, privacy.delta, job_requests(
-        privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, user_count=clustering.counts_users))
+    # One budget for the run; each DP stage registers its spend with `budget`.
+    night = night or calibrate_night(params, keyword_set)
+    joint = night.calibration
     # A DP keyword set's (epsilon, delta) events need their own delta on top of the night's.
     budget = RunBudget(privacy.delta + sum(s.delta for s in keyword_set.spend))
     for spend in keyword_set.spend:
@@ -137,13 +189,19 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     # --projection_dim auto: the dimension comes from a DP count of the users (or --expected_users).
     user_count = (DPUserCount(UserCountNoise(joint.stages["user_count"].noise_multiplier, privacy.delta), budget,
                               noise_seed=privacy.noise_seed) if clustering.counts_users else None)
+    # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
+    previous = ([report for _, report in released_reports(context.output_root, context.date, LOOKBACK_NIGHTS)]
+                if context.date else [])
+    warm_centres = (warm_start_centres(previous[-1] if previous else None, embedding.embedding_model)
+                    if clustering.warm_start == "auto" else None)
+    warm_started = warm_centres is not None
     kmeans = DPKMeans(DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
                                      noise_multiplier=joint.stages["clustering"].noise_multiplier,
                                      input_dim=embedding_dim, iterations=clustering.kmeans_iterations,
                                      projection_dim=clustering.projection_dim, seed=params.run.seed,
                                      basis=clustering.projection_basis),
                       budget, noise_seed=privacy.noise_seed, model_name=embedding.embedding_model,
-                      user_count=user_count, expected_users=clustering.expected_users)
+                      user_count=user_count, expected_users=clustering.expected_users, warm_centres=warm_centres)
     size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
     sizes = DPClusterSizes(clustering.num_clusters,
                            cluster_size_params(size_epsilon, privacy.max_conversations_per_user), budget)
@@ -164,6 +222,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     noisy_sizes = assigned | "DP cluster sizes" >> sizes
     kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
+    lineage = centres | "topic lineages" >> AssignLineages(
+        kmeans_output.basis, kept_ids, known_lineages(previous, embedding.embedding_model),
+        context.date or context.run_id, embedding.embedding_model)
     histogram_keywords = centroid_keywords = sampled = keyword_pairs = None
     labelling = None
     weighted = privacy.keyword_votes == "weighted"
@@ -238,7 +299,8 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         release_config(params, keyword_set, embedding_dim, context), hierarchy,
         centroid_keywords=centroid_keywords if keyword_params.keyword_mode == "both" else None, labelling=labelling,
         run_time_config=kmeans_output.active_dim | "dimension for the report" >> beam.Map(
-            lambda d: {"clustering_dimension": d}))
+            lambda d: {"clustering_dimension": d, "warm_start": warm_started}),
+        lineage=lineage, plan=night.report_section(params))
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
     all_dead_letters = dead_letters | "all dead letters" >> beam.Flatten()
@@ -388,7 +450,11 @@ def run(argv: list[str] | None = None) -> int:
     embedding_dim = embedding_dimension(params.embedding.embedding_model)
     started = time.time()
     pipeline = beam.Pipeline(options=pipeline_options)
-    budget = build_pipeline(pipeline, params, embedding_dim, context, canaries)
+    try:
+        night = calibrate_night(params, keyword_set)
+    except ValueError as error:
+        return fail(EXIT_BUDGET_REFUSED, "budget_refused", f"no nightly plan fits: {error}", run_id=context.run_id)
+    budget = build_pipeline(pipeline, params, embedding_dim, context, canaries, night)
     if params.run.privacy_ledger:
         try:
             _reserve_budget(params.run, context, budget, params.privacy.delta, keyword_set)

@@ -21,8 +21,10 @@ from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from backends.llm.pseudonymize import PSEUDONYM_KINDS
 from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
+from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
 
 
@@ -65,6 +67,8 @@ RETIRED_EPSILON_FLAGS = ("give the run's total with --epsilon and the stages' sh
 
 
 KEYWORD_VOTES = ("weighted", "count")
+# A run's epsilon when neither --epsilon nor a nightly plan (--max_epsilon_per_window) sets it.
+DEFAULT_EPSILON = 7.0
 DEFAULT_KEYWORD_PARTITIONS_PER_USER = 10
 
 
@@ -82,9 +86,12 @@ class PrivacyParams(Params):
 
     max_conversations_per_user: int = flag(
         5, "C: conversations kept per user (uniformly at random) before any aggregate.", type=int, public=True)
-    epsilon: float = flag(
-        7.0, "Total epsilon of a run: the PLD composition of all its DP releases at --delta (plus a DP keyword "
-             "set's own spend, if one is used). The stages' noise is calibrated jointly to meet it.",
+    epsilon: float | None = flag(
+        None, "Total epsilon of a run: the PLD composition of all its DP releases at --delta (plus a DP keyword "
+              "set's own spend, if one is used). The stages' noise is calibrated jointly to meet it. Default: "
+              f"{DEFAULT_EPSILON:g}; with --max_epsilon_per_window, the nightly plan's (the largest that lets a run "
+              "every --cadence_days keep every window within the cap). A given --epsilon that would bring a "
+              "window over the cap is refused.",
         type=float, public=True)
     epsilon_weights: str = flag(
         DEFAULT_EPSILON_WEIGHTS, "How the DP stages share --epsilon, as stage:weight pairs (stages: "
@@ -120,7 +127,7 @@ class PrivacyParams(Params):
         for name in RETIRED_FLAGS:
             check(getattr(self, name) is None, f"--{name} is retired: {RETIRED_EPSILON_FLAGS}")
         check(self.max_conversations_per_user >= 1, "--max_conversations_per_user must be >= 1")
-        check(self.epsilon > 0 and math.isfinite(self.epsilon),
+        check(self.epsilon is None or (self.epsilon > 0 and math.isfinite(self.epsilon)),
               f"--epsilon must be a positive finite number, got {self.epsilon}")
         check(0 < self.delta < 1, f"--delta must be in (0, 1), got {self.delta}")
         self.stage_weights()  # raises on a malformed --epsilon_weights
@@ -187,6 +194,10 @@ class ClusteringParams(Params):
         "run_stats.json) of runs over the same users; a past report's DP figures are fine.", type=int, public=True)
     min_cluster_size: float = flag(25, "tau: clusters with a smaller noisy size are dropped.", type=float,
                                    public=True)
+    warm_start: str = flag(
+        "auto", "auto: with --date, seed DP k-means from the latest earlier released night's topic centres in "
+                "OUTPUT/index.json (public: no budget), fresh LSH seeds filling the other slots, so topics keep "
+                "their place and lineage id; off: seed from LSH buckets only.", choices=("auto", "off"), public=True)
 
     def __post_init__(self):
         check(self.num_clusters >= 1, f"--num_clusters must be >= 1, got {self.num_clusters}")
@@ -473,11 +484,15 @@ class RunParams(Params):
     max_epsilon_per_window: float | None = flag(
         None, "Refuse, before reading any data, a run that would bring any --window_days window over this "
               "epsilon (needs --privacy_ledger).", type=float)
-    max_delta_per_window: float | None = flag(
-        None, "The delta at which a window's runs are composed and its epsilon checked against "
-              "--max_epsilon_per_window; a window whose runs need a larger delta is refused too. Default: the sum "
-              "of its runs' deltas (needs --privacy_ledger).", type=float)
+    max_delta_per_window: float = flag(
+        DEFAULT_WINDOW_DELTA, "The one delta at which every window's runs are composed and its epsilon checked "
+                              "against --max_epsilon_per_window; a window whose runs need a larger delta is refused too.",
+        type=float)
     window_days: int = flag(30, "Length of the ledger's budget window in days.", type=int)
+    cadence_days: int = flag(
+        DEFAULT_CADENCE_DAYS, "Days between scheduled runs; with --max_epsilon_per_window and no --epsilon, each "
+                              "run's budget is planned so that ceil(--window_days / this) runs fit every window.",
+        type=int)
     allow_rerun: bool = flag(
         False, "Allow a second run for a date already in the ledger, recorded as a second spend "
                "(--allow_rerun or --allow_rerun=true, as Flex Templates pass it).",
@@ -498,16 +513,15 @@ class RunParams(Params):
               "--max_epsilon_per_window needs --privacy_ledger")
         check(self.max_epsilon_per_window is None or self.max_epsilon_per_window > 0,
               "--max_epsilon_per_window must be > 0")
-        check(self.max_delta_per_window is None or self.privacy_ledger is not None,
-              "--max_delta_per_window needs --privacy_ledger")
-        check(self.max_delta_per_window is None or 0 < self.max_delta_per_window < 1,
-              "--max_delta_per_window must be in (0, 1)")
+        check(0 < self.max_delta_per_window < 1, "--max_delta_per_window must be in (0, 1)")
+        check(self.cadence_days >= 1, "--cadence_days must be >= 1")
 
     def derived_public_values(self) -> dict:
         # Whether the spend was checked against a cap across runs (not where the ledger lives).
         return {"privacy_ledger": ({"window_days": self.window_days,
                                     "max_epsilon_per_window": self.max_epsilon_per_window,
-                                    "max_delta_per_window": self.max_delta_per_window}
+                                    "max_delta_per_window": self.max_delta_per_window,
+                                    "cadence_days": self.cadence_days}
                                    if self.privacy_ledger else None)}
 
     def with_seed(self) -> RunParams:

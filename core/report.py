@@ -76,12 +76,14 @@ EXEMPLARS_NOTE = ("Exemplars are synthetic: a model (or, offline, fixed template
                   "They cost no privacy budget (post-processing of released values).")
 
 
-def report_topics(named_topics: dict, noisy_sizes: dict) -> list[dict]:
-    """The report's topics (id, name, description, keywords, where the keywords came from, rounded
-    noisy size, synthetic exemplars when the run wrote them), largest first."""
+def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None = None) -> list[dict]:
+    """The report's topics (id, lineage id when known, name, description, keywords, where the
+    keywords came from, rounded noisy size, synthetic exemplars when the run wrote them), largest first."""
+    lineages = {int(c): lineage for c, lineage in (lineages or {}).items()}
     topics = [
         {
             "id": int(cluster_id),
+            **({"lineage": lineages[int(cluster_id)]} if int(cluster_id) in lineages else {}),
             "name": topic["name"],
             "description": topic["description"],
             "keywords": topic["keywords"],
@@ -98,15 +100,17 @@ def report_topics(named_topics: dict, noisy_sizes: dict) -> list[dict]:
 def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
                  max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
                  hierarchy: dict | None = None, composition: dict | None = None,
-                 labelling: dict | None = None) -> dict:
+                 labelling: dict | None = None, lineage: dict | None = None, plan: dict | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
     the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
     built from the same topics) is placed last as it is. `composition`: see privacy_section.
-    `labelling` (labelling_section) goes into the privacy section."""
-    topics = report_topics(named_topics, noisy_sizes)
+    `labelling` (labelling_section) and `plan` (the nightly budget plan) go into the privacy section.
+    `lineage` (transforms.topic_lineage.lineage_section): each topic's lineage id, and the topics'
+    centres as the report's "centres"."""
+    topics = report_topics(named_topics, noisy_sizes, (lineage or {}).get("lineages"))
     report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition),
-                                            **(labelling or {})},
+                                            **(labelling or {}), **({"plan": plan} if plan else {})},
               "config": config}
     if centroid_keywords is not None:
         for topic in topics:
@@ -119,4 +123,6 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         report["exemplars_note"] = EXEMPLARS_NOTE
     if hierarchy is not None:
         report["hierarchy"] = hierarchy
+    if lineage is not None:
+        report["centres"] = lineage["centres"]
     return report

@@ -7,13 +7,13 @@ Laplace noise compose like one run with sqrt(n)-times less noise, not n times th
 is allowed only if every window of `window_days` consecutive days that contains its date stays within
 the caps (checking only the window ending on its date would let a backfill overspend later windows).
 
-The caps are on epsilon at the window's delta and on that delta: with `max_delta_per_window`, every
-window must be (max_epsilon_per_window, max_delta_per_window)-DP, and a window whose (epsilon,
-delta) events (partition selection, old entries) alone need more delta than that is refused
-whatever its epsilon. Without it, a window's delta is the sum of its runs' deltas (what basic
-composition charged). Either way a window is never charged more than the basic composition of its
-runs' own (epsilon, delta) where that applies (the PLD's pessimistic discretisation can round a
-legacy entry's epsilon up by 1e-3).
+Every window is composed at one fixed delta, `max_delta_per_window` (default DEFAULT_WINDOW_DELTA),
+never at the sum of its runs' deltas: a sum lets a run launched with a larger --delta raise the
+delta its window is read at and so lower the window's epsilon. The caps are on epsilon at that delta
+and on that delta: a window whose (epsilon, delta) events (partition selection, old entries) alone
+need more delta than that is refused whatever its epsilon. A window is never charged more than the
+basic composition of its runs' own (epsilon, delta) where that applies (the window's delta covers
+the sum of theirs; the PLD's pessimistic discretisation can round a legacy entry's epsilon up by 1e-3).
 
 Version-1 ledgers (entries with only epsilon and delta) are read: such an entry is the (epsilon,
 delta) event of its own figure, which is sound (that is its guarantee) if loose. The ledger is
@@ -43,6 +43,10 @@ READABLE_VERSIONS = (1, 2)
 # run that uses the set); they are not nightly runs, so they do not make that date's nightly run a re-run.
 KEYWORD_SET_RUN_PREFIX = "keyword-set-"
 STATUSES = ("reserved", "committed", "failed", "rejected")
+# The delta every window is composed at. A window's users are everyone seen in it, so this is the
+# window's chance of an unbounded loss: 10x a night's default --delta (1e-6), which leaves room for a DP
+# keyword set's (epsilon, delta) partition selection (delta 5e-7); keep it well under 1 / users.
+DEFAULT_WINDOW_DELTA = 1e-5
 
 
 def new_keyword_set_run_id() -> str:
@@ -109,20 +113,18 @@ def events_json(events) -> tuple[dict, ...]:
     return tuple(e if isinstance(e, dict) else event_to_json(e) for e in events)
 
 
-def window_spend(charges, max_delta_per_window: float | None) -> tuple[float, float]:
+def window_spend(charges, window_delta: float) -> tuple[float, float]:
     """(epsilon, delta) of running all `charges` (entries or PendingSpends) on the same users: the PLD
-    composition of their events at `max_delta_per_window`, or at the sum of their deltas without it,
-    and never more than the sum of their epsilons when that delta covers the sum of their deltas."""
+    composition of their events at `window_delta`, and never more than the sum of their epsilons when
+    that delta covers the sum of their deltas (basic composition then holds too)."""
     charges = list(charges)
-    delta_sum = sum(c.delta for c in charges)
-    delta = delta_sum if max_delta_per_window is None else max_delta_per_window
     if not charges:
-        return 0.0, delta
+        return 0.0, window_delta
     events = [event for c in charges for event in c.dp_events()]
-    epsilon = composed_epsilon(events, delta)
-    if delta >= delta_sum:  # basic composition of the runs' own guarantees also holds
+    epsilon = composed_epsilon(events, window_delta)
+    if window_delta >= sum(c.delta for c in charges):
         epsilon = min(epsilon, sum(c.epsilon for c in charges))
-    return epsilon, delta
+    return epsilon, window_delta
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,14 +155,13 @@ class Ledger:
             end = start + dt.timedelta(days=window_days - 1)
             yield start.isoformat(), [e for e in self.entries if start <= parse_date(e.date) <= end]
 
-    def _worst_window(self, date: str, window_days: int, max_delta_per_window: float | None,
+    def _worst_window(self, date: str, window_days: int, max_delta_per_window: float,
                       charge: PendingSpend | None) -> tuple[float, float, str, list[LedgerEntry]]:
         windows = list(self._windows(date, window_days))
-        if max_delta_per_window is not None:
-            # At a fixed delta, a window whose runs are a subset of another's spends no more (composing
-            # one more mechanism never lowers epsilon), so only the largest windows are composed.
-            runs = [{e.run_id for e in inside} for _, inside in windows]
-            windows = [window for window, ids in zip(windows, runs) if not any(ids < other for other in runs)]
+        # At a fixed delta, a window whose runs are a subset of another's spends no more (composing
+        # one more mechanism never lowers epsilon), so only the largest windows are composed.
+        runs = [{e.run_id for e in inside} for _, inside in windows]
+        windows = [window for window, ids in zip(windows, runs) if not any(ids < other for other in runs)]
         worst, spent = None, {}
         for start, inside in windows:
             key = tuple(e.run_id for e in inside)
@@ -172,7 +173,7 @@ class Ledger:
         return worst
 
     def worst_window_spend(self, date: str, window_days: int,
-                           max_delta_per_window: float | None = None) -> tuple[float, float, str]:
+                           max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> tuple[float, float, str]:
         """(epsilon, delta, first day) of the most-spent window of `window_days` days containing `date`
         (PLD composition of its runs' events; see the module docstring for its delta)."""
         epsilon, delta, start, _ = self._worst_window(date, window_days, max_delta_per_window, None)
@@ -180,7 +181,7 @@ class Ledger:
 
     def check(self, date: str, epsilon: float, max_epsilon_per_window: float | None, window_days: int,
               allow_rerun: bool, *, delta: float = 0.0, events=None,
-              max_delta_per_window: float | None = None) -> None:
+              max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> None:
         """Raises BudgetRefused if a run of (`epsilon`, `delta`) with `events` (DpEvents or their
         JSON; None: the (epsilon, delta) event itself) on `date` is not allowed."""
         earlier = [e for e in self.runs_on(date) if not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)]
@@ -188,12 +189,12 @@ class Ledger:
             ids = ", ".join(e.run_id for e in earlier)
             raise BudgetRefused(f"{date} already has run(s) {ids} in the ledger; re-running would spend again. "
                                 f"Pass --allow_rerun to record a second spend explicitly.")
-        if max_epsilon_per_window is None and max_delta_per_window is None:
-            return
+        if not 0 < max_delta_per_window < 1:
+            raise ValueError(f"the window delta must be in (0, 1), got {max_delta_per_window}")
         charge = PendingSpend(epsilon, delta, None if events is None else events_json(events))
         total, window_delta, start, inside = self._worst_window(date, window_days, max_delta_per_window, charge)
         spent, _ = window_spend(inside, max_delta_per_window)
-        if max_delta_per_window is not None and math.isinf(total):
+        if math.isinf(total):
             floor = delta_floor([event for c in [*inside, charge] for event in c.dp_events()])
             raise BudgetRefused(
                 f"the run on {date} would bring the {window_days}-day window starting {start} to delta {floor:.3g} "
@@ -209,7 +210,7 @@ class Ledger:
 
     def with_keyword_set(self, run_id: str, date: str, epsilon: float, delta: float, status: str, output: str,
                          max_epsilon_per_window: float | None, window_days: int, *, events=None,
-                         max_delta_per_window: float | None = None) -> "Ledger":
+                         max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> "Ledger":
         """Charges a keyword-set build: checked against the caps on its own date like a run, but never
         a re-run of that date. Raises BudgetRefused (naming the set) or ValueError if already charged.
         `events`: as for `check`; None records the set as the (epsilon, delta) event of its figure."""

@@ -262,6 +262,36 @@ def seed_centres(noisy_bucket_sums: np.ndarray, num_clusters: int) -> np.ndarray
     return normalise_rows(chosen).astype(np.float32)
 
 
+# A fresh seed (a noisy LSH bucket) is skipped when its direction is this close (cosine) to a centre
+# already chosen: it would seed a second centre on a topic a warm centre already covers.
+FRESH_SEED_MAX_COSINE = 0.8
+
+
+def warm_seed_centres(noisy_bucket_sums: np.ndarray, warm_centres: np.ndarray, num_clusters: int) -> np.ndarray:
+    """Seeds from a previous release's centres (public: post-processing, no budget), largest topics
+    first, and the remaining slots from the noisy LSH buckets with the largest sums, skipping buckets
+    pointing where a chosen centre already is (so the fresh seeds go to topics that are new); if too
+    few buckets are that far from every chosen centre, the next largest are taken anyway."""
+    warm = normalise_rows(np.asarray(warm_centres, dtype=np.float64))[:num_clusters]
+    warm = warm[np.linalg.norm(warm, axis=1) > 0]
+    candidates = normalise_rows(noisy_bucket_sums[np.argsort(-np.linalg.norm(noisy_bucket_sums, axis=1),
+                                                             kind="stable")])
+    chosen, skipped = list(warm), []
+    for candidate in candidates:
+        if len(chosen) == num_clusters:
+            break
+        if not np.any(candidate):
+            continue
+        if chosen and max(float(candidate @ c) for c in chosen) >= FRESH_SEED_MAX_COSINE:
+            skipped.append(candidate)
+        else:
+            chosen.append(candidate)
+    chosen += skipped[:num_clusters - len(chosen)]
+    if len(chosen) < num_clusters:
+        raise ValueError(f"{len(chosen)} seeds for {num_clusters} centres; raise lsh_bits")
+    return np.asarray(chosen, dtype=np.float32)
+
+
 def update_centres(noisy_sums: np.ndarray) -> np.ndarray:
     """New centres are the directions of the noisy sums (spherical k-means)."""
     return normalise_rows(noisy_sums).astype(np.float32)
@@ -305,18 +335,23 @@ class Release:
         return weighted_sums(points, weights, groups, self.num_groups)
 
     def centres(self, exact_sums: np.ndarray, sigma: float, noise_seed: int | None,
-                active_dim: int | None = None) -> np.ndarray:
+                active_dim: int | None = None, warm_centres: np.ndarray | None = None) -> np.ndarray:
         """The released centres: directions of the noisy sums (of the largest noisy bucket sums when
-        seeding). Noise goes on the first `active_dim` coordinates (None: all): the points are zero
-        beyond them, so those coordinates of the sums are zero for every data set. sigma = 0 adds no
-        noise and is not DP: only evaluations' non-private baseline."""
+        seeding; with `warm_centres`, a previous release's centres in this space, those first:
+        warm_seed_centres). Noise goes on the first `active_dim` coordinates (None: all): the points
+        are zero beyond them, so those coordinates of the sums are zero for every data set. sigma = 0
+        adds no noise and is not DP: only evaluations' non-private baseline."""
         if sigma < 0:
             raise ValueError(f"sigma must be >= 0, got {sigma}")
         active = self.dim if active_dim is None else active_dim
         noisy = np.array(exact_sums, dtype=np.float64)
         if sigma > 0:
             noisy[:, :active] = add_gaussian_noise(noisy[:, :active], sigma, noise_seed, self.number)
-        return seed_centres(noisy, self.num_clusters) if self.seeding else update_centres(noisy)
+        if not self.seeding:
+            return update_centres(noisy)
+        if warm_centres is not None and len(warm_centres):
+            return warm_seed_centres(noisy, warm_centres, self.num_clusters)
+        return seed_centres(noisy, self.num_clusters)
 
 
 def release_schedule(params: DPKMeansParams) -> list[Release]:
@@ -327,13 +362,28 @@ def release_schedule(params: DPKMeansParams) -> list[Release]:
 
 
 def fit_centres(points: np.ndarray, weights: np.ndarray, params: DPKMeansParams, sigma: float,
-                noise_seed: int | None = None, active_dim: int | None = None) -> np.ndarray:
+                noise_seed: int | None = None, active_dim: int | None = None,
+                warm_centres: np.ndarray | None = None) -> np.ndarray:
     """Every release in one process, on projected points (`project_points` with the same
-    `active_dim`); the centres of the last."""
+    `active_dim`); the centres of the last. `warm_centres`: see Release.centres."""
     centres = None
     for release in release_schedule(params):
-        centres = release.centres(release.sums(points, weights, centres), sigma, noise_seed, active_dim)
+        centres = release.centres(release.sums(points, weights, centres), sigma, noise_seed, active_dim,
+                                  warm_centres if release.seeding else None)
     return centres
+
+
+def to_embedding_space(centres: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
+    """Centres of the clustering space as unit directions of the embedding space (the basis's
+    columns are orthonormal): comparable across runs whatever their basis or dimension."""
+    full = np.asarray(centres, dtype=np.float64) if basis is None else np.asarray(centres, np.float64) @ basis.T
+    return normalise_rows(full)
+
+
+def to_clustering_space(directions: np.ndarray, basis: np.ndarray | None, active_dim: int | None) -> np.ndarray:
+    """Embedding-space directions (another run's released centres) projected as points are
+    (project_points): the warm seeds of a run in this basis and dimension."""
+    return project_points(np.asarray(directions, dtype=np.float32), basis, active_dim)
 
 
 def fit_dp_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: DPKMeansParams,

@@ -31,7 +31,7 @@ import dp_accounting
 from pipeline_dp import dp_computations
 
 from dp_ops.dp_counts import noise_for_budget, pipeline_dp_budget
-from dp_ops.dp_events import PLDAccountant, composed_epsilon
+from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
 from dp_ops.dp_kmeans import USER_L2_SENSITIVITY
 from dp_ops.dp_user_count import USER_COUNT_SENSITIVITY
 from dp_ops.gaussian_accounting import calibrate_gaussian_noise_multiplier, composed_gaussian_event
@@ -144,32 +144,50 @@ def reference_noise_multiplier(request: StageRequest, epsilon: float, delta: flo
     return dp_computations.compute_sigma(epsilon, delta, 1.0) * math.sqrt(request.releases)
 
 
-def calibrate_jointly(total_epsilon: float, delta: float, requests: Sequence[StageRequest]) -> JointCalibration:
+def calibrate_jointly(total_epsilon: float, delta: float, requests: Sequence[StageRequest], *,
+                      repetitions: int = 1, target_delta: float | None = None,
+                      fixed_events: Sequence[dp_accounting.DpEvent] = ()) -> JointCalibration:
     """Every stage's noise such that the PLD composition of all of them is (total_epsilon, delta)-DP
-    and no noise could shrink by the same factor without exceeding it (to `_SCALE_TOLERANCE`)."""
-    if not (total_epsilon > 0 and math.isfinite(total_epsilon)) or not 0 < delta < 1:
-        raise ValueError(f"need total epsilon > 0 and finite and 0 < delta < 1, got {total_epsilon}, {delta}")
+    and no noise could shrink by the same factor without exceeding it (to `_SCALE_TOLERANCE`).
+
+    With `repetitions` n > 1 (a window of nightly runs over the same users, dp_ops.nightly_plan):
+    the noise such that n runs of all the stages, plus `fixed_events` (spends the window holds
+    anyway), compose to total_epsilon at `target_delta`; `delta` is then the run's own delta (at
+    which PipelineDP is given its budget). `epsilon_spent` is always the composition calibrated."""
+    target_delta = delta if target_delta is None else target_delta
+    if not (total_epsilon > 0 and math.isfinite(total_epsilon)) or not 0 < delta < 1 or not 0 < target_delta < 1:
+        raise ValueError(f"need total epsilon > 0 and finite and 0 < delta < 1, got {total_epsilon}, {delta}, "
+                         f"{target_delta}")
+    if repetitions < 1:
+        raise ValueError(f"repetitions must be >= 1, got {repetitions}")
     if not requests:
         raise ValueError("no DP stage to calibrate")
     names = [r.stage for r in requests]
     if len(set(names)) != len(names):
         raise ValueError(f"stage names must be distinct, got {names}")
     weights = sum(r.weight for r in requests)
-    reference = {r.stage: reference_noise_multiplier(r, total_epsilon * r.weight / weights, delta) for r in requests}
+    # The reference splits one run's share of the total (basic composition's share of n runs): only
+    # the stages' relative noise and the search's starting point come from it.
+    run_share = total_epsilon / repetitions
+    reference = {r.stage: reference_noise_multiplier(r, run_share * r.weight / weights, delta) for r in requests}
+    fixed_events = list(fixed_events)
 
-    def events_at(scale: float) -> list[dp_accounting.DpEvent]:
-        return [StageNoise(r, scale * reference[r.stage], None).event() for r in requests]
+    def window_events(run_events: list[dp_accounting.DpEvent]) -> list[dp_accounting.DpEvent]:
+        # merged: n runs' Gaussians fold into one, the rest into self-compositions (cheap to compose).
+        return merged([dp_accounting.SelfComposedDpEvent(dp_accounting.ComposedDpEvent(run_events), repetitions),
+                       *fixed_events])
 
     def composed(scale: float) -> dp_accounting.DpEvent:
-        return dp_accounting.ComposedDpEvent(events_at(scale))
+        return dp_accounting.ComposedDpEvent(
+            window_events([StageNoise(r, scale * reference[r.stage], None).event() for r in requests]))
 
     scale = dp_accounting.calibrate_dp_mechanism(
-        PLDAccountant, composed, target_epsilon=total_epsilon, target_delta=delta,
-        bracket_interval=_bracket(lambda t: composed_epsilon([composed(t)], delta) > total_epsilon),
+        PLDAccountant, composed, target_epsilon=total_epsilon, target_delta=target_delta,
+        bracket_interval=_bracket(lambda t: composed_epsilon([composed(t)], target_delta) > total_epsilon),
         tol=_SCALE_TOLERANCE)
     while True:
         stages = {r.stage: _drawn(r, scale * reference[r.stage], delta) for r in requests}
-        spent = composed_epsilon([s.event() for s in stages.values()], delta)
+        spent = composed_epsilon(window_events([s.event() for s in stages.values()]), target_delta)
         if spent <= total_epsilon:
             return JointCalibration(total_epsilon, delta, scale, stages, spent)
         scale *= 1 + _SCALE_TOLERANCE

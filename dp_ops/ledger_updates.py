@@ -13,7 +13,7 @@ import dataclasses
 
 from core import json_store
 from core.dates import utc_timestamp
-from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, Ledger, LedgerEntry, events_json
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, KEYWORD_SET_RUN_PREFIX, Ledger, LedgerEntry, events_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Charge:
 def reserve_budget(ledger_path: str, max_epsilon_per_window: float | None, window_days: int, *,
                    run: Charge | None = None, keyword_set: Charge | None = None,
                    keyword_set_status: str = "reserved", allow_rerun: bool = False,
-                   max_delta_per_window: float | None = None) -> bool:
+                   max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> bool:
     """In one atomic update: charges `keyword_set` with `keyword_set_status` unless the ledger
     already holds its run id (a keyword set is charged once per ledger, by its build or by the first
     night that uses it), checked against the cap on its own date; then checks `run` against the cap

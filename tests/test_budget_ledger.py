@@ -5,7 +5,7 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from dp_ops.budget_ledger import BudgetRefused, Ledger, LedgerEntry
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry
 from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, event_from_json, event_to_json
 
 
@@ -104,8 +104,21 @@ def test_a_windows_spend_is_the_pld_composition_of_its_nights_events():
             accountant.compose(event_from_json(event))
     assert delta == 1e-6 and epsilon == pytest.approx(accountant.get_epsilon(1e-6), abs=5e-3)
     assert epsilon < 0.62 * 4 * NIGHT_EPSILON  # 13.1 against 21.4 by adding epsilons
-    summed_delta_epsilon, summed_delta, _ = ledger.worst_window_spend("2026-11-04", 7)
-    assert summed_delta == pytest.approx(4e-6) and summed_delta_epsilon < epsilon
+    # Without a window delta, the default one: never the sum of the nights' deltas.
+    assert ledger.worst_window_spend("2026-11-04", 7)[1] == DEFAULT_WINDOW_DELTA
+
+
+def test_a_night_with_a_larger_delta_never_lowers_its_windows_epsilon():
+    """Issue 25's reproduction: three nights, then a fourth at --delta 0.05 passed a cap of 20 when the
+    window was read at the sum of its runs' deltas (12.37) although it spends 22.33 at delta 4e-6."""
+    three = _ledger(*[_night(f"n{day}", f"2026-11-0{day}") for day in range(1, 4)])
+    wide = dataclasses.replace(_night("n4", "2026-11-04"), delta=0.05)
+    before = three.worst_window_spend("2026-11-04", 30)[0]
+    after = three.with_entry(wide).worst_window_spend("2026-11-04", 30)[0]
+    plain = three.with_entry(_night("n4", "2026-11-04")).worst_window_spend("2026-11-04", 30)[0]
+    assert before < after == pytest.approx(plain)
+    with pytest.raises(BudgetRefused):
+        three.check("2026-11-04", NIGHT_EPSILON, after - 0.01, 30, False, delta=0.05, events=NIGHT)
 
 
 def test_the_epsilon_cap_admits_what_pld_composition_fits_and_refuses_one_night_more():
@@ -138,10 +151,10 @@ def test_an_old_ledger_is_read_and_its_entries_compose_as_their_own_epsilon_delt
          "recorded_at": "2026-11-01T00:00:00+00:00", "output": "out", "rerun": False}]}
     ledger = Ledger.from_json(old)
     assert ledger.entries[0].dp_events() == [EpsilonDeltaDpEvent(7.0, 1e-6)]
-    # An old entry counts at its full epsilon: 7 + a 5.35 night fits 12.4, not 12.
-    ledger.check("2026-11-02", NIGHT_EPSILON, 12.4, 30, False, delta=1e-6, events=NIGHT)
+    # An old entry counts at its full epsilon: 7 + a 5.35 night fits 12.4, not 12 (at the sum of their deltas).
+    ledger.check("2026-11-02", NIGHT_EPSILON, 12.4, 30, False, delta=1e-6, events=NIGHT, max_delta_per_window=2e-6)
     with pytest.raises(BudgetRefused):
-        ledger.check("2026-11-02", NIGHT_EPSILON, 12.0, 30, False, delta=1e-6, events=NIGHT)
+        ledger.check("2026-11-02", NIGHT_EPSILON, 12.0, 30, False, delta=1e-6, events=NIGHT, max_delta_per_window=2e-6)
     written = ledger.with_entry(_night("b", "2026-11-02")).to_json()
     assert written["version"] == 2 and written["entries"][0]["events"] == []
     assert Ledger.from_json(json.loads(json.dumps(written))) == ledger.with_entry(_night("b", "2026-11-02"))

@@ -30,6 +30,8 @@ RUN_SPENDS = [MechanismSpend(stage="clustering", mechanism="DP k-means", epsilon
 # A night is charged the PLD composition of its stages at --delta (1e-6): ~4.77, not 4 + 1.
 NIGHT_EPSILON = RunBudget.of(RUN_SPENDS, 1e-6).epsilon()
 SET_ID = "keyword-set-0123456789abcdef"
+# The window read at the set's and a night's deltas together, as basic composition would charge them.
+WINDOW_DELTA = ("--max_delta_per_window", "1.1e-6")
 
 
 def _dp_set(tmp_path, date="2026-11-10"):
@@ -78,20 +80,21 @@ def test_a_set_built_with_the_same_ledger_is_not_charged_again(tmp_path):
 
 def test_the_cap_counts_the_set_and_a_refusal_charges_nothing(tmp_path):
     keyword_set = _dp_set(tmp_path, date="2026-11-20")
-    # The run's ~4.77 fits a cap of 6 alone; with the set's (1.5, 1e-7) in the same window (~6.24) it does not.
+    # The run's ~4.77 fits a cap of 6 alone; with the set's (1.5, 1e-7) in the same window (~6.24 at the
+    # window delta 1.1e-6, the sum of both) it does not.
     with pytest.raises(BudgetRefused, match="cap 6"):
-        _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6")
+        _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6", *WINDOW_DELTA)
     assert not (tmp_path / "ledger.json").exists()
-    _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6.5")
+    _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6.5", *WINDOW_DELTA)
     assert [e.epsilon for e in _entries(tmp_path)] == [1.5, NIGHT_EPSILON]
 
 
 def test_the_set_is_checked_against_the_cap_on_its_own_date(tmp_path):
     # The set's build date is outside this night's windows, but a night there already used the cap.
     keyword_set = _dp_set(tmp_path, date="2026-10-01")
-    _night(tmp_path, _public_set(), "2026-10-02")
+    _night(tmp_path, _public_set(), "2026-10-02", *WINDOW_DELTA)
     with pytest.raises(BudgetRefused, match=f"keyword set {SET_ID} \\(dated 2026-10-01\\).*cap 6"):
-        _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6")
+        _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6", *WINDOW_DELTA)
     assert len(_entries(tmp_path)) == 1
 
 

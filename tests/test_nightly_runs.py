@@ -12,6 +12,8 @@ from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
 from beam_jobs.job_runtime import EXIT_BUDGET_REFUSED, EXIT_RELEASE_GATE_FAILED
 from core.spend import MechanismSpend
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
+from dp_ops.dp_events import composed_epsilon, event_from_json
 from tests.gcs_emulator import local_gcs
 
 pytestmark = pytest.mark.slow
@@ -22,7 +24,7 @@ SMALL = ["--num_clusters", "6", "--min_cluster_size", "5", "--seed", "2"]
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
     root = tmp_path_factory.mktemp("logs")
-    for day, seed in (("2026-11-01", 1), ("2026-11-02", 2), ("2026-11-03", 3)):
+    for day, seed in (("2026-11-01", 1), ("2026-11-02", 2), ("2026-11-03", 3), ("2026-11-04", 4)):
         os.makedirs(root / f"dt={day}")
         write_sample(str(root / f"dt={day}" / "part-0.jsonl"), 300, 100, seed=seed)
     return root
@@ -33,22 +35,34 @@ def _nightly(logs, output, ledger, date, *extra):
                 "--privacy_ledger", ledger, *SMALL, *extra])
 
 
-def test_ledger_composes_nights_and_refuses_over_the_cap_before_reading_data(logs, tmp_path):
+def test_planned_nights_fit_the_window_and_continue_their_topics(logs, tmp_path):
+    """With a window cap and no --epsilon every night is planned to fit (3 nights of a 3-day window
+    compose to the cap of 12: ~6.41 each, where three default nights of 7 would compose to ~13.24);
+    night 2 warm-starts from night 1's released centres and continues its lineages; an explicit
+    --epsilon that would bring a window over the cap is refused before any data is read."""
     output, ledger = str(tmp_path / "out"), str(tmp_path / "ledger.json")
-    # A night is calibrated to epsilon 7 at delta 1e-6 (PLD); nights compose with PLD: two ~10.69,
-    # three ~13.82 (at the sum of their deltas), where adding them up would give 14 and 21.
-    cap = ["--max_epsilon_per_window", "12", "--window_days", "7"]
-    assert _nightly(logs, output, ledger, "2026-11-01", *cap) == 0
-    assert _nightly(logs, output, ledger, "2026-11-02", *cap) == 0
-    assert _nightly(logs, output, ledger, "2026-11-03", *cap) == EXIT_BUDGET_REFUSED
+    cap = ["--max_epsilon_per_window", "12", "--window_days", "3"]
+    for day in ("2026-11-01", "2026-11-02", "2026-11-03"):
+        assert _nightly(logs, output, ledger, day, *cap) == 0
+    assert _nightly(logs, output, ledger, "2026-11-04", *cap, "--epsilon", "7") == EXIT_BUDGET_REFUSED
+    assert not os.path.exists(os.path.join(output, "dt=2026-11-04"))  # refused before any output
     entries = json.load(open(ledger))["entries"]
-    assert [(e["date"], e["status"]) for e in entries] == [("2026-11-01", "committed"), ("2026-11-02", "committed")]
-    assert all(6.99 < e["epsilon"] <= 7.0 and e["delta"] == 1e-6 and e["events"] for e in entries)
-    assert not os.path.exists(os.path.join(output, "dt=2026-11-03"))  # refused before any output
+    assert [(e["date"], e["status"]) for e in entries] == [
+        ("2026-11-01", "committed"), ("2026-11-02", "committed"), ("2026-11-03", "committed")]
+    # The window recomputed from the ledger's events alone, with a fresh accountant, at the window delta.
+    events = [event_from_json(event) for e in entries for event in e["events"]]
+    assert 11.9 < composed_epsilon(events, DEFAULT_WINDOW_DELTA) <= 12.0
     index = json.load(open(os.path.join(output, "index.json")))["runs"]
-    assert [(r["date"], r["status"]) for r in index] == [("2026-11-01", "committed"), ("2026-11-02", "committed")]
-    for run_entry in index:
-        assert os.path.exists(os.path.join(output, run_entry["path"], "release", "report.json"))
+    reports = [json.load(open(os.path.join(output, r["path"], "release", "report.json"))) for r in index]
+    plan = reports[0]["privacy"]["plan"]
+    assert (plan["nights_per_window"], plan["window_days"], plan["cadence_days"], plan["window_delta"]) == (
+        3, 3, 1, DEFAULT_WINDOW_DELTA)
+    assert all(r["privacy"]["epsilon"] == pytest.approx(plan["per_night_epsilon"], abs=1e-6) for r in reports)
+    assert [r["config"]["warm_start"] for r in reports] == [False, True, True]
+    # Every topic has a lineage: night 1's all start there; continuity itself: tests/test_lineage.py.
+    assert all(t["lineage"].startswith("2026-11-01#") for t in reports[0]["topics"])
+    assert all(len({t["lineage"] for t in r["topics"]}) == len(r["topics"]) for r in reports)
+    assert all(set(r["centres"]["by_topic"]) == {str(t["id"]) for t in r["topics"]} for r in reports)
 
 
 def test_a_dp_keyword_set_built_without_the_ledger_is_charged_once_and_counts_against_the_cap(logs, tmp_path):
@@ -59,11 +73,11 @@ def test_a_dp_keyword_set_built_without_the_ledger_is_charged_once_and_counts_ag
     write_keyword_set(keywords, keyword_set_document(list(load_keyword_set(None).keywords), "llm", {}, {}, [spend],
                                                      ledger_run_id="keyword-set-built-elsewhere",
                                                      ledger_date="2026-10-30"))
-    with_set = ["--keyword_set", keywords, "--window_days", "7"]
-    assert _nightly(logs, output, ledger, "2026-11-01", *with_set, "--max_epsilon_per_window", "10.9") == 0
-    # The set's (0.5, 1e-7) and two nights compose to ~11.03 > 10.9: refused because of the set (two
-    # nights alone, ~10.69, would fit).
-    assert _nightly(logs, output, ledger, "2026-11-02", *with_set, "--max_epsilon_per_window", "10.9") == (
+    with_set = ["--keyword_set", keywords, "--window_days", "7", "--epsilon", "7"]
+    assert _nightly(logs, output, ledger, "2026-11-01", *with_set, "--max_epsilon_per_window", "10.2") == 0
+    # The set's (0.5, 1e-7) and two nights of 7 compose to ~10.40 > 10.2 at the window delta 1e-5:
+    # refused because of the set (two nights alone, ~10.07, would fit).
+    assert _nightly(logs, output, ledger, "2026-11-02", *with_set, "--max_epsilon_per_window", "10.2") == (
         EXIT_BUDGET_REFUSED)
     assert _nightly(logs, output, ledger, "2026-11-03", *with_set) == 0
     entries = json.load(open(ledger))["entries"]

@@ -26,6 +26,7 @@ from beam_jobs.options import (
     insights_params,
 )
 from core.run_context import make_run_context
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 
 INSIGHTS_GROUPS = (ReadingParams, PrivacyParams, ClusteringParams, EmbeddingParams, KeywordParams, ExemplarParams,
                    LLMParams, RunParams)
@@ -48,7 +49,7 @@ def test_defaults_match_the_documented_interface():
     assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon,
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
             p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster, p.privacy.keyword_votes) == (
-        50, 5, 7.0, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1}, 1e-6,
+        50, 5, None, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1}, 1e-6,
         25, "auto", 5, "weighted")
 
 
@@ -103,7 +104,8 @@ def test_params_are_frozen():
     ("--epsilon_weights", "clustering:x,cluster_sizes:1,keyword_histograms:2", "must be a number"),
     ("--epsilon_clustering", "4", "--epsilon_clustering is retired: give the run's total with --epsilon"),
     ("--epsilon_size", "1", "--epsilon_size is retired"), ("--epsilon_keywords", "2", "--epsilon_keywords is retired"),
-    ("--max_delta_per_window", "1e-5", "needs --privacy_ledger"),
+    ("--max_delta_per_window", "0", "must be in \\(0, 1\\)"),
+    ("--cadence_days", "0", "--cadence_days must be >= 1"),
     ("--max_conversations_per_user", "0", "max_conversations_per_user"),
     ("--keywords_per_cluster", "0", "keywords_per_cluster"), ("--max_record_bytes", "0", "max_record_bytes"),
     ("--window_days", "0", "window_days"), ("--max_epsilon_per_window", "3", "needs --privacy_ledger"),
@@ -216,7 +218,7 @@ TODAYS_CONFIG_KEYS = {
     "keyword_votes", "keywords_per_vote", "false_keywords_per_topic", "keyword_candidates", "label_fallback",
     "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "llm_steps", "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
-    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds"}
+    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",
@@ -241,7 +243,8 @@ def test_release_config_is_what_the_params_declare_public(tmp_path):
     groups = [getattr(p, field.name) for field in dataclasses.fields(p)]
     declared = {name: value for group in groups for name, value in public_fields(group).items()}
     derived = {"noise_seed_fixed": True, "privacy_ledger": {"window_days": 30, "max_epsilon_per_window": 30.0,
-                                                            "max_delta_per_window": None}}
+                                                            "max_delta_per_window": DEFAULT_WINDOW_DELTA,
+                                                            "cadence_days": 1}}
     keyword_set = load_keyword_set(p.keywords.keyword_set)
     assert config == {"run_id": context.run_id, "date": context.date, **declared, **derived, "embedding_dim": 384,
                       "keyword_set": {"method": keyword_set.method, "size": 2, "version": keyword_set.version,

@@ -118,14 +118,18 @@ class DPKMeans(DPStage):
 
     def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
                  rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, model_name: str = embedding.DEFAULT_EMBEDDING_MODEL,
-                 user_count: DPUserCount | None = None, expected_users: int | None = None):
+                 user_count: DPUserCount | None = None, expected_users: int | None = None,
+                 warm_centres: np.ndarray | None = None):
         """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
-        from (one of them; neither for a fixed dimension). `model_name`: embeds the pca basis's keywords."""
+        from (one of them; neither for a fixed dimension). `model_name`: embeds the pca basis's keywords.
+        `warm_centres`: a previous release's centres as embedding-space directions (public), seeded
+        first (dp_ops.dp_kmeans.warm_seed_centres)."""
         super().__init__(budget)
         self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
         self.model_name = model_name
+        self.warm_centres = warm_centres
         self.calibration = mechanism.calibrate(params)
         self._dimension = ClusteringDimension(params, self.calibration.sigma, user_count, expected_users)
         self._spends(self.calibration.spend(params))
@@ -154,14 +158,22 @@ class DPKMeans(DPStage):
             [(np.zeros((0, params.dim), dtype=np.float32), np.zeros(0, dtype=np.float64))])
         points = (points, no_points) | "with the zero-row element" >> beam.Flatten()
 
+        # The warm seeds in this run's space (post-processing of a public release), or None.
+        warm = (blocks.pipeline | "warm centres" >> beam.Create([self.warm_centres])
+                | "warm centres to clustering space" >> beam.Map(
+                    lambda directions, basis, dim: None if directions is None
+                    else mechanism.to_clustering_space(directions, basis, dim),
+                    beam.pvalue.AsSingleton(basis), active))
         centres = None
         for release in mechanism.release_schedule(params):
             # Partial sums per element, one global total, and the noise on the one worker holding it.
             previous = {} if centres is None else {"centres": beam.pvalue.AsSingleton(centres)}
+            seeds = {"warm_centres": beam.pvalue.AsSingleton(warm)} if release.seeding else {}
             centres = (
                 points
                 | f"{release.label}: partial sums" >> beam.MapTuple(timed("dp_kmeans", release.sums), **previous)
                 | f"{release.label}: total sums" >> beam.CombineGlobally(SumArraysFn(release.shape)).without_defaults()
-                | f"{release.label}: noisy sums to centres" >> beam.Map(release.centres, sigma, noise_seed, active)
+                | f"{release.label}: noisy sums to centres" >> beam.Map(release.centres, sigma, noise_seed, active,
+                                                                         **seeds)
             )
         return DPKMeansOutput(centres=centres, projected_blocks=projected, basis=basis, active_dim=active_dim)

@@ -2,7 +2,8 @@
 for the job, so nothing after pipeline.run() can be relied on in production).
 
 The report is written to release.pending/. This step scans it with the release gate; if clean it
-moves it to release/, marks the run committed in the privacy ledger and lists it in the report index;
+moves it to release/, marks the run committed in the privacy ledger, lists it in the report index
+and rebuilds the topic timeline (transforms/write_timeline.py);
 otherwise it moves it to release.rejected/, marks the run rejected and fails the job. It may run
 more than once for a run (see `finalize`). Its timing goes to private/release_gate.json, never to
 the public index.
@@ -11,6 +12,7 @@ the public index.
 from __future__ import annotations
 
 import json
+import logging
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -20,6 +22,7 @@ from core.dates import utc_timestamp
 from core.release_gate import scan
 from core.run_context import RunContext
 from dp_ops.ledger_updates import set_ledger_status
+from transforms.write_timeline import write_timeline
 
 
 class ReleaseGateFailed(RuntimeError):
@@ -125,6 +128,13 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
     if context.date:
         report = None if rejected else _read_report(FileSystems.join(target_dir, "report.json"), context)
         add_to_index(context, status, report)
+        if not rejected:
+            try:
+                write_timeline(context.output_root)
+            except Exception as error:  # derived and rebuildable (beam_jobs.timeline): never fail a published run
+                logging.getLogger("urania.timeline").warning(
+                    "timeline not rebuilt", extra={"event": "timeline_failed", "run_id": context.run_id,
+                                                   "error": f"{type(error).__name__}: {error}"})
     if "finished_at" not in gate:
         # The run's timing stays private (see _index_entry); a retry keeps the first completion's.
         gate["finished_at"] = utc_timestamp()

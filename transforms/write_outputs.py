@@ -42,11 +42,12 @@ class WriteReport(beam.PTransform):
 
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], composition: dict,
                  max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None,
-                 labelling: dict | None = None, run_time_config=None):
+                 labelling: dict | None = None, run_time_config=None, lineage=None, plan: dict | None = None):
         """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
         (dp_ops.run_budget.RunBudget.composition); `labelling`: core.report.labelling_section.
         `run_time_config`: a singleton dict of public values known only at run time (DP-derived, e.g.
-        the clustering dimension), added to `config`."""
+        the clustering dimension), added to `config`. `lineage`: a singleton
+        transforms.topic_lineage.lineage_section; `plan`: the nightly budget plan (privacy.plan)."""
         super().__init__()
         self._labelling = labelling
         self._composition = composition
@@ -58,14 +59,16 @@ class WriteReport(beam.PTransform):
         self._config = config
         self._hierarchy = hierarchy
         self._run_time_config = run_time_config
+        self._lineage = lineage
+        self._plan = plan
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
-        composition, labelling = self._composition, self._labelling
+        composition, labelling, plan = self._composition, self._labelling, self._plan
 
-        def write(_, topics, sizes, hierarchy, centroid, run_time_config):
+        def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage):
             report = build_report(topics, sizes, spends, limit, {**config, **run_time_config}, centroid, hierarchy,
-                                  composition, labelling)
+                                  composition, labelling, lineage, plan)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
@@ -75,11 +78,14 @@ class WriteReport(beam.PTransform):
         run_time_config = beam.pvalue.AsSingleton(
             self._run_time_config if self._run_time_config is not None
             else named_topics.pipeline | "no run-time config" >> beam.Create([{}]))
+        lineage = beam.pvalue.AsSingleton(
+            self._lineage if self._lineage is not None
+            else named_topics.pipeline | "no lineage" >> beam.Create([None]))
         return (named_topics.pipeline
                 | "report trigger" >> beam.Create([None])
                 | "build and write report.json" >> beam.Map(
                     write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes),
-                    beam.pvalue.AsSingleton(self._hierarchy), centroid, run_time_config))
+                    beam.pvalue.AsSingleton(self._hierarchy), centroid, run_time_config, lineage))
 
 
 def count_globally(pcoll, label: str):

@@ -1,0 +1,44 @@
+"""The released nights of an output folder: OUTPUT/index.json's published runs and their reports.
+
+Public files only (index.json and each run's release/report.json), so whatever a run derives from
+them (warm starts, lineages, the timeline) is post-processing of released values.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from core.json_store import read_json_or_none
+
+log = logging.getLogger("urania.released_runs")
+
+
+def _join(root: str, *parts: str) -> str:
+    return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts if p)])
+
+
+def released_reports(output_root: str, before: str | None = None, nights: int | None = None) -> list[tuple[str, dict]]:
+    """(date, report) of the published dated runs, oldest first: those dated before `before` (all if
+    None), the last `nights` dates of them (all if None), one run a date (the last listed: a re-run
+    replaces the night). A listed report that cannot be read is skipped with a warning, never fatal:
+    it only costs a warm start or a lineage match."""
+    index = read_json_or_none(_join(output_root, "index.json")) or {}
+    latest: dict[str, dict] = {}
+    for run in index.get("runs", []):
+        if run.get("status") == "committed" and run.get("date") and (before is None or run["date"] < before):
+            latest[run["date"]] = run
+    dates = sorted(latest)[-nights:] if nights else sorted(latest)
+    reports = []
+    for date in dates:
+        path = _join(output_root, latest[date]["path"], "release", "report.json")
+        try:
+            report = read_json_or_none(path)
+        except (OSError, ValueError) as error:
+            log.warning("released report unreadable", extra={"event": "released_report_unreadable", "path": path,
+                                                             "error": str(error)})
+            continue
+        if report is None:
+            log.warning("released report missing", extra={"event": "released_report_missing", "path": path})
+        else:
+            reports.append((date, report))
+    return reports

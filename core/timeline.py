@@ -1,0 +1,227 @@
+"""The public topic timeline of nightly runs: each topic lineage's noisy size night by night, with a 95%
+interval and a status, built from released reports only (post-processing: it costs no privacy budget).
+
+A *lineage* is a topic followed from night to night: every topic of a report carries `lineage`, an id
+that stays the same for the same topic across nights (a report written before lineages existed is read
+as if each topic were its own lineage, `DATE#ID`).
+
+**Interval.** A night's size is the true count plus the noise that night's `cluster_sizes` mechanism
+drew (its `noise` entry in `privacy.mechanisms`). `low`/`high` hold the true count 95% of the time:
+size ± b·ln 20 for Laplace noise of scale b (P(|X| > b·ln 20) = 1/20), size ± 1.96σ for Gaussian
+noise; `low` is clamped at 0. Rounding and the clamp of a noisy size at 0 are ignored (sizes of
+released topics are well above 0).
+
+**Status** of a lineage on a night it was released, one of `STATUSES`:
+
+- `new`: its first night in the timeline (a lineage that disappears and comes back keeps its history:
+  its return is judged against its earlier nights like any other night, not called new again, so a
+  topic hovering at the release threshold does not flicker between new and vanished);
+- `emerging`: nights 2 to `EMERGING_NIGHTS` of the lineage (counted in timeline nights since its first)
+  when its size is more than `Z_EMERGING` standard deviations above its first night's;
+- `growing` / `shrinking`: tonight's size is more than `Z` standard deviations above / below the
+  mean of its previous up to `BASELINE_NIGHTS` released nights;
+- `steady` otherwise.
+
+The standard deviation is that of (tonight - baseline mean) when the topic's true rate has not changed
+(`change_z`): tonight's noise variance + the mean of the baseline nights' noise variances / n, plus
+the natural night-to-night variation of a true count, taken as Poisson overdispersed by
+`DAY_TO_DAY_CV` (variance mu + (cv mu)^2, mu the baseline mean; for tonight and for the mean of n
+baseline nights: times 1 + 1/n).
+
+Why these constants (tests/test_timeline.py simulates them: Poisson true counts, Laplace noise of
+scale 2-20, sizes 30-3000, 60 nights). Z = 3: a steady topic is flagged on under 1% of its nights
+(5% allowed), Laplace's heavier tails included. DAY_TO_DAY_CV = 0.06: with it, a weekday swing of
++-15% of a 3,000-conversation topic is flagged on under 1% of nights (with 0, on 77%), while a 30%
+step in it is still flagged growing within 3 nights (100%; with 0.1, 19%); a doubling of a topic of
+50 is flagged 97% of the time. Z_EMERGING = 2 (lower than Z): the test runs on six nights of a
+lineage's life only, so it adds little to its false flags over the timeline, and it catches a topic
+tripling in its first week (98% of the time; 66% at Z = 3).
+
+A night a lineage is missing after having been present (it was not released) gets one `vanished`
+entry with null size, interval and share; later missing nights get none until it reappears.
+"""
+
+from __future__ import annotations
+
+import math
+
+from core.report_html import _size_noise, noise_margin
+
+STATUSES = ("new", "emerging", "growing", "steady", "shrinking", "vanished")
+# How many standard deviations a change must exceed to count (see the module docstring).
+Z = 3.0
+# Tonight is compared with the mean of at most this many of the lineage's previous released nights: a
+# week, so a weekday pattern averages out and a change from last week is still visible.
+BASELINE_NIGHTS = 7
+# A lineage can be `emerging` on its nights 2..EMERGING_NIGHTS (its first week), when it is more than
+# Z_EMERGING standard deviations above its first night.
+EMERGING_NIGHTS = 7
+Z_EMERGING = 2.0
+# Natural relative night-to-night variation of a topic's true count beyond Poisson (weekday effects).
+DAY_TO_DAY_CV = 0.06
+# `new_this_week`: lineages first seen on one of the timeline's last this-many nights.
+WEEK_NIGHTS = 7
+
+
+def size_noise(report: dict) -> dict | None:
+    """The `noise` entry of the report's cluster_sizes mechanism, or None (a non-DP baseline)."""
+    return _size_noise(report.get("privacy", {}))  # the report page's reader: one place knows the shape
+
+
+def size_noise_std(report: dict) -> float:
+    """Standard deviation of the noise on each released topic size; 0 for exact (non-DP) sizes."""
+    noise = size_noise(report) or {}
+    if "std" in noise or "sigma" in noise:
+        return float(noise.get("std", noise.get("sigma")))
+    if noise.get("kind") == "laplace" and "scale" in noise:
+        return math.sqrt(2) * float(noise["scale"])
+    return 0.0
+
+
+def size_margin(report: dict) -> float:
+    """Half-width of the 95% interval of a true size around its noisy size (0 without noise)."""
+    return noise_margin(size_noise(report)) or 0.0
+
+
+def change_z(size: float, variance: float, baseline: list[tuple[float, float]],
+             day_to_day_cv: float | None = None) -> float:
+    """(size - mean of the baseline sizes) / its standard deviation under "nothing changed".
+
+    `variance` is the noise variance of `size`; `baseline` holds (size, noise variance) of earlier nights.
+    Under no change, each night's true count is a draw with mean mu and variance mu + (cv mu)^2 (Poisson,
+    overdispersed), estimated from the baseline mean; the noises are independent of it and of each other."""
+    if not baseline:
+        raise ValueError("change_z needs at least one baseline night")
+    cv = DAY_TO_DAY_CV if day_to_day_cv is None else day_to_day_cv
+    n = len(baseline)
+    mean = sum(s for s, _ in baseline) / n
+    mu = max(mean, 0.0)
+    natural = mu + (cv * mu) ** 2
+    total = variance + sum(v for _, v in baseline) / n / n + natural * (1 + 1 / n)
+    if total <= 0:  # exact sizes of a topic with no conversations: any change is real
+        return 0.0 if size == mean else math.copysign(math.inf, size - mean)
+    return (size - mean) / math.sqrt(total)
+
+
+def night_status(size: float, variance: float, history: list[tuple[float, float]], age: int) -> str:
+    """The status of a released night. `history`: the lineage's earlier released nights, oldest first,
+    as (size, noise variance); `age`: timeline nights since the lineage's first (0 on its first)."""
+    if not history:
+        return "new"
+    if 1 <= age < EMERGING_NIGHTS and change_z(size, variance, history[:1]) > Z_EMERGING:
+        return "emerging"
+    score = change_z(size, variance, history[-BASELINE_NIGHTS:])
+    return "growing" if score > Z else "shrinking" if score < -Z else "steady"
+
+
+def _lineage_of(topic: dict, date: str) -> str:
+    return str(topic["lineage"]) if topic.get("lineage") is not None else f"{date}#{topic['id']}"
+
+
+def _night_topics(date: str, report: dict) -> dict[str, dict]:
+    """The night's released topics by lineage; should a report hold a lineage twice, its largest topic."""
+    topics = {}
+    for topic in sorted(report.get("topics", []), key=lambda t: -(t.get("size") or 0)):
+        topics.setdefault(_lineage_of(topic, date), topic)
+    return topics
+
+
+def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) -> dict:
+    """The timeline of released nights `runs` ((date, report), any order; of two reports of one date
+    the later in the list wins). With `max_nights`, statuses are computed over every run given but only
+    the last `max_nights` nights are returned: the earlier runs serve as the first nights' baselines.
+
+    Returns {"nights": [dates], "lineages": [{"id", "name", "keywords", "nights": [{"date", "size", "low",
+    "high", "share", "status"}]}], "new_this_week": [lineage ids], "rising": [lineage ids],
+    "status_rule": {...}, "generated_from": [{"date", "run_id"}]}. Lineages are ordered: released on the
+    last night first, by size, then the vanished ones, most recently seen first."""
+    by_date = {}
+    for date, report in runs:
+        by_date[date] = report
+    dates = sorted(by_date)
+    nights = []
+    for date in dates:
+        report = by_date[date]
+        topics = _night_topics(date, report)
+        nights.append({"date": date, "topics": topics, "variance": size_noise_std(report) ** 2,
+                       "margin": size_margin(report), "total": sum(t.get("size") or 0 for t in topics.values())})
+
+    first_seen: dict[str, int] = {}
+    for index, night in enumerate(nights):
+        for lineage in night["topics"]:
+            first_seen.setdefault(lineage, index)
+
+    lineages = []
+    for lineage, first in first_seen.items():
+        entries, history, latest, last_index, present = [], [], None, first, False
+        for index in range(first, len(nights)):
+            night = nights[index]
+            topic = night["topics"].get(lineage)
+            if topic is None:
+                if present:
+                    entries.append(_vanished(night["date"], index))
+                present = False
+                continue
+            size = int(topic.get("size") or 0)
+            status = night_status(size, night["variance"], history, index - first)
+            entries.append({"date": night["date"], "size": size, "low": round(max(0.0, size - night["margin"]), 2),
+                            "high": round(size + night["margin"], 2),
+                            "share": round(size / night["total"], 6) if night["total"] else 0.0,
+                            "status": status, "_index": index})
+            history.append((size, night["variance"]))
+            latest, last_index, present = topic, index, True
+        lineages.append({"id": lineage, "name": latest.get("name", ""), "keywords": list(latest.get("keywords", [])),
+                         "nights": entries, "_first": first, "_last": last_index, "_size": latest.get("size") or 0})
+
+    last = len(nights) - 1
+    lineages.sort(key=lambda item: (item["_last"] != last, -item["_size"] if item["_last"] == last else -item["_last"],
+                                    item["id"]))
+    start = 0 if max_nights is None else max(0, len(nights) - max_nights)
+    week_start = max(0, len(nights) - WEEK_NIGHTS)
+    kept = []
+    for item in lineages:
+        entries = [{k: v for k, v in e.items() if k != "_index"} for e in item["nights"] if e["_index"] >= start]
+        if entries:
+            kept.append({"id": item["id"], "name": item["name"], "keywords": item["keywords"], "nights": entries,
+                         "_first": item["_first"]})
+    new_this_week = [item["id"] for item in kept if item.pop("_first") >= week_start]
+    rising = [item["id"] for item in kept if item["nights"][-1]["status"] in ("growing", "emerging")]
+    return {
+        "nights": [night["date"] for night in nights[start:]],
+        "lineages": kept,
+        "new_this_week": new_this_week,
+        "rising": rising,
+        "status_rule": status_rule(),
+        "generated_from": [{"date": date, "run_id": by_date[date].get("config", {}).get("run_id")}
+                           for date in dates[start:]],
+    }
+
+
+def _vanished(date: str, index: int) -> dict:
+    return {"date": date, "size": None, "low": None, "high": None, "share": None, "status": "vanished",
+            "_index": index}
+
+
+def status_rule() -> dict:
+    """The rule and its constants, as written into timeline.json so a reader need not find this module."""
+    return {
+        "z": Z, "z_emerging": Z_EMERGING, "baseline_nights": BASELINE_NIGHTS, "emerging_nights": EMERGING_NIGHTS,
+        "day_to_day_cv": DAY_TO_DAY_CV, "new_this_week_nights": WEEK_NIGHTS,
+        "text": (f"new: a lineage's first night. emerging: its nights 2-{EMERGING_NIGHTS}, more than {Z_EMERGING:g} "
+                 f"standard deviations above its first night. growing/shrinking: more than {Z:g} standard deviations above/below "
+                 f"the mean of its previous up to {BASELINE_NIGHTS} released nights. steady: otherwise. vanished: the "
+                 "first night it was not released. The standard deviation combines both nights' privacy noise and a "
+                 f"true count's natural variation (Poisson, plus {DAY_TO_DAY_CV:.0%} of its size). Interval: 95% for "
+                 "the true size from the noise drawn that night (Laplace: b ln 20; Gaussian: 1.96 sigma)."),
+    }
+
+
+ROW_COLUMNS = ("lineage_id", "name", "keywords", "date", "size", "low", "high", "share", "status")
+
+
+def timeline_rows(timeline: dict) -> list[dict]:
+    """Long format: one row per lineage and night it has an entry for (columns `ROW_COLUMNS`)."""
+    return [{"lineage_id": lineage["id"], "name": lineage["name"], "keywords": "; ".join(lineage["keywords"]),
+             "date": night["date"], "size": night["size"], "low": night["low"], "high": night["high"],
+             "share": night["share"], "status": night["status"]}
+            for lineage in timeline["lineages"] for night in lineage["nights"]]

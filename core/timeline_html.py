@@ -1,0 +1,118 @@
+"""timeline.json -> timeline.html: a self-contained page (inline CSS and static SVG, no script, no network).
+
+Rendered by Jinja2 from core/templates/timeline.html.j2 with autoescaping on for every value: topic
+names and keywords may come from a model. The chart geometry is computed here so the template only
+places it. It shows released data and its post-processing only.
+"""
+
+from __future__ import annotations
+
+import math
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from core.report_html import _CSS as REPORT_CSS
+from core.timeline import STATUSES, status_rule
+
+CHART_WIDTH, CHART_HEIGHT = 960, 150
+_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 14, 10, 24
+STATUS_COLOURS = {"new": "#4f6bd8", "emerging": "#8e44ad", "growing": "#2e9e5b", "steady": "#8a94a6",
+                  "shrinking": "#d0553f", "vanished": "#1d2433"}
+
+_environment = None
+
+
+def _template():
+    global _environment
+    if _environment is None:  # built once: loading and compiling the template is the slow part
+        _environment = Environment(loader=PackageLoader("core", "templates"), undefined=StrictUndefined,
+                                   autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
+                                   trim_blocks=True, lstrip_blocks=True)
+    return _environment.get_template("timeline.html.j2")
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 x 10^k at or above `value`: round axis labels."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 2.5, 5, 10) if step * power >= value)
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _chart(lineage: dict, nights: list[str]) -> dict:
+    """SVG geometry of one lineage: the band (95% interval) and line per run of consecutive released
+    nights, a marker per night coloured by status, and axes. The x axis is the timeline's nights, the
+    same for every lineage, so charts line up."""
+    position = {date: i for i, date in enumerate(nights)}
+    plot_width, plot_height = CHART_WIDTH - _LEFT - _RIGHT, CHART_HEIGHT - _TOP - _BOTTOM
+    top = _nice_ceiling(max([e["high"] for e in lineage["nights"] if e["high"] is not None] or [1.0]))
+
+    def x(date: str) -> float:
+        return _LEFT + (plot_width * position[date] / (len(nights) - 1) if len(nights) > 1 else plot_width / 2)
+
+    def y(value: float) -> float:
+        return _TOP + plot_height * (1 - value / top)
+
+    segments, current, previous = [], [], None
+    for entry in lineage["nights"]:
+        if entry["size"] is None or (previous is not None and position[entry["date"]] != position[previous] + 1):
+            if current:
+                segments.append(current)
+            current = []
+        if entry["size"] is not None:
+            current.append(entry)
+        previous = entry["date"]
+    if current:
+        segments.append(current)
+
+    bands, lines, bars = [], [], []
+    for segment in segments:
+        if len(segment) == 1:  # one night alone: its interval as a bar
+            e = segment[0]
+            bars.append({"x": _f(x(e["date"])), "y1": _f(y(e["low"])), "y2": _f(y(e["high"]))})
+            continue
+        upper = [f"{_f(x(e['date']))},{_f(y(e['high']))}" for e in segment]
+        lower = [f"{_f(x(e['date']))},{_f(y(e['low']))}" for e in reversed(segment)]
+        bands.append(" ".join(upper + lower))
+        lines.append(" ".join(f"{_f(x(e['date']))},{_f(y(e['size']))}" for e in segment))
+    markers = []
+    for entry in lineage["nights"]:
+        if entry["size"] is None:
+            title = f"{entry['date']}: not released (vanished)"
+            markers.append({"x": _f(x(entry["date"])), "y": _f(y(0)), "status": "vanished", "title": title})
+        else:
+            title = (f"{entry['date']}: {entry['size']} conversations (95%: {entry['low']:.0f} to {entry['high']:.0f}), "
+                     f"{entry['status']}")
+            markers.append({"x": _f(x(entry["date"])), "y": _f(y(entry["size"])), "status": entry["status"],
+                            "title": title})
+    y_ticks = [{"y": _f(y(v)), "label": f"{v:g}"} for v in (0, top / 2, top)]
+    label_nights = nights if len(nights) <= 2 else [nights[0], nights[len(nights) // 2], nights[-1]]
+    x_ticks = [{"x": _f(x(d)), "label": d, "anchor": "start" if i == 0 and len(label_nights) > 1 else
+                "end" if i == len(label_nights) - 1 and len(label_nights) > 1 else "middle"}
+               for i, d in enumerate(label_nights)]
+    return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "left": _LEFT, "right": CHART_WIDTH - _RIGHT,
+            "bottom": _f(y(0)), "top": _TOP, "bands": bands, "lines": lines, "bars": bars, "markers": markers,
+            "y_ticks": y_ticks, "x_ticks": x_ticks}
+
+
+def render_timeline_html(timeline: dict) -> str:
+    """The timeline page for a timeline dict (core.timeline.build_timeline)."""
+    nights = timeline.get("nights", [])
+    lineages = []
+    for number, lineage in enumerate(timeline.get("lineages", [])):
+        released = [e for e in lineage["nights"] if e["size"] is not None]
+        lineages.append({**lineage, "anchor": f"lineage-{number}", "chart": _chart(lineage, nights),
+                         "latest": lineage["nights"][-1], "first_date": lineage["nights"][0]["date"],
+                         "released_nights": len(released)})
+    by_id = {lineage["id"]: lineage for lineage in lineages}
+    return _template().render(
+        css=Markup(REPORT_CSS),  # the report page's look; a constant of this repo, not data
+        nights=nights, lineages=lineages,
+        new_this_week=[by_id[i] for i in timeline.get("new_this_week", []) if i in by_id],
+        rising=[by_id[i] for i in timeline.get("rising", []) if i in by_id],
+        rule=timeline.get("status_rule") or status_rule(), statuses=STATUSES, colours=STATUS_COLOURS)

@@ -1,0 +1,118 @@
+"""Warm starts and topic lineages (core/lineage.py, dp_ops.dp_kmeans.warm_seed_centres,
+transforms/topic_lineage.py): post-processing of released centres only."""
+
+import numpy as np
+import pytest
+
+from core.lineage import (
+    KnownLineage,
+    assign_lineages,
+    centres_section,
+    known_lineages,
+    report_centres,
+    warm_start_centres,
+)
+from core.release_gate import scan
+from dp_ops import dp_kmeans as km
+from transforms.topic_lineage import lineage_section
+
+MODEL = "all-MiniLM-L6-v2"
+
+
+def _unit(rng, n, d=16):
+    return km.normalise_rows(rng.standard_normal((n, d)))
+
+
+def _report(date, centres, lineages, sizes=None):
+    topics = [{"id": c, "lineage": lineages[c], "size": (sizes or {}).get(c, 10), "name": "t", "keywords": []}
+              for c in sorted(centres, key=lambda c: -(sizes or {}).get(c, 10))]
+    return {"topics": topics, "config": {"date": date}, "centres": centres_section(centres, MODEL)}
+
+
+def test_topics_keep_the_lineage_they_are_close_to_and_others_start_one():
+    rng = np.random.default_rng(0)
+    old = _unit(rng, 3)
+    known = [KnownLineage(f"L{i}", old[i], "2026-11-01") for i in range(3)]
+    noisy = km.normalise_rows(old + 0.05 * rng.standard_normal(old.shape))
+    stranger = _unit(rng, 1)[0]
+    tonight = {7: noisy[2], 3: noisy[0], 5: stranger}
+    assert assign_lineages(tonight, known, "2026-11-02") == {3: "L0", 5: "2026-11-02#5", 7: "L2"}
+    # One-to-one: two topics near one lineage do not share it; the closer keeps it.
+    split = {0: noisy[1], 1: km.normalise_rows((old[1] + 0.3 * old[0])[None])[0]}
+    assert assign_lineages(split, known[1:2], "d") == {0: "L1", 1: "d#1"}
+    # Below the threshold, nothing is continued.
+    assert assign_lineages({0: noisy[0]}, known[:1], "d", min_cosine=1.01) == {0: "d#0"}
+
+
+def test_a_lineages_reference_centre_averages_its_last_nights():
+    rng = np.random.default_rng(1)
+    averaged, single = [], []
+    for _ in range(100):
+        truth = _unit(rng, 1)[0]
+        nights = [km.normalise_rows((truth + 0.3 * rng.standard_normal(16))[None])[0] for _ in range(5)]
+        reports = [_report(f"2026-11-0{i + 1}", {0: c}, {0: "L"}) for i, c in enumerate(nights)]
+        (known,) = known_lineages(reports, MODEL)
+        assert known.id == "L" and known.date == "2026-11-05"
+        averaged.append(known.centre @ truth)
+        single.append(nights[-1] @ truth)
+    # The last SMOOTHING_NIGHTS nights' average is nearer the topic than the latest night alone.
+    assert np.mean(averaged) > np.mean(single) + 0.05
+    assert known_lineages(reports, "another-model") == []
+
+
+def test_the_centres_section_round_trips_and_passes_the_release_gate():
+    rng = np.random.default_rng(2)
+    centres = dict(enumerate(_unit(rng, 4, 384)))
+    report = _report("2026-11-01", centres, {c: f"L{c}" for c in centres}, sizes={0: 5, 1: 50, 2: 20, 3: 30})
+    back = report_centres(report, MODEL)
+    assert all(np.allclose(back[c], centres[c], atol=1e-4) for c in centres)
+    # Largest topics first, as the warm start seeds them.
+    assert np.allclose(warm_start_centres(report, MODEL), np.stack([back[c] for c in (1, 3, 2, 0)]))
+    import json
+    assert scan("report.json", json.dumps(report, indent=2).encode(), ()) == []
+
+
+def test_warm_seeds_come_first_and_fresh_seeds_go_where_no_warm_centre_is():
+    rng = np.random.default_rng(3)
+    warm = _unit(rng, 2)
+    # Noisy bucket sums: the two largest point where the warm centres are; a smaller one elsewhere.
+    elsewhere = _unit(rng, 1)[0]
+    buckets = np.stack([50 * warm[0], 40 * warm[1], 10 * elsewhere, np.zeros(16)])
+    seeds = km.warm_seed_centres(buckets, warm, 3)
+    assert np.allclose(seeds[:2], warm, atol=1e-6) and np.allclose(seeds[2], elsewhere, atol=1e-6)
+    # Too few distinct buckets: the skipped ones fill the slots rather than failing.
+    assert km.warm_seed_centres(buckets, warm, 4).shape == (4, 16)
+
+
+def test_lineage_section_maps_centres_back_through_the_basis():
+    rng = np.random.default_rng(4)
+    basis = np.linalg.qr(rng.standard_normal((16, 16)))[0][:, :8]
+    directions = km.normalise_rows(rng.standard_normal((3, 8)))
+    full = km.to_embedding_space(directions, basis)
+    # Projecting back (as tonight's warm seeds are) gives the same directions.
+    assert np.allclose(km.to_clustering_space(full, basis, None), directions, atol=1e-5)
+    section = lineage_section(directions, basis, [0, 2], [KnownLineage("L", full[2], None)], "2026-11-02", MODEL)
+    assert section["lineages"] == {0: "2026-11-02#0", 2: "L"}
+    assert set(section["centres"]["by_topic"]) == {"0", "2"}
+
+
+@pytest.mark.slow
+def test_in_process_nights_warm_start_and_continue_their_lineages(tmp_path):
+    """Two nights of the same generated users through the in-process job (eval/urania_inprocess.py,
+    the same functions as the Beam job) at a large epsilon: the second night's topics continue."""
+    from beam_jobs.generate_sample import write_sample
+    from eval.data import embed_cached, load_dataset
+    from eval.urania_inprocess import UraniaConfig, run_urania
+    reports = []
+    for night in range(2):
+        path = str(tmp_path / f"n{night}.jsonl")
+        write_sample(path, 400, 150, seed=night)
+        data = load_dataset(path)
+        report = run_urania(data.conversation_ids, data.user_ids, data.facets, embed_cached(data.facets, cache_dir=None),
+                            UraniaConfig(num_clusters=6, epsilon=200.0, min_cluster_size=5), seed=night,
+                            date=f"2026-11-0{night + 1}", previous_reports=reports)
+        report.pop("_private")
+        reports.append(report)
+    first, second = ({t["lineage"] for t in r["topics"]} for r in reports)
+    assert all(lineage.startswith("2026-11-01#") for lineage in first)
+    assert len(first & second) >= len(second) - 1

@@ -1,0 +1,460 @@
+"""The public topic timeline (core/timeline.py, core/timeline_html.py, transforms/write_timeline.py,
+beam_jobs/timeline.py): statuses against simulated nights, the 95% interval's coverage, the long rows,
+the page's escaping, and the files written from an index of fake dated runs (generated here)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+import os
+
+import numpy as np
+import pytest
+
+from core.timeline import (
+    BASELINE_NIGHTS,
+    EMERGING_NIGHTS,
+    ROW_COLUMNS,
+    STATUSES,
+    Z,
+    build_timeline,
+    change_z,
+    size_margin,
+    size_noise_std,
+    timeline_rows,
+)
+from core.timeline_html import render_timeline_html
+
+LAPLACE = {"kind": "laplace", "scale": 5.0, "std": math.sqrt(2) * 5.0}  # what dp_ops.dp_counts writes
+GAUSSIAN = {"kind": "gaussian", "sigma": 8.0, "std": 8.0}
+XSS_NAME = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
+
+
+def _date(night: int) -> str:
+    return (dt.date(2026, 11, 1) + dt.timedelta(days=night)).isoformat()
+
+
+def _report(date: str, topics: list[dict], noise: dict | None = LAPLACE, run_id: str | None = None) -> dict:
+    """A report.json shaped like the job's, with only what the timeline reads."""
+    mechanisms = [{"stage": "clustering", "noise": {"kind": "gaussian", "sigma": 2.0}}]
+    if noise is not None:
+        mechanisms.append({"stage": "cluster_sizes", "noise": noise})
+    return {"topics": sorted(topics, key=lambda t: -t["size"]),
+            "privacy": {"epsilon": 7.0, "delta": 1e-6, "mechanisms": mechanisms},
+            "config": {"date": date, "run_id": run_id or f"{date.replace('-', '')}T020000Z-abcdef"}}
+
+
+def _topic(lineage: str, size: int, name: str | None = None, keywords=("alpha", "beta"), topic_id: int = 0) -> dict:
+    return {"id": topic_id, "lineage": lineage, "name": name or f"Topic {lineage}", "description": "d",
+            "keywords": list(keywords), "size": int(size)}
+
+
+def _noisy(rng, true_mean: float, scale: float) -> int:
+    """A released size: a Poisson true count plus Laplace noise, rounded and clamped at 0 (core.report)."""
+    return max(0, int(round(rng.poisson(true_mean) + rng.laplace(0.0, scale))))
+
+
+def _simulate(rng, means: dict[str, list[float]], scale: float = 5.0, floor: float = 0.0) -> list[tuple[str, dict]]:
+    """Nights of reports: lineage -> its true mean per night (None: no conversations); a topic is
+    released when its noisy size reaches `floor` (the job's min_cluster_size)."""
+    nights = len(next(iter(means.values())))
+    noise = {"kind": "laplace", "scale": scale, "std": math.sqrt(2) * scale}
+    runs = []
+    for night in range(nights):
+        topics = []
+        for number, (lineage, series) in enumerate(means.items()):
+            if series[night] is not None:
+                size = _noisy(rng, series[night], scale)
+                if size >= floor:
+                    topics.append(_topic(lineage, size, topic_id=number))
+        runs.append((_date(night), _report(_date(night), topics, noise)))
+    return runs
+
+
+def _statuses(timeline: dict, lineage: str) -> list[str]:
+    (item,) = [item for item in timeline["lineages"] if item["id"] == lineage]
+    return [night["status"] for night in item["nights"]]
+
+
+# --- noise and interval ------------------------------------------------------------------------------
+
+def test_the_noise_is_read_from_the_cluster_sizes_mechanism():
+    assert size_noise_std(_report("2026-11-01", [], LAPLACE)) == pytest.approx(math.sqrt(2) * 5.0)
+    assert size_noise_std(_report("2026-11-01", [], {"kind": "laplace", "scale": 3.0})) == pytest.approx(math.sqrt(2) * 3)
+    assert size_noise_std(_report("2026-11-01", [], GAUSSIAN)) == 8.0
+    assert size_noise_std(_report("2026-11-01", [], None)) == 0.0  # a non-DP baseline
+    assert size_margin(_report("2026-11-01", [], LAPLACE)) == pytest.approx(5.0 * math.log(20))
+    assert size_margin(_report("2026-11-01", [], GAUSSIAN)) == pytest.approx(1.96 * 8.0)
+    assert size_margin(_report("2026-11-01", [], None)) == 0.0
+
+
+def test_compare_reports_reads_the_noise_with_the_same_function():
+    from beam_jobs import compare_reports
+    from core import timeline
+    assert compare_reports.size_noise_std is timeline.size_noise_std
+
+
+def test_the_interval_is_the_noise_margin_clamped_at_zero():
+    runs = [("2026-11-01", _report("2026-11-01", [_topic("a", 100), _topic("b", 10, topic_id=1)], LAPLACE)),
+            ("2026-11-02", _report("2026-11-02", [_topic("a", 100), _topic("b", 10, topic_id=1)], GAUSSIAN))]
+    timeline = build_timeline(runs)
+    a, b = ({n["date"]: n for n in item["nights"]} for item in timeline["lineages"])
+    margin = 5.0 * math.log(20)
+    assert (a["2026-11-01"]["low"], a["2026-11-01"]["high"]) == (round(100 - margin, 2), round(100 + margin, 2))
+    assert (a["2026-11-02"]["low"], a["2026-11-02"]["high"]) == (round(100 - 15.68, 2), round(100 + 15.68, 2))
+    assert b["2026-11-01"]["low"] == 0.0 and b["2026-11-02"]["low"] == 0.0
+
+
+@pytest.mark.parametrize("noise", [LAPLACE, GAUSSIAN], ids=["laplace", "gaussian"])
+def test_the_interval_covers_the_true_size_95_percent_of_the_time(noise):
+    rng = np.random.default_rng(11)
+    nights, covered = 4000, 0
+    truths = rng.integers(200, 400, nights)
+    for night, truth in enumerate(truths):
+        drawn = rng.laplace(0, noise["scale"]) if noise["kind"] == "laplace" else rng.normal(0, noise["sigma"])
+        released = int(round(truth + drawn))
+        timeline = build_timeline([(_date(night), _report(_date(night), [_topic("a", released)], noise))])
+        entry = timeline["lineages"][0]["nights"][0]
+        covered += entry["low"] <= truth <= entry["high"]
+    # Binomial(4000, 0.95) has sd 0.0034: 0.93-0.97 is ~6 sd either side (rounding widens it a little).
+    assert 0.93 <= covered / nights <= 0.97
+
+
+# --- statuses ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mean,scale", [(30, 5.0), (200, 5.0), (2000, 5.0), (200, 20.0), (60, 2.0)])
+def test_a_steady_lineage_is_rarely_flagged(mean, scale):
+    rng = np.random.default_rng(int(mean * 10 + scale))
+    flagged = total = 0
+    worst = 0.0
+    for _ in range(60):
+        timeline = build_timeline(_simulate(rng, {"s": [mean] * 60}, scale))
+        statuses = _statuses(timeline, "s")
+        assert len(statuses) == 60 and statuses[0] == "new"
+        others = sum(status != "steady" for status in statuses)  # its first night ("new") counts against it
+        flagged, total = flagged + others, total + len(statuses)
+        worst = max(worst, others / len(statuses))
+    assert flagged / total <= 0.05, f"steady lineage flagged on {flagged} of {total} nights"
+    # Flags cluster a little: a first night drawn low lets later first-week nights look emerging.
+    assert worst <= 0.15
+
+
+def test_false_flags_stay_under_five_percent_with_weekday_swings():
+    # Real traffic is not Poisson: +-8% by day of the week on top of it.
+    rng = np.random.default_rng(5)
+    flagged = total = 0
+    for _ in range(40):
+        weekly = [300 * (1 + 0.08 * math.sin(2 * math.pi * night / 7)) for night in range(60)]
+        statuses = _statuses(build_timeline(_simulate(rng, {"s": weekly})), "s")
+        flagged, total = flagged + sum(s != "steady" for s in statuses), total + len(statuses)
+    assert flagged / total <= 0.05
+
+
+def test_a_lineage_that_doubles_is_flagged_growing_and_one_that_halves_shrinking():
+    rng = np.random.default_rng(3)
+    grew = shrank = false_alarms = 0
+    seeds = 50
+    for _ in range(seeds):
+        timeline = build_timeline(_simulate(rng, {"up": [100] * 20 + [200] * 10, "down": [200] * 20 + [100] * 10}))
+        grew += "growing" in _statuses(timeline, "up")[20:22]  # on the night it doubles or the next
+        shrank += "shrinking" in _statuses(timeline, "down")[20:22]
+        false_alarms += sum(s in ("growing", "shrinking") for s in _statuses(timeline, "up")[1:20])
+    assert grew >= 0.95 * seeds and shrank >= 0.95 * seeds
+    assert false_alarms <= 0.02 * seeds * 19
+
+
+def test_a_change_within_the_noise_is_steady():
+    history = [(100, 50.0)] * BASELINE_NIGHTS
+    assert abs(change_z(115, 50.0, history)) < Z  # +15 on ~100 with noise sd ~7: not significant
+    assert change_z(200, 50.0, history) > Z
+    assert change_z(40, 50.0, history) < -Z
+
+
+def test_an_emerging_topic_is_flagged_within_a_week_of_its_first_conversations():
+    """A topic whose true count grows from nothing: released once its noisy size clears the release
+    floor (new), and flagged new, emerging or growing on a night within 7 of its first conversations."""
+    rng = np.random.default_rng(8)
+    floor, seeds, flagged_in_time, emerging_seen = 25, 40, 0, 0
+    for _ in range(seeds):
+        ramp = [None] * 20 + [8 * (night + 1) for night in range(20)]  # 8, 16, 24, ... a night
+        runs = _simulate(rng, {"steady": [300] * 40, "rising": ramp}, floor=floor)
+        timeline = build_timeline(runs)
+        (item,) = [i for i in timeline["lineages"] if i["id"] == "rising"]
+        first_conversations = dt.date.fromisoformat(_date(20))
+        flags = [dt.date.fromisoformat(n["date"]) for n in item["nights"]
+                 if n["status"] in ("new", "emerging", "growing")]
+        flagged_in_time += bool(flags) and (flags[0] - first_conversations).days < 7
+        emerging_seen += "emerging" in [n["status"] for n in item["nights"]]
+    assert flagged_in_time == seeds
+    assert emerging_seen >= 0.85 * seeds  # it triples in its first week: emerging, not just new
+
+
+def test_emerging_is_only_in_a_lineages_first_week_and_growing_after():
+    sizes = [30, 60, 90, 120, 150, 180, 210, 240, 270, 300]
+    runs = [(_date(n), _report(_date(n), [_topic("r", s), _topic("big", 1000, topic_id=1)])) for n, s in enumerate(sizes)]
+    statuses = _statuses(build_timeline(runs), "r")
+    assert statuses[0] == "new"
+    assert set(statuses[1:EMERGING_NIGHTS]) == {"emerging"}
+    assert set(statuses[EMERGING_NIGHTS:]) == {"growing"}
+
+
+def test_vanished_once_then_nothing_until_it_returns_and_a_return_is_not_new():
+    present = [True, True, True, False, False, False, True, True]
+    runs = [(_date(n), _report(_date(n), [_topic("big", 500, topic_id=1)] + ([_topic("v", 100)] if p else [])))
+            for n, p in enumerate(present)]
+    timeline = build_timeline(runs)
+    (item,) = [i for i in timeline["lineages"] if i["id"] == "v"]
+    assert [n["date"] for n in item["nights"]] == [_date(n) for n in (0, 1, 2, 3, 6, 7)]
+    assert [n["status"] for n in item["nights"]] == ["new", "steady", "steady", "vanished", "steady", "steady"]
+    vanished = item["nights"][3]
+    assert (vanished["size"], vanished["low"], vanished["high"], vanished["share"]) == (None, None, None, None)
+    assert set(STATUSES) >= {n["status"] for i in timeline["lineages"] for n in i["nights"]}
+
+
+def test_a_lineage_gone_on_the_last_night_ends_with_vanished_and_is_listed_last():
+    runs = [(_date(n), _report(_date(n), [_topic("stays", 50, topic_id=1)] + ([_topic("goes", 900)] if n < 2 else [])))
+            for n in range(3)]
+    timeline = build_timeline(runs)
+    assert [i["id"] for i in timeline["lineages"]] == ["stays", "goes"]
+    assert _statuses(timeline, "goes") == ["new", "steady", "vanished"]
+
+
+# --- shape --------------------------------------------------------------------------------------------
+
+def test_runs_in_any_order_the_later_of_one_date_wins_and_names_are_the_latest():
+    runs = [(_date(1), _report(_date(1), [_topic("a", 120, name="Second night", keywords=["new kw"])])),
+            (_date(0), _report(_date(0), [_topic("a", 100, name="First night")])),
+            (_date(1), _report(_date(1), [_topic("a", 130, name="Second night, rerun", keywords=["rerun"])]))]
+    timeline = build_timeline(runs)
+    assert timeline["nights"] == [_date(0), _date(1)]
+    (item,) = timeline["lineages"]
+    assert set(item) == {"id", "name", "keywords", "nights"}
+    assert set(item["nights"][0]) == {"date", "size", "low", "high", "share", "status"}
+    assert [n["size"] for n in item["nights"]] == [100, 130]
+    assert (item["name"], item["keywords"]) == ("Second night, rerun", ["rerun"])
+    assert [r["date"] for r in timeline["generated_from"]] == [_date(0), _date(1)]
+    assert timeline["status_rule"]["z"] == Z
+
+
+def test_shares_sum_to_one_each_night():
+    rng = np.random.default_rng(1)
+    timeline = build_timeline(_simulate(rng, {"a": [100] * 5, "b": [300] * 5, "c": [50] * 5}))
+    for date in timeline["nights"]:
+        shares = [n["share"] for i in timeline["lineages"] for n in i["nights"] if n["date"] == date]
+        assert sum(shares) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_topics_without_a_lineage_are_their_own_lineage():
+    report = _report(_date(0), [{"id": 7, "name": "Old report", "keywords": [], "size": 40}])
+    timeline = build_timeline([(_date(0), report)])
+    assert timeline["lineages"][0]["id"] == f"{_date(0)}#7"
+
+
+def test_new_this_week_and_rising():
+    nights = 12
+    runs = []
+    for n in range(nights):
+        topics = [_topic("old", 400, topic_id=1)]
+        if n >= nights - 3:
+            topics.append(_topic("fresh", 40 + 40 * (n - (nights - 3)), topic_id=2))  # 40, 80, 120
+        if n == 0:
+            topics.append(_topic("early", 40, topic_id=3))
+        runs.append((_date(n), _report(_date(n), topics)))
+    timeline = build_timeline(runs)
+    assert timeline["new_this_week"] == ["fresh"]
+    assert timeline["rising"] == ["fresh"] and _statuses(timeline, "fresh")[-1] == "emerging"
+
+
+def test_max_nights_keeps_the_last_nights_and_uses_the_earlier_ones_as_baseline():
+    runs = [(_date(n), _report(_date(n), [_topic("a", 200)])) for n in range(10)]
+    timeline = build_timeline(runs, max_nights=4)
+    assert timeline["nights"] == [_date(n) for n in range(6, 10)]
+    assert _statuses(timeline, "a") == ["steady"] * 4  # not "new": it was there before the window
+    assert timeline["new_this_week"] == []
+
+
+def test_rows_are_long_format():
+    runs = [(_date(n), _report(_date(n), [_topic("a", 100, keywords=["x", "y"])] + ([_topic("b", 60, topic_id=1)]
+                                                                                       if n == 0 else [])))
+            for n in range(2)]
+    rows = timeline_rows(build_timeline(runs))
+    assert all(tuple(row) == ROW_COLUMNS for row in rows)
+    assert [(r["lineage_id"], r["date"], r["status"]) for r in rows] == [
+        ("a", _date(0), "new"), ("a", _date(1), "steady"), ("b", _date(0), "new"), ("b", _date(1), "vanished")]
+    assert rows[0]["keywords"] == "x; y" and rows[-1]["size"] is None
+
+
+# --- the page -----------------------------------------------------------------------------------------
+
+def test_the_page_escapes_names_and_draws_a_chart_per_lineage():
+    runs = [(_date(n), _report(_date(n), [_topic("x", 100 + 50 * n, name=XSS_NAME, keywords=["<b>kw</b>"]),
+                                          _topic("y", 300, topic_id=1)])) for n in range(4)]
+    page = render_timeline_html(build_timeline(runs))
+    assert "<script" not in page and "onerror=\"" not in page and "<b>kw" not in page
+    assert "&lt;script&gt;window.__xss = 1&lt;/script&gt;" in page
+    assert page.count("<svg class=\"timeline-chart\"") == 2
+    assert "New this week" in page and "Rising" in page and "http" not in page
+
+
+def test_the_page_renders_an_empty_timeline():
+    page = render_timeline_html(build_timeline([]))
+    assert "No released night yet" in page
+
+
+# --- the files ----------------------------------------------------------------------------------------
+
+def _write(path: str, document) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        json.dump(document, handle)
+
+
+def _nightly_output(root) -> str:
+    """OUTPUT with four dated nights: a night re-run (the later run wins), a night whose committed
+    run's report is torn (skipped, after a rejected run of the same night) and a missing rejected one."""
+    output = str(root / "out")
+    entries = []
+
+    def run(date: str, run_id: str, status: str, topics: list[dict] | None):
+        path = f"dt={date}/run={run_id}"
+        report = os.path.join(output, path, "release", "report.json")
+        if topics is not None:
+            _write(report, _report(date, topics, run_id=run_id))
+        elif status == "committed":
+            _write(report, {})
+            with open(report, "w") as handle:
+                handle.write('{"topics": [')  # torn
+        entries.append({"run_id": run_id, "date": date, "path": path, "status": status})
+
+    run("2026-11-01", "20261101T020000Z-aaaaaa", "committed", [_topic("a", 100, name=XSS_NAME), _topic("b", 50, topic_id=1)])
+    run("2026-11-02", "20261102T020000Z-bbbbbb", "committed", [_topic("a", 20), _topic("b", 55, topic_id=1)])
+    run("2026-11-02", "20261102T090000Z-cccccc", "committed", [_topic("a", 105), _topic("b", 52, topic_id=1)])
+    run("2026-11-03", "20261103T020000Z-dddddd", "rejected", None)
+    run("2026-11-03", "20261103T030000Z-eeeeee", "committed", None)
+    run("2026-11-04", "20261104T020000Z-ffffff", "committed", [_topic("a", 110, name=XSS_NAME),
+                                                               _topic("c", 30, topic_id=2)])
+    _write(os.path.join(output, "index.json"), {"runs": entries})
+    return output
+
+
+def test_write_timeline_writes_json_html_csv_and_parquet(tmp_path, caplog):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from transforms.write_timeline import write_timeline
+    output = _nightly_output(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        result = write_timeline(output)
+    assert any("20261103T030000Z-eeeeee" in str(getattr(r, "path", "")) for r in caplog.records)  # skipped, said so
+    assert set(result["files"]) == {"json", "html", "csv", "parquet"} and (result["nights"], result["lineages"]) == (3, 3)
+    assert all(os.path.exists(path) for path in result["files"].values())
+
+    timeline = json.load(open(os.path.join(output, "timeline.json")))
+    assert timeline["nights"] == ["2026-11-01", "2026-11-02", "2026-11-04"]
+    sizes = {i["id"]: [n["size"] for n in i["nights"]] for i in timeline["lineages"]}
+    assert sizes == {"a": [100, 105, 110], "b": [50, 52, None], "c": [30]}  # the rerun of 11-02 won
+    assert timeline["new_this_week"] == ["a", "c", "b"]  # every night is within the week; "b" vanished: last
+
+    rows = timeline_rows(timeline)
+    parquet = pq.read_table(os.path.join(output, "timeline.parquet"))
+    assert parquet.schema.field("date").type == pa.date32()
+    assert parquet.schema.field("size").type == pa.int64() and parquet.schema.field("share").type == pa.float64()
+    assert parquet.column_names == list(ROW_COLUMNS)
+    assert parquet.num_rows == len(rows) == 7
+    back = parquet.to_pylist()
+    assert [r["date"].isoformat() for r in back] == [r["date"] for r in rows]
+    assert [r["size"] for r in back] == [r["size"] for r in rows] and None in [r["size"] for r in back]
+    assert back[0]["name"] == XSS_NAME
+
+    csv_table = pacsv.read_csv(os.path.join(output, "timeline.csv"),
+                               convert_options=pacsv.ConvertOptions(column_types={"date": pa.date32()}))
+    assert csv_table.column_names == list(ROW_COLUMNS)
+    assert csv_table.column("size").to_pylist() == [r["size"] for r in rows]
+    assert csv_table.column("status").to_pylist() == [r["status"] for r in rows]
+
+    page = open(os.path.join(output, "timeline.html")).read()
+    assert page.count("<svg class=\"timeline-chart\"") == 3 and "<script" not in page
+
+
+def test_write_timeline_keeps_the_last_timeline_nights(tmp_path, monkeypatch):
+    from transforms import write_timeline as module
+    monkeypatch.setattr(module, "TIMELINE_NIGHTS", 3)
+    asked = []
+    real = module.released_reports
+    monkeypatch.setattr(module, "released_reports", lambda root, **kw: asked.append(kw) or real(root, **kw))
+    output = str(tmp_path / "out")
+    entries = []
+    for n in range(12):
+        path = f"dt={_date(n)}/run=r{n:02d}"
+        _write(os.path.join(output, path, "release", "report.json"), _report(_date(n), [_topic("a", 100)]))
+        entries.append({"run_id": f"r{n:02d}", "date": _date(n), "path": path, "status": "committed"})
+    _write(os.path.join(output, "index.json"), {"runs": entries})
+    module.write_timeline(output)
+    assert asked == [{"nights": 3 + BASELINE_NIGHTS}]  # the shown nights and their baselines, no more
+    timeline = json.load(open(os.path.join(output, "timeline.json")))
+    assert timeline["nights"] == [_date(n) for n in range(9, 12)] and _statuses(timeline, "a") == ["steady"] * 3
+
+
+def test_the_cli_rebuilds_the_files_and_refuses_a_folder_without_an_index(tmp_path, capsys):
+    from beam_jobs.timeline import main
+    output = _nightly_output(tmp_path)
+    assert main([output]) == 0
+    printed = capsys.readouterr()
+    assert os.path.join(output, "timeline.parquet") in printed.out and "3 nights, 3 topics" in printed.out
+    assert main([str(tmp_path / "nothing")]) == 2
+
+
+@pytest.mark.slow
+def test_write_timeline_on_gcs(tmp_path, monkeypatch):
+    import io
+
+    import pyarrow.parquet as pq
+
+    from tests.gcs_emulator import local_gcs
+    from transforms.write_timeline import write_timeline
+    local = _nightly_output(tmp_path)
+    with local_gcs(monkeypatch, "urania") as bucket:
+        from google.cloud import storage
+        client = storage.Client.create_anonymous_client()
+        for folder, _, names in os.walk(local):
+            for name in names:
+                path = os.path.join(folder, name)
+                client.bucket(bucket).blob("out/" + os.path.relpath(path, local)).upload_from_filename(path)
+        result = write_timeline(f"gs://{bucket}/out")
+        assert result["files"]["parquet"] == f"gs://{bucket}/out/timeline.parquet"
+        timeline = json.loads(client.bucket(bucket).blob("out/timeline.json").download_as_bytes())
+        parquet = pq.read_table(io.BytesIO(client.bucket(bucket).blob("out/timeline.parquet").download_as_bytes()))
+    assert timeline["nights"] == ["2026-11-01", "2026-11-02", "2026-11-04"] and parquet.num_rows == 7
+
+
+def _finalizable_run(tmp_path, date: str, topics: list[dict]):
+    from core.run_context import make_run_context
+    context = make_run_context(str(tmp_path / "in.jsonl"), str(tmp_path / "out"), date,
+                               now=dt.datetime.fromisoformat(f"{date}T03:00:00+00:00"))
+    _write(context.report_pending, _report(date, topics, run_id=context.run_id))
+    return context
+
+
+def test_finalizing_a_dated_run_rebuilds_the_timeline(tmp_path):
+    from transforms.finalize_run import finalize
+    for n, size in enumerate((100, 104)):
+        context = _finalizable_run(tmp_path, _date(n), [_topic("a", size)])
+        finalize(context.report_pending, context, (), None)
+    timeline = json.load(open(os.path.join(str(tmp_path / "out"), "timeline.json")))
+    assert timeline["nights"] == [_date(0), _date(1)] and _statuses(timeline, "a") == ["new", "steady"]
+
+
+def test_a_failed_timeline_rebuild_does_not_fail_the_published_run(tmp_path, monkeypatch, caplog):
+    from transforms import finalize_run
+
+    def broken(output_root):
+        raise OSError("bucket unavailable")
+    monkeypatch.setattr(finalize_run, "write_timeline", broken)
+    context = _finalizable_run(tmp_path, _date(0), [_topic("a", 100)])
+    with caplog.at_level(logging.WARNING, logger="urania.timeline"):
+        assert finalize_run.finalize(context.report_pending, context, (), None) == context.path("release", "report.json")
+    assert any(getattr(r, "event", None) == "timeline_failed" for r in caplog.records)
+    assert json.load(open(context.index))["runs"][0]["status"] == "committed"

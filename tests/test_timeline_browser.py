@@ -1,0 +1,81 @@
+"""timeline.html in a real headless browser (Debian's chromium, as in tests/test_report_browser.py,
+whose module-scoped `browser` fixture and helpers this imports): it loads without console errors, draws
+one chart per lineage, lists the new and rising topics, and shows a script-like name as text without
+running it. The screenshot goes to the test's tmp_path and out/screenshots/ (git-ignored)."""
+
+import os
+
+import pytest
+
+from core.timeline import build_timeline
+from core.timeline_html import render_timeline_html
+from tests.test_report_browser import CHROMEDRIVER, CHROMIUM, XSS_NAME, _errors, _open, _screenshot, browser  # noqa: F401
+from tests.test_timeline import _date, _report, _topic
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+                       reason="Debian chromium + chromium-driver not installed (.ci/run installs them)"),
+]
+
+
+def _timeline() -> dict:
+    """Fourteen nights: two steady topics, one named like a script, one that vanishes for good, and
+    one that appears three nights before the end and triples."""
+    runs = []
+    for night in range(14):
+        topics = [_topic("steady", 400 + (night % 3) * 5, name="Programming and software: python",
+                         keywords=["python", "unit testing"], topic_id=0),
+                  _topic("xss", 150, name=XSS_NAME, keywords=["<b>bold</b>"], topic_id=1)]
+        if night < 8:
+            topics.append(_topic("gone", 90, name="Travel: visas", keywords=["visa"], topic_id=2))
+        if night >= 11:
+            topics.append(_topic("fresh", 40 + 40 * (night - 11), name="Health and wellbeing: insomnia",
+                                 keywords=["insomnia", "sleep"], topic_id=3))
+        runs.append((_date(night), _report(_date(night), topics)))
+    return build_timeline(runs)
+
+
+def test_timeline_page_renders_charts_lists_and_escapes_names(browser, tmp_path):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    timeline = _timeline()
+    page = tmp_path / "timeline.html"
+    page.write_text(render_timeline_html(timeline), encoding="utf-8")
+    _open(browser, page)
+
+    assert _errors(browser) == []
+    assert browser.execute_script("return window.__xss === undefined")
+
+    charts = browser.find_elements(By.CSS_SELECTOR, "article.lineage svg.timeline-chart")
+    assert len(charts) == len(timeline["lineages"]) == 4
+    for chart, lineage in zip(charts, timeline["lineages"]):
+        assert chart.size["width"] > 0 and chart.size["height"] > 0
+        markers = chart.find_elements(By.CSS_SELECTOR, "circle.marker")
+        assert [m.get_attribute("data-status") for m in markers] == [n["status"] for n in lineage["nights"]]
+        assert all(m.size["width"] > 0 for m in markers)
+        released = [n for n in lineage["nights"] if n["size"] is not None]
+        drawn = chart.find_elements(By.CSS_SELECTOR, "polygon.band, line.band-bar")
+        assert drawn and all(band.size["height"] > 0 for band in drawn)  # the 95% interval is shaded
+        if len(released) > 1:
+            assert chart.find_elements(By.CSS_SELECTOR, "polyline.size-line")
+
+    new_items = browser.find_elements(By.CSS_SELECTOR, "#new-this-week li")
+    assert [item.find_element(By.TAG_NAME, "a").text for item in new_items] == ["Health and wellbeing: insomnia"]
+    rising = browser.find_element(By.ID, "rising").text
+    assert "Health and wellbeing: insomnia" in rising and "emerging" in rising
+
+    (xss_article,) = [a for a in browser.find_elements(By.CSS_SELECTOR, "article.lineage")
+                      if a.get_attribute("data-lineage") == "xss"]
+    assert XSS_NAME in xss_article.find_element(By.CSS_SELECTOR, "h3 .name").text  # shown as text, not run
+    assert "<b>bold</b>" in xss_article.text
+    assert browser.find_elements(By.TAG_NAME, "img") == []  # the name's <img onerror> did not become one
+    (gone,) = [a for a in browser.find_elements(By.CSS_SELECTOR, "article.lineage")
+               if a.get_attribute("data-lineage") == "gone"]
+    assert gone.get_attribute("data-status") == "vanished"
+
+    _screenshot(browser, tmp_path, "timeline.png")
+
+    new_items[0].find_element(By.TAG_NAME, "a").click()  # the list links to the topic's chart
+    assert browser.execute_script("return location.hash") == "#lineage-" + str(
+        [lineage["id"] for lineage in timeline["lineages"]].index("fresh"))
+    assert _errors(browser) == []
