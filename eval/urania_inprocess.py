@@ -39,6 +39,7 @@ from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, note_label_source
 from backends.offline_exemplars import TemplateExemplarWriter
 from beam_jobs.options import (
+    DEFAULT_EPSILON,
     OFFLINE_SELECTOR,
     ClusteringParams,
     EmbeddingParams,
@@ -46,6 +47,7 @@ from beam_jobs.options import (
     KeywordParams,
     PrivacyParams,
 )
+from core.lineage import LOOKBACK_NIGHTS, known_lineages, warm_start_centres
 from core.report import build_report, labelling_section, report_topics
 from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
@@ -63,6 +65,7 @@ from transforms.dp_kmeans import basis_keyword_vectors
 from transforms.keyword_histograms import keyword_count_params, label_keywords, top_keywords
 from transforms.name_clusters import distinct_names
 from transforms.topic_hierarchy import build_hierarchy
+from transforms.topic_lineage import lineage_section
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +74,7 @@ class UraniaConfig:
 
     num_clusters: int = ClusteringParams.num_clusters
     max_conversations_per_user: int = PrivacyParams.max_conversations_per_user
-    epsilon: float = PrivacyParams.epsilon  # math.inf: every mechanism switched off
+    epsilon: float = DEFAULT_EPSILON  # math.inf: every mechanism switched off
     epsilon_weights: str = PrivacyParams.epsilon_weights
     delta: float = PrivacyParams.delta
     min_cluster_size: float = ClusteringParams.min_cluster_size
@@ -95,6 +98,7 @@ class UraniaConfig:
     exemplars_per_topic: int = ExemplarParams.exemplars_per_topic
     exemplar_candidates: int = ExemplarParams.exemplar_candidates
     exemplar_rounds: int = ExemplarParams.exemplar_rounds
+    warm_start: str = ClusteringParams.warm_start
 
     @property
     def private(self) -> bool:
@@ -200,13 +204,18 @@ def choose_dimension(params: km.DPKMeansParams, weights: np.ndarray, config: Ura
 
 def fit_kmeans(embeddings: np.ndarray, weights: np.ndarray, params: km.DPKMeansParams, private: bool,
                noise_seed: int | None, active_dim: int | None = None,
-               model: str = EmbeddingParams.embedding_model) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
+               model: str = EmbeddingParams.embedding_model,
+               warm_directions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, km.NoiseCalibration | None]:
     """dp_ops.dp_kmeans.fit_centres with the memoised calibration, at `active_dim` (None: all of
     params.dim); returns (centres, projected points, calibration). Non-private: the same releases
-    with zero noise (exact spherical k-means)."""
+    with zero noise (exact spherical k-means). `warm_directions`: a previous release's centres
+    (embedding space), seeded first as the job's warm start."""
     calibration = _calibration(params) if private else None
-    points = km.project_points(embeddings, _basis(params, model), active_dim)
-    centres = km.fit_centres(points, weights, params, calibration.sigma if private else 0.0, noise_seed, active_dim)
+    basis = _basis(params, model)
+    points = km.project_points(embeddings, basis, active_dim)
+    warm = None if warm_directions is None else km.to_clustering_space(warm_directions, basis, active_dim)
+    centres = km.fit_centres(points, weights, params, calibration.sigma if private else 0.0, noise_seed, active_dim,
+                             warm)
     return centres, points, calibration
 
 
@@ -232,34 +241,46 @@ def _exact_count(pairs, partitions, per_user_cap: int | None = None) -> dict:
 
 def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[str], embeddings: np.ndarray,
                config: UraniaConfig = UraniaConfig(), seed: int = 0, noise_seed: int | None = None,
-               exemplar_writer: ExemplarWriter | None = None) -> dict:
+               exemplar_writer: ExemplarWriter | None = None, joint: JointCalibration | None = None,
+               date: str | None = None, previous_reports: list[dict] = ()) -> dict:
     """The report the job would release for these conversations, plus `_private` (assignments; the
     released centres and, with exemplars, each topic's Evolution for evaluation). `exemplar_writer`:
-    with config.exemplars_per_topic, the writer (default: the offline template writer)."""
+    with config.exemplars_per_topic, the writer (default: the offline template writer). `joint`: a
+    precomputed calibration of the stages' noise (a nightly plan's, eval/nightly_privacy_modes.py) used
+    instead of calibrating config.epsilon; its cluster sizes may be a Gaussian count. `previous_reports`:
+    the earlier nights' released reports, oldest first (as this returns them, or the job writes them):
+    as the job's --warm_start auto, k-means starts from the latest one's centres (if config.warm_start
+    is "auto"), and each topic gets the lineage id it continues (core/lineage.py), new ones named by
+    `date`."""
     keyword_set = _keywords(config.keyword_set)
     keywords = keyword_set.keywords
     kept, weights = bound_contributions(user_ids, conversation_ids, config.max_conversations_per_user, seed)
     kept_users = [user_ids[i] for i in kept]
     kept_ids = [conversation_ids[i] for i in kept]
     vectors = embeddings[kept]
-    joint = joint_calibration(config) if config.private else None
+    joint = (joint or joint_calibration(config)) if config.private else None
     # Non-private: any noise multiplier; fit_kmeans then adds none.
     params = km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=None, delta=config.delta,
                                noise_multiplier=joint.stages["clustering"].noise_multiplier if joint else 1.0,
                                input_dim=embeddings.shape[1], iterations=config.kmeans_iterations,
                                projection_dim=config.projection_dim, seed=seed, basis=config.projection_basis)
     active_dim, count_spend = choose_dimension(params, weights, config, joint, noise_seed)
+    previous_reports = list(previous_reports)[-LOOKBACK_NIGHTS:]
+    warm = (warm_start_centres(previous_reports[-1] if previous_reports else None, config.embedding_model)
+            if config.warm_start == "auto" else None)
     centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed, active_dim,
-                                              config.embedding_model)
+                                              config.embedding_model, warm)
     clusters = km.assign_nearest(points, centres)
 
     size_pairs = list(zip(kept_users, clusters.tolist()))
     spends = [count_spend] if count_spend is not None else []
     if config.private:
         spends.append(calibration.spend(params))
-        size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
-        sizes, size_spend = _dp_count(cluster_size_params(size_epsilon, config.max_conversations_per_user),
-                                      size_pairs, list(range(config.num_clusters)))
+        size_stage = joint.stages["cluster_sizes"]
+        size_params = cluster_size_params(size_stage.pipeline_dp_budget[0], config.max_conversations_per_user)
+        if size_stage.request.noise == "gaussian":  # only a precomputed `joint`: the job's count is Laplace
+            size_params = dataclasses.replace(size_params, noise="gaussian", delta=size_stage.pipeline_dp_budget[1])
+        sizes, size_spend = _dp_count(size_params, size_pairs, list(range(config.num_clusters)))
         spends.append(size_spend)
     else:
         sizes = _exact_count(size_pairs, list(range(config.num_clusters)))
@@ -337,6 +358,10 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                           "keywords": list(chosen), "label_source": source}
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
+    # As the job's AssignLineages (transforms/topic_lineage.py): post-processing of the DP centres.
+    lineage = lineage_section(centres, _basis(params, config.embedding_model), list(kept_sizes),
+                              known_lineages(previous_reports, config.embedding_model), date or f"seed{seed}",
+                              config.embedding_model)
     evolutions = {}
     if config.exemplars_per_topic:
         # As transforms/write_exemplars.py: after naming, from the released topics and DP centres only.
@@ -360,7 +385,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                            "seed": seed, "clustering_dimension": active_dim}, hierarchy=hierarchy,
                           composition=budget.composition() if budget else None,
                           labelling=labelling_section(min_users, floor, candidates_per_topic,
-                                                      config.false_keywords_per_topic))
+                                                      config.false_keywords_per_topic),
+                          lineage=lineage)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:
