@@ -52,7 +52,8 @@ MALFORMED_KINDS: tuple[str, ...] = (
 )
 
 
-def _ticket_code(rng: random.Random) -> str:
+def ticket_code(rng: random.Random) -> str:
+    """A made-up 10-character ticket code: text only one user wrote."""
     return "".join(rng.choice(string.ascii_uppercase + string.digits) for _ in range(10))
 
 
@@ -61,7 +62,8 @@ def _fill(template: str, topic: PlantedTopic, rng: random.Random) -> str:
     return template.format(**values)
 
 
-def _conversation_messages(topic: PlantedTopic, rng: random.Random, ticket: str) -> list[dict]:
+def conversation_messages(topic: PlantedTopic, rng: random.Random, ticket: str) -> list[dict]:
+    """A multi-turn conversation about `topic` whose first user turn carries `ticket`."""
     opener = _fill(rng.choice(topic.openers), topic, rng)
     messages = [{"role": "user", "content": f"{opener} (ticket {ticket})"}]
     followups = rng.sample(topic.followups, k=rng.randint(0, len(topic.followups)))
@@ -75,7 +77,8 @@ def _conversation_messages(topic: PlantedTopic, rng: random.Random, ticket: str)
     return messages
 
 
-def _user_activity_weights(num_users: int, rng: random.Random) -> list[float]:
+def user_activity_weights(num_users: int, rng: random.Random) -> list[float]:
+    """One activity weight per user (beam_jobs.generate_stream reuses it for its recurring users)."""
     # Pareto-distributed activity: a heavy tail of very active users, as in real logs.
     return [rng.paretovariate(1.2) for _ in range(num_users)]
 
@@ -92,7 +95,7 @@ def generate_records(num_conversations: int, num_users: int, seed: int,
     planted = PLANTED_TOPICS[:topics]
     rng = random.Random(seed)
     users = [f"user-{i:06d}" for i in range(num_users)]
-    weights = _user_activity_weights(num_users, rng)
+    weights = user_activity_weights(num_users, rng)
     # Each user mostly talks about one or two favourite topics.
     favourites = {u: rng.sample(range(len(planted)), k=2) for u in users}
     owners = rng.choices(users, weights=weights, k=num_conversations)
@@ -107,7 +110,7 @@ def generate_records(num_conversations: int, num_users: int, seed: int,
             "conversation_id": f"conv-{seed}-{index:07d}",
             "user_id": user_id,
             "timestamp": timestamp.isoformat().replace("+00:00", "Z"),
-            "messages": _conversation_messages(topic, rng, _ticket_code(rng)),
+            "messages": conversation_messages(topic, rng, ticket_code(rng)),
             "source": "urania-beam synthetic sample",
             "planted_topic": topic.name,
         }

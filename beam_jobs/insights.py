@@ -43,7 +43,7 @@ from beam_jobs.options import (
     runs_on_dataflow,
 )
 from core.json_store import read_json_or_none
-from core.lineage import LOOKBACK_NIGHTS, known_lineages, warm_start_centres
+from core.lineage import LOOKBACK_NIGHTS, PreviousNights
 from core.release_gate import load_canaries
 from core.released_runs import released_reports
 from core.report import CENTROID_SOURCE, labelling_section
@@ -190,18 +190,18 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     user_count = (DPUserCount(UserCountNoise(joint.stages["user_count"].noise_multiplier, privacy.delta), budget,
                               noise_seed=privacy.noise_seed) if clustering.counts_users else None)
     # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
-    previous = ([report for _, report in released_reports(context.output_root, context.date, LOOKBACK_NIGHTS)]
-                if context.date else [])
-    warm_centres = (warm_start_centres(previous[-1] if previous else None, embedding.embedding_model)
-                    if clustering.warm_start == "auto" else None)
-    warm_started = warm_centres is not None
+    previous = PreviousNights.of(
+        [report for _, report in released_reports(context.output_root, context.date, LOOKBACK_NIGHTS)]
+        if context.date else [], embedding.embedding_model, warm_start=clustering.warm_start == "auto")
+    warm_started = previous.warm_centres is not None
     kmeans = DPKMeans(DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
                                      noise_multiplier=joint.stages["clustering"].noise_multiplier,
                                      input_dim=embedding_dim, iterations=clustering.kmeans_iterations,
                                      projection_dim=clustering.projection_dim, seed=params.run.seed,
                                      basis=clustering.projection_basis),
                       budget, noise_seed=privacy.noise_seed, model_name=embedding.embedding_model,
-                      user_count=user_count, expected_users=clustering.expected_users, warm_centres=warm_centres)
+                      user_count=user_count, expected_users=clustering.expected_users,
+                      warm_centres=previous.warm_centres)
     size_epsilon, _ = joint.stages["cluster_sizes"].pipeline_dp_budget
     sizes = DPClusterSizes(clustering.num_clusters,
                            cluster_size_params(size_epsilon, privacy.max_conversations_per_user), budget)
@@ -223,8 +223,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
     lineage = centres | "topic lineages" >> AssignLineages(
-        kmeans_output.basis, kept_ids, known_lineages(previous, embedding.embedding_model),
-        context.date or context.run_id, embedding.embedding_model)
+        kmeans_output.basis, kept_ids, previous, context.date or context.run_id, embedding.embedding_model)
     histogram_keywords = centroid_keywords = sampled = keyword_pairs = None
     labelling = None
     weighted = privacy.keyword_votes == "weighted"

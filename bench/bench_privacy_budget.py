@@ -7,9 +7,9 @@ ledger window admits.
    half between k-means and the histograms) composed with PLD, against the 7.0 basic composition reports.
 2. Each stage's noise at the same total when all stages are calibrated jointly (dp_ops.joint_calibration).
 3. How many nightly runs a window capped at --window_epsilon admits when the ledger composes nights
-   with PLD (dp_ops.budget_ledger), at the old and at the jointly calibrated noise, against basic
-   composition; with the window's delta fixed at --delta (max_delta_per_window) and, as without that
-   cap, the sum of the nights' deltas.
+   with PLD (dp_ops.budget_ledger) at its fixed window delta (--window_delta, the job's default), at
+   the old and at the jointly calibrated noise, against basic composition; and the nightly plan
+   (dp_ops.nightly_plan): the per-night epsilon that lets a run every night fit every window.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import datetime as dt
 import math
 import time
 
-from dp_ops.budget_ledger import BudgetRefused, Ledger, LedgerEntry
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry
 from dp_ops.dp_events import composed_epsilon, event_to_json
 from dp_ops.joint_calibration import calibrate_jointly, calibrate_separately, clustering_request, count_request
+from dp_ops.nightly_plan import plan_nights
 
 MAX_CONVERSATIONS_PER_USER = 5
 KMEANS_ITERATIONS = 3
@@ -37,7 +38,7 @@ def default_requests():
 
 
 def nights_admitted(events: list, run_epsilon: float, run_delta: float, window_epsilon: float,
-                    max_delta_per_window: float | None, limit: int = 60) -> int:
+                    max_delta_per_window: float, limit: int = 60) -> int:
     """Nights the ledger admits in a row, one a day, within one 30-day window."""
     ledger = Ledger()
     start = dt.date(2026, 11, 1)
@@ -59,6 +60,7 @@ def main(argv=None) -> None:
     parser.add_argument("--total_epsilon", type=float, default=7.0)
     parser.add_argument("--delta", type=float, default=1e-6)
     parser.add_argument("--window_epsilon", type=float, default=30.0)
+    parser.add_argument("--window_delta", type=float, default=DEFAULT_WINDOW_DELTA)
     args = parser.parse_args(argv)
     started = time.time()
     requests = default_requests()
@@ -95,10 +97,16 @@ def main(argv=None) -> None:
     runs = {"old noise (PLD total %.3f)" % separate_total: (separate_events, separate_total),
             "joint noise (PLD total %.3f)" % joint.epsilon_spent: (joint.events(), joint.epsilon_spent)}
     for name, (events, run_epsilon) in runs.items():
-        fixed = nights_admitted(events, run_epsilon, args.delta, args.window_epsilon, args.delta)
-        summed = nights_admitted(events, run_epsilon, args.delta, args.window_epsilon, None)
-        print(f"   PLD across nights, {name}: {fixed} at window delta {args.delta:g} (max_delta_per_window); "
-              f"{summed} at window delta = nights x {args.delta:g}")
+        admitted = nights_admitted(events, run_epsilon, args.delta, args.window_epsilon, args.window_delta)
+        print(f"   PLD across nights, {name}: {admitted} at window delta {args.window_delta:g}")
+    plan = plan_nights(requests, max_epsilon_per_window=args.window_epsilon, window_delta=args.window_delta,
+                       window_days=30, night_delta=args.delta)
+    admitted = nights_admitted(plan.calibration.events(), plan.night_epsilon, args.delta, args.window_epsilon,
+                               args.window_delta)
+    ratio = plan.calibration.stages["clustering"].noise_multiplier / joint.stages["clustering"].noise_multiplier
+    print(f"   the nightly plan: epsilon {plan.night_epsilon:.3f} a night (k-means noise x{ratio:.2f} of the joint run's), "
+          f"{admitted} nights admitted (the bench stops at 60), a full window composes to "
+          f"{plan.window_epsilon:.3f}")
     print(f"\n({time.time() - started:.1f} s)")
 
 

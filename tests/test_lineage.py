@@ -8,9 +8,9 @@ from core.lineage import (
     KnownLineage,
     assign_lineages,
     centres_section,
+    PreviousNights,
     known_lineages,
     report_centres,
-    warm_start_centres,
 )
 from core.release_gate import scan
 from dp_ops import dp_kmeans as km
@@ -42,6 +42,10 @@ def test_topics_keep_the_lineage_they_are_close_to_and_others_start_one():
     assert assign_lineages(split, known[1:2], "d") == {0: "L1", 1: "d#1"}
     # Below the threshold, nothing is continued.
     assert assign_lineages({0: noisy[0]}, known[:1], "d", min_cosine=1.01) == {0: "d#0"}
+    # The lineage a topic was seeded from is preferred when two are about as close.
+    between = km.normalise_rows((old[0] + old[1])[None])[0]
+    assert assign_lineages({4: between}, known[:2], "d", seeded={4: "L1"}) == {4: "L1"}
+    assert assign_lineages({4: between}, known[:2], "d", seeded={4: "L0"}) == {4: "L0"}
 
 
 def test_a_lineages_reference_centre_averages_its_last_nights():
@@ -67,7 +71,10 @@ def test_the_centres_section_round_trips_and_passes_the_release_gate():
     back = report_centres(report, MODEL)
     assert all(np.allclose(back[c], centres[c], atol=1e-4) for c in centres)
     # Largest topics first, as the warm start seeds them.
-    assert np.allclose(warm_start_centres(report, MODEL), np.stack([back[c] for c in (1, 3, 2, 0)]))
+    previous = PreviousNights.of([report], MODEL)
+    assert np.allclose(previous.warm_centres, np.stack([back[c] for c in (1, 3, 2, 0)]))
+    assert previous.seeded() == {0: "L1", 1: "L3", 2: "L2", 3: "L0"}
+    assert PreviousNights.of([report], MODEL, warm_start=False).warm_centres is None
     import json
     assert scan("report.json", json.dumps(report, indent=2).encode(), ()) == []
 
@@ -91,7 +98,8 @@ def test_lineage_section_maps_centres_back_through_the_basis():
     full = km.to_embedding_space(directions, basis)
     # Projecting back (as tonight's warm seeds are) gives the same directions.
     assert np.allclose(km.to_clustering_space(full, basis, None), directions, atol=1e-5)
-    section = lineage_section(directions, basis, [0, 2], [KnownLineage("L", full[2], None)], "2026-11-02", MODEL)
+    section = lineage_section(directions, basis, [0, 2], PreviousNights((KnownLineage("L", full[2], None),)),
+                              "2026-11-02", MODEL)
     assert section["lineages"] == {0: "2026-11-02#0", 2: "L"}
     assert set(section["centres"]["by_topic"]) == {"0", "2"}
 

@@ -188,11 +188,13 @@ def test_an_emerging_topic_is_flagged_within_a_week_of_its_first_conversations()
         flagged_in_time += bool(flags) and (flags[0] - first_conversations).days < 7
         emerging_seen += "emerging" in [n["status"] for n in item["nights"]]
     assert flagged_in_time == seeds
-    assert emerging_seen >= 0.85 * seeds  # it triples in its first week: emerging, not just new
+    # It triples in its first week: often emerging, not just new. Z_EMERGING = 3 (2 flagged it in 85% of
+    # seeds) trades some of that for half the false flags on steady topics (core/timeline.py).
+    assert emerging_seen >= 0.5 * seeds
 
 
 def test_emerging_is_only_in_a_lineages_first_week_and_growing_after():
-    sizes = [30, 60, 90, 120, 150, 180, 210, 240, 270, 300]
+    sizes = [30, 80, 130, 180, 230, 280, 330, 380, 430, 480]
     runs = [(_date(n), _report(_date(n), [_topic("r", s), _topic("big", 1000, topic_id=1)])) for n, s in enumerate(sizes)]
     statuses = _statuses(build_timeline(runs), "r")
     assert statuses[0] == "new"

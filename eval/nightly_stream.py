@@ -1,0 +1,635 @@
+"""Nightly runs over a generated stream with planted trends: budget, trend flags and lineage stability.
+
+    python -m eval.nightly_stream                      # 60 nights x ~1,000 conversations, 3,000 users
+    python -m eval.nightly_stream --warm_start both    # the same, cold and warm-started, side by side
+
+Generates (or reuses) a stream with beam_jobs.generate_stream (--stream; planted.json is the ground
+truth, read here only to score), embeds each night's conversations once (eval/data.py's cache), and
+runs the job's mechanisms in-process night after night (eval/urania_inprocess.run_urania), as a
+scheduled job with a privacy ledger would:
+
+- the nightly plan (dp_ops.nightly_plan.plan_nights): every night gets the noise that lets a full
+  window of nights (--window_days, one a night) compose to the cap (--max_epsilon_per_window) at the
+  window's delta (--window_delta);
+- before each night, the in-memory ledger (dp_ops.budget_ledger.Ledger.check) is asked, with the
+  planned events, as the job asks before reading data; a refused night is skipped (not released);
+  a run night is recorded with the events its report lists;
+- each night gets the earlier released reports (the last LOOKBACK_NIGHTS, oldest first, as the job
+  reads them from index.json): warm start (with --warm_start auto) and topic lineages;
+- the timeline (core.timeline.build_timeline) of the released reports gives each lineage's status.
+
+Printed (and returned by `evaluate`, written with --json):
+- nights run and refused;
+- the largest window epsilon, recomputed here from the ledger's stored events (every window of
+  --window_days days, its entries' events composed with the PLD accountant at the window delta,
+  dp_ops.dp_events.composed_epsilon), not by the ledger's own check; and the cap;
+- the night each planted change was flagged: the emerging topic's first night (from its planted
+  start) whose lineage has status new, emerging or growing, and nights to flag; the fading topic's
+  lineage (the one it had on the last night before its decline) first shrinking or vanished;
+- false flags per 100 steady topic-nights: a steady planted topic's lineage with a status other
+  than steady (its first night in the stream excluded);
+- the share of the nights a steady topic is released on which it carries the lineage id it had the
+  last night it was released (what the timeline follows; the check), and, stricter, the share of
+  consecutive run nights on which it keeps its id, with why it did not when it did not (its cluster
+  not released on one of the nights; a new lineage; another one);
+- cosines of released centres: a steady topic's on consecutive nights, and distinct topics' on the
+  same night (what core/lineage.py's MIN_COSINE has to separate).
+
+A planted topic's lineage on a night is the lineage of the released topic holding most of its kept
+conversations that night (report["_private"]["assignments"]: private, for evaluation only); none
+when that cluster was not released. Pass/fail against the issue's targets: every night run with no
+refusal, every window within the cap, the emerging topic flagged within 7 nights, steady false
+flags <= 5 per 100 topic-nights, lineage kept on >= 90% of nights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import datetime as dt
+import json
+import os
+import time
+
+import numpy as np
+
+from beam_jobs.generate_stream import (
+    WEEKDAYS,
+    StreamSpec,
+    add_stream_arguments,
+    load_planted,
+    night_path,
+    spec_from_args,
+    spec_json,
+    write_stream,
+)
+from beam_jobs.options import PrivacyParams
+from core.dates import utc_timestamp
+from core.lineage import LOOKBACK_NIGHTS, MIN_COSINE, report_centres
+from core.timeline import build_timeline
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, events_json
+from dp_ops.dp_events import composed_epsilon, event_from_json
+from dp_ops.joint_calibration import job_requests
+from dp_ops.nightly_plan import NightlyPlan, plan_nights
+from eval.data import DEFAULT_CACHE_DIR, RESULTS_DIR, embed_cached, load_dataset, planted_topics
+from eval.topic_quality import config_overrides, nmi
+from eval.urania_inprocess import UraniaConfig, run_urania
+
+DEFAULT_STREAM = os.path.join(RESULTS_DIR, "stream")
+FLAG_STATUSES = ("new", "emerging", "growing")
+FADE_STATUSES = ("shrinking", "vanished")
+# The issue's targets.
+MAX_NIGHTS_TO_FLAG = 7
+MAX_FALSE_FLAGS_PER_100 = 5.0
+MIN_LINEAGE_KEPT = 0.90
+# A cluster is "shared with a changing topic" when at least this share of its conversations that
+# night are about an emerging, fading or weekly planted topic.
+CHANGING_SHARE = 0.2
+
+
+@dataclasses.dataclass
+class Night:
+    """One night's conversations as the job would read them, embedded, with their planted topics."""
+
+    index: int
+    date: str
+    conversation_ids: list[str]
+    user_ids: list[str]
+    facets: list[str]
+    embeddings: np.ndarray
+    planted: dict[str, str]  # conversation id -> planted topic (ground truth)
+
+
+def prepare_stream(folder: str, spec: StreamSpec) -> dict:
+    """planted.json of the stream in `folder`, generated first unless it holds this spec's stream."""
+    try:
+        planted = load_planted(folder)
+    except (OSError, ValueError):
+        planted = None
+    if (planted is not None and planted.get("spec") == spec_json(spec)
+            and all(os.path.exists(night_path(folder, d)) for d in planted["dates"])):
+        return planted
+    return write_stream(folder, spec)
+
+
+def load_nights(folder: str, planted: dict, model: str, cache_dir: str | None = DEFAULT_CACHE_DIR,
+                log=print) -> list[Night]:
+    """Every night of the stream, parsed with the job's validation and embedded (cached on disk)."""
+    nights = []
+    for index, date in enumerate(planted["dates"]):
+        started = time.time()
+        path = night_path(folder, date)
+        dataset = load_dataset(path)
+        vectors = embed_cached(dataset.facets, model, cache_dir)
+        nights.append(Night(index, date, dataset.conversation_ids, dataset.user_ids, dataset.facets, vectors,
+                            planted_topics(path)))
+        if log and time.time() - started > 5:
+            log(f"  embedded {date}: {len(dataset)} conversations in {time.time() - started:.0f} s")
+    return nights
+
+
+def night_requests(config: UraniaConfig):
+    """One night's DP stages as the in-process run calibrates them (its joint_calibration's requests)."""
+    privacy = PrivacyParams(max_conversations_per_user=config.max_conversations_per_user,
+                            epsilon_weights=config.epsilon_weights, delta=config.delta,
+                            keyword_votes=config.keyword_votes, keyword_noise=config.keyword_noise,
+                            max_keyword_partitions_per_user=config.max_keyword_partitions_per_user)
+    return job_requests(privacy.stage_weights(), config.kmeans_iterations, config.max_conversations_per_user,
+                        privacy.histogram_noise, privacy.keyword_partitions_per_user, privacy.keyword_votes,
+                        user_count=config.counts_users)
+
+
+def make_plan(config: UraniaConfig, cap: float, window_days: int, window_delta: float) -> NightlyPlan:
+    return plan_nights(night_requests(config), max_epsilon_per_window=cap, window_delta=window_delta,
+                       window_days=window_days, cadence_days=1, night_delta=config.delta)
+
+
+@dataclasses.dataclass
+class StreamRun:
+    """What a schedule of nightly runs released and what its ledger holds."""
+
+    ledger: Ledger
+    reports: dict[str, dict]  # date -> released report (run nights only)
+    refused: dict[str, str]  # date -> the ledger's reason
+    seconds: float
+
+
+def run_stream(nights: list[Night], config: UraniaConfig, plan: NightlyPlan, *, cap: float, window_days: int,
+               window_delta: float, seed: int, noise_seed: int | None, log=print) -> StreamRun:
+    """Runs every night in order with the ledger's check before each (as the job reserves its budget
+    before reading data) and the earlier released reports as the job would read them."""
+    ledger, reports, refused = Ledger(), {}, {}
+    planned_events = list(plan.calibration.events())
+    started = time.time()
+    for night in nights:
+        try:
+            ledger.check(night.date, plan.night_epsilon, cap, window_days, allow_rerun=False, delta=config.delta,
+                         events=planned_events, max_delta_per_window=window_delta)
+        except BudgetRefused as error:
+            refused[night.date] = str(error)
+            if log:
+                log(f"  {night.date}: refused by the ledger: {error}")
+            continue
+        previous = [reports[d] for d in sorted(reports)][-LOOKBACK_NIGHTS:]
+        report = run_urania(night.conversation_ids, night.user_ids, night.facets, night.embeddings, config,
+                            seed=seed * 1000 + night.index,
+                            noise_seed=None if noise_seed is None else noise_seed * 1000 + night.index,
+                            date=night.date, previous_reports=previous, joint=plan.calibration)
+        events = [m["event"] for m in report["privacy"]["mechanisms"] if m.get("stage") != "keyword_set"]
+        ledger = ledger.with_entry(LedgerEntry(
+            run_id=f"nightly-{night.date}", date=night.date, epsilon=float(report["privacy"]["epsilon"]),
+            delta=float(report["privacy"]["delta"]), status="committed", recorded_at=utc_timestamp(),
+            output="in-process", events=events_json(events)))
+        reports[night.date] = report
+    return StreamRun(ledger, reports, refused, time.time() - started)
+
+
+def window_epsilons(ledger: Ledger, window_days: int, window_delta: float) -> list[dict]:
+    """Every window of `window_days` consecutive days holding a ledger entry: its runs and its epsilon,
+    the PLD composition of their stored events at `window_delta` (independent of the ledger's check)."""
+    if not ledger.entries:
+        return []
+    days = sorted({dt.date.fromisoformat(e.date) for e in ledger.entries})
+    first, last = days[0] - dt.timedelta(days=window_days - 1), days[-1]
+    composed: dict[tuple[str, ...], float] = {}
+    windows = []
+    day = first
+    while day <= last:
+        end = day + dt.timedelta(days=window_days - 1)
+        inside = [e for e in ledger.entries if day <= dt.date.fromisoformat(e.date) <= end]
+        key = tuple(sorted(e.run_id for e in inside))
+        if key and key not in composed:
+            composed[key] = composed_epsilon([event_from_json(ev) for e in inside for ev in e.events], window_delta)
+        if key:
+            windows.append({"start": day.isoformat(), "end": end.isoformat(), "runs": len(key),
+                            "epsilon": composed[key]})
+        day += dt.timedelta(days=1)
+    return windows
+
+
+def lineage_id(topic: dict, date: str) -> str:
+    """A released topic's lineage id as the timeline reads it (`DATE#ID` for a topic without one)."""
+    return str(topic["lineage"]) if topic.get("lineage") is not None else f"{date}#{topic['id']}"
+
+
+def _votes(night: Night, report: dict) -> dict[str, collections.Counter]:
+    """planted topic -> Counter of the clusters its kept conversations were assigned to that night."""
+    votes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for conversation, cluster in report["_private"]["assignments"].items():
+        topic = night.planted.get(conversation)
+        if topic is not None:
+            votes[topic][int(cluster)] += 1
+    return votes
+
+
+def planted_clusters(nights: list[Night], reports: dict[str, dict]) -> dict[str, dict[str, int]]:
+    """date -> {planted topic: the cluster holding most of its kept conversations}, for the run nights."""
+    return {night.date: {topic: counts.most_common(1)[0][0]
+                         for topic, counts in _votes(night, reports[night.date]).items()}
+            for night in nights if night.date in reports}
+
+
+def planted_lineages(nights: list[Night], reports: dict[str, dict]) -> dict[str, dict[str, str | None]]:
+    """date -> {planted topic: lineage of the released topic holding most of its kept conversations,
+    or None when that cluster was not released}, for the run nights."""
+    mapped = {}
+    for date, clusters in planted_clusters(nights, reports).items():
+        lineage_of = {int(t["id"]): lineage_id(t, date) for t in reports[date]["topics"]}
+        mapped[date] = {topic: lineage_of.get(cluster) for topic, cluster in clusters.items()}
+    return mapped
+
+
+def _quantiles(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    q = np.quantile(values, [0.0, 0.1, 0.5, 0.9, 1.0])
+    return {"n": len(values), "min": float(q[0]), "p10": float(q[1]), "median": float(q[2]), "p90": float(q[3]),
+            "max": float(q[4])}
+
+
+def centre_cosines(nights: list[Night], reports: dict[str, dict], topics: list[str], model: str) -> dict:
+    """Cosines of released centres (report["centres"]): a planted topic's centre on consecutive run
+    nights (its majority cluster both nights, released both nights), and, on the same night, centres
+    of released clusters whose majority planted topics differ. What core/lineage.py's MIN_COSINE
+    separates."""
+    clusters = planted_clusters(nights, reports)
+    dates = [n.date for n in nights if n.date in reports]
+    centres = {d: report_centres(reports[d], model) for d in dates}
+    same = []
+    for topic in topics:
+        for before, after in zip(dates, dates[1:]):
+            a, b = clusters[before].get(topic), clusters[after].get(topic)
+            if a in centres[before] and b in centres[after]:
+                same.append(float(centres[before][a] @ centres[after][b]))
+    distinct = []
+    for night in nights:
+        if night.date not in reports:
+            continue
+        dominant = {}  # released cluster -> its majority planted topic
+        for topic, counts in _votes(night, reports[night.date]).items():
+            for cluster, n in counts.items():
+                if cluster in centres[night.date] and n > dominant.get(cluster, (None, 0))[1]:
+                    dominant[cluster] = (topic, n)
+        ids = sorted(dominant)
+        distinct += [float(centres[night.date][a] @ centres[night.date][b]) for i, a in enumerate(ids)
+                     for b in ids[i + 1:] if dominant[a][0] != dominant[b][0]]
+    return {"same_topic_consecutive_nights": _quantiles(same), "distinct_topics_same_night": _quantiles(distinct),
+            "min_cosine": MIN_COSINE}
+
+
+def cluster_purity(night: Night, report: dict, lineage: str, topic: str) -> float | None:
+    """Share of the kept conversations in `lineage`'s cluster that night that are about `topic`."""
+    clusters = [int(t["id"]) for t in report["topics"] if lineage_id(t, night.date) == lineage]
+    if not clusters:
+        return None
+    inside = [night.planted.get(c) for c, k in report["_private"]["assignments"].items() if int(k) == clusters[0]]
+    return sum(t == topic for t in inside) / len(inside) if inside else None
+
+
+def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
+                  model: str = UraniaConfig.embedding_model) -> dict:
+    """Flags of the planted changes, steady topics' false flags and lineage keeping (see the module docstring)."""
+    timeline = build_timeline(sorted(run.reports.items()))
+    status = {lineage["id"]: {n["date"]: n["status"] for n in lineage["nights"]} for lineage in timeline["lineages"]}
+    mapped = planted_lineages(nights, run.reports)
+    by_date = {n.date: n for n in nights}
+    run_dates = [n.date for n in nights if n.date in run.reports]
+    figures: dict = {"timeline_lineages": len(timeline["lineages"])}
+
+    def status_of(lineage: str | None, date: str) -> str | None:
+        return None if lineage is None else status.get(lineage, {}).get(date)
+
+    emerging = next((t for t in planted["trends"] if t["kind"] == "emerging"), None)
+    if emerging is not None:
+        start = emerging["start_night"]
+        flag = None
+        for date in run_dates:
+            night = by_date[date]
+            if night.index < start:
+                continue
+            lineage = mapped[date].get(emerging["topic"])
+            if status_of(lineage, date) in FLAG_STATUSES:
+                flag = {"date": date, "night": night.index, "nights_to_flag": night.index - start,
+                        "status": status_of(lineage, date), "lineage": lineage,
+                        "purity": cluster_purity(night, run.reports[date], lineage, emerging["topic"])}
+                break
+        figures["emerging"] = {"topic": emerging["topic"], "start_night": start,
+                               "start_date": emerging["start_date"],
+                               "in_stream": start < len(nights), "flagged": flag}
+
+    fading = next((t for t in planted["trends"] if t["kind"] == "fading"), None)
+    if fading is not None:
+        start = fading["start_night"]
+        before = [mapped[d].get(fading["topic"]) for d in run_dates if by_date[d].index < start]
+        lineage = next((x for x in reversed(before) if x is not None), None)
+        flag = None
+        if lineage is not None:
+            for date in run_dates:
+                if by_date[date].index >= start and status_of(lineage, date) in FADE_STATUSES:
+                    flag = {"date": date, "night": by_date[date].index,
+                            "nights_to_flag": by_date[date].index - start, "status": status_of(lineage, date)}
+                    break
+        figures["fading"] = {"topic": fading["topic"], "start_night": start, "start_date": fading["start_date"],
+                             "gone_night": fading.get("gone_night"), "in_stream": start < len(nights),
+                             "lineage": lineage, "flagged": flag}
+
+    weekly = next((t for t in planted["trends"] if t["kind"] == "weekly"), None)
+    if weekly is not None:
+        on_day, off_day = [0, 0], [0, 0]  # [flagged growing/emerging, nights with a lineage]
+        for date in run_dates:
+            lineage = mapped[date].get(weekly["topic"])
+            if lineage is None:
+                continue
+            tally = on_day if dt.date.fromisoformat(date).weekday() == WEEKDAYS.index(weekly["weekday"]) else off_day
+            tally[0] += status_of(lineage, date) in ("growing", "emerging")
+            tally[1] += 1
+        figures["weekly"] = {"topic": weekly["topic"], "weekday": weekly["weekday"],
+                             "growing_on_weekday": on_day[0], "weekday_nights": on_day[1],
+                             "growing_other_days": off_day[0], "other_nights": off_day[1]}
+
+    steady = [t["topic"] for t in planted["trends"] if t["kind"] == "steady"]
+    flags, counted, unmapped, kept, pairs = 0, 0, 0, 0, 0
+    flagged_by_status: collections.Counter = collections.Counter()
+    first_date = nights[0].date if nights else None
+    breaks: collections.Counter = collections.Counter()
+    # A steady topic's cluster that also holds a changing topic's conversations changes for real:
+    # its flags are counted apart too ("shared with a changing topic").
+    changing = {t["topic"] for t in planted["trends"] if t["kind"] != "steady"}
+    clusters = planted_clusters(nights, run.reports)
+    mixed: dict[str, set[int]] = {}
+    for night in nights:
+        if night.date in run.reports:
+            held: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+            for topic, counts in _votes(night, run.reports[night.date]).items():
+                for cluster, n in counts.items():
+                    held[cluster][topic in changing] += n
+            mixed[night.date] = {c for c, n in held.items() if n[True] >= CHANGING_SHARE * (n[True] + n[False])}
+    shared_flags, shared_nights = 0, 0
+    released_kept, released_pairs = 0, 0
+    for topic in steady:
+        previous = last_released = None
+        for position, date in enumerate(run_dates):
+            lineage = mapped[date].get(topic)
+            if lineage is not None:
+                if last_released is not None:
+                    released_pairs += 1
+                    released_kept += lineage == last_released
+                last_released = lineage
+            if position > 0:
+                pairs += 1
+                if lineage is not None and lineage == previous:
+                    kept += 1
+                else:
+                    breaks["cluster not released" if lineage is None or previous is None
+                           else "new lineage" if status_of(lineage, date) == "new" else "another lineage"] += 1
+            previous = lineage
+            if date == first_date:
+                continue
+            if lineage is None:
+                unmapped += 1
+                continue
+            counted += 1
+            current = status_of(lineage, date)
+            shared = clusters[date][topic] in mixed[date]
+            shared_nights += shared
+            if current != "steady":
+                flags += 1
+                flagged_by_status[current] += 1
+                shared_flags += shared
+    figures["steady"] = {
+        "topics": len(steady), "topic_nights": counted, "unreleased_topic_nights": unmapped,
+        "false_flags": flags, "false_flags_per_100": 100 * flags / counted if counted else None,
+        "false_flags_by_status": dict(flagged_by_status),
+        "shared_with_changing_topic": {"topic_nights": shared_nights, "false_flags": shared_flags},
+        "false_flags_per_100_unshared": (100 * (flags - shared_flags) / (counted - shared_nights)
+                                         if counted > shared_nights else None),
+        "lineage_pairs": pairs, "lineage_kept": kept, "lineage_kept_share": kept / pairs if pairs else None,
+        "lineage_breaks": dict(breaks),
+        "released_lineage_pairs": released_pairs, "released_lineage_kept": released_kept,
+        "released_lineage_kept_share": released_kept / released_pairs if released_pairs else None,
+    }
+    figures["centre_cosines"] = centre_cosines(nights, run.reports, steady, model)
+    figures["quality"] = night_quality(nights, run.reports)
+    return figures
+
+
+def night_quality(nights: list[Night], reports: dict[str, dict]) -> dict:
+    """Per-night topic quality: NMI of the DP clusters against the planted topics (kept conversations,
+    eval/topic_quality.nmi) and released topics, averaged over the run nights."""
+    scores, released = [], []
+    for night in nights:
+        if night.date not in reports:
+            continue
+        pairs = [(night.planted[c], k) for c, k in reports[night.date]["_private"]["assignments"].items()
+                 if c in night.planted]
+        value = nmi([p for p, _ in pairs], [k for _, k in pairs]) if pairs else None
+        if value is not None:
+            scores.append(value)
+        released.append(len(reports[night.date]["topics"]))
+    return {"mean_nmi": float(np.mean(scores)) if scores else None,
+            "mean_topics_released": float(np.mean(released)) if released else None}
+
+
+def verdicts(figures: dict, nights: int, cap: float) -> dict[str, bool]:
+    """Pass/fail against the issue's targets."""
+    emerging = figures["trends"].get("emerging") or {}
+    flag = emerging.get("flagged")
+    steady = figures["trends"]["steady"]
+    return {
+        f"{nights} nights run, none refused": figures["nights_run"] == nights and not figures["nights_refused"],
+        "every window epsilon <= cap": figures["max_window_epsilon"] <= cap + 1e-9,
+        f"emerging topic flagged within {MAX_NIGHTS_TO_FLAG} nights": (
+            flag is not None and flag["nights_to_flag"] <= MAX_NIGHTS_TO_FLAG),
+        f"steady false flags <= {MAX_FALSE_FLAGS_PER_100:g} per 100 topic-nights": (
+            steady["false_flags_per_100"] is not None and steady["false_flags_per_100"] <= MAX_FALSE_FLAGS_PER_100),
+        f"lineage kept on >= {MIN_LINEAGE_KEPT:.0%} of the nights a steady topic is released": (
+            steady["released_lineage_kept_share"] is not None
+            and steady["released_lineage_kept_share"] >= MIN_LINEAGE_KEPT),
+    }
+
+
+def evaluate(nights: list[Night], planted: dict, config: UraniaConfig, *, cap: float = 30.0, window_days: int = 30,
+             window_delta: float = DEFAULT_WINDOW_DELTA, seed: int = 7, noise_seed: int | None = 0,
+             log=print) -> dict:
+    """Runs the nights with `config` and returns the figures (see the module docstring)."""
+    plan = make_plan(config, cap, window_days, window_delta)
+    config = dataclasses.replace(config, epsilon=plan.night_epsilon)  # what the report states; the noise is the plan's
+    run = run_stream(nights, config, plan, cap=cap, window_days=window_days, window_delta=window_delta, seed=seed,
+                     noise_seed=noise_seed, log=log)
+    windows = window_epsilons(run.ledger, window_days, window_delta)
+    worst = max(windows, key=lambda w: w["epsilon"]) if windows else None
+    night_epsilons = [e.epsilon for e in run.ledger.entries]
+    figures = {
+        "warm_start": getattr(config, "warm_start", None),
+        "nights": len(nights), "nights_run": len(run.reports), "nights_refused": len(run.refused),
+        "refused": run.refused,
+        "plan": plan.to_json(),
+        "night_epsilon": {"planned": plan.night_epsilon, "reported_min": min(night_epsilons, default=None),
+                          "reported_max": max(night_epsilons, default=None)},
+        "cap": cap, "window_days": window_days, "window_delta": window_delta,
+        "max_window_epsilon": worst["epsilon"] if worst else 0.0, "worst_window": worst, "windows": windows,
+        "run_seconds": run.seconds,
+        "topics_per_night": [len(run.reports[d]["topics"]) for d in sorted(run.reports)],
+        "trends": trend_figures(planted, nights, run, config.embedding_model),
+    }
+    figures["verdicts"] = verdicts(figures, len(nights), cap)
+    figures["_run"] = run  # not JSON: the ledger and reports, for callers that check more
+    return figures
+
+
+def format_figures(figures: dict) -> list[str]:
+    """The printed summary of one evaluation."""
+    trends, steady = figures["trends"], figures["trends"]["steady"]
+    lines = [
+        f"warm start: {figures['warm_start']}",
+        f"nights run: {figures['nights_run']} of {figures['nights']}; refused by the ledger: "
+        f"{figures['nights_refused']}" + (f" ({', '.join(sorted(figures['refused']))})" if figures["refused"] else ""),
+        f"per-night epsilon: planned {figures['night_epsilon']['planned']:.4f}, reported "
+        f"{figures['night_epsilon']['reported_min'] or 0:.4f}..{figures['night_epsilon']['reported_max'] or 0:.4f}",
+    ]
+    worst = figures["worst_window"]
+    if worst:
+        lines.append(f"largest {figures['window_days']}-day window epsilon (recomputed from the ledger's events, PLD "
+                     f"at delta {figures['window_delta']:g}): {worst['epsilon']:.4f} ({worst['start']}..{worst['end']}, "
+                     f"{worst['runs']} runs); cap {figures['cap']:g}")
+    emerging = trends.get("emerging")
+    if emerging:
+        flag = emerging["flagged"]
+        lines.append(f"emerging '{emerging['topic']}' (planted from night {emerging['start_night']}, "
+                     f"{emerging['start_date']}): " + (
+                         f"flagged {flag['status']} on {flag['date']} (night {flag['night']}), "
+                         f"{flag['nights_to_flag']} nights after its start; lineage {flag['lineage']} "
+                         f"(purity {flag['purity'] if flag['purity'] is None else round(flag['purity'], 2)})"
+                         if flag else ("not flagged" if emerging["in_stream"] else "starts after the stream")))
+    fading = trends.get("fading")
+    if fading:
+        flag = fading["flagged"]
+        lines.append(f"fading '{fading['topic']}' (planted from night {fading['start_night']}, {fading['start_date']}"
+                     f", gone from night {fading['gone_night']}): lineage {fading['lineage']} " + (
+                         f"{flag['status']} on {flag['date']} (night {flag['night']}), "
+                         f"{flag['nights_to_flag']} nights after the decline began"
+                         if flag else ("not flagged" if fading["in_stream"] else "starts after the stream")))
+    weekly = trends.get("weekly")
+    if weekly:
+        lines.append(f"weekly '{weekly['topic']}': growing/emerging on {weekly['growing_on_weekday']} of "
+                     f"{weekly['weekday_nights']} {weekly['weekday']}s, {weekly['growing_other_days']} of "
+                     f"{weekly['other_nights']} other nights")
+    per_100 = steady["false_flags_per_100"]
+    kept, released = steady["lineage_kept_share"], steady["released_lineage_kept_share"]
+    lines += [
+        f"steady topics: {steady['false_flags']} false flags in {steady['topic_nights']} topic-nights = "
+        f"{'n/a' if per_100 is None else f'{per_100:.2f}'} per 100 {steady['false_flags_by_status']}; "
+        f"{steady['unreleased_topic_nights']} topic-nights with the topic's cluster not released; "
+        f"{steady['shared_with_changing_topic']['false_flags']} of the flags in the "
+        f"{steady['shared_with_changing_topic']['topic_nights']} topic-nights whose cluster was >= "
+        f"{CHANGING_SHARE:.0%} a changing topic's; without those: " + (
+            "n/a" if steady["false_flags_per_100_unshared"] is None
+            else f"{steady['false_flags_per_100_unshared']:.2f} per 100"),
+        f"lineage kept on released nights: {steady['released_lineage_kept']} of {steady['released_lineage_pairs']} "
+        f"= {'n/a' if released is None else f'{released:.1%}'}; on consecutive nights: {steady['lineage_kept']} of "
+        f"{steady['lineage_pairs']} = {'n/a' if kept is None else f'{kept:.1%}'}, breaks {steady['lineage_breaks']}",
+        "centre cosines: " + "; ".join(
+            f"{name.replace('_', ' ')} " + ("n/a" if q is None else
+                                            f"p10 {q['p10']:.2f} median {q['median']:.2f} p90 {q['p90']:.2f}")
+            for name, q in trends["centre_cosines"].items() if name != "min_cosine")
+        + f" (lineage match needs >= {trends['centre_cosines']['min_cosine']:g})",
+        f"topics per night: min {min(figures['topics_per_night'], default=0)}, "
+        f"max {max(figures['topics_per_night'], default=0)}; lineages in the timeline: {trends['timeline_lineages']}; "
+        f"runs took {figures['run_seconds']:.0f} s",
+        f"per-night quality: NMI against the planted topics {trends['quality']['mean_nmi']:.3f} (mean of the nights), "
+        f"{trends['quality']['mean_topics_released']:.1f} topics released a night",
+    ]
+    lines += [f"  [{'PASS' if ok else 'FAIL'}] {name}" for name, ok in figures["verdicts"].items()]
+    return lines
+
+
+def headline(figures: dict) -> dict:
+    """The figures the targets are about, for one run."""
+    trends = figures["trends"]
+    flag = (trends.get("emerging") or {}).get("flagged")
+    fade = (trends.get("fading") or {}).get("flagged")
+    return {"refused": figures["nights_refused"], "max_window_epsilon": figures["max_window_epsilon"],
+            "emerging_nights_to_flag": None if flag is None else flag["nights_to_flag"],
+            "fading_nights_to_flag": None if fade is None else fade["nights_to_flag"],
+            "false_flags_per_100": trends["steady"]["false_flags_per_100"],
+            "lineage_kept": trends["steady"]["released_lineage_kept_share"],
+            "lineage_kept_consecutive": trends["steady"]["lineage_kept_share"],
+            "mean_nmi": trends["quality"]["mean_nmi"]}
+
+
+def format_repeats(runs: list[dict]) -> list[str]:
+    """One line per run of the headline figures, and how many runs passed each target."""
+    lines = []
+    for index, figures in enumerate(runs):
+        row = headline(figures)
+        lines.append(f"  run {index}: refused {row['refused']}, max window eps {row['max_window_epsilon']:.4f}, "
+                     f"emerging flagged after {row['emerging_nights_to_flag']} nights, fading after "
+                     f"{row['fading_nights_to_flag']}, false flags {row['false_flags_per_100'] or 0:.2f}/100, "
+                     f"lineage kept {row['lineage_kept'] or 0:.1%} of released nights "
+                     f"({row['lineage_kept_consecutive'] or 0:.1%} of consecutive nights), NMI {row['mean_nmi']:.3f}")
+    for name in runs[0]["verdicts"]:
+        lines.append(f"  {name}: passed in {sum(f['verdicts'][name] for f in runs)} of {len(runs)} runs")
+    return lines
+
+
+def _json_safe(figures: dict) -> dict:
+    return {k: v for k, v in figures.items() if not k.startswith("_")}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stream", default=DEFAULT_STREAM,
+                        help="stream folder (generated there unless it holds this stream already)")
+    add_stream_arguments(parser)
+    parser.add_argument("--num_clusters", type=int, default=20)
+    parser.add_argument("--max_epsilon_per_window", type=float, default=30.0)
+    parser.add_argument("--window_days", type=int, default=30)
+    parser.add_argument("--window_delta", type=float, default=DEFAULT_WINDOW_DELTA)
+    parser.add_argument("--warm_start", choices=("auto", "off", "both"), default="auto",
+                        help="both: run cold (off) and warm (auto) and print both")
+    parser.add_argument("--noise_seed", type=int, default=0, help="seeds each night's k-means noise (reproducible)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of the whole stream per mode (noise seeds noise_seed, noise_seed + 1, ...)")
+    parser.add_argument("--cache_dir", default=DEFAULT_CACHE_DIR)
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a job option of the nightly runs (eval/urania_inprocess.UraniaConfig), "
+                             "e.g. kmeans_iterations=2; repeatable")
+    args = parser.parse_args(argv)
+    spec = spec_from_args(args)
+    started = time.time()
+    planted = prepare_stream(args.stream, spec)
+    base = dataclasses.replace(UraniaConfig(num_clusters=args.num_clusters), **config_overrides(args.set))
+    nights = load_nights(args.stream, planted, base.embedding_model, args.cache_dir)
+    print(f"stream {args.stream}: {len(nights)} nights, {sum(len(n.conversation_ids) for n in nights)} "
+          f"conversations, {spec.users} users; read and embedded in {time.time() - started:.0f} s")
+    modes = ("off", "auto") if args.warm_start == "both" else (args.warm_start,)
+    results: dict[str, list[dict]] = {}
+    for mode in modes:
+        config = dataclasses.replace(base, warm_start=mode)
+        results[mode] = []
+        for repeat in range(args.repeats):
+            figures = evaluate(nights, planted, config, cap=args.max_epsilon_per_window,
+                               window_days=args.window_days, window_delta=args.window_delta, seed=args.seed,
+                               noise_seed=args.noise_seed + repeat, log=print)
+            results[mode].append(figures)
+            if repeat == 0:
+                print(f"\n== warm start {mode} ==")
+                for line in format_figures(figures):
+                    print(line)
+        if args.repeats > 1:
+            print(f"-- warm start {mode}, {args.repeats} repeats (noise seeds {args.noise_seed}.."
+                  f"{args.noise_seed + args.repeats - 1}; PipelineDP's count noise is unseeded) --")
+            for line in format_repeats(results[mode]):
+                print(line)
+    print(f"\ntotal {time.time() - started:.0f} s")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as out:
+            json.dump({mode: [_json_safe(f) for f in runs] for mode, runs in results.items()}, out, indent=1,
+                      default=str)
+    return results
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+import dataclasses
+
+import pytest
+
+from beam_jobs.generate_stream import StreamSpec
+from dp_ops.budget_ledger import Ledger, LedgerEntry
+from dp_ops.dp_events import event_to_json
+from eval import nightly_stream
+from eval.urania_inprocess import UraniaConfig
+
+pytestmark = pytest.mark.slow  # embeds ~900 conversations and runs the mechanisms 4 times
+
+WINDOW_DAYS, CAP, WINDOW_DELTA = 30, 30.0, 1e-5
+
+
+@pytest.fixture(scope="module")
+def figures(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("stream"))
+    spec = StreamSpec(nights=4, conversations_per_night=220, users=300, seed=3, emerging_night=2, fading_night=2,
+                      fade_nights=2)
+    planted = nightly_stream.prepare_stream(folder, spec)
+    nights = nightly_stream.load_nights(folder, planted, UraniaConfig().embedding_model, cache_dir=None, log=None)
+    config = UraniaConfig(num_clusters=6, epsilon=1.0)  # epsilon: replaced by the plan's night epsilon
+    return nightly_stream.evaluate(nights, planted, config, cap=CAP, window_days=WINDOW_DAYS,
+                                   window_delta=WINDOW_DELTA, seed=3, noise_seed=0, log=None)
+
+
+def test_every_night_runs_and_the_ledger_holds_one_committed_entry_per_night(figures):
+    assert figures["nights"] == figures["nights_run"] == 4 and figures["nights_refused"] == 0
+    ledger = figures["_run"].ledger
+    assert [e.date for e in ledger.entries] == ["2026-10-01", "2026-10-02", "2026-10-03", "2026-10-04"]
+    assert all(e.events and e.status == "committed" for e in ledger.entries)
+    assert figures["night_epsilon"]["reported_max"] == pytest.approx(figures["night_epsilon"]["planned"], rel=1e-3)
+
+
+def test_the_independent_window_epsilon_agrees_with_the_ledger(figures):
+    ledger = figures["_run"].ledger
+    by_ledger = max(ledger.worst_window_spend(e.date, WINDOW_DAYS, WINDOW_DELTA)[0] for e in ledger.entries)
+    assert figures["max_window_epsilon"] == pytest.approx(by_ledger, abs=1e-6)
+    assert figures["worst_window"]["runs"] == 4
+    # Four of the thirty nights the plan allows: well under the cap, above one night's spend.
+    assert figures["night_epsilon"]["planned"] < figures["max_window_epsilon"] < CAP
+    assert figures["verdicts"]["every window epsilon <= cap"]
+    # One window per day from the first window holding the first night to the last night's.
+    assert len(figures["windows"]) == WINDOW_DAYS + 3
+
+
+def test_window_epsilons_compose_the_stored_events_not_the_sum_of_epsilons():
+    import dp_accounting
+    event = event_to_json(dp_accounting.GaussianDpEvent(4.0))
+    ledger = Ledger()
+    for day in ("2026-10-01", "2026-10-02", "2026-11-15"):
+        ledger = ledger.with_entry(LedgerEntry(run_id=day, date=day, epsilon=1.5, delta=1e-6, status="committed",
+                                               recorded_at="2026-10-01T00:00:00+00:00", output="x", events=(event,)))
+    windows = nightly_stream.window_epsilons(ledger, 30, 1e-5)
+    both = [w for w in windows if w["runs"] == 2]
+    one = [w for w in windows if w["runs"] == 1]
+    assert both and one
+    # Two Gaussians of multiplier 4 compose to one of multiplier 4 / sqrt(2): less than twice one's epsilon.
+    assert one[0]["epsilon"] < both[0]["epsilon"] < 2 * one[0]["epsilon"]
+    assert both[0]["epsilon"] == pytest.approx(
+        nightly_stream.composed_epsilon([dp_accounting.GaussianDpEvent(4.0 / 2 ** 0.5)], 1e-5), abs=1e-2)
+
+
+def test_the_figures_have_their_parts_and_print(figures):
+    trends = figures["trends"]
+    assert trends["emerging"]["topic"] == "video games" and trends["emerging"]["in_stream"]
+    flag = trends["emerging"]["flagged"]
+    assert flag is None or {"date", "nights_to_flag", "status", "lineage"} <= set(flag)
+    assert set(trends["fading"]) >= {"topic", "lineage", "flagged"}
+    steady = trends["steady"]
+    assert steady["topics"] == 22 and steady["lineage_pairs"] == 22 * 3
+    assert 0 <= steady["lineage_kept"] <= steady["lineage_pairs"]
+    assert steady["topic_nights"] + steady["unreleased_topic_nights"] == 22 * 3
+    assert set(figures["verdicts"]) and all(isinstance(v, bool) for v in figures["verdicts"].values())
+    lines = nightly_stream.format_figures(figures)
+    assert any(line.startswith("nights run: 4 of 4") for line in lines)
+    assert sum("PASS" in line or "FAIL" in line for line in lines) == len(figures["verdicts"])
+
+
+def test_a_planted_topic_maps_to_the_lineage_holding_most_of_its_conversations():
+    night = nightly_stream.Night(0, "2026-10-01", ["a", "b", "c", "d"], ["u"] * 4, [""] * 4, None,
+                                 {"a": "x", "b": "x", "c": "x", "d": "y"})
+    report = {"topics": [{"id": 0, "lineage": "L0"}, {"id": 1}],
+              "_private": {"assignments": {"a": 0, "b": 0, "c": 1, "d": 2}}}
+    mapped = nightly_stream.planted_lineages([night], {"2026-10-01": report})
+    assert mapped == {"2026-10-01": {"x": "L0", "y": None}}  # y's cluster 2 was not released
+    report["_private"]["assignments"]["a"] = 1
+    assert nightly_stream.planted_lineages([night], {"2026-10-01": report})["2026-10-01"]["x"] == "2026-10-01#1"
+    assert dataclasses.is_dataclass(night)
