@@ -170,6 +170,21 @@ def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBud
     return NightBudget(calibrate_jointly(epsilon, privacy.delta, stage_requests(params)))
 
 
+def previous_nights(context: RunContext, model: str, embedding_dim: int, warm_start: bool) -> PreviousNights:
+    """What tonight takes from the earlier released nights (core/lineage.py). Their files are public
+    and editable by whoever can write the release bucket: whatever is wrong with them costs the warm
+    start and the lineages (logged), never the run, which has reserved its budget by then."""
+    if not context.date:
+        return PreviousNights()
+    try:
+        reports = [report for _, report in released_reports(context.output_root, context.date, LOOKBACK_NIGHTS)]
+        return PreviousNights.of(reports, model, warm_start, embedding_dim)
+    except Exception as error:
+        log.warning("earlier nights unusable: cold start, new lineages",
+                    extra={"event": "previous_nights_unusable", "run_id": context.run_id, "error": str(error)})
+        return PreviousNights()
+
+
 def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_dim: int, context: RunContext,
                    canaries: tuple[str, ...] = (), night: NightBudget | None = None) -> RunBudget:
     """Wires the stages; returns the run's budget, which every DP stage registered with. Reads like
@@ -190,9 +205,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     user_count = (DPUserCount(UserCountNoise(joint.stages["user_count"].noise_multiplier, privacy.delta), budget,
                               noise_seed=privacy.noise_seed) if clustering.counts_users else None)
     # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
-    previous = PreviousNights.of(
-        [report for _, report in released_reports(context.output_root, context.date, LOOKBACK_NIGHTS)]
-        if context.date else [], embedding.embedding_model, warm_start=clustering.warm_start == "auto")
+    previous = previous_nights(context, embedding.embedding_model, embedding_dim, clustering.warm_start == "auto")
     warm_started = previous.warm_centres is not None
     kmeans = DPKMeans(DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
                                      noise_multiplier=joint.stages["clustering"].noise_multiplier,

@@ -3,16 +3,24 @@
 Each nightly report publishes its topics' DP k-means centres as unit directions of the embedding
 space (`centres_section`; post-processing of the DP centres, so no budget). The next night seeds
 its k-means from them (dp_ops.dp_kmeans.warm_seed_centres) and matches its own centres to the
-lineages of the last LOOKBACK_NIGHTS released nights (the latest centre of each): a one-to-one
-assignment of highest total cosine similarity (Hungarian), keeping pairs at or above
-MIN_COSINE. A topic that matches keeps the lineage's id; any other starts a lineage, named by the
-run's date and its cluster id. Matching a lineage last seen some nights ago lets a topic that
-dipped below the size floor for a night, or a weekly topic, come back under its own id.
+lineages of the last LOOKBACK_NIGHTS released nights (each by the average of its last
+SMOOTHING_NIGHTS centres, with SEEDED_BONUS for the lineage a topic was seeded from): a one-to-one
+assignment of highest total similarity (Hungarian), keeping pairs at or above MIN_COSINE. A topic
+that matches keeps the lineage's id; any other starts a lineage, named by the run's date and its
+cluster id. Matching a lineage last seen some nights ago lets a topic that dipped below the size
+floor for a night, or a weekly topic, come back under its own id.
+
+Earlier reports are public files that anyone with write access to the release bucket could alter,
+so what is read from them is checked: a centre must be a finite, non-zero vector of the embedding's
+dimension, and a lineage id must look like one this code writes (it is republished every night the
+topic continues); anything else is ignored, never fatal.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 
 import numpy as np
 
@@ -33,6 +41,15 @@ SMOOTHING_NIGHTS = 3
 CENTRE_DECIMALS = 5
 
 
+# What a lineage id this code writes looks like: the run's date (or run id, or "seedN" in-process), '#',
+# its cluster id.
+LINEAGE_ID = re.compile(r"^[0-9A-Za-z:._-]{1,64}#[0-9]{1,5}$")
+
+
+def valid_lineage_id(value) -> bool:
+    return isinstance(value, str) and LINEAGE_ID.match(value) is not None
+
+
 @dataclasses.dataclass(frozen=True)
 class KnownLineage:
     id: str
@@ -49,12 +66,30 @@ def centres_section(centres: dict[int, np.ndarray], model: str) -> dict:
                          for c, centre in sorted(centres.items())}}
 
 
-def report_centres(report: dict, model: str) -> dict[int, np.ndarray]:
-    """A report's topic centres (empty if it has none, or they are in another model's space)."""
-    section = report.get("centres") or {}
-    if section.get("embedding_model") != model:
+def report_centres(report: dict, model: str, dim: int | None = None) -> dict[int, np.ndarray]:
+    """A report's topic centres (empty if it has none, or they are in another model's space); only
+    finite, non-zero vectors of `dim` numbers (any one length if None) are kept."""
+    section = report.get("centres") if isinstance(report, dict) else None
+    if not isinstance(section, dict) or section.get("embedding_model") != model:
         return {}
-    return {int(c): _unit(np.asarray(v, dtype=np.float64)) for c, v in section.get("by_topic", {}).items()}
+    by_topic = section.get("by_topic")
+    centres = {}
+    for key, values in (by_topic.items() if isinstance(by_topic, dict) else ()):
+        if not (str(key).isdigit() and isinstance(values, list) and values and (dim is None or len(values) == dim)
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in values)):
+            continue
+        vector = np.asarray(values, dtype=np.float32)
+        if np.linalg.norm(vector) > 0:
+            centres[int(key)] = _unit(vector)
+    lengths = {len(v) for v in centres.values()}
+    return centres if len(lengths) <= 1 else {}
+
+
+def _topics(report: dict) -> list[dict]:
+    """The report's topics that have an integer id (a malformed entry is skipped)."""
+    topics = report.get("topics") if isinstance(report, dict) else None
+    return [t for t in (topics if isinstance(topics, list) else [])
+            if isinstance(t, dict) and isinstance(t.get("id"), int) and not isinstance(t.get("id"), bool)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,32 +103,34 @@ class PreviousNights:
     warm_lineages: tuple[str | None, ...] = ()
 
     @classmethod
-    def of(cls, reports: list[dict], model: str, warm_start: bool = True) -> "PreviousNights":
-        known = tuple(known_lineages(reports, model))
+    def of(cls, reports: list[dict], model: str, warm_start: bool = True, dim: int | None = None) -> "PreviousNights":
+        known = tuple(known_lineages(reports, model, dim))
         latest = reports[-1] if reports and warm_start else {}
-        centres = report_centres(latest, model)
-        seeds = [t for t in latest.get("topics", []) if t["id"] in centres]
+        centres = report_centres(latest, model, dim)
+        seeds = [t for t in _topics(latest) if t["id"] in centres]
         if not seeds:
             return cls(known)
-        return cls(known, np.stack([centres[t["id"]] for t in seeds]), tuple(t.get("lineage") for t in seeds))
+        return cls(known, np.stack([centres[t["id"]] for t in seeds]),
+                   tuple(t.get("lineage") if valid_lineage_id(t.get("lineage")) else None for t in seeds))
 
     def seeded(self) -> dict[int, str]:
         """Tonight's cluster id -> the lineage of the warm centre it was seeded from."""
         return {cluster: lineage for cluster, lineage in enumerate(self.warm_lineages) if lineage}
 
 
-def known_lineages(reports: list[dict], model: str) -> list[KnownLineage]:
+def known_lineages(reports: list[dict], model: str, dim: int | None = None) -> list[KnownLineage]:
     """Every lineage in `reports` (released nights, oldest first) with its reference centre: the
     direction of the sum of its last SMOOTHING_NIGHTS released centres, which averages out part of
     each night's noise (one night's centre alone is as noisy as tonight's)."""
     history: dict[str, list[np.ndarray]] = {}
     last_date: dict[str, str | None] = {}
     for report in reports:
-        centres = report_centres(report, model)
-        for topic in report.get("topics", []):
-            if topic.get("lineage") and topic["id"] in centres:
+        centres = report_centres(report, model, dim)
+        config = report.get("config") if isinstance(report, dict) else None
+        for topic in _topics(report):
+            if valid_lineage_id(topic.get("lineage")) and topic["id"] in centres:
                 history.setdefault(topic["lineage"], []).append(centres[topic["id"]])
-                last_date[topic["lineage"]] = report.get("config", {}).get("date")
+                last_date[topic["lineage"]] = config.get("date") if isinstance(config, dict) else None
     return [KnownLineage(lineage, _unit(np.sum(centres[-SMOOTHING_NIGHTS:], axis=0)), last_date[lineage])
             for lineage, centres in history.items()]
 

@@ -20,12 +20,20 @@ def _join(root: str, *parts: str) -> str:
 def released_reports(output_root: str, before: str | None = None, nights: int | None = None) -> list[tuple[str, dict]]:
     """(date, report) of the published dated runs, oldest first: those dated before `before` (all if
     None), the last `nights` dates of them (all if None), one run a date (the last listed: a re-run
-    replaces the night). A listed report that cannot be read is skipped with a warning, never fatal:
-    it only costs a warm start or a lineage match."""
-    index = read_json_or_none(_join(output_root, "index.json")) or {}
+    replaces the night). An index or a listed report that cannot be read, or an entry that is not
+    what the job writes (a path with '..' included), is skipped with a warning, never fatal: it only
+    costs a warm start or a lineage match."""
+    try:
+        index = read_json_or_none(_join(output_root, "index.json")) or {}
+    except Exception as error:  # an unreadable index costs the warm start and the lineages, not the run
+        log.warning("report index unreadable", extra={"event": "report_index_unreadable", "error": str(error)})
+        return []
     latest: dict[str, dict] = {}
-    for run in index.get("runs", []):
-        if run.get("status") == "committed" and run.get("date") and (before is None or run["date"] < before):
+    runs = index.get("runs") if isinstance(index, dict) else None
+    for run in runs if isinstance(runs, list) else []:
+        if (isinstance(run, dict) and run.get("status") == "committed" and isinstance(run.get("date"), str)
+                and isinstance(run.get("path"), str) and ".." not in run["path"].split("/")
+                and (before is None or run["date"] < before)):
             latest[run["date"]] = run
     dates = sorted(latest)[-nights:] if nights else sorted(latest)
     reports = []
@@ -33,11 +41,11 @@ def released_reports(output_root: str, before: str | None = None, nights: int | 
         path = _join(output_root, latest[date]["path"], "release", "report.json")
         try:
             report = read_json_or_none(path)
-        except (OSError, ValueError) as error:
+        except Exception as error:  # OSError, bad JSON, a storage client's own errors
             log.warning("released report unreadable", extra={"event": "released_report_unreadable", "path": path,
                                                              "error": str(error)})
             continue
-        if report is None:
+        if not isinstance(report, dict):
             log.warning("released report missing", extra={"event": "released_report_missing", "path": path})
         else:
             reports.append((date, report))

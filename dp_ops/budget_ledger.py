@@ -191,6 +191,8 @@ class Ledger:
                                 f"Pass --allow_rerun to record a second spend explicitly.")
         if not 0 < max_delta_per_window < 1:
             raise ValueError(f"the window delta must be in (0, 1), got {max_delta_per_window}")
+        if max_epsilon_per_window is None:  # a ledger that only records: no window is checked
+            return
         charge = PendingSpend(epsilon, delta, None if events is None else events_json(events))
         total, window_delta, start, inside = self._worst_window(date, window_days, max_delta_per_window, charge)
         spent, _ = window_spend(inside, max_delta_per_window)

@@ -47,7 +47,7 @@ from beam_jobs.options import (
     KeywordParams,
     PrivacyParams,
 )
-from core.lineage import LOOKBACK_NIGHTS, known_lineages, warm_start_centres
+from core.lineage import LOOKBACK_NIGHTS, PreviousNights
 from core.report import build_report, labelling_section, report_topics
 from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
@@ -265,11 +265,10 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                                input_dim=embeddings.shape[1], iterations=config.kmeans_iterations,
                                projection_dim=config.projection_dim, seed=seed, basis=config.projection_basis)
     active_dim, count_spend = choose_dimension(params, weights, config, joint, noise_seed)
-    previous_reports = list(previous_reports)[-LOOKBACK_NIGHTS:]
-    warm = (warm_start_centres(previous_reports[-1] if previous_reports else None, config.embedding_model)
-            if config.warm_start == "auto" else None)
+    previous = PreviousNights.of(list(previous_reports)[-LOOKBACK_NIGHTS:], config.embedding_model,
+                                 warm_start=config.warm_start == "auto", dim=embeddings.shape[1])
     centres, points, calibration = fit_kmeans(vectors, weights, params, config.private, noise_seed, active_dim,
-                                              config.embedding_model, warm)
+                                              config.embedding_model, previous.warm_centres)
     clusters = km.assign_nearest(points, centres)
 
     size_pairs = list(zip(kept_users, clusters.tolist()))
@@ -359,9 +358,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
     # As the job's AssignLineages (transforms/topic_lineage.py): post-processing of the DP centres.
-    lineage = lineage_section(centres, _basis(params, config.embedding_model), list(kept_sizes),
-                              known_lineages(previous_reports, config.embedding_model), date or f"seed{seed}",
-                              config.embedding_model)
+    lineage = lineage_section(centres, _basis(params, config.embedding_model), list(kept_sizes), previous,
+                              date or f"seed{seed}", config.embedding_model)
     evolutions = {}
     if config.exemplars_per_topic:
         # As transforms/write_exemplars.py: after naming, from the released topics and DP centres only.

@@ -141,8 +141,10 @@ def test_the_delta_cap_refuses_a_window_whose_epsilon_delta_events_need_more_del
     with pytest.raises(BudgetRefused, match="delta 1e-06 from its \\(epsilon, delta\\) mechanisms alone, >= cap 1e-06"):
         ledger.check("2026-11-02", NIGHT_EPSILON, 100.0, 30, False, delta=1e-6, events=NIGHT,
                      max_delta_per_window=1e-6)
-    with pytest.raises(BudgetRefused, match="cap 5e-07"):  # the delta cap alone, without an epsilon cap
-        ledger.check("2026-11-02", NIGHT_EPSILON, None, 30, False, delta=1e-6, events=NIGHT, max_delta_per_window=5e-7)
+    with pytest.raises(BudgetRefused, match="cap 5e-07"):  # however large the epsilon cap
+        ledger.check("2026-11-02", NIGHT_EPSILON, 1e6, 30, False, delta=1e-6, events=NIGHT, max_delta_per_window=5e-7)
+    # A ledger without an epsilon cap only records (an old ledger's entries cannot stop the nights).
+    ledger.check("2026-11-02", NIGHT_EPSILON, None, 30, False, delta=1e-6, events=NIGHT, max_delta_per_window=5e-7)
 
 
 def test_an_old_ledger_is_read_and_its_entries_compose_as_their_own_epsilon_delta():

@@ -6,9 +6,9 @@ import pytest
 
 from core.lineage import (
     KnownLineage,
+    PreviousNights,
     assign_lineages,
     centres_section,
-    PreviousNights,
     known_lineages,
     report_centres,
 )
@@ -54,9 +54,9 @@ def test_a_lineages_reference_centre_averages_its_last_nights():
     for _ in range(100):
         truth = _unit(rng, 1)[0]
         nights = [km.normalise_rows((truth + 0.3 * rng.standard_normal(16))[None])[0] for _ in range(5)]
-        reports = [_report(f"2026-11-0{i + 1}", {0: c}, {0: "L"}) for i, c in enumerate(nights)]
+        reports = [_report(f"2026-11-0{i + 1}", {0: c}, {0: "L#0"}) for i, c in enumerate(nights)]
         (known,) = known_lineages(reports, MODEL)
-        assert known.id == "L" and known.date == "2026-11-05"
+        assert known.id == "L#0" and known.date == "2026-11-05"
         averaged.append(known.centre @ truth)
         single.append(nights[-1] @ truth)
     # The last SMOOTHING_NIGHTS nights' average is nearer the topic than the latest night alone.
@@ -67,13 +67,13 @@ def test_a_lineages_reference_centre_averages_its_last_nights():
 def test_the_centres_section_round_trips_and_passes_the_release_gate():
     rng = np.random.default_rng(2)
     centres = dict(enumerate(_unit(rng, 4, 384)))
-    report = _report("2026-11-01", centres, {c: f"L{c}" for c in centres}, sizes={0: 5, 1: 50, 2: 20, 3: 30})
+    report = _report("2026-11-01", centres, {c: f"L#{c}" for c in centres}, sizes={0: 5, 1: 50, 2: 20, 3: 30})
     back = report_centres(report, MODEL)
     assert all(np.allclose(back[c], centres[c], atol=1e-4) for c in centres)
     # Largest topics first, as the warm start seeds them.
     previous = PreviousNights.of([report], MODEL)
     assert np.allclose(previous.warm_centres, np.stack([back[c] for c in (1, 3, 2, 0)]))
-    assert previous.seeded() == {0: "L1", 1: "L3", 2: "L2", 3: "L0"}
+    assert previous.seeded() == {0: "L#1", 1: "L#3", 2: "L#2", 3: "L#0"}
     assert PreviousNights.of([report], MODEL, warm_start=False).warm_centres is None
     import json
     assert scan("report.json", json.dumps(report, indent=2).encode(), ()) == []
@@ -124,3 +124,38 @@ def test_in_process_nights_warm_start_and_continue_their_lineages(tmp_path):
     first, second = ({t["lineage"] for t in r["topics"]} for r in reports)
     assert all(lineage.startswith("2026-11-01#") for lineage in first)
     assert len(first & second) >= len(second) - 1
+
+
+def test_malformed_earlier_reports_are_ignored_not_fatal():
+    """Earlier reports are public files: a bad centre or lineage id is dropped, nothing raises."""
+    rng = np.random.default_rng(5)
+    good = _unit(rng, 2)
+    report = _report("2026-11-01", {0: good[0], 1: good[1]}, {0: "2026-11-01#0", 1: "=HYPERLINK(x)#1"})
+    report["centres"]["by_topic"]["2"] = [float("nan")] * 16
+    report["centres"]["by_topic"]["3"] = [0.0] * 16
+    report["centres"]["by_topic"]["4"] = [1.0] * 15
+    report["topics"] += [{"id": 2, "lineage": "x#2"}, {"id": "3"}, "not a topic"]
+    assert set(report_centres(report, MODEL, dim=16)) == {0, 1}
+    previous = PreviousNights.of([report, {"topics": 7, "centres": []}, report], MODEL, dim=16)
+    assert [k.id for k in previous.known] == ["2026-11-01#0"]
+    assert previous.seeded() == {0: "2026-11-01#0"}  # the bad id seeds nothing, but its centre still seeds
+    assert len(previous.warm_centres) == 2
+    assert PreviousNights.of([{"centres": {"embedding_model": MODEL, "by_topic": "x"}}], MODEL).warm_centres is None
+
+
+def test_released_reports_skip_what_the_job_did_not_write(tmp_path):
+    import json
+
+    from core.released_runs import released_reports
+    (tmp_path / "index.json").write_text("{not json")
+    assert released_reports(str(tmp_path)) == []
+    run = tmp_path / "dt=2026-11-01" / "run=a" / "release"
+    run.mkdir(parents=True)
+    (run / "report.json").write_text(json.dumps({"topics": []}))
+    runs = [{"date": "2026-11-01", "status": "committed", "path": "dt=2026-11-01/run=a"},
+            {"date": "2026-11-02", "status": "committed", "path": "../elsewhere"},
+            {"date": "2026-11-03", "status": "committed", "path": "dt=2026-11-03/run=missing"},
+            {"date": "2026-11-04", "status": "rejected", "path": "dt=2026-11-01/run=a"}, "junk"]
+    (tmp_path / "index.json").write_text(json.dumps({"runs": runs}))
+    assert released_reports(str(tmp_path)) == [("2026-11-01", {"topics": []})]
+    assert released_reports(str(tmp_path), before="2026-11-01") == []
