@@ -71,6 +71,8 @@ def test_the_figures_have_their_parts_and_print(figures):
     steady = trends["steady"]
     assert steady["topics"] == 22 and steady["lineage_pairs"] == 22 * 3
     assert 0 <= steady["lineage_kept"] <= steady["lineage_pairs"]
+    assert 0 <= steady["released_lineage_kept"] <= steady["released_lineage_pairs"] <= steady["lineage_pairs"]
+    assert 0 <= trends["quality"]["mean_nmi"] <= 1 and trends["quality"]["mean_topics_released"] >= 0
     assert steady["topic_nights"] + steady["unreleased_topic_nights"] == 22 * 3
     assert set(figures["verdicts"]) and all(isinstance(v, bool) for v in figures["verdicts"].values())
     lines = nightly_stream.format_figures(figures)
