@@ -55,12 +55,12 @@ from beam_jobs.options import ClusteringParams, PrivacyParams
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import HISTOGRAM_SOURCE
 from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
-from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly, count_request, job_requests
+from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly, count_request
 from dp_ops.nightly_plan import nights_per_window, plan_nights
 from dp_ops.sampling import keyed_uniform
 from eval.data import RESULTS_DIR, embed_cached, load_dataset, planted_topics
 from eval.topic_quality import composition, config_overrides, nmi, planted_named, with_unreleased
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
 
 OUTPUT_DIR = os.path.join(RESULTS_DIR, "nightly_modes")
 SAMPLE_PURPOSE = "nightly user sample"
@@ -373,12 +373,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     config = UraniaConfig(**{**config_overrides(args.overrides), "num_clusters": args.num_clusters})
-    privacy = PrivacyParams(epsilon=1.0, delta=args.night_delta, epsilon_weights=config.epsilon_weights,
-                            keyword_votes=config.keyword_votes, keyword_noise=config.keyword_noise,
-                            max_keyword_partitions_per_user=config.max_keyword_partitions_per_user)
-    requests = job_requests(privacy.stage_weights(), config.kmeans_iterations, config.max_conversations_per_user,
-                            privacy.histogram_noise, privacy.keyword_partitions_per_user, privacy.keyword_votes,
-                            user_count=config.counts_users)
+    requests = stage_requests(config)
     window = dict(cap=args.max_epsilon_per_window, window_delta=args.window_delta, window_days=args.window_days,
                   cadence_days=args.cadence_days, night_delta=args.night_delta)
     modes = ([Mode("plain")] + [Mode("sampled", q=q) for q in _numbers(args.sampling_rates)]

@@ -64,17 +64,15 @@ from beam_jobs.generate_stream import (
     spec_json,
     write_stream,
 )
-from beam_jobs.options import PrivacyParams
 from core.dates import utc_timestamp
 from core.lineage import LOOKBACK_NIGHTS, MIN_COSINE, report_centres
 from core.timeline import build_timeline
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, events_json
 from dp_ops.dp_events import composed_epsilon, event_from_json
-from dp_ops.joint_calibration import job_requests
 from dp_ops.nightly_plan import NightlyPlan, plan_nights
 from eval.data import DEFAULT_CACHE_DIR, RESULTS_DIR, embed_cached, load_dataset, planted_topics
 from eval.topic_quality import config_overrides, nmi
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
 
 DEFAULT_STREAM = os.path.join(RESULTS_DIR, "stream")
 FLAG_STATUSES = ("new", "emerging", "growing")
@@ -129,19 +127,8 @@ def load_nights(folder: str, planted: dict, model: str, cache_dir: str | None = 
     return nights
 
 
-def night_requests(config: UraniaConfig):
-    """One night's DP stages as the in-process run calibrates them (its joint_calibration's requests)."""
-    privacy = PrivacyParams(max_conversations_per_user=config.max_conversations_per_user,
-                            epsilon_weights=config.epsilon_weights, delta=config.delta,
-                            keyword_votes=config.keyword_votes, keyword_noise=config.keyword_noise,
-                            max_keyword_partitions_per_user=config.max_keyword_partitions_per_user)
-    return job_requests(privacy.stage_weights(), config.kmeans_iterations, config.max_conversations_per_user,
-                        privacy.histogram_noise, privacy.keyword_partitions_per_user, privacy.keyword_votes,
-                        user_count=config.counts_users)
-
-
 def make_plan(config: UraniaConfig, cap: float, window_days: int, window_delta: float) -> NightlyPlan:
-    return plan_nights(night_requests(config), max_epsilon_per_window=cap, window_delta=window_delta,
+    return plan_nights(stage_requests(config), max_epsilon_per_window=cap, window_delta=window_delta,
                        window_days=window_days, cadence_days=1, night_delta=config.delta)
 
 

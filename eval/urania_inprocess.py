@@ -123,9 +123,22 @@ def _joint_calibration_for(epsilon: float, epsilon_weights: str, delta: float, k
                            max_keyword_partitions_per_user: int | None, counts_users: bool) -> JointCalibration:
     privacy = _privacy_params(epsilon, epsilon_weights, delta, keyword_votes, keyword_noise,
                               max_keyword_partitions_per_user)
-    return calibrate_jointly(epsilon, delta, job_requests(
-        privacy.stage_weights(), kmeans_iterations, max_conversations_per_user, privacy.histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, user_count=counts_users))
+    return calibrate_jointly(epsilon, delta, _requests(privacy, kmeans_iterations, max_conversations_per_user,
+                                                       counts_users))
+
+
+def stage_requests(config: UraniaConfig) -> list:
+    """The job's DP stages for this config as calibration requests (what joint_calibration calibrates,
+    and what a nightly plan calibrates over a window: eval/nightly_stream.py, eval/nightly_privacy_modes.py)."""
+    privacy = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
+                              config.keyword_noise, config.max_keyword_partitions_per_user)
+    return _requests(privacy, config.kmeans_iterations, config.max_conversations_per_user, config.counts_users)
+
+
+def _requests(privacy: PrivacyParams, kmeans_iterations: int, max_conversations_per_user: int, counts_users: bool):
+    return job_requests(privacy.stage_weights(), kmeans_iterations, max_conversations_per_user,
+                        privacy.histogram_noise, privacy.keyword_partitions_per_user, privacy.keyword_votes,
+                        user_count=counts_users)
 
 
 def _privacy_params(epsilon: float, epsilon_weights: str, delta: float, keyword_votes: str,
