@@ -24,7 +24,10 @@ Printed (and returned by `evaluate`, written with --json):
   --window_days days, its entries' events composed with the PLD accountant at the window delta,
   dp_ops.dp_events.composed_epsilon), not by the ledger's own check; and the cap;
 - the night each planted change was flagged: the emerging topic's first night (from its planted
-  start) whose lineage has status new, emerging or growing, and nights to flag; the fading topic's
+  start) on which its lineage, or a released topic at least EMERGING_PURITY of whose conversations
+  are about it, has status new, emerging or growing (a small new topic often starts inside a
+  neighbour's cluster while a fresh seed finds it on another night: either shows the analyst a
+  rise), and nights to flag, by each rule; the fading topic's
   lineage (the one it had on the last night before its decline) first shrinking or vanished;
 - false flags per 100 steady topic-nights: a steady planted topic's lineage with a status other
   than steady (its first night in the stream excluded);
@@ -84,6 +87,10 @@ MIN_LINEAGE_KEPT = 0.90
 # A cluster is "shared with a changing topic" when at least this share of its conversations that
 # night are about an emerging, fading or weekly planted topic.
 CHANGING_SHARE = 0.2
+# A released topic at least this share of whose conversations are about the emerging planted topic
+# is "mostly about it": flagged new, emerging or growing, it shows the analyst the new theme.
+EMERGING_PURITY = 0.5
+EMERGING_RULES = ("its majority lineage", "a topic mostly about it")
 
 
 @dataclasses.dataclass
@@ -290,20 +297,25 @@ def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
     emerging = next((t for t in planted["trends"] if t["kind"] == "emerging"), None)
     if emerging is not None:
         start = emerging["start_night"]
-        flag = None
+        flags = {}  # rule -> its first flag
         for date in run_dates:
             night = by_date[date]
             if night.index < start:
                 continue
-            lineage = mapped[date].get(emerging["topic"])
-            if status_of(lineage, date) in FLAG_STATUSES:
-                flag = {"date": date, "night": night.index, "nights_to_flag": night.index - start,
-                        "status": status_of(lineage, date), "lineage": lineage,
-                        "purity": cluster_purity(night, run.reports[date], lineage, emerging["topic"])}
-                break
+            candidates = {EMERGING_RULES[0]: mapped[date].get(emerging["topic"])}
+            mostly = [lineage for lineage in (lineage_id(t, date) for t in run.reports[date]["topics"])
+                      if (cluster_purity(night, run.reports[date], lineage, emerging["topic"]) or 0) >= EMERGING_PURITY]
+            candidates[EMERGING_RULES[1]] = next(
+                (lineage for lineage in mostly if status_of(lineage, date) in FLAG_STATUSES), None)
+            for rule, lineage in candidates.items():
+                if rule not in flags and status_of(lineage, date) in FLAG_STATUSES:
+                    flags[rule] = {"date": date, "night": night.index, "nights_to_flag": night.index - start,
+                                   "status": status_of(lineage, date), "lineage": lineage, "rule": rule,
+                                   "purity": cluster_purity(night, run.reports[date], lineage, emerging["topic"])}
+        first = min(flags.values(), key=lambda f: f["night"], default=None)
         figures["emerging"] = {"topic": emerging["topic"], "start_night": start,
                                "start_date": emerging["start_date"],
-                               "in_stream": start < len(nights), "flagged": flag}
+                               "in_stream": start < len(nights), "flagged": first, "flagged_by_rule": flags}
 
     fading = next((t for t in planted["trends"] if t["kind"] == "fading"), None)
     if fading is not None:
@@ -482,12 +494,15 @@ def format_figures(figures: dict) -> list[str]:
                      f"{worst['runs']} runs); cap {figures['cap']:g}")
     emerging = trends.get("emerging")
     if emerging:
-        flag = emerging["flagged"]
+        flag, by_rule = emerging["flagged"], emerging["flagged_by_rule"]
         lines.append(f"emerging '{emerging['topic']}' (planted from night {emerging['start_night']}, "
                      f"{emerging['start_date']}): " + (
                          f"flagged {flag['status']} on {flag['date']} (night {flag['night']}), "
                          f"{flag['nights_to_flag']} nights after its start; lineage {flag['lineage']} "
-                         f"(purity {flag['purity'] if flag['purity'] is None else round(flag['purity'], 2)})"
+                         f"(purity {flag['purity'] if flag['purity'] is None else round(flag['purity'], 2)}, "
+                         f"{flag['rule']}); by rule: " + ", ".join(
+                             f"{rule} after {by_rule[rule]['nights_to_flag'] if rule in by_rule else 'never'}"
+                             for rule in EMERGING_RULES)
                          if flag else ("not flagged" if emerging["in_stream"] else "starts after the stream")))
     fading = trends.get("fading")
     if fading:
@@ -538,6 +553,8 @@ def headline(figures: dict) -> dict:
     fade = (trends.get("fading") or {}).get("flagged")
     return {"refused": figures["nights_refused"], "max_window_epsilon": figures["max_window_epsilon"],
             "emerging_nights_to_flag": None if flag is None else flag["nights_to_flag"],
+            "emerging_by_rule": {rule: f["nights_to_flag"]
+                                 for rule, f in (trends.get("emerging") or {}).get("flagged_by_rule", {}).items()},
             "fading_nights_to_flag": None if fade is None else fade["nights_to_flag"],
             "false_flags_per_100": trends["steady"]["false_flags_per_100"],
             "lineage_kept": trends["steady"]["released_lineage_kept_share"],
@@ -551,7 +568,8 @@ def format_repeats(runs: list[dict]) -> list[str]:
     for index, figures in enumerate(runs):
         row = headline(figures)
         lines.append(f"  run {index}: refused {row['refused']}, max window eps {row['max_window_epsilon']:.4f}, "
-                     f"emerging flagged after {row['emerging_nights_to_flag']} nights, fading after "
+                     f"emerging flagged after {row['emerging_nights_to_flag']} nights "
+                     f"({', '.join(f'{r}: {n}' for r, n in row['emerging_by_rule'].items()) or 'by no rule'}), fading after "
                      f"{row['fading_nights_to_flag']}, false flags {row['false_flags_per_100'] or 0:.2f}/100, "
                      f"lineage kept {row['lineage_kept'] or 0:.1%} of released nights "
                      f"({row['lineage_kept_consecutive'] or 0:.1%} of consecutive nights), NMI {row['mean_nmi']:.3f}")

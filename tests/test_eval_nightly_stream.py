@@ -66,7 +66,14 @@ def test_the_figures_have_their_parts_and_print(figures):
     trends = figures["trends"]
     assert trends["emerging"]["topic"] == "video games" and trends["emerging"]["in_stream"]
     flag = trends["emerging"]["flagged"]
-    assert flag is None or {"date", "nights_to_flag", "status", "lineage"} <= set(flag)
+    assert flag is None or {"date", "nights_to_flag", "status", "lineage", "rule"} <= set(flag)
+    by_rule = trends["emerging"]["flagged_by_rule"]
+    assert set(by_rule) <= set(nightly_stream.EMERGING_RULES)
+    assert flag == min(by_rule.values(), key=lambda f: f["night"], default=None)
+    for rule_flag in by_rule.values():
+        assert rule_flag["status"] in ("new", "emerging", "growing") and rule_flag["nights_to_flag"] >= 0
+        if rule_flag["rule"] == nightly_stream.EMERGING_RULES[1]:
+            assert rule_flag["purity"] >= nightly_stream.EMERGING_PURITY
     assert set(trends["fading"]) >= {"topic", "lineage", "flagged"}
     steady = trends["steady"]
     assert steady["topics"] == 22 and steady["lineage_pairs"] == 22 * 3
