@@ -1,6 +1,8 @@
 """Builds the pluggable steps a job asks for: the offline ones, or with an LLMConfig (the job's
---llm_backend other than offline) the LLM ones for the steps it names (--llm_steps), with the offline
-ones as their fallbacks."""
+--llm_backend other than offline) the LLM ones for the steps it names (--llm_steps). The steps on
+public or DP-released text (names, exemplars, keyword-set refinement) get the offline ones as their
+per-call fallbacks; the steps on records' text (facets, keyword selection, keyword proposals) get
+none: a record whose call fails is dead-lettered, or proposes nothing (backends/llm/steps.py)."""
 
 from __future__ import annotations
 
@@ -24,21 +26,18 @@ if TYPE_CHECKING:  # no LLM module is imported for the offline backend
 
 
 def make_facet_extractor(max_chars: int, llm: LLMConfig | None) -> FacetExtractor:
-    offline = UserTurnsFacetExtractor(max_chars=max_chars)
     if llm is None or not llm.uses("facets"):
-        return offline
+        return UserTurnsFacetExtractor(max_chars=max_chars)
     from backends.llm.steps import LLMFacetExtractor
-    return LLMFacetExtractor(llm, fallback=offline)
+    return LLMFacetExtractor(llm)
 
 
 def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_similarity: float,
                           embedding_backend: str, llm: LLMConfig | None) -> KeywordSelector:
-    offline = EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend)
     if llm is None or not llm.uses("keywords"):
-        return offline
+        return EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend)
     from backends.llm.steps import LLMKeywordSelector
-    return LLMKeywordSelector(llm, keywords, fallback=offline, embedding_model=embedding_model,
-                              embedding_backend=embedding_backend)
+    return LLMKeywordSelector(llm, keywords, embedding_model=embedding_model, embedding_backend=embedding_backend)
 
 
 def make_cluster_namer(llm: LLMConfig | None, categories: KeywordCategories | None = None) -> ClusterNamer:
@@ -61,11 +60,10 @@ def make_exemplar_writer(llm: LLMConfig | None) -> ExemplarWriter:
 
 def make_keyword_proposer(llm: LLMConfig | None) -> KeywordProposer:
     """The `llm`/`hybrid` keyword-set methods' proposer."""
-    offline = FrequentTermsKeywordProposer()
     if llm is None:
-        return offline
+        return FrequentTermsKeywordProposer()
     from backends.llm.steps import LLMKeywordProposer
-    return LLMKeywordProposer(llm, fallback=offline)
+    return LLMKeywordProposer(llm)
 
 
 def make_keyword_set_refiner(embedding_model: str, llm: LLMConfig | None) -> KeywordSetRefiner:

@@ -2,20 +2,25 @@
 
 A keyword set file is either plain text (one keyword per line, '#' comments; a line `## Name`
 starts the category `Name`, which the keywords below it belong to) or JSON as written by
-`beam_jobs.build_keywords` (format version 2; an optional "categories" list runs parallel to
-"keywords", null for a keyword without one):
+`beam_jobs.build_keywords` (format version 3 when its ledger charge spans several days, else 2; an
+optional "categories" list runs parallel to "keywords", null for a keyword without one):
 
-    {"format": "urania-keyword-set", "version": 2, "created_at": "2026-11-22T03:00:00+00:00",
+    {"format": "urania-keyword-set", "version": 3, "created_at": "2026-11-22T03:00:00+00:00",
      "method": "tfidf", "params": {...}, "source": {...}, "keywords": [...],
      "privacy": {"epsilon": ..., "delta": ..., "mechanisms": [MechanismSpend, ...],
-                 "ledger": {"run_id": "keyword-set-…", "date": "2026-11-22"}}}
+                 "ledger": {"run_id": "keyword-set-…", "date": "2026-11-21", "days": 30}}}
 
 A DP-built set carries the privacy it spent, which the main job adds to its report, and (version 2)
 the run id and date under which a privacy ledger charges that spend, once: by the build with
---privacy_ledger, else by the first nightly run that uses the set. Version 2 exists so that an
-older job, which would not charge it, refuses such a file instead. Version 1 and older JSON without
-"version" (just "keywords", "method", "privacy") still load: a DP one gets a run id derived from its
-content and its build day (see `_legacy_ledger`). A newer version is refused.
+--privacy_ledger, else by the first nightly run that uses the set. The date is the last day of the
+data it was built from, and (version 3) `days` how many days of data end there: the spend counts in
+every ledger window holding any of them. Version 2 exists so that an older job, which would not
+charge the set, refuses such a file instead; version 3 so that a version-2 job, which would charge
+it on its last day only, refuses it too; a set of one day's data (or without spend) is still
+written as version 2, without `days`, which older jobs read correctly. Version 2 files (one day)
+load, and so do version 1 and older JSON without "version" (just "keywords", "method", "privacy"):
+a DP one gets a run id derived from its content and its build day (see `_legacy_ledger`). A newer
+version is refused.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ DEFAULT_KEYWORD_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspa
                                    "beam_jobs", "resources", "default_keywords.txt")
 MAX_KEYWORD_CHARS = 60
 FORMAT_NAME = "urania-keyword-set"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # the newest this job reads and writes (a set whose charge spans several days)
+ONE_DAY_FORMAT_VERSION = 2  # what it writes for any other set, which version-2 jobs read as well
 LEGACY_RUN_PREFIX = KEYWORD_SET_RUN_PREFIX + "legacy-"
 
 
@@ -52,9 +58,11 @@ class KeywordSet:
     params: dict = dataclasses.field(default_factory=dict)
     origin: dict = dataclasses.field(default_factory=dict)
     # Where a privacy ledger charges `spend` (None when it spent nothing): the build's ledger run id
-    # and date (None only for an old file without a creation time: then the night that uses it).
+    # and the last day of its data (None only for an old file without a creation time: then the night
+    # that uses it), with the number of days of data ending there.
     ledger_run_id: str | None = None
     ledger_date: str | None = None
+    ledger_days: int = 1
     # Each keyword's category (parallel to `keywords`; None when the set gives none): public, like K.
     categories: tuple[str | None, ...] = ()
 
@@ -130,10 +138,11 @@ def _from_json(data: dict, path: str) -> KeywordSet:
         raise ValueError(f"{path}: a JSON keyword set needs a \"keywords\" list")
     spend = tuple(MechanismSpend.from_json(s) for s in data.get("privacy", {}).get("mechanisms", []))
     ledger_run_id = ledger_date = None
+    ledger_days = 1
     if spend:
         ledger = data["privacy"].get("ledger")
         if ledger is not None:
-            ledger_run_id, ledger_date = _checked_ledger(ledger, path)
+            ledger_run_id, ledger_date, ledger_days = _checked_ledger(ledger, path)
         elif version is not None and version >= 2:
             raise ValueError(f"{path}: a keyword set that spent privacy must carry privacy.ledger "
                              f"(run_id, date) from version 2 on; rebuild it with beam_jobs.build_keywords")
@@ -147,15 +156,18 @@ def _from_json(data: dict, path: str) -> KeywordSet:
                                                   path)
     return KeywordSet(keywords, path, data.get("method", "unknown"), spend, categories=categories,
                       version=version, created_at=data.get("created_at"), params=data.get("params", {}),
-                      origin=data.get("source", {}), ledger_run_id=ledger_run_id, ledger_date=ledger_date)
+                      origin=data.get("source", {}), ledger_run_id=ledger_run_id, ledger_date=ledger_date,
+                      ledger_days=ledger_days)
 
 
-def _checked_ledger(ledger: dict, path: str) -> tuple[str, str]:
-    run_id, date = ledger.get("run_id"), ledger.get("date")
+def _checked_ledger(ledger: dict, path: str) -> tuple[str, str, int]:
+    run_id, date, days = ledger.get("run_id"), ledger.get("date"), ledger.get("days", 1)
     if not isinstance(run_id, str) or not run_id.startswith(KEYWORD_SET_RUN_PREFIX):
         raise ValueError(f"{path}: privacy.ledger.run_id must start with {KEYWORD_SET_RUN_PREFIX!r}, got {run_id!r}")
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+        raise ValueError(f"{path}: privacy.ledger.days must be an integer >= 1, got {days!r}")
     try:
-        return run_id, iso_date(date)
+        return run_id, iso_date(date), days
     except ValueError as error:
         raise ValueError(f"{path}: privacy.ledger.date must be YYYY-MM-DD, got {date!r}") from error
 
@@ -194,20 +206,29 @@ def keyword_set_total(spend) -> tuple[float, float, str]:
 
 def keyword_set_document(keywords: list[str], method: str, params: dict, source: dict,
                          spend: list[MechanismSpend], created_at: str | None = None,
-                         ledger_run_id: str | None = None, ledger_date: str | None = None) -> dict:
+                         ledger_run_id: str | None = None, ledger_date: str | None = None,
+                         ledger_days: int = 1) -> dict:
     """The JSON document for a built keyword set (keywords cleaned as the loader does). A set that
-    spent privacy needs the ledger run id and date its spend is charged under; one that spent
-    nothing has nothing to charge, so no ledger entry."""
+    spent privacy needs the ledger run id and the days its spend is charged on (the `ledger_days`
+    days of data ending on `ledger_date`); one that spent nothing has nothing to charge, so no ledger
+    entry. Version 3 only for a charge of several days, which a version-2 job must refuse; any other
+    set is written as version 2 (without `days`), so older jobs still read it (like the ledger's own
+    version rule, dp_ops.budget_ledger)."""
     epsilon, delta, composition = keyword_set_total(spend)
     privacy = {"unit": "user", "composition": composition, "epsilon": epsilon, "delta": delta,
                "mechanisms": [s.to_json() for s in spend]}
     if spend:
         if not (ledger_run_id and ledger_date):
             raise ValueError(f"a {method} keyword set that spent privacy needs its ledger run id and date")
+        if ledger_days < 1:
+            raise ValueError(f"ledger_days must be >= 1, got {ledger_days}")
         privacy["ledger"] = {"run_id": ledger_run_id, "date": ledger_date}
+        if ledger_days > 1:  # one day: left out, as a version-2 file has it
+            privacy["ledger"]["days"] = ledger_days
+    multi_day = bool(spend) and ledger_days > 1
     return {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": FORMAT_VERSION if multi_day else ONE_DAY_FORMAT_VERSION,
         "created_at": created_at or utc_timestamp(),
         "method": method,
         "params": params,

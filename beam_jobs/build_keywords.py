@@ -1,13 +1,16 @@
 """Builds a keyword set K for the insights job (URANIA's KwSet-TFIDF, -LLM, -Public, -Hybrid).
 
-    python -m beam_jobs.build_keywords --method tfidf --input 'logs/*.jsonl' --output kw/tfidf.json
+    python -m beam_jobs.build_keywords --method tfidf --input 'logs/dt=2026-10-*/*.jsonl' --date 2026-10-31 \
+        --data_days 31 --private_output private/kw-tfidf --output kw/tfidf.json
     python -m beam_jobs.build_keywords --method public --public_corpus public.txt --output kw/public.json
 
 Writes a versioned keyword-set file (backends/keyword_set.py: keywords, method, params, source,
 creation time and the privacy actually spent, read back from the mechanisms' accountants, with the
-ledger run id and date that spend is charged under) that the main job takes with --keyword_set. DP
-methods also write dead letters and exact counts to a private folder (--private_output, default
-OUTPUT.private/), never into the keyword-set file.
+ledger run id and the days that spend is charged on) that the main job takes with --keyword_set. DP
+methods need --private_output, a folder outside the keyword-set file's, for dead letters (of
+reading, facets and keyword proposals) and exact counts, never written into or beside the public
+file; and --date (with --data_days), the days of the data they read: every ledger charges the
+set's spend on those days, so it counts in the windows of the users it was spent on.
 
 - tfidf:  user term counts (conversations' L1-clipped counts summed) -> DP user-level document
           frequencies (Gaussian, PLD-calibrated with the selection) -> each user's top L0 TF-IDF terms
@@ -67,7 +70,10 @@ log = logging.getLogger("urania.build_keywords")
 
 
 def private_folder(params: BuildKeywordsParams) -> str:
-    return (params.run.private_output or params.run.output + ".private").rstrip("/")
+    """The DP methods' private folder: --private_output (required for them, outside the public file's folder)."""
+    if not params.run.private_output:
+        raise ValueError(f"--method {params.builder.method} needs --private_output")
+    return params.run.private_output.rstrip("/")
 
 
 def build_params(params: BuildKeywordsParams) -> dict:
@@ -122,21 +128,26 @@ def _refined(keywords: list[str], refiner, target: int, max_rounds: int) -> list
     return refined
 
 
-def _bounded_facets(pipeline, params: BuildKeywordsParams):
-    """The private side shared by the DP methods: read + validate, bound to C per user, facets."""
+def _bounded_facets(pipeline, params: BuildKeywordsParams) -> tuple:
+    """The private side shared by the DP methods: read + validate, bound to C per user, facets.
+    Returns (facets, dead letters so far, exact counts) for `_write_private`."""
     records = pipeline | "read and validate conversations" >> ReadConversations(params.reading.input,
                                                                                 params.reading.max_record_bytes)
     kept = records.valid | "bound user contributions" >> BoundUserContributions(
         params.privacy.max_conversations_per_user, params.run.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(params.reading.facet_max_chars,
                                                                                    params.llm.config()))
-    folder = private_folder(params)
-    dead_letters = (records.dead_letter, facets.dead_letter) | "all dead letters" >> beam.Flatten()
-    dead_letters | "write dead letters" >> WriteDeadLetters(folder + "/dead_letter/dead_letter")
     counts = {"valid": count_globally(records.valid, "count valid"),
               "conversations_after_bounding": count_globally(kept, "count kept")}
+    return facets.output, [records.dead_letter, facets.dead_letter], counts
+
+
+def _write_private(pipeline, params: BuildKeywordsParams, dead_letters: list, counts: dict) -> None:
+    """Every stage's dead letters and the exact counts, to --private_output (never beside the file)."""
+    folder = private_folder(params)
+    dead_letters = tuple(dead_letters) | "all dead letters" >> beam.Flatten()
+    dead_letters | "write dead letters" >> WriteDeadLetters(folder + "/dead_letter/dead_letter")
     pipeline | "write run stats" >> WriteRunStats(folder + "/run_stats.json", counts, dead_letters)
-    return facets.output
 
 
 def _public_set(pipeline, params: BuildKeywordsParams):
@@ -172,18 +183,23 @@ def tfidf_budget(params: BuildKeywordsParams) -> tuple[DocumentFrequencyParams, 
     return frequencies, selection
 
 
-def ledger_date(run_params: RunParams) -> str:
-    """The date a keyword set's spend is charged on, in any ledger: --date, else the UTC build day."""
-    return resolve_date(run_params.date or "today")
+def ledger_date(run_params: RunParams) -> str | None:
+    """The last day of the build's data (--date, required for the DP methods), on which (with the
+    --data_days before it) any ledger charges the set's spend. Never the build day: the spend is on
+    the users of the data, whose windows are those of its days. None for the public method (no spend)."""
+    return resolve_date(run_params.date)
 
 
 def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_run_id: str | None = None,
                    charge_date: str | None = None) -> list[MechanismSpend]:
     """Wires the method's stages and the final write; returns what its DP stages spend. The file
-    carries the ledger run id and date its spend is charged under (new ones unless given)."""
+    carries the ledger run id and days its spend is charged on (a new id unless given)."""
     builder = params.builder
     ledger_run_id = ledger_run_id or new_keyword_set_run_id()
     charge_date = charge_date or ledger_date(params.run)
+    charge_days = builder.data_days
+    if builder.method in DP_METHODS and not charge_date:
+        raise ValueError(f"--method {builder.method} needs --date: the last day of its data, its spend's date")
     spends: list[MechanismSpend] = []
     # Every DP stage registers here (transforms/dp_stage.py); the file records their spends, which
     # the nightly run's budget composes with its own.
@@ -191,9 +207,11 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     selection = selection_params(params)
     public = _public_set(pipeline, params) if builder.method in ("public", "hybrid") else None
     selected = None
+    if builder.method in DP_METHODS:
+        facets, dead_letters, counts = _bounded_facets(pipeline, params)
     if builder.method == "tfidf":
         df_params, selection = tfidf_budget(params)
-        user_counts = (_bounded_facets(pipeline, params)
+        user_counts = (facets
                        | "clipped term counts" >> ClippedTermCounts(builder.max_terms_per_conversation)
                        | "user term counts" >> UserTermCounts())
         frequencies = DPDocumentFrequencies(df_params, budget)
@@ -203,8 +221,11 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
         pairs = user_counts | "top TF-IDF terms per user" >> TopTfidfTerms(noisy, builder.max_terms_per_user, min_df)
         spends.append(frequencies.spend)
     elif builder.method in ("llm", "hybrid"):
-        proposals = _bounded_facets(pipeline, params) | "propose keywords" >> ProposeKeywords(
+        # Record-isolated: a conversation whose proposal fails is dead-lettered alone.
+        proposed = facets | "propose keywords" >> ProposeKeywords(
             factory.make_keyword_proposer(params.llm.config()), builder.terms_per_conversation)
+        dead_letters.append(proposed.dead_letter)
+        proposals = proposed.output
         if public is not None:
             # Public keywords need no budget: only novel ones go through DP selection.
             known = public | "public set for lookup" >> beam.Map(frozenset)
@@ -212,6 +233,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
                 lambda pair, known: pair[1][0] not in known, beam.pvalue.AsSingleton(known))
         pairs = proposals | "nominate each user's keywords" >> NominateTerms(builder.max_terms_per_user)
     if builder.method in DP_METHODS:
+        _write_private(pipeline, params, dead_letters, counts)
         select = DPSelectTerms(selection, budget)
         selected = pairs | "DP partition selection" >> select
         spends.append(select.spend)
@@ -237,7 +259,8 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
                              f"none): use more data, a larger --epsilon_keyword_set or a smaller "
                              f"--max_conversations_per_user x --terms_per_conversation")
         write_keyword_set(output, keyword_set_document(keywords, method, recorded, source, spends,
-                                                       ledger_run_id=ledger_run_id, ledger_date=charge_date))
+                                                       ledger_run_id=ledger_run_id, ledger_date=charge_date,
+                                                       ledger_days=charge_days))
         return len(keywords)
 
     trigger = pipeline | "write trigger" >> beam.Create([None])
@@ -256,6 +279,9 @@ def run(argv: list[str] | None = None) -> int:
         params = build_keywords_params(pipeline_options.view_as(BuildKeywordsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
         date = ledger_date(params.run)
+        llm = params.llm.config()
+        if llm is not None:
+            llm.preflight_remote()  # a remote backend that cannot answer a fixed prompt is a bad option
     except ValueError as error:
         return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     if params.builder.method in DP_METHODS:
@@ -272,9 +298,10 @@ def run(argv: list[str] | None = None) -> int:
     ledgered = bool(params.run.privacy_ledger and spends)
     if ledgered:
         try:
-            # The set's spend is charged once, on its build date (not each night it is used).
+            # The set's spend is charged once, on the days of its data (not its build day, nor each
+            # night it is used): every window holding one of them counts it.
             set_charge = Charge(run_id, date, *keyword_set_total(spends)[:2], params.run.output,
-                                events=tuple(spend_event(s) for s in spends))
+                                events=tuple(spend_event(s) for s in spends), days=params.builder.data_days)
             reserve_budget(params.run.privacy_ledger, params.run.max_epsilon_per_window, params.run.window_days,
                            keyword_set=set_charge, max_delta_per_window=params.run.max_delta_per_window)
         except BudgetRefused as error:

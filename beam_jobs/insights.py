@@ -398,9 +398,10 @@ def _reserve_budget(run_params: RunParams, context: RunContext, budget: RunBudge
     this run's own entry leaves its spend out (the report's total still includes it: the release
     depends on it). It is charged in the same update, under the run id its file carries, if this
     ledger does not hold that id yet (the set was built without a ledger, or with another one), and
-    checked against the same cap before this run's spend is. Its date is the one the build charges
-    (its --date, else its UTC build day; `KeywordSet.ledger_date`), so every ledger counts the set in
-    the windows of the data it was built from, whichever of the build or a night records it."""
+    checked against the same cap before this run's spend is. Its days are the ones the build charges
+    (the days of its data: `KeywordSet.ledger_date` and `ledger_days`, its --date and --data_days), so
+    every ledger counts the set in the windows of the data it was built from, whichever of the build
+    or a night records it."""
     nightly = RunBudget.of([s for s in budget.entries if s.stage != "keyword_set"], nightly_delta)
     epsilon, delta = nightly.total()
     events = [entry.event for entry in nightly.entries]
@@ -413,7 +414,7 @@ def _reserve_budget(run_params: RunParams, context: RunContext, budget: RunBudge
         run_params.privacy_ledger, run_params.max_epsilon_per_window, run_params.window_days,
         run=Charge(context.run_id, context.ledger_date, epsilon, delta, context.run_dir, events=tuple(events)),
         keyword_set=(Charge(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta, keyword_set.source,
-                            events=tuple(set_events))
+                            events=tuple(set_events), days=keyword_set.ledger_days)
                      if keyword_set.spend else None),
         keyword_set_status="committed", allow_rerun=run_params.allow_rerun,
         max_delta_per_window=run_params.max_delta_per_window)
@@ -436,7 +437,9 @@ def run(argv: list[str] | None = None) -> int:
     try:
         params = insights_params(pipeline_options.view_as(InsightsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
-        params.llm.config()  # --llm_backend local starts its server here: a model that cannot load is a bad option
+        llm = params.llm.config()  # --llm_backend local starts its server here: a model that cannot load is a bad option
+        if llm is not None:
+            llm.preflight_remote()  # a remote backend that cannot answer a fixed prompt is a bad option
         keyword_set = load_keyword_set(params.keywords.keyword_set)
         canaries = load_canaries(params.run.canary_file)
         context = make_run_context(params.reading.input, params.run.output, params.run.date,

@@ -5,14 +5,18 @@ reading (--input, --max_record_bytes, --facet_max_chars), privacy (--max_convers
 the main job's budgets are not used here), embedding (--embedding_model, for the refiner), LLM
 (--llm_*, --pseudonymize) and run (--private_output, --date, --seed, --privacy_ledger,
 --max_epsilon_per_window, --window_days), except --output, which here is the keyword-set FILE to
-write, and --private_output, whose default here is OUTPUT.private/. --noise_seed is accepted but
-does nothing here: none of the builder's noise can be seeded.
+write, --private_output, which the DP methods require (dead letters and exact counts; there is no
+default next to the public file) and which must not be inside the keyword-set file's folder, and
+--date, which the DP methods require too: the last day of the data --input holds (with
+--data_days, how many days end there), on which every ledger charges the set. --noise_seed is
+accepted but does nothing here: none of the builder's noise can be seeded.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -72,6 +76,9 @@ class KeywordSetParams(Params):
         200, "Refinement target size (0 = no refinement); refinement sees only public or DP-released words.",
         type=int)
     max_refine_rounds: int = flag(5, "Refinement rounds at most (stops when stable).", type=int)
+    data_days: int = flag(
+        1, "DP methods: how many days of conversations --input holds, ending on --date (UTC). The set's spend "
+           "is charged in every privacy-ledger window holding any of them.", type=int)
     public_corpus: str | None = flag(
         None, "public, hybrid: PUBLIC text file(s) (one document per line, or JSON Lines with text/messages).")
     min_public_document_frequency: int = flag(
@@ -88,6 +95,7 @@ class KeywordSetParams(Params):
             check(1 <= self.terms_per_conversation <= 20, "--terms_per_conversation must be in [1, 20]")
         if self.method in ("public", "hybrid"):
             check(bool(self.public_corpus), f"--method {self.method} needs --public_corpus")
+        check(self.data_days >= 1, "--data_days must be >= 1")
         check(self.max_terms_per_user >= 1, "--max_terms_per_user must be >= 1")
         check(self.df_terms_per_user >= 1, "--df_terms_per_user must be >= 1")
         check(0 < self.tfidf_df_epsilon_share < 1, "--tfidf_df_epsilon_share must be in (0, 1)")
@@ -120,12 +128,35 @@ class BuildKeywordsParams:
     run: RunParams
 
 
+def _normalised(path: str) -> str:
+    return path.rstrip("/") if "://" in path else os.path.abspath(path)
+
+
+def inside_folder(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or under it (local paths made absolute; URLs compared as written)."""
+    path, folder = _normalised(path), _normalised(folder)
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def build_keywords_params(options: PipelineOptions) -> BuildKeywordsParams:
     """The builder's params from parsed flags; raises ValueError naming the first bad flag."""
     builder = params_from(options, KeywordSetParams)
     check(bool(options.output), "--output is required: the keyword-set file to write (.json)")
     if builder.method in DP_METHODS:
         check(bool(options.input), f"--method {builder.method} needs --input (the private conversations)")
+        # The set's spend is charged on the days of its data, which a build day is not.
+        check(bool(options.date), f"--method {builder.method} needs --date: the (last) day of the conversations "
+                                  f"--input holds (--data_days: how many days end there); the set's privacy "
+                                  f"spend is charged on those days")
+        # Dead letters hold raw text: never by default beside the public file, which may be published
+        # with its folder.
+        check(bool(options.private_output), f"--method {builder.method} needs --private_output: a private folder, "
+                                            f"outside the keyword-set file's, for dead letters and exact counts")
+        public_folder = (options.output.rsplit("/", 1)[0] if "://" in options.output
+                         else os.path.dirname(os.path.abspath(options.output)))
+        check(not inside_folder(options.private_output, public_folder),
+              f"--private_output {options.private_output} is inside the folder of the public keyword-set file "
+              f"{options.output}: give a folder outside it (e.g. in a private bucket)")
     return BuildKeywordsParams(builder=builder, reading=params_from(options, ReadingParams),
                                privacy=params_from(options, PrivacyParams),
                                embedding=params_from(options, EmbeddingParams),

@@ -361,8 +361,9 @@ class LLMParams(Params):
         None, "Timeout of one model request, in seconds (default: 60; local backend: 600, since a CPU model "
               "takes minutes on a long conversation when other work shares the cores).", type=float)
     llm_max_retries: int = flag(
-        4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter) before the "
-           "offline fallback answers for that element.", type=int)
+        4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter). A record whose facet or "
+           "keyword call still fails is dead-lettered; a name or exemplar call that still fails gets the "
+           "offline step's answer.", type=int)
     llm_cache: str | None = flag(
         None, "Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
               "derived from conversation text; keep it with private/.")

@@ -1,6 +1,8 @@
 """Throughput of the LLM fan-out (backends/llm/fanout.py) against a loopback OpenAI-compatible server
 that takes --latency_ms per answer, as a real model does: calls/s by --llm_max_concurrency, with 30%
-injected faults, and a re-run answered by the cache.
+injected faults, and a re-run answered by the cache. Batches run as the job runs them
+(transforms/record_isolation.run_isolated): a conversation whose call fails for good is dead-lettered
+alone and the others go on.
 
     PYTHONPATH=. .venv/bin/python bench/bench_llm_fanout.py --calls 400 --latency_ms 100
 """
@@ -15,6 +17,7 @@ from backends.llm.config import LLMConfig
 from backends.llm.steps import LLMFacetExtractor
 from core.records import Conversation, Message
 from tests.llm_server import FakeChatServer
+from transforms.record_isolation import run_isolated
 
 
 def conversations(n: int) -> list[Conversation]:
@@ -24,14 +27,19 @@ def conversations(n: int) -> list[Conversation]:
 
 
 def run(server, convs, concurrency: int, cache: str | None = None, timeout_s: float = 2.0) -> tuple[float, dict]:
+    """(seconds, the step's call counts and "dead_lettered": conversations whose call failed for good)."""
     config = LLMConfig(backend="openai", model="m", base_url=server.base_url, max_concurrency=concurrency,
                        timeout_s=timeout_s, max_retries=3, cache_path=cache, pseudonymize=False, backoff_base_s=0.2)
     extractor = LLMFacetExtractor(config)
     extractor.setup()
     started = time.perf_counter()
+    dead_lettered = 0
     for i in range(0, len(convs), extractor.batch_size):
-        extractor.extract_batch(convs[i:i + extractor.batch_size])
-    return time.perf_counter() - started, dict(extractor.counters.totals)
+        outcomes = run_isolated(extractor.extract_batch, convs[i:i + extractor.batch_size])
+        dead_lettered += sum(error is not None for _, error in outcomes)
+    seconds = time.perf_counter() - started
+    extractor.teardown()
+    return seconds, dict(extractor.counters.totals, dead_lettered=dead_lettered)
 
 
 def main(argv=None) -> None:
@@ -50,7 +58,8 @@ def main(argv=None) -> None:
     with FakeChatServer(latency_s=args.latency_ms / 1000, fault_rate=0.3, seed=2, hang_s=1.5) as server:
         seconds, counts = run(server, convs, 8, timeout_s=1.0)
         print(f"  concurrency  8, 30% faults: {counts['calls'] / seconds:7.1f} calls/s; retries {counts['retries']}, "
-              f"fallbacks {counts['fallbacks']} of {counts['calls']} calls")
+              f"failed calls {counts['failures']} of {counts['calls']}, dead-lettered {counts['dead_lettered']} of "
+              f"{len(convs)} conversations")
     with tempfile.TemporaryDirectory() as cache, FakeChatServer(latency_s=args.latency_ms / 1000) as server:
         first, _ = run(server, convs, 8, cache=cache)
         second, counts = run(server, convs, 8, cache=cache)

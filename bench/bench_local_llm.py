@@ -4,6 +4,8 @@ keywords: the keyword step on conversations of a generated sample, a few per pla
 `--llm_steps keywords,names` runs it (facets = the user turns): speed by llama.cpp slots (calls/s,
 prompt and generated tokens/s, prompt-cache hit rate from the server's /metrics), and how often the
 selected keywords hit the planted topic's expected keywords, against the offline embedding selector.
+Rows run as the job runs them (transforms/record_isolation.run_isolated): a conversation whose call
+fails for good is dead-lettered (no keyword, counted) and the others go on.
 
 prefix_cache: the keyword step's prompt with the public-prefix cache (local_client.PublicPrefixCache) and
 without, interleaved call by call on two servers: seconds, prompt tokens computed and reused per call.
@@ -38,6 +40,7 @@ from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.data import embed_cached, load_dataset, planted_topics
+from transforms.record_isolation import run_isolated
 
 
 def _config(model: str, slots: int, threads: int) -> LLMConfig:
@@ -99,15 +102,26 @@ def keywords(args) -> None:
                                              prefix_cache=slots == 1)
         try:
             mapper = _RecordingMapper(keyword_set, "all-MiniLM-L6-v2")
-            selector = LLMKeywordSelector(config, keyword_set, fallback=offline, mapper=mapper)
+            selector = LLMKeywordSelector(config, keyword_set, mapper=mapper)
             selector.setup()
+            words_by_row: dict[int, list[str]] = {}
+
+            def select_rows(rows: list[int]) -> list[list[str]]:
+                mapped = len(mapper.words)
+                chosen = selector.select([facets[i] for i in rows], embeddings[rows], 5)
+                words_by_row.update(zip(rows, mapper.words[mapped:]))
+                return chosen
+
             before, started = server.metrics(), time.monotonic()
-            picks = selector.select(facets, embeddings, 5)
+            outcomes = run_isolated(select_rows, list(range(len(facets))))
             seconds, after = time.monotonic() - started, server.metrics()
             selector.teardown()
         finally:
             local_client.release_server(server)
         totals = selector.counters.totals
+        # a dead-lettered conversation votes for nothing in the job: no keyword here
+        picks = [chosen if error is None else [] for chosen, error in outcomes]
+        dead_lettered = sum(error is not None for _, error in outcomes)
         processed = after.get("prompt_tokens_total", 0) - before.get("prompt_tokens_total", 0)
         speed = {"seconds": seconds, "calls_per_s": len(facets) / seconds,
                  "prompt_tokens": totals["prompt_tokens"], "completion_tokens": totals["completion_tokens"],
@@ -116,24 +130,26 @@ def keywords(args) -> None:
                  "generated_tokens_per_s": (after.get("tokens_predicted_total", 0) - before.get("tokens_predicted_total", 0))
                  / max(1e-9, after.get("tokens_predicted_seconds_total", 0) - before.get("tokens_predicted_seconds_total", 0)),
                  "prompt_cache_hit_rate": 1 - processed / max(1, totals["prompt_tokens"]),
-                 "failures": totals["failures"], "repaired": totals["repaired"]}
+                 "failures": totals["failures"], "dead_lettered": dead_lettered, "repaired": totals["repaired"]}
         rows.append((f"{args.model}, {slots} slot(s), {args.threads} thread(s)", slots, agreement(picks, topics), speed))
-        examples = list(zip(topics, facets, offline_picks, picks, mapper.words))
+        words = [words_by_row.get(i, []) for i in range(len(facets))]
+        examples = list(zip(topics, facets, offline_picks, picks, words))
         if totals["failures"] == 0:
             for floor in (0.4, 0.5, 0.6, 0.7, 1.01):
                 floored = EmbeddingKeywordMapper(keyword_set, "all-MiniLM-L6-v2", min_similarity=floor)
                 label = "exact only" if floor > 1 else f"floor {floor}"
                 rows.append((f"{args.model}, same answers, {label}", None,
-                             agreement(floored.map(mapper.words, 5), topics), None))
+                             agreement(floored.map(words, 5), topics), None))
     print(f"{len(facets)} conversations of {len(set(topics))} planted topics ({args.input})\n")
     print("| selector | hit (>=1 expected keyword) | precision | no keyword | calls/s | prompt tok/s | generated tok/s "
-          "| prompt-cache hits | failures |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| prompt-cache hits | failures | dead-lettered |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, _, agree, speed in rows:
         s = speed or {}
         print(f"| {name} | {agree['hit']:.0%} | {agree['precision']:.0%} | {agree['empty']:.0%} | "
               + (f"{s['calls_per_s']:.2f} | {s['prompt_tokens_per_s']:.1f} | {s['generated_tokens_per_s']:.1f} | "
-                 f"{s['prompt_cache_hit_rate']:.0%} | {s['failures']} |" if s else "- | - | - | - | - |"))
+                 f"{s['prompt_cache_hit_rate']:.0%} | {s['failures']} | {s['dead_lettered']} |" if s
+                 else "- | - | - | - | - | - |"))
     print("\n| planted topic | offline | model's words | mapped onto K |\n|---|---|---|---|")
     for topic, _, off, llm, words in examples[:args.examples]:
         print(f"| {topic} | {', '.join(off)} | {', '.join(words)} | {', '.join(llm)} |")

@@ -37,7 +37,14 @@ class RunContext:
 
     @property
     def report_pending(self) -> str:
-        return self.path("release.pending", "report.json")
+        """Where the report waits for the release gate: under the private folder, never beside
+        release/ (a pending or rejected release is unreviewed, and may hold what the gate rejects)."""
+        return self.private("release.pending", "report.json")
+
+    @property
+    def rejected_dir(self) -> str:
+        """Where a release the gate rejected is kept: private, like the findings."""
+        return self.private("release.rejected")
 
     @property
     def index(self) -> str:

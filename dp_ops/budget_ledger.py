@@ -15,9 +15,14 @@ need more delta than that is refused whatever its epsilon. A window is never cha
 basic composition of its runs' own (epsilon, delta) where that applies (the window's delta covers
 the sum of theirs; the PLD's pessimistic discretisation can round a legacy entry's epsilon up by 1e-3).
 
+An entry covers the days of the data its spend was computed from: a nightly run's one day (its
+date), a keyword set built from several days' logs all of them (`days`, ending on its date). It
+counts in every window that holds any of its days, once.
+
 Version-1 ledgers (entries with only epsilon and delta) are read: such an entry is the (epsilon,
 delta) event of its own figure, which is sound (that is its guarantee) if loose. The ledger is
-written as version 2, which an older job refuses rather than misread.
+written as version 2, or as version 3 once it holds an entry of several days, which a version-2 job
+would not know to count in the windows of its earlier days: it refuses such a ledger instead.
 
 Entries are never deleted by the job. A run reserves its spend before reading data and marks it
 committed, failed or rejected at the end; reserved, failed and rejected runs still count, because
@@ -37,10 +42,12 @@ from core.dates import parse_date, utc_timestamp
 from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, delta_floor, event_from_json, event_to_json
 
 LEDGER_VERSION = 2
-READABLE_VERSIONS = (1, 2)
-# Keyword-set builds (beam_jobs.build_keywords) are charged once, on their build date, under the
-# run id written into the set's file (by the build with --privacy_ledger, else by the first nightly
-# run that uses the set); they are not nightly runs, so they do not make that date's nightly run a re-run.
+MULTI_DAY_LEDGER_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+# Keyword-set builds (beam_jobs.build_keywords) are charged once, on the days of the data they were
+# built from (--date and --data_days), under the run id written into the set's file (by the build
+# with --privacy_ledger, else by the first nightly run that uses the set); they are not nightly runs,
+# so they do not make a nightly run on one of those days a re-run.
 KEYWORD_SET_RUN_PREFIX = "keyword-set-"
 STATUSES = ("reserved", "committed", "failed", "rejected")
 # The delta every window is composed at. A window's users are everyone seen in it, so this is the
@@ -71,9 +78,14 @@ class LedgerEntry:
     rerun: bool = False
     # The run's dp-accounting events as JSON; empty in version-1 entries (see dp_events()).
     events: tuple[dict, ...] = ()
+    # Days of data the spend was computed from, ending on `date`: 1 for a nightly run, a keyword
+    # set's --data_days. The entry counts in every window holding any of them.
+    days: int = 1
 
     def __post_init__(self):
         parse_date(self.date)
+        if not isinstance(self.days, int) or self.days < 1:
+            raise ValueError(f"ledger entry {self.run_id}: days must be an integer >= 1, got {self.days!r}")
         if self.status not in STATUSES:
             raise ValueError(f"ledger status must be one of {STATUSES}, got {self.status!r}")
         if self.epsilon < 0 or not 0 <= self.delta < 1:
@@ -87,6 +99,11 @@ class LedgerEntry:
     def dp_events(self) -> list[dp_accounting.DpEvent]:
         """What the window composes: the stored events, or for a version-1 entry its own (epsilon, delta)."""
         return _dp_events(self.epsilon, self.delta, self.events or None)
+
+    def in_window(self, start: dt.date, end: dt.date) -> bool:
+        """Whether any of the entry's days falls in [start, end]."""
+        last = parse_date(self.date)
+        return last >= start and last - dt.timedelta(days=self.days - 1) <= end
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,23 +158,32 @@ class Ledger:
         return cls(unit=data["unit"], entries=tuple(LedgerEntry(**e) for e in data["entries"]))
 
     def to_json(self) -> dict:
-        return {"version": LEDGER_VERSION, "unit": self.unit,
-                "entries": [{**dataclasses.asdict(e), "events": list(e.events)} for e in self.entries]}
+        """Version 2 while every entry is one day (`days` left out), else version 3 (see the module)."""
+        multi_day = any(e.days > 1 for e in self.entries)
+        entries = []
+        for e in self.entries:
+            entry = {**dataclasses.asdict(e), "events": list(e.events)}
+            if e.days == 1:
+                del entry["days"]
+            entries.append(entry)
+        return {"version": MULTI_DAY_LEDGER_VERSION if multi_day else LEDGER_VERSION, "unit": self.unit,
+                "entries": entries}
 
     def runs_on(self, date: str) -> list[LedgerEntry]:
         return [e for e in self.entries if e.date == date]
 
-    def _windows(self, date: str, window_days: int):
-        """(first day, entries dated in it) of every window of `window_days` days containing `date`."""
-        day = parse_date(date)
-        for offset in range(window_days):
-            start = day - dt.timedelta(days=window_days - 1 - offset)
+    def _windows(self, date: str, window_days: int, days: int = 1):
+        """(first day, entries with a day in it) of every window of `window_days` days holding any of
+        the `days` days ending on `date`."""
+        last = parse_date(date)
+        for offset in range(window_days + days - 1):
+            start = last - dt.timedelta(days=window_days + days - 2 - offset)
             end = start + dt.timedelta(days=window_days - 1)
-            yield start.isoformat(), [e for e in self.entries if start <= parse_date(e.date) <= end]
+            yield start.isoformat(), [e for e in self.entries if e.in_window(start, end)]
 
     def _worst_window(self, date: str, window_days: int, max_delta_per_window: float,
-                      charge: PendingSpend | None) -> tuple[float, float, str, list[LedgerEntry]]:
-        windows = list(self._windows(date, window_days))
+                      charge: PendingSpend | None, days: int = 1) -> tuple[float, float, str, list[LedgerEntry]]:
+        windows = list(self._windows(date, window_days, days))
         # At a fixed delta, a window whose runs are a subset of another's spends no more (composing
         # one more mechanism never lowers epsilon), so only the largest windows are composed.
         runs = [{e.run_id for e in inside} for _, inside in windows]
@@ -181,9 +207,10 @@ class Ledger:
 
     def check(self, date: str, epsilon: float, max_epsilon_per_window: float | None, window_days: int,
               allow_rerun: bool, *, delta: float = 0.0, events=None,
-              max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> None:
+              max_delta_per_window: float = DEFAULT_WINDOW_DELTA, days: int = 1) -> None:
         """Raises BudgetRefused if a run of (`epsilon`, `delta`) with `events` (DpEvents or their
-        JSON; None: the (epsilon, delta) event itself) on `date` is not allowed."""
+        JSON; None: the (epsilon, delta) event itself) on `date` (and the `days` - 1 days before it:
+        every window holding any of them is checked) is not allowed."""
         earlier = [e for e in self.runs_on(date) if not e.run_id.startswith(KEYWORD_SET_RUN_PREFIX)]
         if earlier and not allow_rerun:
             ids = ", ".join(e.run_id for e in earlier)
@@ -194,7 +221,8 @@ class Ledger:
         if max_epsilon_per_window is None:  # a ledger that only records: no window is checked
             return
         charge = PendingSpend(epsilon, delta, None if events is None else events_json(events))
-        total, window_delta, start, inside = self._worst_window(date, window_days, max_delta_per_window, charge)
+        total, window_delta, start, inside = self._worst_window(date, window_days, max_delta_per_window, charge,
+                                                                days)
         spent, _ = window_spend(inside, max_delta_per_window)
         if math.isinf(total):
             floor = delta_floor([event for c in [*inside, charge] for event in c.dp_events()])
@@ -212,21 +240,23 @@ class Ledger:
 
     def with_keyword_set(self, run_id: str, date: str, epsilon: float, delta: float, status: str, output: str,
                          max_epsilon_per_window: float | None, window_days: int, *, events=None,
-                         max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> "Ledger":
-        """Charges a keyword-set build: checked against the caps on its own date like a run, but never
-        a re-run of that date. Raises BudgetRefused (naming the set) or ValueError if already charged.
-        `events`: as for `check`; None records the set as the (epsilon, delta) event of its figure."""
+                         max_delta_per_window: float = DEFAULT_WINDOW_DELTA, days: int = 1) -> "Ledger":
+        """Charges a keyword-set build on the `days` days of its data ending on `date`: checked against
+        the caps in every window holding any of them like a run, but never a re-run. Raises
+        BudgetRefused (naming the set) or ValueError if already charged. `events`: as for `check`;
+        None records the set as the (epsilon, delta) event of its figure."""
         if not run_id.startswith(KEYWORD_SET_RUN_PREFIX):
             raise ValueError(f"a keyword-set run id starts with {KEYWORD_SET_RUN_PREFIX!r}, got {run_id!r}")
         try:
             self.check(date, epsilon, max_epsilon_per_window, window_days, allow_rerun=True, delta=delta,
-                       events=events, max_delta_per_window=max_delta_per_window)
+                       events=events, max_delta_per_window=max_delta_per_window, days=days)
         except BudgetRefused as error:
-            raise BudgetRefused(f"keyword set {run_id} (dated {date}): {error}") from error
+            dated = f"dated {date}" if days == 1 else f"{days} days of data to {date}"
+            raise BudgetRefused(f"keyword set {run_id} ({dated}): {error}") from error
         return self.with_entry(LedgerEntry(
             run_id=run_id, date=date, epsilon=epsilon, delta=delta, status=status,
             recorded_at=utc_timestamp(), output=output,
-            events=() if events is None else events_json(events)))
+            events=() if events is None else events_json(events), days=days))
 
     def with_entry(self, entry: LedgerEntry) -> "Ledger":
         if self.has_run(entry.run_id):

@@ -20,7 +20,8 @@ from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, KEYWORD_SET_RUN_PREFIX, L
 class Charge:
     """A spend to record under `run_id` on `date` (YYYY-MM-DD); `output` is where its result went.
     `events`: its mechanisms' dp-accounting events (or their JSON), which the ledger composes with
-    PLD across a window; None records it as the (epsilon, delta) event of its figure."""
+    PLD across a window; None records it as the (epsilon, delta) event of its figure. `days`: the
+    days of data it was computed from, ending on `date` (a keyword set's --data_days; a run's 1)."""
 
     run_id: str
     date: str
@@ -28,6 +29,7 @@ class Charge:
     delta: float
     output: str
     events: tuple | None = None
+    days: int = 1
 
 
 def reserve_budget(ledger_path: str, max_epsilon_per_window: float | None, window_days: int, *,
@@ -36,11 +38,13 @@ def reserve_budget(ledger_path: str, max_epsilon_per_window: float | None, windo
                    max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> bool:
     """In one atomic update: charges `keyword_set` with `keyword_set_status` unless the ledger
     already holds its run id (a keyword set is charged once per ledger, by its build or by the first
-    night that uses it), checked against the cap on its own date; then checks `run` against the cap
+    night that uses it), checked against the cap on its own days; then checks `run` against the cap
     and against re-runs of its date, and records it `reserved`. Raises BudgetRefused (nothing is
     written) if either is refused. Returns whether the keyword set was charged."""
     if run is None and keyword_set is None:
         raise ValueError("reserve_budget needs a run or a keyword set to charge")
+    if run is not None and run.days != 1:
+        raise ValueError("a run is charged on its one date (days=1); only a keyword set spans several days")
     charged_set = False
 
     def reserve(document):
@@ -51,7 +55,7 @@ def reserve_budget(ledger_path: str, max_epsilon_per_window: float | None, windo
             ledger = ledger.with_keyword_set(keyword_set.run_id, keyword_set.date, keyword_set.epsilon,
                                              keyword_set.delta, keyword_set_status, keyword_set.output,
                                              max_epsilon_per_window, window_days, events=keyword_set.events,
-                                             max_delta_per_window=max_delta_per_window)
+                                             max_delta_per_window=max_delta_per_window, days=keyword_set.days)
         if run is not None:
             ledger.check(run.date, run.epsilon, max_epsilon_per_window, window_days, allow_rerun, delta=run.delta,
                          events=run.events, max_delta_per_window=max_delta_per_window)

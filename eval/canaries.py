@@ -1,8 +1,8 @@
 """The canary leakage benchmark (CanaryBench protocol).
 
 Run a pipeline on conversations with planted canaries (eval/canary_generator.py), then scan every
-file the pipeline wrote under release/ (and release.pending/, release.rejected/: what it would have
-published, whatever the release gate then decided) for each canary verbatim (case-insensitive) and
+file the pipeline wrote under release/ (and private/release.pending/, private/release.rejected/: what it
+would have published, whatever the release gate then decided) for each canary verbatim (case-insensitive) and
 for PII-like regex hits (the release gate's patterns). Reported:
 
 - per-canary leak rate: canaries found anywhere in the released files / canaries planted;
@@ -33,7 +33,9 @@ import sys
 
 from core.release_gate import scan
 
-RELEASE_FOLDERS = ("release", "release.pending", "release.rejected")
+# The release gate keeps pending and rejected releases under the run's private folder (core/run_context.py);
+# the benchmark runs the job without --private_output, so that is RUN/private/.
+RELEASE_FOLDERS = ("release", "private/release.pending", "private/release.rejected")
 
 
 def released_files(run_dir: str) -> dict[str, bytes]:

@@ -96,14 +96,18 @@ def main(argv: list[str] | None = None) -> None:
             continue
         data, public = files
         for method in args.methods.split(","):
-            keyword_file = os.path.join(args.workdir, f"{dataset}-{method}.json")
+            keyword_file = os.path.join(args.workdir, "sets", f"{dataset}-{method}.json")
             build_seconds = 0.0
             if method == "bundled":
                 keyword_file = DEFAULT_KEYWORD_SET
             else:
                 try:
+                    # The DP methods' private folder lies outside the sets' folder; no ledger here, so
+                    # --date only labels the set's (uncharged) spend.
                     build_seconds = _run(["-m", "beam_jobs.build_keywords", "--method", method, "--input", data,
-                                          "--public_corpus", public, "--output", keyword_file, *build_flags], log)
+                                          "--public_corpus", public, "--output", keyword_file, "--private_output",
+                                          os.path.join(args.workdir, "private", f"{dataset}-{method}"),
+                                          "--date", "today", *build_flags], log)
                 except subprocess.CalledProcessError:
                     print(f"{dataset:<10} {method:<8} build failed (e.g. no keyword passed DP selection); "
                           f"see {log.name}", flush=True)

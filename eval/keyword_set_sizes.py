@@ -49,8 +49,12 @@ def topics_covered(keywords: list[str], topics: list) -> int:
 
 def build(data: str, method: str, epsilon: str, output: str, flags: list[str]) -> tuple[dict | None, float]:
     started = time.time()
+    # A DP build needs a private folder outside the set's and the day of its data; no ledger here, so
+    # that day only labels the set's (uncharged) spend.
+    private = os.path.join(os.path.dirname(os.path.dirname(output)), "private", os.path.basename(output))
     command = [sys.executable, "-m", "beam_jobs.build_keywords", "--method", method, "--input", data,
-               "--output", output, "--epsilon_keyword_set", epsilon, *flags]
+               "--output", output, "--epsilon_keyword_set", epsilon, "--private_output", private,
+               "--date", "today", *flags]
     env = dict(os.environ, PYTHONPATH=ROOT, HF_HUB_OFFLINE="1")
     done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.time() - started
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         name = os.path.basename(data)
         for method in args.methods.split(","):
             for epsilon in args.epsilons.split(","):
-                output = os.path.join(args.workdir, f"{name}.{method}.{epsilon}.json")
+                output = os.path.join(args.workdir, "sets", f"{name}.{method}.{epsilon}.json")
                 document, seconds = build(data, method, epsilon, output, shlex.split(args.flags))
                 if document is None:
                     print(f"{name:<34} {method:<6} {epsilon:>4} {'none':>5} {'':>7} {'':>8} {'':>6} {seconds:>4.0f}",

@@ -8,7 +8,10 @@ surrogates (a made-up name of the same gender, backends/llm/surrogates.py). Per 
   reference's, and the share of facets within 0.9 of it;
 - keyword agreement: mean Jaccard of each conversation's selected keywords (from K) with the
   reference's, and the share with the same first keyword;
-- failed calls (their answers come from the offline fallbacks).
+- failed calls, and the conversations dead-lettered for them: as in the job
+  (transforms/record_isolation.run_isolated), a conversation whose facet or keyword call fails for
+  good is dead-lettered alone, never answered by the offline step; it is left out of the scores of
+  every condition it failed in, and of the reference's comparisons.
 The model is deterministic at temperature 0, so the reference is one run.
 
     PYTHONPATH=. python -m eval.pseudonym_agreement --examples 150 --llm_backend local --llm_model qwen2.5-coder-0.5b
@@ -27,6 +30,7 @@ import numpy as np
 from backends.llm.config import LLMConfig
 from core.records import Conversation, Message
 from eval.pii_corpus import SPLITS, generate
+from transforms.record_isolation import run_isolated
 
 CONDITIONS = {"reference (no pseudonyms)": (False, "typed"), "typed": (True, "typed"), "surrogate": (True, "surrogate")}
 
@@ -36,45 +40,82 @@ def conversations_with_people(split: str, count: int, seed: int) -> list[Convers
     return [Conversation(f"c{i}", f"u{i}", None, (Message("user", e["text"]),)) for i, e in enumerate(examples[:count])]
 
 
+def _isolated(run_batch, items: list) -> list:
+    """Each item's result, or None where it failed alone (the job dead-letters that record)."""
+    return [result if error is None else None for result, error in run_isolated(run_batch, items)]
+
+
 def run_condition(conversations, config: LLMConfig, keywords: tuple[str, ...], embedding_model: str,
                   max_keywords: int):
-    """(facets, keyword picks, failed calls) of the job's facet and keyword steps under `config`."""
+    """(facets, keyword picks, facet embeddings, failed calls) of the job's facet and keyword steps under
+    `config`, one facet, pick list and embedding row per conversation. A dead-lettered conversation has
+    None as its facet (facet step) or picks (either step), and a row of NaN as its embedding."""
     from backends import factory
     from backends.embedding import embed_texts
     extractor = factory.make_facet_extractor(4000, config)
-    facets = extractor.extract_batch(conversations)
-    embeddings = embed_texts(embedding_model, facets)
+    facets = _isolated(extractor.extract_batch, conversations)
+    kept = [i for i, facet in enumerate(facets) if facet is not None]
+    embeddings = np.full((len(facets), 1), np.nan)
+    picks: list[list[str] | None] = [None] * len(facets)
     selector = factory.make_keyword_selector(keywords, embedding_model, 0.3, "torch", config)
-    picks = selector.select(facets, embeddings, max_keywords)
+    if kept:
+        kept_embeddings = embed_texts(embedding_model, [facets[i] for i in kept])
+        embeddings = np.full((len(facets), kept_embeddings.shape[1]), np.nan)
+        embeddings[kept] = kept_embeddings
+        kept_picks = _isolated(lambda rows: selector.select([facets[kept[r]] for r in rows], kept_embeddings[rows],
+                                                            max_keywords), list(range(len(kept))))
+        for i, chosen in zip(kept, kept_picks):
+            picks[i] = chosen
     failed = sum(step.counters.totals["failures"] for step in (extractor, selector))
     extractor.teardown()
     selector.teardown()
     return facets, picks, embeddings, failed
 
 
+def dead_lettered(run) -> int:
+    """Conversations of a run_condition result dead-lettered by its facet or keyword step."""
+    return sum(picks is None for picks in run[1])
+
+
 def per_conversation(reference, candidate) -> dict[str, np.ndarray]:
     """Each conversation's facet cosine and keyword Jaccard with the reference, and whether its
-    first keyword is the reference's."""
+    first keyword is the reference's; NaN where either run dead-lettered the conversation."""
     _, ref_picks, ref_emb, _ = reference
     _, picks, emb, _ = candidate
-    return {"facet_cosine": np.sum(_unit(ref_emb) * _unit(emb), axis=1),
-            "keyword_jaccard": np.array([len(set(a) & set(b)) / max(1, len(set(a) | set(b)))
-                                         for a, b in zip(ref_picks, picks)]),
-            "same_first_keyword": np.array([bool(a) and bool(b) and a[0] == b[0] for a, b in zip(ref_picks, picks)],
-                                           dtype=float)}
+    scored = np.array([a is not None and b is not None for a, b in zip(ref_picks, picks)], dtype=bool)
+
+    def per_pair(score) -> np.ndarray:
+        return np.array([score(a, b) if a is not None and b is not None else np.nan for a, b in zip(ref_picks, picks)],
+                        dtype=float)
+
+    return {"facet_cosine": np.where(scored, np.sum(_unit(ref_emb) * _unit(emb), axis=1), np.nan),
+            "keyword_jaccard": per_pair(lambda a, b: len(set(a) & set(b)) / max(1, len(set(a) | set(b)))),
+            "same_first_keyword": per_pair(lambda a, b: bool(a) and bool(b) and a[0] == b[0])}
 
 
 def agreement(reference, candidate) -> dict:
+    """Mean scores over the conversations neither run dead-lettered (NaN if there are none)."""
     scores = per_conversation(reference, candidate)
-    return {"facet_cosine": float(np.mean(scores["facet_cosine"])),
-            "facets_within_0.9": float(np.mean(scores["facet_cosine"] >= 0.9)),
-            "keyword_jaccard": float(np.mean(scores["keyword_jaccard"])),
-            "same_first_keyword": float(np.mean(scores["same_first_keyword"])), "failed_calls": candidate[3]}
+    cosine = scores["facet_cosine"]
+    scored = ~np.isnan(cosine)
+    return {"facet_cosine": _mean(cosine[scored]),
+            "facets_within_0.9": _mean(cosine[scored] >= 0.9),
+            "keyword_jaccard": _mean(scores["keyword_jaccard"][scored]),
+            "same_first_keyword": _mean(scores["same_first_keyword"][scored]), "failed_calls": candidate[3],
+            "dead_lettered": dead_lettered(candidate), "scored": int(scored.sum())}
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else float("nan")
 
 
 def paired_difference(a: np.ndarray, b: np.ndarray, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of b - a over the same conversations, with a 95% bootstrap interval (conversations resampled)."""
+    """Mean of b - a over the same conversations, with a 95% bootstrap interval (conversations resampled).
+    Conversations with a NaN score in either (dead-lettered in some run) are left out."""
     differences = b - a
+    differences = differences[~np.isnan(differences)]
+    if not len(differences):
+        return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(seed)
     means = differences[rng.integers(0, len(differences), (resamples, len(differences)))].mean(axis=1)
     return float(differences.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
@@ -116,12 +157,12 @@ def main(argv=None) -> None:
             print(f"    {conversation.messages[0].content[:90]!r} -> {facet!r}")
     reference = results[next(iter(CONDITIONS))]
     print("\n| condition | facet cosine with the reference | facets within 0.9 | keyword Jaccard "
-          "| same first keyword | failed calls |\n|---|---|---|---|---|---|")
+          "| same first keyword | failed calls | dead-lettered | scored |\n|---|---|---|---|---|---|---|---|")
     for name in list(CONDITIONS)[1:]:
         a = agreement(reference, results[name])
         print(f"| {name} | {a['facet_cosine']:.3f} | {a['facets_within_0.9']:.0%} | {a['keyword_jaccard']:.3f} "
-              f"| {a['same_first_keyword']:.0%} | {a['failed_calls']} |")
-    print(f"(reference failed calls: {reference[3]})")
+              f"| {a['same_first_keyword']:.0%} | {a['failed_calls']} | {a['dead_lettered']} | {a['scored']} |")
+    print(f"(reference: failed calls {reference[3]}, dead-lettered {dead_lettered(reference)})")
     typed, surrogate = (per_conversation(reference, results[name]) for name in ("typed", "surrogate"))
     print("\nsurrogate - typed, the same conversations (mean [95% bootstrap interval]):")
     for metric in typed:

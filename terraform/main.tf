@@ -2,10 +2,13 @@ locals {
   logs_bucket     = "${var.bucket}-logs"
   releases_bucket = "${var.bucket}-releases"
   private_bucket  = "${var.bucket}-private"
+  access_logs     = "${var.bucket}-access-logs"
   image           = "${var.region}-docker.pkg.dev/${var.project}/${google_artifact_registry_repository.images.repository_id}/urania-beam:${var.image_tag}"
   template_spec   = "gs://${local.private_bucket}/templates/urania-beam.json"
 
   # Parameters of the nightly Flex Template launch; every name is an option of beam_jobs.insights.
+  # private_output holds every run's private/, with the release gate's release.pending/ and
+  # release.rejected/: nothing unreviewed is ever written to the releases bucket.
   launch_parameters = {
     input                  = "gs://${local.logs_bucket}/dt={date}/*.jsonl"
     output                 = "gs://${local.releases_bucket}/insights"
@@ -30,11 +33,17 @@ resource "google_project_service" "apis" {
 }
 
 # Buckets: raw logs in, releases out, and private outputs with tighter access and short retention.
+# Every read and write of the three is recorded in the access-logs bucket (Cloud Storage usage logs).
 resource "google_storage_bucket" "logs" {
+  #checkov:skip=CKV_GCP_78:Versioning would keep deleted raw conversation logs as noncurrent versions past log_retention_days; the job only reads this bucket.
   name                        = local.logs_bucket
   location                    = var.region
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
+
+  logging {
+    log_bucket = google_storage_bucket.access_logs.name
+  }
 
   lifecycle_rule {
     condition {
@@ -52,6 +61,10 @@ resource "google_storage_bucket" "releases" {
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
 
+  logging {
+    log_bucket = google_storage_bucket.access_logs.name
+  }
+
   versioning {
     enabled = true
   }
@@ -62,6 +75,10 @@ resource "google_storage_bucket" "private" {
   location                    = var.region
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
+
+  logging {
+    log_bucket = google_storage_bucket.access_logs.name
+  }
 
   # The ledger must keep its history: object versions are kept, and only outputs expire.
   versioning {
@@ -77,9 +94,49 @@ resource "google_storage_bucket" "private" {
       type = "Delete"
     }
   }
+
+  # A deleted or overwritten output (an expired one, a pending release moved to the releases bucket)
+  # would otherwise stay as a noncurrent version for ever: outputs keep no history.
+  lifecycle_rule {
+    condition {
+      days_since_noncurrent_time = 1
+      matches_prefix             = ["insights/"]
+    }
+    action {
+      type = "Delete"
+    }
+  }
+}
+
+# Cloud Storage usage logs of the three buckets above: who read or wrote which object, when. They
+# name objects (dates, run ids), never their content.
+resource "google_storage_bucket" "access_logs" {
+  #checkov:skip=CKV_GCP_62:This is the bucket the others log to; logging it into itself would log its own log writes.
+  #checkov:skip=CKV_GCP_78:Only Cloud Storage's log service writes here, once per object; versions would keep expired logs past access_log_retention_days.
+  name                        = local.access_logs
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+
+  lifecycle_rule {
+    condition {
+      age = var.access_log_retention_days
+    }
+    action {
+      type = "Delete"
+    }
+  }
+}
+
+# The usage-log writer: Google's cloud-storage-analytics group may create log objects, nothing else.
+resource "google_storage_bucket_iam_member" "analytics_writes_access_logs" {
+  bucket = google_storage_bucket.access_logs.name
+  role   = "roles/storage.objectCreator"
+  member = "group:cloud-storage-analytics@google.com"
 }
 
 resource "google_artifact_registry_repository" "images" {
+  #checkov:skip=CKV_GCP_84:The image holds only this repository's code and public packages and model weights, no private data; Google-managed encryption suffices.
   location      = var.region
   repository_id = "urania-beam"
   description   = "Flex Template image: launcher and Dataflow SDK container."
@@ -131,6 +188,7 @@ resource "google_service_account" "scheduler" {
 }
 
 resource "google_project_iam_member" "scheduler_launches_dataflow" {
+  #checkov:skip=CKV_GCP_49:Dataflow has no job-level IAM, so launching a Flex Template needs this role on the project; the only account it can run jobs as is the pipeline's (scheduler_acts_as_pipeline is granted on that account alone).
   project = var.project
   role    = "roles/dataflow.developer"
   member  = "serviceAccount:${google_service_account.scheduler.email}"

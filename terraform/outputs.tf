@@ -10,6 +10,10 @@ output "private_bucket" {
   value = google_storage_bucket.private.name
 }
 
+output "access_logs_bucket" {
+  value = google_storage_bucket.access_logs.name
+}
+
 output "image" {
   value = local.image
 }

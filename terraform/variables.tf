@@ -20,6 +20,12 @@ variable "private_retention_days" {
   default     = 30
 }
 
+variable "access_log_retention_days" {
+  description = "Days before the buckets' access logs (Cloud Storage usage logs) are deleted."
+  type        = number
+  default     = 365
+}
+
 variable "log_retention_days" {
   description = "Days before raw conversation logs are deleted."
   type        = number

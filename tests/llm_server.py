@@ -17,6 +17,21 @@ import time
 
 FAULT_KINDS = ("429", "500", "hang", "garbage")
 RETRYABLE_FAULTS = ("429", "500", "hang")
+# The steps whose failed calls the offline step answers; the others' (on records) dead-letter the record.
+FALLBACK_STEPS = ("names", "exemplars")
+
+
+def prompt_step(prompt: str) -> str:
+    """Which of the job's steps a prompt is from."""
+    if "<conversation>" in prompt:
+        return "facets"
+    if "Write up to" in prompt:
+        return "keywords"
+    if "<topic>" in prompt:
+        return "exemplars"
+    if "<keywords>" in prompt:
+        return "names"
+    return "other"
 
 
 def derived_answer(prompt: str, misbehave: bool = False) -> str:
@@ -116,7 +131,7 @@ class FakeChatServer(LoopbackServer):
                 fault = server.fault_for(body, attempt)
                 request = json.loads(body)
                 prompt = request["messages"][-1]["content"]
-                entry = {"attempt": int(attempt), "fault": fault, "tokens": 0}
+                entry = {"attempt": int(attempt), "fault": fault, "tokens": 0, "step": prompt_step(prompt)}
                 with server._lock:
                     server.log.append(entry)
                     server.requests.append({"body": request, "headers": dict(self.headers), "path": self.path})
@@ -145,11 +160,15 @@ class FakeChatServer(LoopbackServer):
 
 
     def expected_counts(self, max_retries: int) -> dict:
-        """What the job's counters must say, from what this server did (no cache)."""
+        """What the job's counters must say, from what this server did (no cache). failures_per_step:
+        for facets and keywords, the conversations the job must have dead-lettered."""
         log = list(self.log)
-        failures = sum(1 for e in log if e["fault"] == "garbage"
-                       or (e["fault"] in RETRYABLE_FAULTS and e["attempt"] == max_retries))
+        failed = [e for e in log if e["fault"] == "garbage"
+                  or (e["fault"] in RETRYABLE_FAULTS and e["attempt"] == max_retries)]
         return {"requests": len(log), "calls": sum(1 for e in log if e["attempt"] == 0),
-                "retries": sum(1 for e in log if e["attempt"] > 0), "failures": failures, "fallbacks": failures,
+                "retries": sum(1 for e in log if e["attempt"] > 0), "failures": len(failed),
+                "fallbacks": sum(1 for e in failed if e["step"] in FALLBACK_STEPS),
+                "failures_per_step": {step: sum(1 for e in failed if e["step"] == step)
+                                      for step in ("facets", "keywords", *FALLBACK_STEPS)},
                 "tokens": sum(e["tokens"] for e in log),
                 "injected": {kind: sum(1 for e in log if e["fault"] == kind) for kind in FAULT_KINDS}}

@@ -81,6 +81,37 @@ def test_a_keyword_set_charge_is_checked_on_its_date_and_recorded_once():
         ledger.with_keyword_set("nightly-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", None, 7)
 
 
+def test_a_keyword_set_built_from_several_days_counts_in_every_window_holding_one_of_them():
+    # A set built from October's logs (31 days to 10-31), 7-day windows: a night on 10-05 shares no
+    # window with 10-31, but it shares one with the data the set was built from.
+    ledger = _ledger(_entry("a", "2026-10-05", 7.0))
+    ledger.with_keyword_set("keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", 8.0, 7)
+    with pytest.raises(BudgetRefused, match=r"keyword set keyword-set-1 \(31 days of data to 2026-10-31\).*cap 8"):
+        ledger.with_keyword_set("keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", 8.0, 7, days=31)
+    charged = _ledger(_entry("a", "2026-10-05", 5.0)).with_keyword_set(
+        "keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", 8.0, 7, days=31)
+    # A later night inside the set's days, far from its last one, finds it in its windows too ...
+    with pytest.raises(BudgetRefused):
+        charged.check("2026-10-12", 7.0, max_epsilon_per_window=8.0, window_days=7, allow_rerun=False)
+    # ... but not once the window is past its first day's last window, nor before its days began.
+    charged.check("2026-11-07", 7.0, max_epsilon_per_window=8.0, window_days=7, allow_rerun=False)
+    charged.check("2026-09-24", 7.0, max_epsilon_per_window=8.0, window_days=7, allow_rerun=False)
+    with pytest.raises(BudgetRefused):
+        charged.check("2026-09-25", 7.0, max_epsilon_per_window=8.0, window_days=7, allow_rerun=False)
+
+
+def test_a_ledger_with_a_multi_day_entry_is_version_3_and_round_trips():
+    one_day = _ledger(_entry("a", "2026-10-05", 1.0))
+    assert one_day.to_json()["version"] == 2 and "days" not in one_day.to_json()["entries"][0]
+    several = one_day.with_keyword_set("keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", None, 7,
+                                       days=31)
+    written = json.loads(json.dumps(several.to_json()))
+    assert written["version"] == 3 and written["entries"][1]["days"] == 31 and "days" not in written["entries"][0]
+    assert Ledger.from_json(written) == several and Ledger.from_json(written).entries[1].days == 31
+    with pytest.raises(ValueError, match="days"):
+        dataclasses.replace(_entry("b", "2026-10-05", 1.0), days=0)
+
+
 # --- PLD composition across nights ---
 
 NIGHT = [dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(2.4514), 4), dp_accounting.LaplaceDpEvent(1.0),
@@ -163,8 +194,8 @@ def test_an_old_ledger_is_read_and_its_entries_compose_as_their_own_epsilon_delt
 
 
 def test_a_newer_ledger_or_a_bad_event_is_refused():
-    with pytest.raises(ValueError, match="version 3"):
-        Ledger.from_json({"version": 3, "unit": "user", "entries": []})
+    with pytest.raises(ValueError, match="version 4"):
+        Ledger.from_json({"version": 4, "unit": "user", "entries": []})
     bad = dataclasses.asdict(_night("a", "2026-11-01"))
     bad["events"] = [{"type": "GaussianDpEvent", "noise_multiplier": -1.0}]
     with pytest.raises(ValueError, match="ledger entry a"):

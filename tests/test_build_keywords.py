@@ -8,7 +8,7 @@ import re
 import apache_beam as beam
 import pytest
 
-from backends.keyword_set import FORMAT_VERSION, load_keyword_set
+from backends.keyword_set import ONE_DAY_FORMAT_VERSION, load_keyword_set
 from backends.tokenize import content_terms
 from beam_jobs.build_keywords import build_pipeline, run
 from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
@@ -51,9 +51,19 @@ DP_FLAGS = ["--seed", "3", "--max_conversations_per_user", "1", "--terms_per_con
 
 
 def _keywords_file(folder, method, *flags):
-    path = str(folder / f"{method}.json")
-    assert run(["--method", method, "--output", path, *flags]) == 0
+    """Builds into folder/public/METHOD.json; a DP method's private folder (folder/private/METHOD, outside
+    the public file's) and data date are added unless given."""
+    path = str(folder / "public" / f"{method}.json")
+    extra = []
+    if method != "public":
+        extra += [] if "--private_output" in flags else ["--private_output", _private(folder, method)]
+        extra += [] if "--date" in flags else ["--date", "2026-11-20"]
+    assert run(["--method", method, "--output", path, *flags, *extra]) == 0
     return path, json.load(open(path))
+
+
+def _private(folder, method):
+    return str(folder / "private" / method)
 
 
 @pytest.mark.parametrize("method", ["tfidf", "llm"])
@@ -67,7 +77,7 @@ def test_dp_methods_release_shared_terms_only_and_record_the_asked_spend(data, m
     assert all(len(users.get(k, ())) >= 5 for k in keywords), {k: len(users.get(k, ())) for k in keywords}
     # Every conversation carries a unique ticket code, a frequent top TF-IDF term for its one user.
     assert not any(TICKET.match(k) and any(c.isdigit() for c in k) for k in keywords)
-    assert document["version"] == FORMAT_VERSION and document["method"] == method
+    assert document["version"] == ONE_DAY_FORMAT_VERSION and document["method"] == method  # one day of data
     privacy = document["privacy"]
     # The mechanisms' events composed (PLD) at the set's delta: what the ledger composes too.
     events = [event_from_json(m["event"]) for m in privacy["mechanisms"]]
@@ -75,7 +85,8 @@ def test_dp_methods_release_shared_terms_only_and_record_the_asked_spend(data, m
     assert privacy["epsilon"] == pytest.approx(composed_epsilon(events, 1e-6)) == pytest.approx(3.0, abs=0.01)
     assert privacy["delta"] == pytest.approx(1e-6) == sum(m["delta"] for m in privacy["mechanisms"])
     assert document["source"]["reads_private_input"] is True
-    stats = json.load(open(path + ".private/run_stats.json"))
+    stats = json.load(open(os.path.join(_private(folder, method), "run_stats.json")))
+    assert not os.path.exists(path + ".private")  # nothing private beside the public file
     assert stats["read"] == 2500 + len(MALFORMED_KINDS) == stats["valid"] + stats["dead_lettered"]
     if method == "tfidf":
         frequencies, selection = privacy["mechanisms"]
@@ -129,7 +140,8 @@ def test_public_method_succeeds_with_an_unreadable_input_and_spends_nothing(data
     assert document["privacy"]["epsilon"] == 0 and document["privacy"]["mechanisms"] == []
     assert "ledger" not in document["privacy"]  # nothing to charge
     assert document["source"] == {"private_input": None, "reads_private_input": False, "public_corpus": public}
-    assert not os.path.exists(path + ".private")
+    assert not os.path.exists(_private(folder, "public"))  # the public method writes nothing private
+    assert not [name for name in os.listdir(os.path.dirname(path)) if "private" in name]
 
 
 def test_hybrid_keeps_the_public_set_and_adds_dp_selected_novel_keywords(data):
@@ -151,31 +163,72 @@ def test_a_dp_build_is_charged_to_the_ledger_once_and_does_not_block_that_nights
                                     "--privacy_ledger", ledger_path, "--date", "2026-11-20", *DP_FLAGS)
     ledger = Ledger.from_json(json.load(open(ledger_path)))
     [entry] = ledger.entries
-    assert entry.status == "committed" and entry.date == "2026-11-20"
+    assert entry.status == "committed" and entry.date == "2026-11-20" and entry.days == 1
     # Charged the set's own figure, with the events of its mechanisms (tfidf: Gaussian + selection).
     assert entry.epsilon == pytest.approx(document["privacy"]["epsilon"]) == pytest.approx(1.5, abs=0.01)
     assert list(entry.events) == [m["event"] for m in document["privacy"]["mechanisms"]]
     # The file names the entry, so a nightly run on this ledger finds it charged.
-    assert document["privacy"]["ledger"] == {"run_id": entry.run_id, "date": "2026-11-20"}
+    assert document["privacy"]["ledger"] == {"run_id": entry.run_id, "date": "2026-11-20"}  # one day: no "days"
     assert load_keyword_set(path).ledger_run_id == entry.run_id
     ledger.check("2026-11-20", 1.0, max_epsilon_per_window=3.0, window_days=30, allow_rerun=False)
     with pytest.raises(Exception, match="cap"):
         ledger.check("2026-11-20", 2.0, max_epsilon_per_window=3.0, window_days=30, allow_rerun=False)
 
 
-def test_a_dp_build_without_a_ledger_still_names_its_ledger_entry(data):
+def test_a_dp_build_without_a_ledger_still_names_its_ledger_entry_on_its_datas_days(data):
     folder, private, _ = data
     _, first = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5",
                               "--date", "2026-11-20", *DP_FLAGS)
-    _, second = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5", *DP_FLAGS)
-    assert first["privacy"]["ledger"]["date"] == "2026-11-20"
-    assert second["privacy"]["ledger"]["date"] == second["created_at"][:10]  # UTC build day without --date
+    # A month of logs: charged on all of its days (the file says which), never on the build day.
+    _, second = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "1.5",
+                               "--date", "2026-10-31", "--data_days", "31", *DP_FLAGS)
+    assert first["privacy"]["ledger"]["date"] == "2026-11-20" and "days" not in first["privacy"]["ledger"]
+    assert (first["version"], second["version"]) == (2, 3)  # only a charge of several days needs version 3
+    assert (second["privacy"]["ledger"]["date"], second["privacy"]["ledger"]["days"]) == ("2026-10-31", 31)
+    assert (load_keyword_set(str(folder / "public" / "llm.json")).ledger_days) == 31
     # A new random id per build (no time in it: the file is public and holds its creation time).
     ids = [first["privacy"]["ledger"]["run_id"], second["privacy"]["ledger"]["run_id"]]
     assert ids[0] != ids[1] and all(re.fullmatch(r"keyword-set-[0-9a-f]{16}", i) for i in ids)
 
 
 def test_bad_options_exit_2(data):
-    folder, _, _ = data
-    assert run(["--method", "tfidf", "--output", str(folder / "x.json")]) == 2
-    assert run(["--method", "public", "--output", str(folder / "x.json")]) == 2
+    folder, private, _ = data
+    out, elsewhere = str(folder / "public" / "x.json"), str(folder / "private" / "x")
+    assert run(["--method", "tfidf", "--output", out]) == 2
+    assert run(["--method", "public", "--output", out]) == 2
+    dp = ["--method", "llm", "--input", private, "--output", out]
+    assert run([*dp, "--private_output", elsewhere]) == 2  # no --date: its spend would have no day
+    assert run([*dp, "--date", "2026-11-20"]) == 2  # no private folder: none by default beside the file
+    assert run([*dp, "--date", "2026-11-20", "--private_output", str(folder / "public" / "x.private")]) == 2
+    assert not os.path.exists(out)
+
+
+class _PoisonedProposer:
+    """The offline proposer, except that it raises for any conversation that mentions 'recipe'."""
+
+    def __init__(self):
+        from backends.offline_keywords import FrequentTermsKeywordProposer
+        self._inner = FrequentTermsKeywordProposer()
+
+    def setup(self):
+        self._inner.setup()
+
+    def teardown(self):
+        pass
+
+    def propose(self, facets, max_keywords):
+        if any("recipe" in facet.lower() for facet in facets):
+            raise RuntimeError("the proposer broke on this one")
+        return self._inner.propose(facets, max_keywords)
+
+
+def test_a_failing_proposal_is_dead_lettered_with_its_reason_and_the_build_goes_on(data, monkeypatch):
+    folder, private, _ = data
+    from backends import factory
+    monkeypatch.setattr(factory, "make_keyword_proposer", lambda config: _PoisonedProposer())
+    _, document = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "3",
+                                 "--private_output", _private(folder, "poisoned"), *DP_FLAGS)
+    assert document["keywords"]
+    stats = json.load(open(os.path.join(_private(folder, "poisoned"), "run_stats.json")))
+    assert stats["dead_letter_reasons"]["keyword_proposal_failed"] >= 1
+    assert stats["dead_lettered_by_stage"]["propose_keywords"] == stats["dead_letter_reasons"]["keyword_proposal_failed"]

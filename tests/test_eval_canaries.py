@@ -132,7 +132,7 @@ def test_release_gate_scans_and_rejects_files_in_subfolders(tmp_path):
     context = _pending_run(tmp_path, f"<p>{canaries[0]}</p>")
     with pytest.raises(ReleaseGateFailed):
         finalize(context.report_pending, context, canaries, None)
-    assert os.path.exists(context.path("release.rejected", "html", "index.html"))
+    assert os.path.exists(os.path.join(context.rejected_dir, "html", "index.html"))
     assert not os.path.exists(context.path("release"))
     with open(context.private("release_gate.json")) as handle:
         gate = json.load(handle)
@@ -155,7 +155,7 @@ def test_exemplars_are_counted_once_and_scanned_as_topic_text(tmp_path, sample):
                        {"text": f"Write to {canaries[0]['canary']} about my tap.", "similarity_to_centre": 0.5}]},
         {"id": 4, "name": "Cooking", "description": "About cooking.", "keywords": ["baking"], "size": 9,
          "exemplars": [{"text": "How do I fix a leaking tap?", "similarity_to_centre": 0.2}]}]}
-    for folder in ("release", "release.pending"):  # the same report in two folders counts once
+    for folder in ("release", "private/release.pending"):  # the same report in two folders counts once
         (run_dir / folder).mkdir(parents=True)
         (run_dir / folder / "report.json").write_text(json.dumps(report))
     files = bench.released_files(str(run_dir))

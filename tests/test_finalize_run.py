@@ -30,7 +30,7 @@ def _files(folder):
 
 
 def _pending_run(tmp_path, html="<p>Cooking and baking</p>"):
-    """A dated run with report.json, report.html and a file in a subfolder waiting in release.pending/,
+    """A dated run with report.json, report.html and a file in a subfolder waiting in private/release.pending/,
     and its spend reserved in a ledger."""
     context = make_run_context(str(tmp_path / "in.jsonl"), str(tmp_path / "out"), "2026-11-21", now=NOW)
     pending_dir = os.path.dirname(context.report_pending)
@@ -96,7 +96,7 @@ def test_finalize_twice_publishes_once_and_the_retry_succeeds(tmp_path):
     first_index = _index(context)
     assert finalize(context.report_pending, context, (CANARY,), ledger) == published
     assert _files(context.path("release")) == pending
-    assert not _files(context.path("release.pending"))
+    assert not _files(os.path.dirname(context.report_pending))
     assert _ledger_statuses(ledger) == [(context.run_id, "committed")]
     assert _index(context) == first_index and [r["status"] for r in first_index] == ["committed"]
 
@@ -109,12 +109,12 @@ def test_a_retry_after_a_crash_mid_move_publishes_every_file(tmp_path, monkeypat
         with pytest.raises(_Crash):
             finalize(context.report_pending, context, (CANARY,), ledger)
     # Half moved; report.json goes last, so a reader never sees a report without its other files.
-    assert _files(context.path("release.pending"))
+    assert _files(os.path.dirname(context.report_pending))
     if os.path.exists(context.path("release", "report.json")):
         assert _files(context.path("release")) == pending
     assert finalize(context.report_pending, context, (CANARY,), ledger) == context.path("release", "report.json")
     assert _files(context.path("release")) == pending
-    assert not _files(context.path("release.pending"))
+    assert not _files(os.path.dirname(context.report_pending))
     assert _ledger_statuses(ledger) == [(context.run_id, "committed")]
     [entry] = _index(context)
     assert entry["status"] == "committed" and entry["topics"] == 1
@@ -126,7 +126,7 @@ def test_a_rejected_release_stays_rejected_on_retry(tmp_path):
         with pytest.raises(ReleaseGateFailed, match="not published"):
             finalize(context.report_pending, context, (CANARY,), ledger)
     assert not os.path.exists(context.path("release"))
-    assert _files(context.path("release.rejected")) == pending
+    assert _files(context.rejected_dir) == pending
     gate = json.load(open(context.private("release_gate.json")))
     assert gate["status"] == "rejected" and [f["kind"] for f in gate["findings"]] == ["canary"]
     assert _ledger_statuses(ledger) == [(context.run_id, "rejected")]
@@ -142,11 +142,11 @@ def test_a_retry_after_the_offending_file_was_moved_does_not_publish_the_rest(tm
         _crash_after(patch, operation, 2)
         with pytest.raises(_Crash):
             finalize(context.report_pending, context, (CANARY,), ledger)
-    assert "report.html" in _files(context.path("release.rejected"))
+    assert "report.html" in _files(context.rejected_dir)
     with pytest.raises(ReleaseGateFailed):
         finalize(context.report_pending, context, (CANARY,), ledger)
     assert not os.path.exists(context.path("release"))
-    assert _files(context.path("release.rejected")) == pending
+    assert _files(context.rejected_dir) == pending
     assert _ledger_statuses(ledger) == [(context.run_id, "rejected")]
 
 
@@ -168,12 +168,11 @@ def test_an_earlier_undated_runs_decision_is_not_reused(tmp_path):
 
 def test_a_corrupt_gate_record_stops_the_retry_instead_of_rescanning(tmp_path):
     context, ledger, pending = _pending_run(tmp_path)
-    os.makedirs(os.path.dirname(context.private("release_gate.json")))
-    with open(context.private("release_gate.json"), "w") as handle:
+    with open(context.private("release_gate.json"), "w") as handle:  # private/ holds release.pending/
         handle.write('{"run_id": "')
     with pytest.raises(RuntimeError, match="not valid JSON"):
         finalize(context.report_pending, context, (CANARY,), ledger)
-    assert _files(context.path("release.pending")) == pending and not os.path.exists(context.path("release"))
+    assert _files(os.path.dirname(context.report_pending)) == pending and not os.path.exists(context.path("release"))
 
 
 def test_nothing_to_finalize_is_a_clear_error(tmp_path):
@@ -193,3 +192,32 @@ def test_the_public_index_holds_no_timing_and_the_private_gate_record_does(tmp_p
     gate = json.load(open(context.private("release_gate.json")))
     assert gate["run_id"] == context.run_id and gate["status"] == "committed"
     assert dt.datetime.fromisoformat(gate["finished_at"]).tzinfo is not None
+
+
+@pytest.mark.parametrize("html,published", [("<p>Cooking and baking</p>", True), (f"<p>{CANARY}</p>", False)])
+def test_pending_and_rejected_releases_stay_under_the_private_output(tmp_path, html, published):
+    # With --private_output in its own bucket, the public output only ever holds release/ (and the
+    # index): the release waits for the gate, and a rejected one is kept, under the private folder.
+    output, private = tmp_path / "public", tmp_path / "private"
+    context = make_run_context(str(tmp_path / "in.jsonl"), str(output), "2026-11-21", now=NOW,
+                               private_output=str(private))
+    assert context.report_pending.startswith(context.private_dir + os.sep)
+    assert context.rejected_dir.startswith(context.private_dir + os.sep)
+    os.makedirs(os.path.dirname(context.report_pending))
+    with open(context.report_pending, "w") as handle:
+        json.dump(REPORT, handle)
+    with open(os.path.join(os.path.dirname(context.report_pending), "report.html"), "w") as handle:
+        handle.write(html)
+    if published:
+        finalize(context.report_pending, context, (CANARY,), None)
+    else:
+        with pytest.raises(ReleaseGateFailed):
+            finalize(context.report_pending, context, (CANARY,), None)
+    public = {os.path.relpath(os.path.join(root, name), output) for root, _, names in os.walk(output) for name in names
+              if not name.endswith(".lock")}  # the index's local update lock
+    run = f"dt=2026-11-21/run={context.run_id}"
+    assert public == ({"index.json", f"{run}/release/report.json", f"{run}/release/report.html", "timeline.json",
+                       "timeline.html", "timeline.csv", "timeline.parquet"} if published else {"index.json"})
+    assert _files(context.rejected_dir) == ({} if published else {"report.json": json.dumps(REPORT).encode(),
+                                                                   "report.html": html.encode()})
+    assert not _files(os.path.dirname(context.report_pending))

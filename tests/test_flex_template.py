@@ -1,3 +1,4 @@
+import glob
 import json
 import os
 import re
@@ -81,3 +82,40 @@ def test_the_image_copies_every_package_the_job_imports():
     copied = set(re.findall(r"^COPY (\w+) \$\{WORKDIR\}/\1$", dockerfile, re.M))
     assert {"beam_jobs", "transforms", "dp_ops", "backends", "core"} <= copied
     assert "requirements-models.txt" in dockerfile
+
+
+RUNTIME_PACKAGES = ("beam_jobs", "transforms", "dp_ops", "backends", "core")
+# Import names that are not the distribution's name with "-" as "_".
+IMPORT_NAMES = {"scikit-learn": "sklearn", "google-cloud-storage": "google.cloud", "google-genai": "google.genai"}
+# Runtime requirements the job's code does not name itself, and why they are pinned anyway.
+USED_INDIRECTLY = {"onnx": "torch.onnx.export and onnxruntime.quantization (--embedding_backend onnx, onnx-int8) need it"}
+
+
+def _runtime_source() -> str:
+    texts = []
+    for package in RUNTIME_PACKAGES:
+        for path in glob.glob(os.path.join(ROOT, package, "**", "*.py"), recursive=True):
+            with open(path) as handle:
+                texts.append(handle.read())
+    return "\n".join(texts)
+
+
+def test_every_runtime_requirement_is_used():
+    # A pin for a module that no longer exists (opendp, once for dp_ops/discrete_laplace.py) would only
+    # make the image bigger and its supply chain longer.
+    source = _runtime_source()
+    for name in _requirement_pins(os.path.join(ROOT, "requirements.txt")):
+        if name in USED_INDIRECTLY:
+            continue
+        module = IMPORT_NAMES.get(name, name.replace("-", "_"))
+        assert re.search(rf"(?<![\w.]){re.escape(module)}\b", source), f"{name} is pinned but nothing uses {module}"
+
+
+@pytest.mark.parametrize("path", ["requirements.txt", "requirements-test.txt", "requirements-models.txt",
+                                  "requirements-iac.txt", "templates/requirements.txt"])
+def test_requirements_comments_name_only_files_that_exist(path):
+    comments = " ".join(line.split("#", 1)[1] for line in open(os.path.join(ROOT, path)) if "#" in line)
+    for name in re.findall(r"(?<![\w/.])((?:\.\./)?[a-z_]+/[\w/.-]+\.(?:py|sh|txt|j2|tf))", comments):
+        # "../x" is relative to the requirements file's folder, anything else to the repository root.
+        base = os.path.join(ROOT, os.path.dirname(path)) if name.startswith("../") else ROOT
+        assert os.path.exists(os.path.normpath(os.path.join(base, name))), f"{path} names {name}, which does not exist"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from backends.interfaces import KeywordSetRefiner
-from backends.keyword_set import FORMAT_VERSION, keyword_set_document, load_keyword_set, write_keyword_set
+from backends.keyword_set import FORMAT_VERSION, ONE_DAY_FORMAT_VERSION, keyword_set_document, load_keyword_set, write_keyword_set
 from backends.offline_keywords import refine_until_stable
 from beam_jobs.build_keywords import ranked_selection
 from core.spend import MechanismSpend
@@ -22,7 +22,7 @@ def test_round_trip_keeps_keywords_method_params_source_and_spend(tmp_path):
     write_keyword_set(path, document)
     loaded = load_keyword_set(path)
     assert loaded.keywords == ("python", "unit test", "sql")
-    assert loaded.method == "tfidf" and loaded.version == FORMAT_VERSION == json.load(open(path))["version"]
+    assert loaded.method == "tfidf" and loaded.version == ONE_DAY_FORMAT_VERSION == json.load(open(path))["version"]
     assert loaded.params == {"epsilon": 0.8} and loaded.origin == {"private_input": "logs/*.jsonl"}
     assert loaded.spend == (SPEND,) and loaded.created_at.endswith("+00:00")
     assert (loaded.ledger_run_id, loaded.ledger_date) == ("keyword-set-ab12", "2026-11-20")
@@ -43,6 +43,40 @@ def test_a_set_that_spent_privacy_must_say_where_a_ledger_charges_it(tmp_path):
     path.write_text(json.dumps(document))
     with pytest.raises(ValueError, match="must start with 'keyword-set-'"):
         load_keyword_set(str(path))
+
+
+def test_a_set_names_the_days_of_its_data_and_a_version_2_file_is_one_day(tmp_path):
+    path = str(tmp_path / "month.json")
+    write_keyword_set(path, keyword_set_document(["python"], "llm", {}, {}, [SPEND], ledger_run_id="keyword-set-ab12",
+                                                 ledger_date="2026-10-31", ledger_days=31))
+    assert json.load(open(path))["privacy"]["ledger"] == {"run_id": "keyword-set-ab12", "date": "2026-10-31",
+                                                          "days": 31}
+    assert json.load(open(path))["version"] == FORMAT_VERSION == 3
+    assert (load_keyword_set(path).ledger_date, load_keyword_set(path).ledger_days) == ("2026-10-31", 31)
+    document = json.load(open(path))
+    document["version"], document["privacy"]["ledger"] = 2, {"run_id": "keyword-set-ab12", "date": "2026-10-31"}
+    (tmp_path / "v2.json").write_text(json.dumps(document))
+    assert load_keyword_set(str(tmp_path / "v2.json")).ledger_days == 1
+    for bad in (0, "31", True):
+        document["privacy"]["ledger"]["days"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(document))
+        with pytest.raises(ValueError, match="privacy.ledger.days"):
+            load_keyword_set(str(tmp_path / "bad.json"))
+
+
+def test_only_a_charge_of_several_days_is_written_as_version_3_so_older_jobs_read_the_rest(tmp_path):
+    """A version-2 job refuses version 3, which it would charge on the last day only; a set of one
+    day (or without spend) is written as that job wrote it: version 2, no `days`."""
+    for days, version in ((1, 2), (2, 3), (31, 3)):
+        document = keyword_set_document(["python"], "llm", {}, {}, [SPEND], ledger_run_id="keyword-set-ab12",
+                                        ledger_date="2026-10-31", ledger_days=days)
+        assert document["version"] == version
+        assert ("days" in document["privacy"]["ledger"]) == (days > 1)
+        path = str(tmp_path / f"days-{days}.json")
+        write_keyword_set(path, document)
+        assert (load_keyword_set(path).version, load_keyword_set(path).ledger_days) == (version, days)
+    public = keyword_set_document(["python"], "public", {}, {}, [], ledger_days=31)
+    assert public["version"] == ONE_DAY_FORMAT_VERSION and "ledger" not in public["privacy"]
 
 
 def test_a_set_without_spend_has_nothing_to_charge(tmp_path):

@@ -34,10 +34,10 @@ SET_ID = "keyword-set-0123456789abcdef"
 WINDOW_DELTA = ("--max_delta_per_window", "1.1e-6")
 
 
-def _dp_set(tmp_path, date="2026-11-10"):
+def _dp_set(tmp_path, date="2026-11-10", days=1):
     path = str(tmp_path / "kw.json")
     write_keyword_set(path, keyword_set_document(["python", "sql"], "llm", {}, {}, [SET_SPEND],
-                                                 ledger_run_id=SET_ID, ledger_date=date))
+                                                 ledger_run_id=SET_ID, ledger_date=date, ledger_days=days))
     return load_keyword_set(path)
 
 
@@ -96,6 +96,20 @@ def test_the_set_is_checked_against_the_cap_on_its_own_date(tmp_path):
     with pytest.raises(BudgetRefused, match=f"keyword set {SET_ID} \\(dated 2026-10-01\\).*cap 6"):
         _night(tmp_path, keyword_set, "2026-11-20", "--max_epsilon_per_window", "6", *WINDOW_DELTA)
     assert len(_entries(tmp_path)) == 1
+
+
+def test_a_set_built_from_a_month_is_charged_on_all_of_its_days_by_the_night_that_charges_it(tmp_path):
+    # Built from October's logs (31 days to 10-31). 7-day windows: a night on 10-02 shares none with
+    # 10-31, but shares one with the set's data, so a night on 11-20 that would charge the set is refused.
+    keyword_set = _dp_set(tmp_path, date="2026-10-31", days=31)
+    _night(tmp_path, _public_set(), "2026-10-02", *WINDOW_DELTA)
+    flags = ("--max_epsilon_per_window", "6", "--window_days", "7", *WINDOW_DELTA)
+    with pytest.raises(BudgetRefused, match=f"keyword set {SET_ID} \\(31 days of data to 2026-10-31\\).*cap 6"):
+        _night(tmp_path, keyword_set, "2026-11-20", *flags)
+    assert len(_entries(tmp_path)) == 1
+    # Charged on its last day only (what a one-day set is), it would have fitted.
+    _night(tmp_path, _dp_set(tmp_path / "one-day", date="2026-10-31"), "2026-11-20", *flags)
+    assert [(e.run_id, e.date, e.days) for e in _entries(tmp_path)][1] == (SET_ID, "2026-10-31", 1)
 
 
 def test_the_set_does_not_make_its_build_dates_night_a_rerun(tmp_path):

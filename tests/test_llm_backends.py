@@ -1,5 +1,6 @@
 """LLM backends without a model: parsing and repair, retries/backoff, the cache, the OpenAI-compatible
-client against a loopback server, the steps' fallbacks, and the keyword filter with a misbehaving server."""
+client against a loopback server, the steps' failures (records dead-lettered, names falling back), and
+the keyword filter with a misbehaving server."""
 
 import json
 import pickle
@@ -9,7 +10,6 @@ import apache_beam as beam
 import numpy as np
 import pytest
 
-from backends.interfaces import KeywordSelector
 from backends.llm import parsing
 from backends.llm.cache import ResponseCache
 from backends.llm.client import ChatClient, Completion, PermanentError, RetryableError
@@ -19,6 +19,7 @@ from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMap
 from backends.llm.openai_client import OpenAIChatClient, chat_completions_url
 from backends.llm.parsing import MalformedOutput
 from backends.llm.steps import (
+    LLMCallFailed,
     LLMClusterNamer,
     LLMFacetExtractor,
     LLMKeywordProposer,
@@ -29,6 +30,7 @@ from core.records import Conversation, ConversationBlock, Message
 from tests.conftest import local_pipeline
 from tests.llm_server import FakeChatServer
 from transforms.keyword_histograms import SelectKeywords
+from transforms.record_isolation import run_isolated
 
 K = ("python", "rust", "machine learning", "cooking", "travel")
 
@@ -136,14 +138,22 @@ def test_retryable_errors_are_retried_with_growing_jittered_backoff_then_succeed
     assert result.ok and result.value == "ok" and result.requests == 4 and result.retries == 3
     assert client.attempts == [0, 1, 2, 3]
     assert (result.prompt_tokens, result.completion_tokens) == (10, 2)
-    assert len(sleeps) == 3 and all(0 <= s <= cap for s, cap in zip(sleeps, (0.5, 1.0, 2.0)))
+    # each wait is at least half its ceiling: retries wait, they never fire back to back
+    assert len(sleeps) == 3 and all(cap / 2 <= s <= cap for s, cap in zip(sleeps, (0.5, 1.0, 2.0)))
 
 
-def test_backoff_is_full_jitter_capped_and_honours_retry_after():
+def test_backoff_is_equal_jitter_capped_and_honours_retry_after():
     policy, rng = RetryPolicy(backoff_base_s=0.5, backoff_max_s=4), random.Random(1)
     delays = [policy.delay(6, None, rng) for _ in range(2000)]
-    assert max(delays) <= 4 and np.mean(delays) == pytest.approx(2.0, rel=0.1)  # uniform on [0, 4]
+    assert 2 <= min(delays) and max(delays) <= 4 and np.mean(delays) == pytest.approx(3.0, rel=0.05)  # uniform on [2, 4]
     assert policy.delay(1, 3.0, rng) >= 3.0 and policy.delay(1, 100.0, rng) <= 4
+
+
+def test_the_default_retries_wait_long_and_bounded():
+    policy, rng = RetryPolicy(), random.Random(2)
+    totals = [sum(policy.delay(n, None, rng) for n in range(1, policy.max_retries + 1)) for _ in range(500)]
+    assert 30 <= min(totals) and max(totals) <= 60  # a record is given up only after 30-60 s of waiting
+    assert LLMConfig(backend="openai", model="m").make_caller(_ScriptedClient([])).policy == policy
 
 
 def test_exhausted_retries_permanent_errors_and_malformed_answers_fail_without_raising():
@@ -243,34 +253,40 @@ def _conversation(i, text):
     return Conversation(f"c{i}", f"u{i}", None, (Message("user", text), Message("assistant", "a reply")))
 
 
-def test_facet_extractor_returns_summaries_and_falls_back_per_element(monkeypatch):
+def test_facet_extractor_returns_summaries_and_dead_letters_a_failed_conversation(monkeypatch):
     with FakeChatServer() as server:
         monkeypatch.setattr(server, "fault_for", lambda body, attempt: "500" if b"broken" in body else None)
         extractor = LLMFacetExtractor(_config(server))
-        facets = extractor.extract_batch([_conversation(0, "how do rust lifetimes work"),
-                                          _conversation(1, "broken request about cooking")])
-    assert facets == ["The user asks: how do rust lifetimes work", "broken request about cooking"]
+        conversations = [_conversation(0, "how do rust lifetimes work"), _conversation(1, "broken request about cooking")]
+        # the batch raises; record_isolation then runs each conversation alone, answered from the batch's results
+        outcomes = run_isolated(extractor.extract_batch, conversations)
+        assert len(server.log) == 3  # the rerun sent nothing
+        with pytest.raises(LLMCallFailed, match="1 of 2 facets call.* failed: retries_exhausted"):
+            extractor.extract_batch(conversations)
+    assert outcomes[0] == ("The user asks: how do rust lifetimes work", None)
+    assert outcomes[1][0] is None and isinstance(outcomes[1][1], LLMCallFailed)
+    assert "retries_exhausted" in str(outcomes[1][1])
     totals = extractor.counters.totals
     assert (totals["calls"], totals["requests"], totals["retries"], totals["failures"], totals["fallbacks"]) == \
-        (2, 3, 1, 1, 1)
+        (4, 6, 2, 2, 0)  # two batches of two calls: no fallback ever
 
 
-class _FixedSelector(KeywordSelector):
-    def select(self, facets, embeddings, max_keywords):
-        return [["travel"] for _ in facets]
-
-
-def test_keyword_selector_falls_back_for_failed_rows_only(monkeypatch):
+def test_keyword_selector_fails_the_failed_rows_only_and_never_answers_them_offline(monkeypatch):
     with FakeChatServer() as server:
         monkeypatch.setattr(server, "fault_for", lambda body, attempt: "garbage" if b"broken" in body else None)
-        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector(), mapper=ExactKeywordMapper(K))
-        picks = selector.select(["I love python and rust", "broken", "nothing relevant"], np.zeros((3, 2)), 5)
-    assert picks == [["python", "rust"], ["travel"], []]
+        selector = LLMKeywordSelector(_config(server), K, mapper=ExactKeywordMapper(K))
+        facets = ["I love python and rust", "broken", "nothing relevant"]
+        outcomes = run_isolated(lambda rows: selector.select([facets[i] for i in rows], np.zeros((len(rows), 2)), 5),
+                                [0, 1, 2])
+        assert len(server.log) == 3
+    assert outcomes[0] == (["python", "rust"], None) and outcomes[2] == ([], None)
+    assert outcomes[1][0] is None and "malformed_output" in str(outcomes[1][1])
+    assert selector.counters.totals["fallbacks"] == 0
 
 
 def test_a_misbehaving_server_cannot_put_a_word_outside_k_into_the_pairs(collector):
     with FakeChatServer(misbehave=True) as server:
-        selector = LLMKeywordSelector(_config(server), K, fallback=_FixedSelector(), mapper=ExactKeywordMapper(K))
+        selector = LLMKeywordSelector(_config(server), K, mapper=ExactKeywordMapper(K))
         block = ConversationBlock(["c0", "c1"], ["u0", "u1"], np.ones(2), ["python and rust", "cooking travel"],
                                   np.zeros((2, 4), dtype=np.float32), cluster_ids=np.array([0, 1]))
         with local_pipeline() as pipeline:
@@ -302,7 +318,8 @@ def test_proposer_and_refiner_validate_what_the_model_returns(monkeypatch):
         refiner = LLMKeywordSetRefiner(_config(server))
         assert refiner.refine(list(K), 5) == (["cooking"], ["golang"])
         monkeypatch.setattr(server, "fault_for", lambda body, attempt: "500")
-        assert proposer.propose(["a summary"], 5) == [[]]
+        with pytest.raises(LLMCallFailed):  # dead-lettered by ProposeKeywords, not an empty proposal
+            proposer.propose(["a summary"], 5)
         assert refiner.refine(list(K), 5) == ([], [])
 
 

@@ -1,17 +1,26 @@
 """The whole job against an OpenAI-compatible server on loopback that fails 30% of requests (429,
-500, a hang past the timeout, or a garbage answer), deterministically by request hash and attempt."""
+500, a hang past the timeout, or a garbage answer), deterministically by request hash and attempt. A
+conversation whose call fails for good is dead-lettered; a topic whose naming call fails gets the
+offline name. Also: the remote backends' preflight call (LLMConfig.preflight_remote).
 
+The job waits out real retry backoffs (time.sleep; RetryPolicy's production waits are 30-60 s per
+failed call), so the pipeline run here patches in a policy with short waits; the real policy's own
+tests are in tests/test_llm_independence.py."""
+
+import dataclasses
 import json
 import os
 
 import pytest
 
 from backends.keyword_set import load_keyword_set
+from backends.llm import config as llm_config
+from backends.llm.client import Completion, PermanentError, RetryableError
+from backends.llm.config import PREFLIGHT_PROMPT, LLMConfig, LLMPreflightError
+from backends.llm.fanout import RetryPolicy
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
 from tests.llm_server import FakeChatServer
-
-pytestmark = pytest.mark.slow
 
 MAX_RETRIES = 2
 # A large keyword epsilon so that keywords clear the noise floor on this little data and the namer is called.
@@ -19,8 +28,24 @@ SMALL = ["--num_clusters", "6", "--min_cluster_size", "5", "--seed", "3", "--sam
          "--epsilon", "35", "--epsilon_weights", "clustering:4,cluster_sizes:1,keyword_histograms:30"]
 
 
+
+@dataclasses.dataclass(frozen=True)
+class ShortWaits(RetryPolicy):
+    """RetryPolicy with every wait (Retry-After included) capped at 50 ms."""
+
+    backoff_max_s: float = 0.05
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    # LLMConfig.make_caller builds the job's policy from config.RetryPolicy (in this process: the
+    # in-process runner), so the job's calls wait at most 50 ms between attempts; undone afterwards.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(llm_config, "RetryPolicy", ShortWaits)
+        return _runs(tmp_path_factory)
+
+
+def _runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("llm_faults")
     data = str(folder / "day.jsonl")
     write_sample(data, 300, 200, seed=8)
@@ -32,6 +57,8 @@ def runs(tmp_path_factory):
         assert run(["--input", data, "--output", online, *SMALL, "--llm_backend", "openai",
                     "--llm_base_url", server.base_url, "--llm_model", "fake-model", "--llm_timeout_s", "2",
                     "--llm_max_retries", str(MAX_RETRIES), "--llm_max_concurrency", "8"]) == 0
+        # a remote preflight call at launch (its fixed prompt, step "other") is no call of the job's steps
+        server.log[:] = [e for e in server.log if e["step"] != "other"]
         expected = server.expected_counts(MAX_RETRIES)
         prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
     return offline, online, expected, prompts
@@ -51,6 +78,7 @@ def _load(folder, *parts):
     return json.load(open(os.path.join(folder, *parts)))
 
 
+@pytest.mark.slow
 def test_faults_were_injected_at_about_thirty_percent(runs):
     _, _, expected, _ = runs
     injected = sum(expected["injected"].values())
@@ -59,6 +87,7 @@ def test_faults_were_injected_at_about_thirty_percent(runs):
     assert 0.2 < injected / expected["requests"] < 0.4
 
 
+@pytest.mark.slow
 def test_counters_match_what_the_server_did(runs):
     _, online, expected, _ = runs
     llm = _load(online, "private", "run_stats.json")["llm"]
@@ -73,6 +102,20 @@ def test_counters_match_what_the_server_did(runs):
     assert llm["facets"]["calls"] == stats["conversations_after_bounding"]
 
 
+@pytest.mark.slow
+def test_a_conversation_whose_call_failed_is_dead_lettered_not_answered_offline(runs):
+    _, online, expected, _ = runs
+    stats = _load(online, "private", "run_stats.json")
+    llm, reasons = stats["llm"], stats["dead_letter_reasons"]
+    print("failures per step:", expected["failures_per_step"], "dead letters:", reasons)
+    assert expected["failures_per_step"]["facets"] > 0
+    assert reasons.get("facet_failed", 0) == llm["facets"]["failures"] == expected["failures_per_step"]["facets"]
+    assert reasons.get("keyword_selection_failed", 0) == llm["keywords"]["failures"] == \
+        expected["failures_per_step"]["keywords"]
+    assert llm["facets"]["fallbacks"] == llm["keywords"]["fallbacks"] == 0
+
+
+@pytest.mark.slow
 def test_report_is_produced_with_the_same_dp_accounting_as_offline(runs):
     offline, online, _, _ = runs
     offline_report, online_report = _load(offline, "release", "report.json"), _load(online, "release", "report.json")
@@ -86,6 +129,7 @@ def test_report_is_produced_with_the_same_dp_accounting_as_offline(runs):
     assert any(t["name"].startswith("Questions about") for t in online_report["topics"] if t["keywords"])
 
 
+@pytest.mark.slow
 def test_prompts_carry_no_raw_pii_and_the_namer_sees_only_released_keywords(runs):
     _, online, _, prompts = runs
     released = {k for t in _load(online, "release", "report.json")["topics"] for k in t["keywords"]}
@@ -99,3 +143,60 @@ def test_prompts_carry_no_raw_pii_and_the_namer_sees_only_released_keywords(runs
     assert sum("<EMAIL_ADDRESS_1>" in p and "<PERSON_1>" in p for p in facet_prompts) >= 20
     for prompt in prompts:
         assert "@example.com" not in prompt and "Jane Doe" not in prompt and "415-555-" not in prompt
+
+
+# The remote backends' preflight: one call with a fixed public prompt before any data is read.
+
+class _Client:
+    def __init__(self, *errors):
+        self.errors, self.seen, self.closed = list(errors), [], False
+
+    def complete(self, messages, *, json_output, max_tokens, timeout_s, attempt=0):
+        self.seen.append((messages, attempt))
+        if self.errors:
+            raise self.errors.pop(0)
+        return Completion("OK", 1, 1)
+
+    def close(self):
+        self.closed = True
+
+
+def _remote(**settings):
+    return LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", **settings)
+
+
+def test_the_preflight_asks_the_fixed_prompt_once_and_retries_like_a_call():
+    client, waits = _Client(RetryableError("HTTP 429", retry_after_s=7.0)), []
+    _remote(max_retries=2).preflight_remote(client=client, sleep=waits.append)
+    assert client.seen == [([{"role": "user", "content": PREFLIGHT_PROMPT}], 0),
+                           ([{"role": "user", "content": PREFLIGHT_PROMPT}], 1)]
+    assert len(waits) == 1 and 7.0 <= waits[0] <= 60.0  # the real policy's wait, a Retry-After its floor
+
+
+@pytest.mark.parametrize("errors, message", [
+    ((PermanentError("HTTP 401"),), "refused its preflight call: HTTP 401"),
+    ((RetryableError("connection failed: ConnectionRefusedError"),) * 3, "after 3 attempts: connection failed"),
+    ((KeyError("choices"),), "failed its preflight call: KeyError"),
+])
+def test_a_preflight_that_fails_for_good_is_a_bad_option_naming_the_backend(errors, message):
+    client, waits = _Client(*errors), []
+    with pytest.raises(LLMPreflightError, match=message) as caught:
+        _remote(max_retries=2).preflight_remote(client=client, sleep=waits.append)
+    assert isinstance(caught.value, ValueError)  # the jobs' launch reports a ValueError as bad options (exit 2)
+    assert "--llm_backend openai (http://127.0.0.1:9/v1, model 'm')" in str(caught.value)
+    assert len(client.seen) == len(errors) and len(waits) == len(errors) - 1
+
+
+def test_the_preflight_against_a_server_and_against_nothing():
+    with FakeChatServer() as server:
+        LLMConfig(backend="openai", model="m", base_url=server.base_url, max_retries=0).preflight_remote()
+        assert [r["body"]["messages"] for r in server.requests] == [[{"role": "user", "content": PREFLIGHT_PROMPT}]]
+    with pytest.raises(LLMPreflightError, match="connection failed"):
+        _remote(max_retries=0, timeout_s=2.0).preflight_remote()
+
+
+def test_the_local_and_offline_backends_have_no_remote_preflight():
+    client = _Client()
+    for backend in ("local", "offline"):
+        LLMConfig(backend=backend, model="m").preflight_remote(client=client)
+    assert client.seen == []

@@ -16,7 +16,7 @@ from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.local_client import LocalModelError, acquire_server, check_local_model, release_server
 from backends.llm.steps import LLMClusterNamer, LLMExemplarWriter, LLMFacetExtractor, LLMKeywordSelector
 from beam_jobs.options import InsightsOptions, insights_params
-from tests.test_llm_backends import K, _conversation, _FixedSelector
+from tests.test_llm_backends import K, _conversation
 
 TEST_MODEL = "qwen2.5-coder-0.5b"  # the smaller packaged model: what CI installs
 
@@ -126,7 +126,7 @@ def test_a_model_llama_cpp_cannot_load_stops_the_job_before_reading_with_exit_2(
 def test_local_model_names_a_topic_and_writes_keywords_that_map_into_k(server):
     namer = LLMClusterNamer(_local_config())
     name, description = namer.name(["python", "unit testing", "debugging"])
-    selector = LLMKeywordSelector(_local_config(), K, fallback=_FixedSelector(), mapper=ExactKeywordMapper(K))
+    selector = LLMKeywordSelector(_local_config(), K, mapper=ExactKeywordMapper(K))
     picks = selector.select(["How do I write unit tests for my Python machine learning code?",
                              "Plan a two-week trip to Japan in spring"], np.zeros((2, 2)), 5)
     print("local model:", name, "|", description, picks, dict(namer.counters.totals), dict(selector.counters.totals))
@@ -189,7 +189,10 @@ def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offlin
     print("names:", [(t["name"], t["description"]) for t in report["topics"]])
     assert set(llm) == {"keywords", "names", "total"}  # facets stayed offline
     assert llm["keywords"]["requests"] > 0 and llm["names"]["requests"] > 0
-    assert llm["total"]["fallbacks"] == llm["total"]["failures"] <= llm["total"]["calls"] // 4
+    # a failed keyword call dead-letters its conversation; only a failed name falls back (to the offline namer)
+    assert llm["total"]["fallbacks"] == llm["names"]["failures"] and llm["keywords"]["fallbacks"] == 0
+    assert llm["total"]["failures"] <= llm["total"]["calls"] // 4
+    assert stats["dead_letter_reasons"].get("keyword_selection_failed", 0) == llm["keywords"]["failures"]
     assert report["privacy"] == offline_report["privacy"]
     assert report["config"]["llm_steps"] == "keywords,names"
     named = [t for t in report["topics"] if t["keywords"]]

@@ -7,6 +7,7 @@ import http.server
 import json
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -45,10 +46,13 @@ def test_every_prompts_public_head_is_its_instructions_up_to_the_record_and_noth
 class _FakeSlotServer(LoopbackServer):
     """llama.cpp's server as the cache sees it: one slot holding the tokens of what it last computed
     (one character = one token here), save/restore/erase, and chat requests that, with cache_prompt,
-    reuse the longest common prefix of the slot and their prompt. Logs what each chat request reused."""
+    reuse the longest common prefix of the slot and their prompt. Logs what each chat request reused.
+    GET /slots says the slot is processing for the next `busy_polls` asks (a request a client gave up
+    on, still running)."""
 
-    def __init__(self):
+    def __init__(self, busy_polls: int = 0):
         self.slot, self.files, self.chats, self.lock = "", {}, [], threading.Lock()
+        self.busy_polls, self.events = busy_polls, []
 
     @staticmethod
     def render(messages):
@@ -58,6 +62,7 @@ class _FakeSlotServer(LoopbackServer):
         with self.lock:
             if path == "/apply-template":
                 return {"prompt": self.render(body["messages"])}
+            self.events.append(path)
             if path == "/completion":
                 self.slot = body["prompt"]
                 return {"content": "x"}
@@ -89,6 +94,21 @@ class _FakeSlotServer(LoopbackServer):
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
+
+            def _reply(self, status, answer):
+                payload = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self):
+                with fake.lock:
+                    busy = fake.busy_polls > 0
+                    fake.busy_polls -= busy
+                    fake.events.append("busy" if busy else "idle")
+                self._reply(200, [{"id": 0, "id_task": 7 if busy else -1, "is_processing": busy}])
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
@@ -169,6 +189,26 @@ def test_a_head_whose_saved_state_is_gone_is_computed_again_after_one_retryable_
     assert client.server.prefix_cache.counts == {"heads_computed": 2, "restored": 2, "erased": 0}
 
 
+def test_a_request_waits_for_the_slot_to_be_idle_outside_its_timeout(monkeypatch):
+    # The slot is still busy with a request its client gave up on: the next request is not sent until
+    # the slot is free, and the wait does not count against that request's timeout.
+    monkeypatch.setattr(local_client, "IDLE_POLL_S", 0.01)
+    with _FakeSlotServer(busy_polls=3) as fake:
+        client = _client_of(fake, monkeypatch)
+        client.complete(prompts.select_messages(RECORDS[0], 5), json_output=False, max_tokens=8, timeout_s=30)
+    assert fake.events[:4] == ["busy", "busy", "busy", "idle"]  # nothing sent to the slot before it was idle
+    assert "/v1/chat/completions" in fake.events and len(fake.chats) == 1
+
+
+def test_a_slot_that_stays_busy_fails_the_request_as_retryable(monkeypatch):
+    monkeypatch.setattr(local_client, "IDLE_POLL_S", 0.01)
+    with _FakeSlotServer(busy_polls=10**9) as fake:
+        client = _client_of(fake, monkeypatch)
+        with pytest.raises(RetryableError, match="slot still busy"):
+            client.complete(prompts.select_messages(RECORDS[0], 5), json_output=False, max_tokens=8, timeout_s=0.2)
+    assert not fake.chats and set(fake.events) == {"busy"}
+
+
 def _answer(server: LocalServer, messages: list[dict]) -> tuple:
     """The greedy answer to `messages` with every token's log-probability and its top 5 alternatives'
     (floats compared exactly), and how many prompt tokens came from the cache."""
@@ -240,6 +280,33 @@ def test_the_keyword_step_on_the_real_model_computes_only_the_records_part_of_ea
     heads = cached_server.prefix_cache.counts["heads_computed"] - counts["heads_computed"]
     print(f"{prompt_tokens} prompt tokens, {processed} computed ({heads} heads computed)")
     assert processed <= prompt_tokens - len(RECORDS) * 80 + heads * 120
+
+
+def _slot_busy(server: LocalServer) -> bool:
+    with urllib.request.urlopen(server.base_url + "/slots", timeout=30) as response:
+        return any(slot["is_processing"] for slot in json.loads(response.read()))
+
+
+@pytest.mark.slow
+@needs_local_model
+def test_a_request_that_timed_out_does_not_hold_the_slot_for_the_next_record(cached_server):
+    # llama.cpp goes on with a request whose client gave up until it notices the closed connection
+    # (measured: a long prompt held the slot ~23 s after a 1 s timeout); the next record's request
+    # waits for the idle slot outside its own timeout, and gets the answer it gets alone.
+    client = LocalChatClient(local_client.local_model_path(TEST_MODEL), threads=1)
+    assert client.server is cached_server
+    target = prompts.select_messages(RECORDS[2], 5)
+    alone = _answer(cached_server, target)
+    client.complete(prompts.facet_messages("user: hi"), json_output=False, max_tokens=1, timeout_s=300)  # its head
+    long = prompts.facet_messages("User: " + "How do I mock a database in Python unit tests? " * 80)
+    with pytest.raises(RetryableError, match="timeout"):
+        client.complete(long, json_output=False, max_tokens=128, timeout_s=0.5)
+    busy = _slot_busy(cached_server)
+    started = time.monotonic()
+    after = _answer(cached_server, target)
+    print(f"slot busy after the timeout: {busy}; the next request answered {time.monotonic() - started:.1f} s later")
+    client.close()
+    assert after == alone and not _slot_busy(cached_server)
 
 
 def test_the_prefix_cache_refuses_several_slots_whose_requests_it_could_not_place():

@@ -103,7 +103,8 @@ def test_release_gate_rejects_a_release_carrying_a_canary(logs, tmp_path):
     code = _nightly(logs, output, ledger, "2026-11-01", "--canary_file", str(canaries))
     assert code == EXIT_RELEASE_GATE_FAILED
     (run_dir,) = glob.glob(os.path.join(output, "dt=2026-11-01", "run=*"))
-    assert os.path.exists(os.path.join(run_dir, "release.rejected", "report.json"))
+    assert os.path.exists(os.path.join(run_dir, "private", "release.rejected", "report.json"))
+    assert not glob.glob(os.path.join(run_dir, "release.*"))  # nothing unreviewed beside release/
     assert not glob.glob(os.path.join(run_dir, "release", "*"))
     gate = json.load(open(os.path.join(run_dir, "private", "release_gate.json")))
     assert gate["status"] == "rejected" and gate["findings"][0]["kind"] == "canary"

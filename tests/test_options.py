@@ -281,6 +281,39 @@ def test_build_keywords_ignores_the_insights_jobs_other_groups():
         insights_params(options.view_as(InsightsOptions))
 
 
+def _build_keywords(*argv):
+    return build_keywords_params(PipelineOptions(list(argv)).view_as(BuildKeywordsOptions))
+
+
+@pytest.mark.parametrize("method", ["tfidf", "llm", "hybrid"])
+def test_a_dp_build_needs_its_datas_date_and_a_private_folder_outside_the_public_files(method, tmp_path):
+    dp = ["--method", method, "--public_corpus", "p.txt", "--input", "logs/*.jsonl", "--output", "kw/set.json"]
+    params = _build_keywords(*dp, "--date", "2026-10-31", "--data_days", "31", "--private_output", "private/kw")
+    assert (params.run.date, params.builder.data_days, params.run.private_output) == ("2026-10-31", 31, "private/kw")
+    assert _build_keywords(*dp, "--date", "2026-10-31", "--private_output", "private/kw").builder.data_days == 1
+    with pytest.raises(ValueError, match="needs --date"):  # a build day is not the data's
+        _build_keywords(*dp, "--private_output", "private/kw")
+    with pytest.raises(ValueError, match="needs --private_output"):  # no default beside the public file
+        _build_keywords(*dp, "--date", "2026-10-31")
+    with pytest.raises(ValueError, match="--data_days"):
+        _build_keywords(*dp, "--date", "2026-10-31", "--private_output", "private/kw", "--data_days", "0")
+    for output, private in [("kw/set.json", "kw/set.json.private"), ("kw/set.json", "kw"), ("kw/set.json", "./kw/p/"),
+                            ("set.json", "private"), (str(tmp_path / "set.json"), str(tmp_path / "p")),
+                            ("gs://public/kw/set.json", "gs://public/kw/private/"),
+                            ("gs://public/set.json", "gs://public/private")]:
+        with pytest.raises(ValueError, match="inside the folder of the public keyword-set file"):
+            _build_keywords(*dp[:-1], output, "--date", "2026-10-31", "--private_output", private)
+    for output, private in [("kw/set.json", "kw-private"), ("gs://public/set.json", "gs://private/kw"),
+                            ("gs://public/kw/set.json", "gs://public/private"), (str(tmp_path / "kw" / "set.json"),
+                                                                                str(tmp_path / "private"))]:
+        _build_keywords(*dp[:-1], output, "--date", "2026-10-31", "--private_output", private)
+
+
+def test_the_public_method_needs_neither_a_date_nor_a_private_folder():
+    params = _build_keywords("--method", "public", "--public_corpus", "p.txt", "--output", "kw/set.json")
+    assert params.run.date is None and params.run.private_output is None
+
+
 # run() reads its params and leaves the parsed options as they were.
 
 @pytest.mark.slow

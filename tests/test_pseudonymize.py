@@ -168,3 +168,20 @@ def test_names_one_per_line_are_each_replaced(pseudonymizer):
 def test_the_name_models_lower_case_words_and_tagged_places_are_kept(pseudonymizer, text, kept, replaced):
     out = pseudonymizer.pseudonymize(text)
     assert all(word in out for word in kept) and not any(word in out for word in replaced), out
+
+
+def test_a_public_role_outweighs_a_private_cue_elsewhere_in_the_conversation(pseudonymizer):
+    # The reply's "Mr. Voss" is a title cue (replaced there); where the request gives him a public
+    # role, the public figure the request is about stays.
+    first, second = pseudonymizer.pseudonymize_texts([
+        "I need the office address for Harlan Voss, the CEO of Brightwater Capital.",
+        "Mr. Voss works from the Brightwater Capital head office."])
+    assert "Harlan Voss, the CEO" in first and "Voss" not in second
+
+
+def test_a_public_title_in_the_name_models_span_is_no_part_of_the_name(pseudonymizer):
+    # The model's span "singer Marisa Okafor" and spaCy's "President Hollis Brandvold" lose the title,
+    # which then frames a public figure.
+    for text in ("Can you provide me the fan mail address for singer Marisa Okafor?",
+                 "Why did President Hollis Brandvold veto the bill?"):
+        assert pseudonymizer.pseudonymize(text) == text

@@ -541,6 +541,52 @@ def test_a_keyword_selection_that_raises_dead_letters_its_conversation_only(coll
     assert (dead.stage, dead.reason, dead.conversation_id) == ("select_keywords", "keyword_selection_failed", "c2")
 
 
+class _PoisonedProposer:
+    """The offline proposer, except that it raises for a batch holding POISON and answers a facet
+    holding BROKEN with something that is not a list of keywords."""
+
+    def __init__(self):
+        from backends.offline_keywords import FrequentTermsKeywordProposer
+        self._inner = FrequentTermsKeywordProposer()
+
+    def setup(self):
+        self._inner.setup()
+
+    def teardown(self):
+        pass
+
+    def propose(self, facets, max_keywords):
+        if any("POISON" in facet for facet in facets):
+            raise RuntimeError("the proposer broke")
+        return [None if "BROKEN" in facet else proposed
+                for facet, proposed in zip(facets, self._inner.propose(facets, max_keywords))]
+
+
+def _proposals(collector, facets, name):
+    from transforms.propose_keywords import ProposeKeywords
+    with local_pipeline() as pipeline:
+        proposed = pipeline | beam.Create(facets) | ProposeKeywords(_PoisonedProposer(), 3)
+        collector(proposed.output, name)
+        collector(proposed.dead_letter, name + "-dead")
+    return sorted(collector.result(name)), collector.result(name + "-dead")
+
+
+def test_a_keyword_proposal_that_fails_dead_letters_its_conversation_only(collector):
+    from core.records import Facet
+    clean = [Facet(f"c{i}", f"u{i % 4}", 1.0, f"sourdough bread baking question {i} oven starter") for i in range(12)]
+    poisoned = clean[:3] + [Facet("bad", "u-bad", 1.0, "bread POISON")] + clean[3:8] + [
+        Facet("odd", "u1", 1.0, "bread BROKEN")] + clean[8:]
+    baseline, none = _proposals(collector, clean, "clean")
+    pairs, dead = _proposals(collector, poisoned, "poisoned")
+    assert none == [] and baseline
+    # Every other conversation proposes exactly what it proposes without the failing ones.
+    assert pairs == baseline
+    assert sorted((d.stage, d.reason, d.conversation_id) for d in dead) == [
+        ("propose_keywords", "keyword_proposal_failed", "bad"), ("propose_keywords", "keyword_proposal_failed", "odd")]
+    details = {d.conversation_id: d.detail for d in dead}
+    assert "the proposer broke" in details["bad"] and "NoneType" in details["odd"]
+
+
 def test_the_private_writers_never_fail_on_a_row():
     from transforms.write_outputs import json_line
     assert json_line({"text": "ünïcode"}) == '{"text": "ünïcode"}'  # readable where it can be

@@ -48,7 +48,7 @@ def test_every_file_parses_and_the_module_has_what_production_needs():
     assert {os.path.basename(p) for p in FILES} >= {"main.tf", "variables.tf", "versions.tf", "outputs.tf"}
     resources = _resources()
     buckets = {name for rtype, name in resources if rtype == "google_storage_bucket"}
-    assert buckets == {"logs", "releases", "private"}
+    assert buckets == {"logs", "releases", "private", "access_logs"}
     for rtype in ("google_service_account", "google_artifact_registry_repository", "google_cloud_scheduler_job"):
         assert any(r == rtype for r, _ in resources), rtype
     assert {"project", "region", "bucket"} <= _variables()
@@ -67,21 +67,47 @@ def test_every_reference_resolves():
 
 def test_buckets_are_private_and_private_outputs_expire():
     resources = _resources()
-    for name in ("logs", "releases", "private"):
+    for name in ("logs", "releases", "private", "access_logs"):
         bucket = resources[("google_storage_bucket", name)]
         assert bucket["uniform_bucket_level_access"] is True
         assert _unquote(bucket["public_access_prevention"]) == "enforced"
     private = resources[("google_storage_bucket", "private")]
-    (rule,) = private["lifecycle_rule"]
-    assert "var.private_retention_days" in json.dumps(rule["condition"])
+    expiry, noncurrent = private["lifecycle_rule"]
+    assert "var.private_retention_days" in json.dumps(expiry["condition"])
     assert private["versioning"][0]["enabled"] is True  # the ledger keeps its history
+    # ... but outputs do not: a deleted or overwritten one (a pending release once published, a
+    # rejected one once expired) does not linger as a noncurrent version.
+    assert noncurrent["condition"][0]["days_since_noncurrent_time"] == 1
+    prefixes = [[_unquote(p) for p in rule["condition"][0]["matches_prefix"]] for rule in (expiry, noncurrent)]
+    assert prefixes == [["insights/"], ["insights/"]]
+
+
+def test_private_outputs_and_the_release_gates_staging_are_in_the_private_bucket():
+    # The job writes release.pending/ and release.rejected/ under --private_output (core/run_context.py),
+    # so they land in the private bucket under the prefix that expires, never in the releases bucket.
+    launch = _locals()["launch_parameters"]
+    private = _unquote(launch["private_output"])
+    assert private.startswith("gs://${local.private_bucket}/insights")
+    assert _unquote(launch["output"]).startswith("gs://${local.releases_bucket}/")
+
+
+def test_every_data_bucket_logs_its_access():
+    resources = _resources()
+    for name in ("logs", "releases", "private"):
+        (logging,) = resources[("google_storage_bucket", name)]["logging"]
+        assert "google_storage_bucket.access_logs.name" in logging["log_bucket"], name
+    writers = [body for (rtype, _), body in resources.items() if rtype == "google_storage_bucket_iam_member"
+               and "google_storage_bucket.access_logs" in json.dumps(body)]
+    assert [(_unquote(w["role"]), _unquote(w["member"])) for w in writers] == [
+        ("roles/storage.objectCreator", "group:cloud-storage-analytics@google.com")]
 
 
 def test_roles_are_least_privilege():
     text = "\n".join(TEXT.values())
     roles = set(re.findall(r'role\s*=\s*"(roles/[a-zA-Z.]+)"', text))
     assert roles <= {"roles/dataflow.worker", "roles/dataflow.developer", "roles/storage.objectViewer",
-                     "roles/storage.objectAdmin", "roles/artifactregistry.reader", "roles/iam.serviceAccountUser"}
+                     "roles/storage.objectAdmin", "roles/storage.objectCreator", "roles/artifactregistry.reader",
+                     "roles/iam.serviceAccountUser"}
     assert not re.search(r"roles/(owner|editor|storage\.admin)\b", text)
     resources = _resources()
     logs_members = [body for (rtype, _), body in resources.items() if rtype == "google_storage_bucket_iam_member"

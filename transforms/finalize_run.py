@@ -1,10 +1,11 @@
 """FinalizeRun: the last step of a run, inside the pipeline (a Flex Template launcher does not wait
 for the job, so nothing after pipeline.run() can be relied on in production).
 
-The report is written to release.pending/. This step scans it with the release gate; if clean it
+The report is written to private/release.pending/ (under --private_output when given: nothing
+unreviewed sits beside release/). This step scans it with the release gate; if clean it
 moves it to release/, marks the run committed in the privacy ledger, lists it in the report index
 and rebuilds the topic timeline (transforms/write_timeline.py);
-otherwise it moves it to release.rejected/, marks the run rejected and fails the job. It may run
+otherwise it moves it to private/release.rejected/, marks the run rejected and fails the job. It may run
 more than once for a run (see `finalize`). Its timing goes to private/release_gate.json, never to
 the public index.
 """
@@ -107,7 +108,7 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
     and a rejection raises, which makes it retry): the gate's decision is recorded in private/ before
     anything moves and an attempt after the first follows it, moving what is still pending; so a
     release is published at most once and a rejected one never, even when the file that failed the
-    gate has already left release.pending/. The ledger status and index entry are set, not added."""
+    gate has already left private/release.pending/. The ledger status and index entry are set, not added."""
     pending_dir = report_path.rsplit("/", 1)[0]
     pending = _read_folder(pending_dir)  # read once: scanned, then moved
     gate = _recorded_gate(context)
@@ -121,7 +122,7 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
                 "findings": [f.__dict__ for f in findings]}
         _write_json_atomically(context.private("release_gate.json"), gate)
     status, rejected = gate["status"], gate["status"] == "rejected"
-    target_dir = context.path("release.rejected" if rejected else "release")
+    target_dir = context.rejected_dir if rejected else context.path("release")
     _move_files(pending, pending_dir, target_dir, last=report_path)
     if ledger_path:
         set_ledger_status(ledger_path, context.run_id, status)
@@ -142,7 +143,7 @@ def finalize(report_path: str, context: RunContext, canaries: tuple[str, ...], l
     if rejected:
         kinds = sorted({f["kind"] for f in gate["findings"]})
         raise ReleaseGateFailed(f"release gate found {len(gate['findings'])} PII-like or canary string(s) "
-                                f"({', '.join(kinds)}); the release was moved to release.rejected/ and not published")
+                                f"({', '.join(kinds)}); the release was moved to {context.rejected_dir}/ and not published")
     return context.path("release", "report.json")
 
 

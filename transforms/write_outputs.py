@@ -29,7 +29,7 @@ def write_text(path: str, text: str) -> None:
 
 
 def html_path(report_path: str) -> str:
-    """report.html next to report.json (both in release.pending/, so the release gate scans both)."""
+    """report.html next to report.json (both in private/release.pending/, so the release gate scans both)."""
     return report_path.rsplit("/", 1)[0] + "/report.html"
 
 

@@ -4,13 +4,23 @@ build it from their --llm_* flags: beam_jobs.options.LLMParams.config.)"""
 from __future__ import annotations
 
 import dataclasses
+import random
+import time
 
+from backends.llm.client import PermanentError, RetryableError
 from backends.llm.fanout import Caller, RetryPolicy
 
 REMOTE_BACKENDS = ("openai", "vertex")
 BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
 # The job's steps that can run on the model (--llm_steps); the others keep their offline implementation.
 STEPS = ("facets", "keywords", "names", "exemplars")
+# The remote preflight's one prompt: fixed and public, no record's text goes into it.
+PREFLIGHT_PROMPT = "This is a connection check. Reply with the single word: OK"
+
+
+class LLMPreflightError(ValueError):
+    """The backend failed its preflight call for good: a bad URL, key, model name, project or quota.
+    A ValueError, so a job's launch reports it as a bad option (exit 2) before any data is read."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +36,7 @@ class LLMConfig:
     cache_path: str | None = None
     pseudonymize: bool = True
     pseudonyms: str = "typed"  # with pseudonymize: "typed" ("<PERSON_1>") or "surrogate" (a made-up name)
-    backoff_base_s: float = 0.5
+    backoff_base_s: float = 4.0  # fanout.RetryPolicy: long waits, so other records' load rarely fails a record
     temperature: float = 0.0
     steps: tuple[str, ...] = STEPS
     threads: int | None = None  # local: llama.cpp threads per server (None: half the cores)
@@ -60,6 +70,47 @@ class LLMConfig:
             threads = self.threads or default_threads()
             acquire_server(resolve_local_model(self.model or None), threads, local_slots(self.max_concurrency, threads),
                            self.prefix_cache)
+
+    def preflight_remote(self, client=None, sleep=time.sleep) -> None:
+        """For the remote backends (openai, vertex): one call with PREFLIGHT_PROMPT (no data, no
+        cache), retried like any call (RetryPolicy); raises LLMPreflightError if it still fails. Without
+        it a misconfigured backend would fail every record's call, each only after its 30-60 s of
+        retries, and dead-letter them all. A job calls it once at launch, before reading data (not
+        LLMConfig's construction or preflight(): tests build remote configs without a server)."""
+        if self.backend not in REMOTE_BACKENDS:
+            return
+        where = self.base_url if self.backend == "openai" else f"project {self.project}, {self.location}"
+        what = f"--llm_backend {self.backend} ({where}, model {self.model!r})"
+        own = client is None
+        try:
+            client = client or self.make_client()
+        except Exception as error:  # e.g. no Google credentials for vertex
+            raise LLMPreflightError(f"{what}: cannot make its client: {type(error).__name__}: {error}") from None
+        try:
+            self._preflight_call(client, what, sleep)
+        finally:
+            if own:
+                client.close()
+
+    def _preflight_call(self, client, what: str, sleep) -> None:
+        policy = RetryPolicy(self.max_retries, self.backoff_base_s)
+        rng = random.Random()
+        messages = [{"role": "user", "content": PREFLIGHT_PROMPT}]
+        for attempt in range(self.max_retries + 1):
+            try:
+                client.complete(messages, json_output=False, max_tokens=256, timeout_s=self.timeout_s,
+                                attempt=attempt)
+                return
+            except RetryableError as error:
+                if attempt == self.max_retries:
+                    raise LLMPreflightError(f"{what} failed its preflight call after {attempt + 1} attempts: "
+                                            f"{error}") from None
+                sleep(policy.delay(attempt + 1, error.retry_after_s, rng))
+            except PermanentError as error:
+                raise LLMPreflightError(f"{what} refused its preflight call: {error}") from None
+            except Exception as error:
+                raise LLMPreflightError(f"{what} failed its preflight call: {type(error).__name__}: "
+                                        f"{error}") from None
 
     def make_caller(self, client=None) -> Caller:
         from backends.llm.cache import ResponseCache

@@ -1,5 +1,5 @@
-"""Many model calls from one worker: a bounded thread pool, retries with exponential backoff and full
-jitter on retryable errors, the content-hash cache, and per-call accounting.
+"""Many model calls from one worker: a bounded thread pool, retries (tenacity) with a bounded
+exponential backoff on retryable errors, the content-hash cache, and per-call accounting.
 
 Beam counters live in the thread that runs the DoFn, so calls return their counts (CallResult) and
 the caller records them (metrics.py); nothing here touches Beam metrics from a pool thread.
@@ -14,6 +14,8 @@ import random
 import threading
 import time
 from typing import Any, Callable
+
+import tenacity
 
 from backends.llm.cache import ResponseCache, request_key
 from backends.llm.client import ChatClient, PermanentError, RetryableError
@@ -61,14 +63,21 @@ class CallResult:
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
+    """Retries of a call on a RetryableError. The waits are long and bounded on purpose: a record whose
+    call still fails is dead-lettered (backends/llm/steps.py), and a short wait would let a burst of
+    other records' load (429s, timeouts) decide whether this record gets the model's answer at all.
+    Retry n waits between half and all of min(max, base * 2^(n-1)) ("equal jitter": never ~0 as full
+    jitter can be), so with the defaults (4 retries, 4 s base) a call gives up only after 30-60 s of
+    waiting; a server's Retry-After is a floor, capped at backoff_max_s. At most max_retries *
+    backoff_max_s of waiting in all."""
+
     max_retries: int = 4
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
+    backoff_base_s: float = 4.0
+    backoff_max_s: float = 60.0
 
     def delay(self, retry: int, retry_after_s: float | None, rng: random.Random) -> float:
-        """Full jitter: uniform in [0, min(max, base * 2^(retry-1))]; a server's Retry-After is a floor."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
-        delay = rng.uniform(0, ceiling)
+        delay = rng.uniform(ceiling / 2, ceiling)
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, self.backoff_max_s))
         return delay
@@ -89,13 +98,18 @@ class Caller:
         self._sleep = sleep
         self._rng = random.Random()
 
-    def _key(self, spec: CallSpec) -> str:
+    def key(self, spec: CallSpec) -> str:
+        """The request's content hash (the cache's key)."""
         return request_key(self.backend, self.model, spec.messages,
                            {"json": spec.json_output, "max_tokens": spec.max_tokens})
 
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        error = state.outcome.exception()
+        return self.policy.delay(state.attempt_number, getattr(error, "retry_after_s", None), self._rng)
+
     def call(self, spec: CallSpec) -> CallResult:
         result = CallResult()
-        key = self._key(spec) if self.cache is not None else None
+        key = self.key(spec) if self.cache is not None else None
         if key is not None:
             cached = self.cache.get(key)
             if cached is not None:
@@ -105,44 +119,43 @@ class Caller:
                     return result
                 except MalformedOutput:
                     pass  # an entry from an older parser: ask again
-        attempt = 0
-        while True:
-            result.requests += 1
-            try:
-                completion = self.client.complete(spec.messages, json_output=spec.json_output,
-                                                  max_tokens=spec.max_tokens, timeout_s=self.timeout_s,
-                                                  attempt=attempt)
-            except RetryableError as error:
-                if attempt >= self.policy.max_retries:
-                    result.error = "retries_exhausted"
-                    return result
-                attempt += 1
-                result.retries += 1
-                self._sleep(self.policy.delay(attempt, error.retry_after_s, self._rng))
-                continue
-            except PermanentError:
-                result.error = "permanent_error"
-                return result
-            except Exception as error:  # a client bug must not take the job down: count it, fall back
-                log.warning("unexpected LLM client error", extra={"event": "llm_client_error",
-                                                                   "error_type": type(error).__name__})
-                result.error = "client_error"
-                return result
-            result.prompt_tokens += completion.prompt_tokens
-            result.completion_tokens += completion.completion_tokens
-            try:
-                result.value, result.repaired = spec.parse(completion.text)
-            except MalformedOutput:
-                result.error = "malformed_output"
-                return result
-            result.ok = True
-            if key is not None:
-                try:
-                    self.cache.put(key, completion)
-                except Exception as error:  # a cache that cannot be written costs money, not correctness
-                    log.warning("cannot write the LLM cache", extra={"event": "llm_cache_write_failed",
-                                                                      "error_type": type(error).__name__})
+        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception_type(RetryableError),
+                                     stop=tenacity.stop_after_attempt(self.policy.max_retries + 1),
+                                     wait=self._wait, sleep=self._sleep, reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    number = attempt.retry_state.attempt_number - 1  # 0 for the first request
+                    result.requests, result.retries = number + 1, number
+                    completion = self.client.complete(spec.messages, json_output=spec.json_output,
+                                                      max_tokens=spec.max_tokens, timeout_s=self.timeout_s,
+                                                      attempt=number)
+        except RetryableError:
+            result.error = "retries_exhausted"
             return result
+        except PermanentError:
+            result.error = "permanent_error"
+            return result
+        except Exception as error:  # a client bug must not take the job down: count it, fail the call
+            log.warning("unexpected LLM client error", extra={"event": "llm_client_error",
+                                                               "error_type": type(error).__name__})
+            result.error = "client_error"
+            return result
+        result.prompt_tokens += completion.prompt_tokens
+        result.completion_tokens += completion.completion_tokens
+        try:
+            result.value, result.repaired = spec.parse(completion.text)
+        except MalformedOutput:
+            result.error = "malformed_output"
+            return result
+        result.ok = True
+        if key is not None:
+            try:
+                self.cache.put(key, completion)
+            except Exception as error:  # a cache that cannot be written costs money, not correctness
+                log.warning("cannot write the LLM cache", extra={"event": "llm_cache_write_failed",
+                                                                  "error_type": type(error).__name__})
+        return result
 
     def call_many(self, specs: list[CallSpec], on_done: Callable[[CallResult], None] | None = None) -> list[CallResult]:
         """One result per spec, in order, at most max_concurrency in flight in this process; on_done

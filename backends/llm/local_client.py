@@ -10,8 +10,9 @@ Threads: llama.cpp parallelises one request over OpenMP threads. With OpenMP's d
 spin-waiting, two threads on cores other processes share collapsed to ~1 token/s here, so the
 server runs with OMP_WAIT_POLICY=PASSIVE (set before libgomp loads, unless already set) and
 --llm_threads (default: half the cores, at least 1). Record independence: one slot, one request at a
-time (local_slots), and a prompt cache of public prefixes only (PublicPrefixCache), so every answer
-is computed from its own prompt and public text alone.
+time (local_slots), a slot that is idle before each request (LocalServer.wait_idle: a request the
+client gave up on cannot hold it into the next record's time), and a prompt cache of public prefixes
+only (PublicPrefixCache), so every answer is computed from its own prompt and public text alone.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ GGUF_MAGIC = b"GGUF"
 # Tokens of context per slot: the facet prompt (<= 6,000 characters of conversation) plus its answer.
 CONTEXT_TOKENS_PER_SLOT = 4096
 HEALTH_TIMEOUT_S = 60.0
+# How often LocalServer.wait_idle asks the server whether its slot is still busy.
+IDLE_POLL_S = 0.1
 METRIC_LINE = re.compile(r"^llamacpp:(\w+) ([0-9.e+-]+)$", re.M)
 # Stands for the record's part when the chat template renders a prompt's public head; never in a head.
 RECORD_MARKER = "\x1furania-record\x1f"
@@ -164,6 +167,8 @@ class LocalServer:
         params.warmup = False
         params.verbosity = -1
         params.endpoint_metrics = True
+        # wait_idle polls GET /slots: on explicitly, not through xllamacpp's default (True today).
+        params.endpoint_slots = True
         self.model_path, self.threads, self.slots = model_path, threads, slots
         # (restore or erase the slot, request) is one step: other threads of the fan-out wait here.
         self.lock = threading.Lock()
@@ -204,12 +209,32 @@ class LocalServer:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return json.loads(response.read())
 
+    def wait_idle(self, timeout_s: float) -> None:
+        """Returns once no slot is processing (GET /slots), or raises RetryableError after timeout_s.
+
+        A request whose client timed out goes on in the server: llama.cpp cancels it only when it
+        notices the closed connection, between two decoding steps (a prompt's step can take minutes
+        on a loaded CPU), else when its tokens run out. Until then it holds the one slot, and the
+        next request, another record's, would spend its own timeout queued behind it: whether that
+        record gets an answer would depend on the record before it. So every request waits here,
+        outside its timeout, for the slot to be free."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with urllib.request.urlopen(self.base_url + "/slots", timeout=timeout_s) as response:
+                slots = json.loads(response.read())
+            if not any(slot.get("is_processing") for slot in slots):
+                return
+            if time.monotonic() >= deadline:
+                raise RetryableError(f"local server: a slot still busy after {timeout_s:.0f} s")
+            time.sleep(IDLE_POLL_S)
+
     @contextlib.contextmanager
     def exclusive(self, messages: list[dict], timeout_s: float):
-        """Holds the server for one request of `messages`: its slot holds the public head's state
-        (with the prefix cache and a known head; yields True: send the request with cache_prompt) or
-        nothing (yields False), never tokens of an earlier request."""
+        """Holds the server for one request of `messages`: its slot is idle (wait_idle) and holds the
+        public head's state (with the prefix cache and a known head; yields True: send the request
+        with cache_prompt) or nothing (yields False), never tokens of an earlier request."""
         with self.lock:
+            self.wait_idle(timeout_s)
             reuse = False
             if self.prefix_cache is not None:
                 reuse = self.prefix_cache.start_from_head(messages, timeout_s)
@@ -356,7 +381,7 @@ class LocalChatClient(ChatClient):
                 client = self._reusing if reuse else self._fresh
                 return client.complete(messages, json_output=json_output, max_tokens=max_tokens,
                                        timeout_s=timeout_s, attempt=attempt)
-        except (OSError, ValueError) as error:  # setting the slot failed (HTTPError and URLError are OSErrors)
+        except (OSError, ValueError) as error:  # checking or setting the slot failed (HTTPError and URLError are OSErrors)
             raise RetryableError(f"local server slot: {type(error).__name__}") from None
 
     def close(self) -> None:

@@ -15,7 +15,9 @@ COUNTS = ("calls", "requests", "retries", "failures", "fallbacks", "cache_hits",
           "prompt_tokens", "completion_tokens")
 
 
-def tally(results) -> collections.Counter:
+def tally(results, fallback: bool = True) -> collections.Counter:
+    """fallback: whether a failed call is answered by the step's offline fallback (names, exemplars, the
+    keyword-set refiner); the steps on records' text have none (a failed record is dead-lettered)."""
     counts = collections.Counter({name: 0 for name in COUNTS})
     for result in results:
         if result.cache_hit:
@@ -25,7 +27,7 @@ def tally(results) -> collections.Counter:
         counts["requests"] += result.requests
         counts["retries"] += result.retries
         counts["failures"] += 0 if result.ok else 1
-        counts["fallbacks"] += 0 if result.ok else 1
+        counts["fallbacks"] += 0 if result.ok or not fallback else 1
         counts["repaired"] += 1 if result.ok and result.repaired else 0
         counts["prompt_tokens"] += result.prompt_tokens
         counts["completion_tokens"] += result.completion_tokens
@@ -39,8 +41,8 @@ class StepCounters:
         self.step = step
         self.totals = collections.Counter({name: 0 for name in COUNTS})
 
-    def record(self, results) -> None:
-        counts = tally(results)
+    def record(self, results, fallback: bool = True) -> None:
+        counts = tally(results, fallback)
         self.totals.update(counts)
         for name, value in counts.items():
             if value:

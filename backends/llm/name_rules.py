@@ -12,7 +12,8 @@ A public figure the request is about (a question about Marie Curie's work, a poe
 Tolstoy) is the topic and is kept: `is_public_mention` says whether a person span stands in such a
 context. Both are rules over one text's tokens: nothing is learned or remembered across texts.
 The rules were written against the "tune" split of eval/pii_corpus.py and are measured on its
-"heldout" split (eval/pii_recall.py).
+"heldout" split (eval/pii_recall.py); the kinship, role, "named"/"called", public-role and place rules
+against the dev half of hand-labelled real prompts, measured on its held-out half (eval/pii_real.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,30 @@ assistant employee employer intern mentor classmate teammate ex stepson stepdaug
 stepfather baby babysitter nanny coworkers employees students clients tenants
 """.split())
 POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "their"})
+# Kinship words that stand before a name like a title, with no "my": "a card for aunt Marta's 60th",
+# "Uncle Desmond is visiting", "tell grandpa Walt".
+KINSHIP_TITLES = frozenset("""
+aunt auntie aunty uncle grandma grandpa granny gran grandmother grandfather nana nan cousin
+great-aunt great-uncle grandaunt granduncle
+""".split())
+# Roles in a team or a business: "their founder (Lars)", "our designer, Paloma", "the client's CTO
+# (Ingrid)". After a possessive pronoun or before a name in parentheses they mark a private person
+# (meeting notes, e-mails); not after "Google's": "Google's CEO Sundar Pichai" is public.
+ROLES = frozenset("""
+founder cofounder co-founder ceo cto cfo coo cmo vp pm po designer developer engineer architect analyst
+recruiter accountant contractor consultant freelancer editor agent realtor dentist vet nurse counselor
+counsellor principal director lead head rep representative admin administrator owner partner sponsor
+stakeholder investor advisor adviser champion contact liaison coordinator secretary receptionist
+technician plumber electrician mechanic driver cleaner housekeeper caregiver carer translator tutor
+pastor priest rabbi imam officer
+""".split())
+# People nouns that "named"/"called" introduce a person after: "a girl named lila", "my coworker
+# called Dusan" (not "a function named parse_args", "a file called notes").
+PERSON_NOUNS = frozenset("""
+girl boy man woman guy gal dude lady gentleman kid child baby teen teenager person someone somebody
+character protagonist hero heroine villain detective knight prince princess wizard witch warrior
+student pupil classmate singer dancer
+""".split())
 SALUTATIONS = frozenset({"dear", "hi", "hello", "hey", "hiya", "thanks", "thank", "greetings", "morning"})
 SIGN_OFFS = frozenset({"best", "regards", "cheers", "sincerely", "love", "thanks", "yours", "warmly",
                        "cordially", "respectfully", "xoxo", "xo", "wishes"})
@@ -60,6 +85,18 @@ email e-mail text invitation apology toast speech eulogy
 INTERACTION_PREPOSITIONS = frozenset({"with", "between", "to", "for"})
 INTERACTION_VERBS = frozenset({"argued", "arguing", "fought", "fighting", "quarrelled", "quarreled", "married"})
 INTERACTION_VERB_PAIRS = (["broke", "up"], ["break", "up"], ["breaking", "up"], ["fell", "out"], ["falling", "out"])
+# First words of many place names ("San Jose", "Los Angeles", "New Delhi", "Port Harcourt").
+PLACE_NAME_STARTS = frozenset("""
+san santa santo sao são los las la le el new port fort mount lake saint st sainte rio buenos hong kuala
+abu addis tel sri costa puerto cape north south east west upper lower greater palm key
+""".split())
+# Words of travel whose "to X" is a place: "go to Vegas", "a trip to Lagos", "moving to Kisumu".
+MOTION_WORDS = frozenset("""
+go goes going went travel travels traveled travelled traveling travelling move moves moved moving fly flies
+flew flying drive drives drove driving trip trips flight flights relocate relocated relocating immigrate
+immigrated emigrate emigrated return returned returning commute commuting vacation holiday journey road
+ticket tickets route way
+""".split())
 # Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
 PERSON_VERBS = frozenset("""
 tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
@@ -92,8 +129,41 @@ _PUBLIC_BEFORE = re.compile(
     r"\bimagine\s+you\s+are|\bwho\s+(?:is|was|were)|\bwhat\s+(?:would|did|does|do)|"
     r"\bhow\s+(?:did|does|would)|\bwhy\s+(?:is|was|did))"
     r"(?:\s+(?:the|and|(?-i:[A-Z])[\w.'-]*))*(?:\s+[\w'-]+){0,2}\s*$", re.I)
-# "Did X ever visit ...?", "Was X a socialist?": a yes/no question about the person
-_PUBLIC_QUESTION = re.compile(r"^\s*(?:did|does|has|had|was|were)\s+$", re.I)
+# "Did X ever visit ...?", "Was X a socialist?": a yes/no question about the person (not "does/has":
+# "Does Norma have a phone number?", "Does X still live in ..." ask about a private person as often)
+_PUBLIC_QUESTION = re.compile(r"^\s*(?:did|was|were)\s+$", re.I)
+# A public office, title or trade of fame right before the name: "Senator Rand Paul", "CNN news anchor
+# Erin Burnett", "actress Cameron Diaz", "basketball player Patrick Ewing", "President Lincoln" (not
+# after a possessive or a small group's word: "our class president Maya" is a private person).
+_PUBLIC_ROLE = (
+    r"(?:(?:vice\s+)?president|senator|sen\.|congress(?:man|woman|person|member)|congress\s+person|"
+    r"governor|prime\s+minister|chancellor|king|queen|pope|emperor|empress|dictator|actor|actress|singer|"
+    r"rapper|musician|songwriter|comedian|(?:news\s+)?anchor|anchorman|anchorwoman|journalist|novelist|"
+    r"author|poet|playwright|composer|painter|filmmaker|(?:film|movie)\s+director|(?:talk\s+show|tv|radio)\s+host|"
+    r"(?:basketball|baseball|football|soccer|tennis|hockey|golf|chess|nba|nfl)\s+player|quarterback|golfer|"
+    r"boxer|billionaire|celebrity|youtuber|physicist|philosopher|economist|apostle|prophet)")
+_PUBLIC_ROLE_BEFORE = re.compile(r"(?<![\w'’])" + _PUBLIC_ROLE + r"\s+$", re.I)
+_PUBLIC_ROLE_PREFIX = re.compile(_PUBLIC_ROLE + r"\s+(?=\S)", re.I)
+_PRIVATE_ROLE_OWNER = re.compile(r"\b(?:my|our|your|his|her|their|class|club|student|team|school)\s+(?:[\w-]+\s+)?$",
+                                 re.I)
+# A public role in an apposition after the name: "X, the CEO of Apollo Global", "X, one of the founders
+# of private equity firm Carlyle Group", "X, the running back for the Carolina Panthers" (the
+# organisation named with a capital: "X, the owner of the bakery on Main St" stays private).
+_PUBLIC_ROLE_AFTER = re.compile(
+    r"^(?:,?\s+(?:jr|sr|ii|iii|iv)\b\.?)?\.?,\s+(?:the|a|an|one\s+of\s+the)\s+(?:former\s+|current\s+|late\s+)?"
+    r"(?:co-?founders?|founders?|ceo|chief\s+executive|chair(?:man|woman|person)?|owner|president|"
+    r"vice\s+chairman|managing\s+partner|running\s+back|quarterback|pitcher)\b[^.?!\n]{0,60}?"
+    r"\b(?:of|at|for)\s+(?:the\s+)?(?:(?!(?:on|in|at|near|by)\b)[a-z-]+\s+){0,3}(?-i:[A-Z])", re.I)
+# ... or in the next sentence: "... for Peter Moore? He is the COO of Electronic Arts."
+_PUBLIC_ROLE_NEXT = re.compile(
+    r"^[^.?!\n]{0,80}[.?!]\s+(?:he|she)\s+is\s+(?:the|a)\s+(?:former\s+|current\s+)?(?:co-?founder|founder|ceo|"
+    r"coo|cfo|cto|chief\s+\w+\s+officer|chair(?:man|woman)?|owner|president)\s+(?:of|at)\s+(?:the\s+)?(?-i:[A-Z])", re.I)
+# Frames of public attention: "an impression of X", "movies starring X", "X voters", "X's approval rating"
+_PUBLIC_ATTENTION_BEFORE = re.compile(
+    r"\b(?:impression\s+of|starring|(?:songs?|albums?|books?|novels?|paintings?|poems?)\s+by)\s+$", re.I)
+_PUBLIC_ATTENTION_AFTER = re.compile(
+    r"^(?:'s?\s+(?:\w+\s+){0,2}(?:roles?|approval|fans|lyrics|performances?|administration|campaign)|"
+    r"\s+(?:voters|supporters|administration|campaign|rall(?:y|ies)|impeachment|presidency)\b)", re.I)
 _PUBLIC_AFTER = re.compile(
     r"^(?:'s?\s+(?:\w+\s+){0,2}(?:achievements?|contributions?|quotes?|theor(?:y|ies)|ideas?|work|works|"
     r"books?|novels?|songs?|albums?|films?|movies?|speech(?:es)?|polic(?:y|ies)|legacy|career|life|"
@@ -115,15 +185,26 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     # spaCy keeps the period on a title ("mr." is one token), or splits it off
     if last.rstrip(".") in TITLES or (last == "." and len(words) > 1 and words[-2] in TITLES):
         return "title"
-    # "my colleague X", "my new boss X", "our tenant X", "my mother, X", "the patient, X"
-    relation = words[:-1] if last == "," else words
-    relation_token = doc[i - 1] if last != "," else doc[i - 2]
-    # "our Patient Information form" is a heading's Title Case, not a relation
-    heading = _is_cap(relation_token) and not relation_token.is_sent_start and _known(doc[i], dictionary)
+    # "my colleague X", "my new boss X", "our tenant X", "my mother, X", "the patient, X"; a role in a
+    # team after a possessive pronoun or before a name in parentheses: "our designer, X", "their
+    # founder (X)", "the client's CTO (X)"
+    apart = last in (",", "(")
+    relation = words[:-1] if apart else words
+    relation_token = doc[i - 1] if not apart else doc[i - 2]
+    # "our Patient Information form" is a heading's Title Case, not a relation ("our CTO" is no heading)
+    heading = (_is_cap(relation_token) and not relation_token.is_upper and not relation_token.is_sent_start
+               and _known(doc[i], dictionary))
+    role = "relation" if relation and relation[-1] in RELATIONS else "role"
+    if relation and relation[-1] in ROLES and not heading and last == "(":
+        return role
     for back in (1, 2):
-        if len(relation) > back and relation[-1] in RELATIONS and not heading and (
-                relation[-1 - back] in POSSESSIVES or (last == "," and relation[-1 - back] == "the")):
-            return "relation"
+        if len(relation) > back and (relation[-1] in RELATIONS or relation[-1] in ROLES) and not heading and (
+                relation[-1 - back] in POSSESSIVES
+                or (apart and relation[-1 - back] == "the" and relation[-1] in RELATIONS)):
+            return role
+    # "a card for aunt Marta's 60th", "Uncle Desmond", "tell grandpa walt": a kinship word as a title
+    if last in KINSHIP_TITLES:
+        return "kinship"
     # "a fight with X", "an argument between X and Y", "a letter to X", "broke up with X": the other
     # party of a social exchange or the addressee of a message is a person
     if last in INTERACTION_PREPOSITIONS and len(words) > 1 and (
@@ -144,6 +225,10 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
         j -= 1
     if j < i - 1 and j >= 0 and doc[j].lower_ in SIGN_OFFS:
         return "sign-off"
+    # "a girl named Lila", "my coworker called dusan": "named"/"called" after a word for a person
+    if last in ("named", "called") and len(words) > 1 and (
+            words[-2] in PERSON_NOUNS or words[-2] in RELATIONS or words[-2] in ROLES):
+        return "named"
     for cue in INTRODUCTIONS:
         if tuple(words[-len(cue):]) == cue:
             return "introduction"
@@ -169,6 +254,9 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     # In Title Case ("Script with Error Handling", "Patient Information") a capitalized English word
     # after a preposition or a role word is a heading's word, not a name.
     title_case = i > 1 and _is_cap(doc[i - 2]) and doc[i - 2].is_alpha and not doc[i - 2].is_sent_start
+    # "go to X", "a trip to X", "moving to X": a destination, not an addressee
+    if last == "to" and len(words) > 1 and words[-2] in MOTION_WORDS:
+        return None
     if last in PREPOSITIONS and not (title_case and _known(token, dictionary)):  # "a party for X"
         return "weak"
     if last in RELATIONS and not (_is_cap(doc[i - 1]) and _known(token, dictionary)):  # "customer X"
@@ -180,7 +268,7 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     return None
 
 
-PERSON_CUES = frozenset({"relation", "title", "salutation", "interaction", "list"})
+PERSON_CUES = frozenset({"relation", "title", "salutation", "interaction", "list", "kinship", "named", "role"})
 _NAME_PREFIX_CAPITAL = re.compile(r"^(?:Mc|Mac|De|Di|Du|Da|Le|La|Van|Von|Del|O')[A-Z]")
 
 
@@ -261,6 +349,17 @@ def _lower_case_name_tokens(doc, first, cue: str, dictionary: frozenset[str]) ->
     unknown = not _known(first, dictionary)
     if is_identifier(first.text):  # "a function named makePottery"
         return []
+    # "aunt marta's", "uncle desmond": after a kinship title, a word that is no English word, or any
+    # word before a possessive ("grandma rose's recipe"); not "grandma cooking", "cousin marriage"
+    # "our lead engineer", "my agent said": after a role only a word that is no English word
+    if cue == "role":
+        return [first] if not first.is_stop and first.is_alpha and unknown else []
+    if cue == "kinship":
+        possessive = following is not None and following.lower_ in ("'s", "’s")
+        return [first] if not first.is_stop and first.is_alpha and (unknown or possessive) else []
+    # "a girl named lila", "my friend called hope": after a person noun, a word that reads as a name
+    if cue == "named":
+        return [first] if not first.is_stop and (unknown or _lower_name_like(first, dictionary)) else []
     # "it's daawood.": after an introduction of a person, a word that is no English word and ends
     # the clause ("a function named parse_args." introduces no one)
     if cue == "introduction":
@@ -601,6 +700,11 @@ def _uncued_name_at(doc, i: int, dictionary: frozenset[str]) -> bool:
     if not (token.is_alpha and _is_cap(token)) or token.lower_ in NOT_NAMES or not _may_be_name(token, dictionary):
         return False
     following = doc[i + 1] if i + 1 < len(doc) else None
+    # "San Jose", "Los Angeles", "Port Harcourt": a place name's first word before a word spaCy tags as
+    # the same place
+    if following is not None and token.lower_ in PLACE_NAME_STARTS and token.ent_type_ in _PLACES_AND_PEOPLES \
+            and following.ent_iob_ == "I" and following.ent_type_ == token.ent_type_:
+        return False
     if (following is not None and following.is_alpha and _is_cap(following) and token.whitespace_ == " "
             and not _known(token, dictionary) and not _known(following, dictionary)):
         return True
@@ -635,7 +739,33 @@ def is_public_mention(text: str, start: int, end: int) -> bool:
     sentence_start = max(text.rfind(mark, 0, start) for mark in (".", "?", "!", "\n", ":")) + 1
     before = text[sentence_start:start]
     after = text[end:end + 60]
-    return bool(_PUBLIC_BEFORE.search(before) or _PUBLIC_QUESTION.match(before) or _PUBLIC_AFTER.match(after))
+    # "Who is X's email address?" asks about something of X's, not about X
+    asks_for_theirs = re.match(r"^['’]s?\b", after) and re.search(r"\bwho\s+(?:is|was|were)\s+$", before, re.I)
+    if (_PUBLIC_BEFORE.search(before) and not asks_for_theirs) or _PUBLIC_QUESTION.match(before) \
+            or _PUBLIC_AFTER.match(after):
+        return True
+    # a public role names the person: "Senator X", "X, the CEO of Y", "movies starring X", "X voters"
+    return has_public_role(text, start, end) or bool(
+        _PUBLIC_ATTENTION_BEFORE.search(before) or _PUBLIC_ATTENTION_AFTER.match(after))
+
+
+def has_public_role(text: str, start: int, end: int) -> bool:
+    """Whether the text gives the person named at text[start:end] a public office or trade right there:
+    "Senator X", "actress X", "X, the CEO of Apollo Global", "X? He is the COO of Electronic Arts." The
+    pseudonymizer lets this outweigh a private cue elsewhere in the conversation (a reply's "Mr. X")."""
+    sentence_start = max(text.rfind(mark, 0, start) for mark in (".", "?", "!", "\n", ":")) + 1
+    before = text[sentence_start:start]
+    role_before = _PUBLIC_ROLE_BEFORE.search(before)
+    if role_before and not _PRIVATE_ROLE_OWNER.search(before[:role_before.start()]):
+        return True
+    return bool(_PUBLIC_ROLE_AFTER.match(text[end:end + 160]) or _PUBLIC_ROLE_NEXT.match(text[end:end + 200]))
+
+
+def trim_public_role(text: str, start: int, end: int) -> int:
+    """The start of a person span without a public title it opens with ("President Trump" ->
+    "Trump", "singer Mariah Carey" -> "Mariah Carey"), so that is_public_mention reads it as the frame."""
+    match = _PUBLIC_ROLE_PREFIX.match(text, start, end)
+    return match.end() if match and match.end() < end else start
 
 
 def is_thing(text: str, start: int) -> bool:
@@ -645,6 +775,7 @@ def is_thing(text: str, start: int) -> bool:
 
 
 _WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
+_CUE_WORDS = KINSHIP_TITLES | PERSON_NOUNS | ROLES | {"named", "called"}
 
 
 def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
@@ -667,6 +798,9 @@ def extend_name(text: str, start: int, end: int, stop_words: frozenset[str],
             return False
         # "I'm", "it's": a contraction of a function word is no part of a name ("O'Brien" is)
         if lower in stop_words or lower in NOT_NAMES or lower in RELATIONS or lower.split("'")[0] in stop_words:
+            return False
+        # the cue itself is no part of the name: "a character named tilly", "aunt marta", "our cto ingrid"
+        if lower in _CUE_WORDS:
             return False
         if opens_sentence and lower in dictionary:
             return False

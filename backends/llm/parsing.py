@@ -1,6 +1,7 @@
 """Reading model answers. Repairs only what is safe (code fences, prose around the payload, Python
 vs JSON quoting, a keyword's case and spacing); anything else raises MalformedOutput, which the
-fan-out counts as a failure and answers with the offline fallback."""
+fan-out counts as a failure: the record is dead-lettered (facets, keyword selection) or the call gets
+its step's offline answer (names, exemplars, keyword-set refinement; backends/llm/steps.py)."""
 
 from __future__ import annotations
 

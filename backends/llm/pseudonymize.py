@@ -149,6 +149,12 @@ class Pseudonymizer:
                  and not name_rules.is_identifier(word)
                  and (r.score >= 1.0 or (word[0].isupper() and not word.isupper()
                                          and word.lower() not in self._english_words))}
+        # Words of a name a private cue found (or an e-mail address spells, below) are replaced wherever
+        # they recur; a word found without a cue is not where the request is about that person ("Who is
+        # Carl Icahn?" after a reply that named him: the public figure stays).
+        private_words = {word for text, found in zip(texts, findings) for r in found
+                         if r.entity_type == "PERSON" and r.score >= 1.0
+                         for word in re.findall(r"[^\W\d_]{2,}", text[r.start:r.end])}
         # A name spelled in an e-mail address ("ikrimah77@...", "luce.nkonyeni@...") is that of a
         # private person: its parts are names wherever they occur, in either case.
         for text, found in zip(texts, findings):
@@ -159,13 +165,17 @@ class Pseudonymizer:
                         part = part.lower()
                         if part not in self.topic_terms and part not in name_rules.NOT_NAMES:
                             # an English word ("support@", "grace36@") only where it is capitalized
-                            names |= ({part.capitalize()} if part in self._english_words
-                                      else {part, part.capitalize(), part.upper()})
+                            spelled = ({part.capitalize()} if part in self._english_words
+                                       else {part, part.capitalize(), part.upper()})
+                            names |= spelled
+                            private_words |= spelled
                     # "ajoly@..." for Advika Joly: a capitalized word of the text that starts or ends the local part
                     letters = re.sub(r"[\W\d_]", "", local).lower()
-                    names |= {word for word in re.findall(r"[^\W\d_]{3,}", text)
-                              if word[0].isupper() and (letters.startswith(word.lower()) or letters.endswith(word.lower()))
-                              and word.lower() not in self.topic_terms and word.lower() not in name_rules.NOT_NAMES}
+                    spelled = {word for word in re.findall(r"[^\W\d_]{3,}", text)
+                               if word[0].isupper() and (letters.startswith(word.lower()) or letters.endswith(word.lower()))
+                               and word.lower() not in self.topic_terms and word.lower() not in name_rules.NOT_NAMES}
+                    names |= spelled
+                    private_words |= spelled
         if not names:
             return findings
         pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
@@ -176,6 +186,8 @@ class Pseudonymizer:
             extra = [name_rules.extend_name(text, m.start(), m.end(), STOP_WORDS, self._english_words)
                      for m in pattern.finditer(text or "")
                      if not any(r.start < m.end() and m.start() < r.end for r in found)]
+            extra = [(a, b) for a, b in extra if not name_rules.has_public_role(text, a, b) and (
+                set(re.findall(r"[^\W\d_]{2,}", text[a:b])) & private_words or not name_rules.is_public_mention(text, a, b))]
             others = [r for r in found if r.entity_type != "PERSON"]
             spans = [(r.start, r.end) for r in found if r.entity_type == "PERSON"]
             spans += [(a, b) for a, b in extra if not any(r.start < b and a < r.end for r in others)]
@@ -222,8 +234,13 @@ class Pseudonymizer:
 
     def detect(self, text: str) -> list[tuple[str, int, int]]:
         """(entity type, start, end) of what would be replaced (for evaluation)."""
+        return self.detect_texts([text])[0]
+
+    def detect_texts(self, texts: list[str]) -> list[list[tuple[str, int, int]]]:
+        """detect() for the texts of one conversation together, as pseudonymize_texts replaces them
+        (a name found in one text is replaced where it recurs in the others)."""
         self.setup()
-        return sorted((f.entity_type, f.start, f.end) for f in self._conversation_findings([text])[0])
+        return [sorted((f.entity_type, f.start, f.end) for f in found) for found in self._conversation_findings(texts)]
 
 
 _PRIVATE_CUE = "PrivateNameRecognizer"
@@ -281,15 +298,30 @@ def _name_model_recognizer(model, dictionary: frozenset[str]):
                 return []
             lower_case_text = name_rules.text_in_lower_case(text)
             tokens = nlp_artifacts.tokens if nlp_artifacts is not None else None
+            spans = model.name_spans(text)
+            if not lower_case_text:  # "singer Mariah Carey": in a text typed with capitals, a name's words are
+                spans = [_without_lower_case_edges(text, start, end) for start, end in spans]
             return [RecognizerResult("PERSON", start, end, 0.85, recognition_metadata={
                         RecognizerResult.RECOGNIZER_NAME_KEY: _NAME_MODEL})
-                    for start, end in model.name_spans(text)
+                    for start, end in spans
                     if (lower_case_text or not _lower_case_words(text[start:end]))
                     and not any(name_rules.is_identifier(w) for w in text[start:end].split())
                     and not _acronyms(text[start:end], text)
                     and not (tokens is not None and name_rules.tagged_not_a_person(tokens, start, end, dictionary))]
 
     return NameModelRecognizer()
+
+
+def _without_lower_case_edges(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span without the lower-case words it starts or ends with ("singer Mariah Carey" ->
+    "Mariah Carey"); a span of lower-case words only is left as it is (the caller drops it)."""
+    words = [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", text[start:end])]
+    kept = [(a, b) for a, b in words if not text[a:b].islower()]
+    if not kept:
+        return start, end
+    first = words.index(kept[0])
+    last = words.index(kept[-1])
+    return words[first][0], words[last][1]
 
 
 def _acronyms(span: str, text: str) -> bool:
@@ -354,8 +386,10 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
         # a lower-case name grows over lower-case words only where a cue found it or the text is typed
         # in lower case ("the package for june wei", spaCy: "wei")
         lower_case = cued or name_rules.text_in_lower_case(text)
-        spans.append((*name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=lower_case,
-                                              known_after=cued), cued))
+        start, end = name_rules.extend_name(text, start, end, STOP_WORDS, english, lower_case=lower_case,
+                                            known_after=cued)
+        # "President Trump", "singer Mariah Carey": a public title is no part of the name (it frames it)
+        spans.append((start if cued else name_rules.trim_public_role(text, start, end), end, cued))
     merged: list[list] = []
     for start, end, cued in sorted(spans, key=lambda s: (s[0], -s[1])):
         if merged and start <= merged[-1][1]:

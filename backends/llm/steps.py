@@ -1,13 +1,22 @@
-"""LLM implementations of the pluggable steps. Each one falls back to the offline implementation for
-an element whose call failed (retries exhausted, a 4xx, an unreadable answer) and counts it.
+"""LLM implementations of the pluggable steps.
+
+Steps on records (facets, keyword selection, keyword proposals) give every record the model's answer
+or nothing: a record whose call failed for good (retries exhausted, a 4xx, an unreadable answer) is
+dead-lettered (LLMCallFailed), never answered by the offline step, so that which backend answered a
+record cannot depend on other records' load (docs/privacy.md).
+Whether a step uses the model is decided for the whole run, before any record is read
+(--llm_steps). Steps on public or DP-released text only (names, exemplars, keyword-set refinement)
+still fall back to the offline implementation per call, and count it.
 
 Conversation-derived text (conversations, facet summaries) is pseudonymized before it is put into a
-prompt when the config says so (the default for remote backends). The naming, refinement and
+prompt when the config says so (the default for remote backends), after it is cut to what the prompt
+uses (a margin past the cut included, dropped again once pseudonymized). The naming, refinement and
 exemplar prompts carry public or DP-released words only.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 
@@ -24,15 +33,24 @@ from backends.interfaces import (
 )
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig
-from backends.llm.fanout import CallSpec
+from backends.llm.fanout import CallResult, CallSpec
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
 from backends.llm.metrics import StepCounters, live_calls
-from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
+from backends.offline import KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
 from core.records import Conversation
 
 # Characters of a conversation put into the facet prompt (both roles, each turn labelled).
 MAX_CONVERSATION_CHARS = 6000
+# Characters past the prompt's cut that are pseudonymized with it, so that a name or an address across
+# the cut is seen whole by the detector (its pseudonym, not its first letters, ends the prompt).
+PSEUDONYMIZE_MARGIN_CHARS = 200
+
+
+class LLMCallFailed(RuntimeError):
+    """A record's model call failed for good. Raised so that the record is dead-lettered
+    (transforms/record_isolation.py), with the failure's class as the reason, rather than answered by
+    another backend."""
 
 
 class _LLMStep:
@@ -45,6 +63,9 @@ class _LLMStep:
         self._caller = None
         self._pseudonymizer = None
         self.counters = StepCounters(self.step)
+        # A failed batch's results by request key, in the batch's order, for record_isolation's
+        # one-record-at-a-time rerun (which asks for the records in that order).
+        self._kept: dict[str, collections.deque[CallResult]] = {}
 
     def _setup_llm(self, uses_private_text: bool) -> None:
         if self._caller is None:
@@ -65,16 +86,41 @@ class _LLMStep:
             return texts
         return self._pseudonymizer.pseudonymize_texts(texts)
 
-    def _run(self, specs: list[CallSpec]):
+    def _run(self, specs: list[CallSpec], fallback: bool = True):
+        """fallback: whether the caller answers a failed call with its offline step (counted as such)."""
         live_calls.submitted(self.step, len(specs))
         results = self._caller.call_many(specs, on_done=lambda _: live_calls.done(self.step))
-        self.counters.record(results)
+        self.counters.record(results, fallback)
+        return results
+
+    def _run_records(self, specs: list[CallSpec]) -> list[CallResult]:
+        """One successful result per record's call, or LLMCallFailed if any call failed for good: the
+        record is then dead-lettered, and no record is answered by another backend for its call alone.
+        transforms/record_isolation.py runs a batch that raised again one record at a time; the batch's
+        results are kept for that rerun, so it sends no request again and every record gets what it got
+        in the batch. Records with the same prompt (two short "hello" chats) get their results in the
+        batch's order, first in first out, so each gets its own call's result, not the other's."""
+        keys = [self._caller.key(spec) for spec in specs]
+        if len(specs) > 1:  # a new batch (a rerun has one record): nothing kept is for it
+            self._kept = {}
+        results: list[CallResult | None] = [self._kept[k].popleft() if self._kept.get(k) else None for k in keys]
+        todo = [i for i, result in enumerate(results) if result is None]
+        for i, result in zip(todo, self._run([specs[i] for i in todo], fallback=False)):
+            results[i] = result
+        failed = [result.error for result in results if not result.ok]
+        if failed:
+            if len(specs) > 1:
+                for key, result in zip(keys, results):
+                    self._kept.setdefault(key, collections.deque()).append(result)
+            raise LLMCallFailed(f"{len(failed)} of {len(specs)} {self.step} call(s) failed: "
+                                f"{', '.join(sorted(set(failed)))}")
         return results
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_caller"] = None
         state["_pseudonymizer"] = None
+        state["_kept"] = {}
         return state
 
 
@@ -82,31 +128,57 @@ def conversation_prompt_text(turns: list[tuple[str, str]], max_chars: int = MAX_
     return "\n".join(f"{role.capitalize()}: {content.strip()}" for role, content in turns)[:max_chars]
 
 
+def cut_turns(turns: list[tuple[str, str]], max_chars: int) -> list[tuple[str, str, bool]]:
+    """The turns, each stripped, as far as conversation_prompt_text(turns, max_chars) reads them: the
+    turn the cut falls in is cut there and later turns are dropped, so conversation_prompt_text of
+    the result, at max_chars, is the same text. Each turn comes with whether it was cut (its text
+    ends at the cut, not where the user's message ended). (Pseudonymizing a whole message first cost
+    time and memory faster than linearly in its length: one user's huge message could stall a worker.)"""
+    kept, used = [], 0
+    for role, content in turns:
+        if used >= max_chars:
+            break
+        room = max_chars - used - len(f"{role.capitalize()}: ")
+        whole = content.strip()
+        body = whole[:max(room, 0)]
+        kept.append((role, body, len(body) < len(whole)))
+        used += len(f"{role.capitalize()}: ") + len(body) + 1  # the turn's label, its text and the "\n" after it
+    return kept
+
+
+def drop_cut_margin(content: str, was_cut: bool) -> str:
+    """A cut turn's pseudonymized text without its last PSEUDONYMIZE_MARGIN_CHARS characters: what
+    ended there is what the detector saw only in part (the start of an address or a name across the
+    cut), raw, however much the replacements before it shortened the text (a long URL, an e-mail
+    address). A fragment left raw runs to the end of the text, so it is at most as long there as
+    before pseudonymizing: dropping the margin from the pseudonymized end drops it."""
+    return content[:max(len(content) - PSEUDONYMIZE_MARGIN_CHARS, 0)] if was_cut else content
+
+
 class LLMFacetExtractor(_LLMStep, FacetExtractor):
-    """The `Summary` of URANIA's facet JSON; the user turns (offline extractor) when a call fails."""
+    """The `Summary` of URANIA's facet JSON. A conversation whose call fails is dead-lettered (LLMCallFailed)."""
 
     step = "facets"
     batch_size = 32
 
-    def __init__(self, config: LLMConfig, fallback: FacetExtractor | None = None):
-        super().__init__(config)
-        self.fallback = fallback or UserTurnsFacetExtractor()
-
     def setup(self) -> None:
         self._setup_llm(uses_private_text=True)
-        self.fallback.setup()
 
     def _spec(self, conversation: Conversation) -> CallSpec:
         messages = [m for m in conversation.messages if m.role in ("user", "assistant") and m.content.strip()]
-        contents = self._private([m.content for m in messages])
-        text = conversation_prompt_text([(m.role, c) for m, c in zip(messages, contents)])
+        # Cut first, then pseudonymize the cut text only (the turns together: the same pseudonym for the
+        # same value in every turn), a margin past the cut included; then drop that margin from the
+        # pseudonymized text (what the detector saw only in part), and cut to what the prompt uses.
+        turns = cut_turns([(m.role, m.content) for m in messages], MAX_CONVERSATION_CHARS + PSEUDONYMIZE_MARGIN_CHARS)
+        contents = self._private([content for _, content, _ in turns])
+        text = conversation_prompt_text([(role, drop_cut_margin(content, was_cut))
+                                         for (role, _, was_cut), content in zip(turns, contents)])
         return CallSpec(prompts.facet_messages(text), parsing.parse_facets, json_output=prompts.FACET_SCHEMA,
                         max_tokens=128)
 
     def extract_batch(self, conversations: list[Conversation]) -> list[str]:
         self.setup()
-        results = self._run([self._spec(c) for c in conversations])
-        return [r.value if r.ok else self.fallback.extract(c) for r, c in zip(results, conversations)]
+        return [r.value for r in self._run_records([self._spec(c) for c in conversations])]
 
     def extract(self, conversation: Conversation) -> str:
         return self.extract_batch([conversation])[0]
@@ -114,22 +186,20 @@ class LLMFacetExtractor(_LLMStep, FacetExtractor):
 
 class LLMKeywordSelector(_LLMStep, KeywordSelector):
     """The model writes up to max_keywords topic keywords of its own per facet; a KeywordMapper maps
-    them onto K (exact, else the nearest keyword by embedding above a floor). Failed calls: the
-    offline selector. Nothing outside K comes out (and SelectKeywords filters again)."""
+    them onto K (exact, else the nearest keyword by embedding above a floor). A conversation whose call
+    fails is dead-lettered (LLMCallFailed). Nothing outside K comes out (and SelectKeywords filters
+    again)."""
 
     step = "keywords"
 
-    def __init__(self, config: LLMConfig, keywords: tuple[str, ...], fallback: KeywordSelector,
-                 mapper: ExactKeywordMapper | None = None, embedding_model: str = DEFAULT_EMBEDDING_MODEL,
-                 embedding_backend: str = "torch"):
+    def __init__(self, config: LLMConfig, keywords: tuple[str, ...], mapper: ExactKeywordMapper | None = None,
+                 embedding_model: str = DEFAULT_EMBEDDING_MODEL, embedding_backend: str = "torch"):
         super().__init__(config)
         self.keywords = tuple(keywords)
-        self.fallback = fallback
         self.mapper = mapper or EmbeddingKeywordMapper(self.keywords, embedding_model, embedding_backend)
 
     def setup(self) -> None:
         self._setup_llm(uses_private_text=True)
-        self.fallback.setup()
         self.mapper.setup()
 
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
@@ -139,17 +209,8 @@ class LLMKeywordSelector(_LLMStep, KeywordSelector):
         specs = [CallSpec(prompts.select_messages(self._private([facet])[0], max_keywords), parse,
                           json_output=schema, max_tokens=96)
                  for facet in facets]
-        results = self._run(specs)
-        answered = [i for i, r in enumerate(results) if r.ok]
-        picks: list[list[str] | None] = [None] * len(facets)
-        for i, chosen in zip(answered, self.mapper.map([results[i].value for i in answered], max_keywords)):
-            picks[i] = chosen
-        failed = [i for i, p in enumerate(picks) if p is None]
-        if failed:
-            fallback = self.fallback.select([facets[i] for i in failed], embeddings[failed], max_keywords)
-            for i, chosen in zip(failed, fallback):
-                picks[i] = chosen
-        return picks
+        results = self._run_records(specs)
+        return self.mapper.map([r.value for r in results], max_keywords)
 
 
 def _parse_keywords(text: str, max_keywords: int):
@@ -180,31 +241,20 @@ class LLMClusterNamer(_LLMStep, ClusterNamer):
 
 class LLMKeywordProposer(_LLMStep, KeywordProposer):
     """Free-form keywords per facet (private: they enter K only through DP partition selection).
-    A failed call proposes the fallback's words, or nothing."""
+    A conversation whose call fails is dead-lettered (LLMCallFailed; ProposeKeywords gives it
+    `keyword_proposal_failed`): its words never come from another backend."""
 
     step = "keyword_proposals"
 
-    def __init__(self, config: LLMConfig, fallback: KeywordProposer | None = None):
-        super().__init__(config)
-        self.fallback = fallback
-
     def setup(self) -> None:
         self._setup_llm(uses_private_text=True)
-        if self.fallback is not None:
-            self.fallback.setup()
 
     def propose(self, facets: list[str], max_keywords: int) -> list[list[str]]:
         self.setup()
         parse = functools.partial(_parse_proposal, max_keywords=max_keywords)
-        results = self._run([CallSpec(prompts.propose_messages(self._private([f])[0], max_keywords), parse,
-                                      max_tokens=128) for f in facets])
-        proposals = [r.value if r.ok else None for r in results]
-        failed = [i for i, p in enumerate(proposals) if p is None]
-        fallback = (self.fallback.propose([facets[i] for i in failed], max_keywords)
-                    if failed and self.fallback is not None else [[] for _ in failed])
-        for i, words in zip(failed, fallback):
-            proposals[i] = words
-        return proposals
+        results = self._run_records([CallSpec(prompts.propose_messages(self._private([f])[0], max_keywords), parse,
+                                              max_tokens=128) for f in facets])
+        return [r.value for r in results]
 
 
 def _parse_proposal(text: str, max_keywords: int):
