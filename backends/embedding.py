@@ -1,12 +1,27 @@
-"""Loading sentence-transformers models offline, once per process, and running them.
+"""Loading sentence-transformers models offline, once per process, and running them batch-invariantly.
 
-Backends (--embedding_backend): "torch" runs the SentenceTransformer as is. "onnx" runs the same
+Backends (--embedding_backend): "torch" runs the SentenceTransformer's modules; "onnx" runs the same
 network exported to ONNX (exported once from the local model folder, offline, into model_home())
-with onnxruntime; "onnx-int8" runs it dynamically quantised to int8, one text per run: dynamic
-quantisation scales activations by their range over the whole batch, so in a batch a text's vector
-would depend on its neighbours. Every backend gives each text the vector it gets alone, up to float
-rounding (tests/test_embedding_backends.py). The ONNX paths support models whose pooling is a mean
-over tokens (the MiniLM/mpnet sentence-transformers).
+with onnxruntime; "onnx-int8" runs it dynamically quantised to int8. The ONNX paths support models
+whose pooling is a mean over tokens (the MiniLM/mpnet sentence-transformers).
+
+**Batch invariance.** Every backend gives each text bit-for-bit the vector it gets alone, whatever
+the texts batched with it (tests/test_embedding_backends.py asserts exact equality). Padding a text
+to a longer neighbour changes the shapes of its matrix products and reductions, and BLAS picks its
+kernel (and so the order of the float additions) by shape: MKL gives a row of a 2-row product other
+bits than the same row of a 4-row one. So the shape a text runs in is chosen from that text alone:
+its token count is rounded up to a multiple of BUCKET_STEP (its bucket length L), and it runs in a
+batch of exactly batch_rows(L) = BATCH_TOKENS // L rows of L tokens, padded and masked, with
+missing rows filled by copies of a real row (their output is dropped). Texts of one bucket share
+batches; within a fixed shape each row's result depends only on its own tokens (nothing reduces
+across rows; tested over random neighbours, positions and batch compositions). "onnx-int8" instead
+runs one text at a time at its own length: dynamic quantisation scales activations by their range
+over the whole batch, so even in a fixed shape a vector would depend on its neighbours. The cost
+against padded, length-sorted batches is in docs/performance.md (bench/bench_embedding.py).
+
+The result can depend on the thread count and the device (both fixed for a run, never by the data);
+the code is device-agnostic (inputs go to the model's device), and on a GPU machine the same test
+asserts the same bit-identity.
 """
 
 from __future__ import annotations
@@ -14,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -33,6 +49,10 @@ _ASSEMBLED_MODELS = {
 }
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
+
+# The fixed batch shapes (see the module docstring; measured in docs/performance.md).
+BUCKET_STEP = 8  # token counts are rounded up to a multiple of this (capped at the model's maximum)
+BATCH_TOKENS = 256  # a batch of bucket length L has BATCH_TOKENS // L rows (at least 1)
 
 _models: dict[str, object] = {}
 _onnx_models: dict[tuple[str, str], "_OnnxEncoder"] = {}
@@ -71,52 +91,129 @@ def load_model(name: str):
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as transformers_logging
             transformers_logging.disable_progress_bar()
-            _models[name] = SentenceTransformer(resolve_model_path(name), device="cpu")
+            model = SentenceTransformer(resolve_model_path(name), device="cpu")
+            model.eval()
+            _models[name] = model
         return _models[name]
 
 
+def bucket_length(tokens: int, max_length: int) -> int:
+    """The padded length a text of `tokens` tokens runs at: a function of that text alone."""
+    rounded = -(-max(tokens, 1) // BUCKET_STEP) * BUCKET_STEP
+    return max(tokens, min(rounded, max_length))
+
+
+def batch_rows(length: int) -> int:
+    """The rows of every batch of bucket length `length`."""
+    return max(1, BATCH_TOKENS // length)
+
+
+def fixed_shape_batches(lengths: Sequence[int], max_length: int) -> Iterator[tuple[int, int, list[int]]]:
+    """(bucket length L, rows, indices of up to `rows` texts) per batch; every batch of one L has one shape."""
+    buckets: dict[int, list[int]] = {}
+    for index, tokens in enumerate(lengths):
+        buckets.setdefault(bucket_length(int(tokens), max_length), []).append(index)
+    for length in sorted(buckets):
+        rows, members = batch_rows(length), buckets[length]
+        for start in range(0, len(members), rows):
+            yield length, rows, members[start:start + rows]
+
+
+def _unpadded(features: dict[str, np.ndarray]) -> dict[str, list[np.ndarray]]:
+    """Each text's own tokens (where its attention mask is 1), per input name, whatever side was padded."""
+    mask = np.asarray(features["attention_mask"]).astype(bool)
+    return {name: [np.asarray(values)[row][mask[row]] for row in range(len(mask))]
+            for name, values in features.items()}
+
+
+def _pack(tokens: dict[str, list[np.ndarray]], members: list[int], length: int, rows: int,
+          pad_token_id: int) -> dict[str, np.ndarray]:
+    """A (rows, length) batch: each member's tokens, right-padded and masked; missing rows copy the first
+    member (their output is dropped), so the shape never depends on how many texts share the bucket."""
+    packed = {}
+    for name, sequences in tokens.items():
+        batch = np.full((rows, length), pad_token_id if name == "input_ids" else 0, dtype=np.int64)
+        for row in range(rows):
+            sequence = sequences[members[row] if row < len(members) else members[0]]
+            batch[row, :len(sequence)] = sequence
+        packed[name] = batch
+    return packed
+
+
+def _encode_torch(model, texts: list[str]) -> np.ndarray:
+    import torch
+
+    dimension = embedding_dimension_of(model)
+    if not texts:
+        return np.zeros((0, dimension), dtype=np.float32)
+    features = model.preprocess(texts)  # the model's own tokenisation (truncated to max_seq_length)
+    arrays = {k: v.cpu().numpy() for k, v in features.items() if isinstance(v, torch.Tensor) and v.dim() == 2}
+    passthrough = {k: v for k, v in features.items() if k not in arrays}  # e.g. the modality
+    tokens = _unpadded(arrays)
+    lengths = [len(t) for t in tokens["attention_mask"]]
+    pad_token_id = model.tokenizer.pad_token_id or 0
+    out = np.empty((len(texts), dimension), dtype=np.float32)
+    model.eval()  # no dropout, whatever another caller (an ONNX export, a fine-tune) left behind
+    with torch.inference_mode():
+        for length, rows, members in fixed_shape_batches(lengths, model.max_seq_length or max(lengths)):
+            packed = _pack(tokens, members, length, rows, pad_token_id)
+            batch = {k: torch.from_numpy(v).to(model.device) for k, v in packed.items()}
+            vectors = model({**batch, **passthrough})["sentence_embedding"]
+            vectors = torch.nn.functional.normalize(vectors.float(), p=2, dim=1)  # row by row
+            out[members] = vectors[:len(members)].cpu().numpy()
+    return out
+
+
 def embed_texts(name: str, texts: list[str], batch_size: int = 64, backend: str = "torch") -> np.ndarray:
-    """Unit-normalised float32 embeddings, one row per text."""
+    """Unit-normalised float32 embeddings, one row per text, each bit-identical to the text's vector alone.
+
+    `batch_size` is accepted for compatibility and ignored: a text's batch shape is fixed by its own
+    token count (fixed_shape_batches), never by the caller or the other texts."""
     if backend != "torch":
         return load_onnx_model(name, backend).encode(texts, batch_size)
-    model = load_model(name)
-    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                           convert_to_numpy=True, show_progress_bar=False)
-    return np.asarray(vectors, dtype=np.float32)
+    return _encode_torch(load_model(name), list(texts))
 
 
 class _OnnxEncoder:
-    """Tokenise (the model's own tokenizer), run the exported network, mean-pool, normalise."""
+    """Tokenise (the model's own tokenizer), run the exported network, mean-pool, normalise.
 
-    def __init__(self, session, tokenizer, max_seq_length: int, max_batch_size: int | None = None):
+    Batches have the fixed shapes of fixed_shape_batches; with one_text_per_run (onnx-int8) each text
+    runs alone at its own length instead."""
+
+    def __init__(self, session, tokenizer, max_seq_length: int, one_text_per_run: bool = False):
         self._session = session
-        self._max_batch_size = max_batch_size  # caps encode()'s batch_size; None: no cap
+        self._one_text_per_run = one_text_per_run
         self._tokenizer = tokenizer
         self._max_seq_length = max_seq_length
         self._input_names = [i.name for i in session.get_inputs()]
 
+    def _run(self, packed: dict[str, np.ndarray]) -> np.ndarray:
+        hidden = self._session.run(None, {n: packed[n] for n in self._input_names})[0]
+        mask = packed["attention_mask"][:, :, None].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        out = np.zeros((len(texts), 0), dtype=np.float32)
-        batch_size = min(batch_size, self._max_batch_size or batch_size)
-        # Longest first, like SentenceTransformer.encode: batches of similar length pad less.
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        pieces = []
-        for start in range(0, len(texts), batch_size):
-            batch = [texts[i] for i in order[start:start + batch_size]]
-            tokens = self._tokenizer(batch, padding=True, truncation=True, max_length=self._max_seq_length,
-                                     return_tensors="np")
-            feeds = {n: tokens[n].astype(np.int64) for n in self._input_names}
-            hidden = self._session.run(None, feeds)[0]
-            mask = tokens["attention_mask"][:, :, None].astype(np.float32)
-            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-            pieces.append(pooled)
-        if not pieces:
-            return out
-        pooled = np.concatenate(pieces)
-        vectors = np.empty_like(pooled)
-        vectors[order] = pooled
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+        """`batch_size` is ignored (see embed_texts)."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        encoded = self._tokenizer(list(texts), truncation=True, max_length=self._max_seq_length)
+        names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in encoded]
+        tokens = {n: [np.asarray(s, dtype=np.int64) for s in encoded[n]] for n in names}  # unpadded
+        lengths = [len(s) for s in tokens["attention_mask"]]
+        pad_token_id = self._tokenizer.pad_token_id or 0
+        if self._one_text_per_run:
+            batches = ((lengths[i], 1, [i]) for i in range(len(texts)))  # alone, at its own length
+        else:
+            batches = fixed_shape_batches(lengths, self._max_seq_length or max(lengths))
+        vectors = None
+        for length, rows, members in batches:
+            result = self._run(_pack(tokens, members, length, rows, pad_token_id))
+            if vectors is None:
+                vectors = np.empty((len(texts), result.shape[1]), dtype=np.float32)
+            vectors[members] = result[:len(members)]
+        return vectors
 
 
 def onnx_model_path(name: str, backend: str) -> str:
@@ -146,7 +243,9 @@ def _export_onnx(model, path: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     partial = f"{path}.{os.getpid()}.partial"
     with torch.no_grad():
-        torch.onnx.export(_LastHiddenState(network.eval()), tuple(sample[n] for n in names), partial,
+        # The wrapper in eval mode: export restores the wrapper's mode onto the network afterwards, and a
+        # network left in training mode would run dropout in every later torch encode.
+        torch.onnx.export(_LastHiddenState(network).eval(), tuple(sample[n] for n in names), partial,
                           input_names=names, output_names=["last_hidden_state"], dynamic_axes=axes,
                           opset_version=17, dynamo=False)
     os.replace(partial, path)  # atomic: other workers see a whole file or none
@@ -182,10 +281,11 @@ def load_onnx_model(name: str, backend: str) -> _OnnxEncoder:
             options.intra_op_num_threads = torch.get_num_threads()  # the same threads as the torch backend
             session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
             # Dynamic quantisation scales each activation tensor by its range over the whole batch, so an
-            # int8 vector would depend on the texts batched with it (L2 shifts up to 0.26 measured). DP k-means
-            # needs one user's texts to move only that user's points: the int8 model runs one text at a time.
-            max_batch_size = 1 if backend == "onnx-int8" else None
-            _onnx_models[(name, backend)] = _OnnxEncoder(session, model.tokenizer, model.max_seq_length, max_batch_size)
+            # int8 vector would depend on the texts batched with it (L2 shifts up to 0.26 measured), even in
+            # a fixed shape. DP k-means needs one user's texts to move only that user's points: the int8
+            # model runs one text at a time, at its own length.
+            _onnx_models[(name, backend)] = _OnnxEncoder(session, model.tokenizer, model.max_seq_length,
+                                                         one_text_per_run=backend == "onnx-int8")
         return _onnx_models[(name, backend)]
 
 
@@ -196,7 +296,10 @@ def set_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-def embedding_dimension(name: str) -> int:
-    model = load_model(name)
+def embedding_dimension_of(model) -> int:
     getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     return int(getter())
+
+
+def embedding_dimension(name: str) -> int:
+    return embedding_dimension_of(load_model(name))

@@ -14,6 +14,12 @@ whose lengths vary far more than the generated ones.
 2. Backends (--backends): each alternative and the torch default encode the same texts, interleaved;
    quality = mean cosine between each text's vector and the torch vector, and the purity / NMI of a
    k-means (k = planted topics) over the generated conversations' vectors against the planted topics.
+3. Old vs new (--old_vs_new torch onnx): the batch-invariant encoders of backends/embedding.py (fixed
+   batch shapes per length bucket) against the old path they replaced (per block of 512, sorted by
+   length, batches of 16 padded to their longest text), interleaved, in the stage's blocks; and how
+   many other rows of a block change, and by how much, when one record is added to it.
+
+    .venv/bin/python bench/bench_embedding.py --conversations 1000 --real 1000 --rounds 5 --skip_stage --old_vs_new torch onnx
 """
 
 from __future__ import annotations
@@ -95,6 +101,75 @@ def padded_tokens(lengths: np.ndarray, block_size: int, batch_size: int) -> int:
     return int(total)
 
 
+def fixed_shape_tokens(lengths: np.ndarray, block_size: int, max_length: int) -> int:
+    """Tokens the batch-invariant encoder runs over: each block in fixed-shape batches, dummy rows included."""
+    return int(sum(rows * length for start in range(0, len(lengths), block_size)
+                   for length, rows, _ in embedding.fixed_shape_batches(lengths[start:start + block_size], max_length)))
+
+
+def old_encode(model_name: str, backend: str, texts: list[str], batch_size: int) -> np.ndarray:
+    """The encoders before batch invariance: sorted by length within the call, batches of `batch_size`
+    padded to their longest text (torch: SentenceTransformer.encode; onnx: the same loop over the session)."""
+    if backend == "torch":
+        return embedding.load_model(model_name).encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                                                         convert_to_numpy=True, show_progress_bar=False)
+    encoder = embedding.load_onnx_model(model_name, backend)
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    pieces = []
+    for start in range(0, len(texts), batch_size):
+        batch = [texts[i] for i in order[start:start + batch_size]]
+        tokens = encoder._tokenizer(batch, padding=True, truncation=True, max_length=encoder._max_seq_length,
+                                    return_tensors="np")
+        pieces.append(encoder._run({n: tokens[n].astype(np.int64) for n in tokens}))
+    vectors = np.empty_like(np.concatenate(pieces))
+    vectors[order] = np.concatenate(pieces)
+    return vectors
+
+
+def old_vs_new(texts: list[str], model_name: str, backends: list[str], rounds: int, block_size: int,
+               batch_size: int) -> None:
+    """Times the old and the batch-invariant encoders interleaved, in the stage's blocks, and checks invariance."""
+    def in_blocks(encode):
+        return np.concatenate([encode(texts[s:s + block_size]) for s in range(0, len(texts), block_size)])
+
+    print(f"old (sorted, padded batches of {batch_size}) vs new (batch-invariant: fixed shapes, buckets of "
+          f"{embedding.BUCKET_STEP} tokens, {embedding.BATCH_TOKENS} tokens a batch), blocks of {block_size}, "
+          f"{torch.get_num_threads()} threads, {rounds} interleaved rounds (wall s; CPU s of this process):")
+    for backend in backends:
+        variants = {
+            "old": lambda ts, b=backend: old_encode(model_name, b, ts, batch_size),
+            "new": lambda ts, b=backend: embedding.embed_texts(model_name, ts, batch_size, backend=b),
+        }
+        for encode in variants.values():
+            encode(texts[:64])  # load / export once
+        wall = {v: [] for v in variants}
+        cpu = {v: [] for v in variants}
+        vectors = {}
+        for _ in range(rounds):
+            for name, encode in variants.items():
+                started, cpu_started = time.perf_counter(), time.process_time()
+                vectors[name] = in_blocks(encode)
+                wall[name].append(time.perf_counter() - started)
+                cpu[name].append(time.process_time() - cpu_started)
+        ratios = [n / o for n, o in zip(wall["new"], wall["old"])]
+        for name in variants:
+            median = statistics.median(wall[name])
+            print(f"  {backend:<6} {name}  {median:7.2f} s {len(texts) / median:7.1f} conv/s  CPU {statistics.median(cpu[name]):7.2f} s"
+                  f"  rounds: {', '.join(f'{t:.1f}' for t in wall[name])}", flush=True)
+        print(f"  {backend:<6} new / old: wall {statistics.median(wall['new']) / statistics.median(wall['old']):.2f}x "
+              f"(median of per-round ratios {statistics.median(ratios):.2f}x; rounds: "
+              f"{', '.join(f'{r:.2f}' for r in ratios)}), CPU {statistics.median(cpu['new']) / statistics.median(cpu['old']):.2f}x;"
+              f" max |new - old| {np.abs(vectors['new'] - vectors['old']).max():.2e}")
+        block = texts[:block_size]
+        extra, position = texts[-1] + " (one more record)", len(block) // 2
+        for name, encode in variants.items():
+            before = encode(block)
+            after = np.delete(encode(block[:position] + [extra] + block[position:]), position, axis=0)
+            changed = int((before != after).any(axis=1).sum())
+            print(f"  {backend:<6} {name}: one record added to a block of {len(block)}: {changed} other rows changed, "
+                  f"max |diff| {np.abs(before - after).max():.1e}", flush=True)
+
+
 def purity_and_nmi(vectors: np.ndarray, topics: list[str], seed: int) -> tuple[float, float]:
     from sklearn.cluster import KMeans
     from sklearn.metrics import normalized_mutual_info_score
@@ -117,6 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip_stage", action="store_true", help="only compare the backends")
     parser.add_argument("--padding_only", action="store_true", help="only count padded tokens per configuration")
     parser.add_argument("--backends", nargs="*", default=[], help="alternatives to time against torch")
+    parser.add_argument("--old_vs_new", nargs="*", default=[],
+                        help="backends (torch, onnx) to time old padded batches against the batch-invariant encoder")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
 
@@ -148,8 +225,14 @@ def main(argv: list[str] | None = None) -> None:
           f"{plain_tokens / lengths.sum():.3f}x the real tokens):")
     for config in args.stage_configs:
         block, batch = (int(v) for v in config.split(":"))
-        print(f"  stage block {block}, batch {batch}: {padded_tokens(lengths, block, batch) / plain_tokens:.3f}x plain")
+        print(f"  stage block {block}, batch {batch}, old padded batches: {padded_tokens(lengths, block, batch) / plain_tokens:.3f}x "
+              f"plain; batch-invariant fixed shapes: {fixed_shape_tokens(lengths, block, model.max_seq_length) / plain_tokens:.3f}x plain")
     if args.padding_only:
+        return
+    if args.old_vs_new:
+        block, batch = (int(v) for v in args.stage_configs[0].split(":"))
+        old_vs_new(texts, args.model, args.old_vs_new, args.rounds, block, batch)
+    if args.skip_stage and not args.backends:
         return
     reference = plain_encode()  # warm-up, and the vectors every alternative is compared with
     if not args.skip_stage:

@@ -91,14 +91,41 @@ def test_onnx_backends_export_offline_and_match_the_torch_vectors(model_home):
     assert embedding.embed_texts(name, [], backend="onnx").shape[0] == 0
 
 
+def _random_texts(rng: np.random.Generator, count: int) -> list[str]:
+    """Texts of every length bucket: mostly short requests, one in eight long (up to past the model's 256 tokens)."""
+    words = np.where(rng.random(count) < 0.125, rng.integers(60, 400, count), rng.integers(1, 60, count))
+    return [" ".join(rng.choice(_WORDS, size=int(n))) + "?" for n in words]
+
+
+_WORDS = np.array(("how do I fix my router password bread starter landlord deposit contract python error list "
+                   "the a of to in why what is recipe tax refund flight delayed cat vomits grass sql join "
+                   "summarise this clause please explain quantum email boss late rent 401k ira").split())
+
+
+def test_fixed_batch_shapes_depend_on_each_texts_own_length_only():
+    rng = np.random.default_rng(3)
+    for lengths in (rng.integers(1, 257, 500), [3], [256] * 7, rng.integers(1, 20, 50)):
+        seen = []
+        for length, rows, members in embedding.fixed_shape_batches(lengths, 256):
+            assert rows == embedding.batch_rows(length) and 1 <= len(members) <= rows
+            for i in members:
+                assert length == embedding.bucket_length(int(lengths[i]), 256) >= lengths[i]
+            seen += members
+        assert sorted(seen) == list(range(len(lengths)))
+    assert embedding.bucket_length(1, 256) == embedding.BUCKET_STEP and embedding.bucket_length(250, 256) == 256
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", embedding.BACKENDS)
 def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, backend):
-    # DP k-means assumes one user's records move only that user's points: a vector must not depend
-    # on the texts batched with it (neighbours, padding to a longer neighbour, position, batch size).
+    # DP k-means assumes one user's records move only that user's points: a vector must not depend,
+    # by a single bit, on the texts batched with it (neighbours, padding to a longer neighbour,
+    # position, batch size, how many texts share its length bucket).
     name = embedding.DEFAULT_EMBEDDING_MODEL
-    tiny = ["hi", "ok?"]
+    tiny = ["hi", "ok?", ""]
     huge = ["Please summarise this contract clause for me in plain words. " * 12]  # truncated: 256 tokens
+    rng = np.random.default_rng(7)
+    pool = TEXTS + tiny + huge + _random_texts(rng, 40)
     batches = [  # (texts, batch_size)
         (TEXTS, 64),
         (TEXTS[::-1], 2),
@@ -106,12 +133,28 @@ def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, 
         (huge * 3 + TEXTS + tiny * 3, 8),
         (TEXTS[3:4] + TEXTS[:1] + huge, 16),
     ]
+    for _ in range(6):  # random compositions: random neighbours, sizes, duplicates and positions
+        size = int(rng.integers(1, 80))
+        batches.append(([pool[i] for i in rng.integers(0, len(pool), size)], int(rng.integers(1, 65))))
     alone = {text: embedding.embed_texts(name, [text], backend=backend)[0] for texts, _ in batches for text in texts}
     for texts, batch_size in batches:
         vectors = embedding.embed_texts(name, texts, batch_size, backend=backend)
         for position, (text, vector) in enumerate(zip(texts, vectors)):
-            np.testing.assert_allclose(vector, alone[text], rtol=0, atol=1e-5,
-                                       err_msg=f"{backend}: text {position} of {len(texts)}, batch_size {batch_size}")
+            np.testing.assert_array_equal(vector, alone[text],
+                                          err_msg=f"{backend}: text {position} of {len(texts)}, batch_size {batch_size}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", embedding.BACKENDS)
+def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, backend):
+    name = embedding.DEFAULT_EMBEDDING_MODEL
+    rng = np.random.default_rng(11)
+    texts = _random_texts(rng, 200)
+    before = embedding.embed_texts(name, texts, backend=backend)
+    for extra, position in ((texts[5] + " and one more", 117), ("x", len(texts))):
+        after = embedding.embed_texts(name, texts[:position] + [extra] + texts[position:], backend=backend)
+        np.testing.assert_array_equal(np.delete(after, position, axis=0), before,
+                                      err_msg=f"{backend}: one record added at {position}")
 
 
 @pytest.mark.slow
@@ -124,7 +167,7 @@ def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home)
         rows = {cid: vector for block in blocks for cid, vector in zip(block.conversation_ids, block.embeddings)}
         assert rows.keys() == expected.keys()
         for cid, vector in rows.items():
-            np.testing.assert_allclose(vector, expected[cid], atol=1e-5)
+            np.testing.assert_array_equal(vector, expected[cid])  # the stage's blocks change no bit
 
     with beam.Pipeline() as pipeline:
         embedded = pipeline | beam.Create(facets) | EmbedConversations(name, block_size=2, backend="onnx")
