@@ -154,11 +154,13 @@ def old_vs_new(texts: list[str], model_name: str, backends: list[str], rounds: i
         ratios = [n / o for n, o in zip(wall["new"], wall["old"])]
         for name in variants:
             median = statistics.median(wall[name])
-            print(f"  {backend:<6} {name}  {median:7.2f} s {len(texts) / median:7.1f} conv/s  CPU {statistics.median(cpu[name]):7.2f} s"
+            cpu_median = statistics.median(cpu[name])
+            print(f"  {backend:<6} {name}  {median:7.2f} s {len(texts) / median:7.1f} conv/s  CPU {cpu_median:7.2f} s"
                   f"  rounds: {', '.join(f'{t:.1f}' for t in wall[name])}", flush=True)
         print(f"  {backend:<6} new / old: wall {statistics.median(wall['new']) / statistics.median(wall['old']):.2f}x "
               f"(median of per-round ratios {statistics.median(ratios):.2f}x; rounds: "
-              f"{', '.join(f'{r:.2f}' for r in ratios)}), CPU {statistics.median(cpu['new']) / statistics.median(cpu['old']):.2f}x;"
+              f"{', '.join(f'{r:.2f}' for r in ratios)}), "
+              f"CPU {statistics.median(cpu['new']) / statistics.median(cpu['old']):.2f}x;"
               f" max |new - old| {np.abs(vectors['new'] - vectors['old']).max():.2e}")
         block = texts[:block_size]
         extra, position = texts[-1] + " (one more record)", len(block) // 2
@@ -225,8 +227,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{plain_tokens / lengths.sum():.3f}x the real tokens):")
     for config in args.stage_configs:
         block, batch = (int(v) for v in config.split(":"))
-        print(f"  stage block {block}, batch {batch}, old padded batches: {padded_tokens(lengths, block, batch) / plain_tokens:.3f}x "
-              f"plain; batch-invariant fixed shapes: {fixed_shape_tokens(lengths, block, model.max_seq_length) / plain_tokens:.3f}x plain")
+        old_share = padded_tokens(lengths, block, batch) / plain_tokens
+        new_share = fixed_shape_tokens(lengths, block, model.max_seq_length) / plain_tokens
+        print(f"  stage block {block}, batch {batch}, old padded batches: {old_share:.3f}x "
+              f"plain; batch-invariant fixed shapes: {new_share:.3f}x plain")
     if args.padding_only:
         return
     if args.old_vs_new:
