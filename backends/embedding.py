@@ -53,6 +53,7 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 # The fixed batch shapes (see the module docstring; measured in docs/performance.md).
 BUCKET_STEP = 8  # token counts are rounded up to a multiple of this (capped at the model's maximum)
 BATCH_TOKENS = 256  # a batch of bucket length L has BATCH_TOKENS // L rows (at least 1)
+_NO_LIMIT = 1 << 30  # the bucket cap of a model without a maximum length (never the batch's longest text)
 
 _models: dict[str, object] = {}
 _onnx_models: dict[tuple[str, str], "_OnnxEncoder"] = {}
@@ -155,7 +156,7 @@ def _encode_torch(model, texts: list[str]) -> np.ndarray:
     out = np.empty((len(texts), dimension), dtype=np.float32)
     model.eval()  # no dropout, whatever another caller (an ONNX export, a fine-tune) left behind
     with torch.inference_mode():
-        for length, rows, members in fixed_shape_batches(lengths, model.max_seq_length or max(lengths)):
+        for length, rows, members in fixed_shape_batches(lengths, model.max_seq_length or _NO_LIMIT):
             packed = _pack(tokens, members, length, rows, pad_token_id)
             batch = {k: torch.from_numpy(v).to(model.device) for k, v in packed.items()}
             vectors = model({**batch, **passthrough})["sentence_embedding"]
@@ -206,7 +207,7 @@ class _OnnxEncoder:
         if self._one_text_per_run:
             batches = ((lengths[i], 1, [i]) for i in range(len(texts)))  # alone, at its own length
         else:
-            batches = fixed_shape_batches(lengths, self._max_seq_length or max(lengths))
+            batches = fixed_shape_batches(lengths, self._max_seq_length or _NO_LIMIT)
         vectors = None
         for length, rows, members in batches:
             result = self._run(_pack(tokens, members, length, rows, pad_token_id))
