@@ -158,6 +158,22 @@ def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, b
 
 
 @pytest.mark.slow
+def test_mpnet_vectors_are_batch_invariant_too():
+    try:
+        embedding.resolve_model_path("all-mpnet-base-v2")
+    except RuntimeError as error:
+        pytest.skip(str(error))  # CI installs it (scripts/install_mpnet.py)
+    name = "all-mpnet-base-v2"
+    rng = np.random.default_rng(5)
+    texts = TEXTS + ["", "hi"] + _random_texts(rng, 50)
+    vectors = embedding.embed_texts(name, texts)
+    for i in (0, 4, 5, 6, *rng.integers(7, len(texts), 4)):
+        np.testing.assert_array_equal(vectors[i], embedding.embed_texts(name, [texts[i]])[0], err_msg=f"text {i}")
+    after = embedding.embed_texts(name, texts[:20] + ["one more record"] + texts[20:])
+    np.testing.assert_array_equal(np.delete(after, 20, axis=0), vectors)
+
+
+@pytest.mark.slow
 def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home):
     name = embedding.DEFAULT_EMBEDDING_MODEL
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(TEXTS)]
