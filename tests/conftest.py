@@ -50,3 +50,26 @@ class Collector:
 @pytest.fixture
 def collector(tmp_path):
     return Collector(str(tmp_path))
+
+
+class PoisonedProposer:
+    """The offline keyword proposer, except that it raises for a batch holding a facet that contains
+    `raise_on` (case-insensitive) and answers a facet containing `broken_on` with something that is not
+    a list of keywords: what a failing proposal looks like to ProposeKeywords."""
+
+    def __init__(self, raise_on: str, broken_on: str | None = None):
+        from backends.offline_keywords import FrequentTermsKeywordProposer
+        self._inner = FrequentTermsKeywordProposer()
+        self._raise_on, self._broken_on = raise_on.lower(), broken_on.lower() if broken_on else None
+
+    def setup(self):
+        self._inner.setup()
+
+    def teardown(self):
+        pass
+
+    def propose(self, facets, max_keywords):
+        if any(self._raise_on in facet.lower() for facet in facets):
+            raise RuntimeError("the proposer broke")
+        return [None if self._broken_on and self._broken_on in facet.lower() else proposed
+                for facet, proposed in zip(facets, self._inner.propose(facets, max_keywords))]

@@ -15,6 +15,7 @@ from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
 from beam_jobs.keyword_options import BuildKeywordsOptions, build_keywords_params
 from dp_ops.budget_ledger import Ledger
 from dp_ops.dp_events import composed_epsilon, event_from_json
+from tests.conftest import PoisonedProposer
 
 pytestmark = pytest.mark.slow  # the refiner embeds the keywords with the real model; public loads spaCy
 
@@ -203,29 +204,10 @@ def test_bad_options_exit_2(data):
     assert not os.path.exists(out)
 
 
-class _PoisonedProposer:
-    """The offline proposer, except that it raises for any conversation that mentions 'recipe'."""
-
-    def __init__(self):
-        from backends.offline_keywords import FrequentTermsKeywordProposer
-        self._inner = FrequentTermsKeywordProposer()
-
-    def setup(self):
-        self._inner.setup()
-
-    def teardown(self):
-        pass
-
-    def propose(self, facets, max_keywords):
-        if any("recipe" in facet.lower() for facet in facets):
-            raise RuntimeError("the proposer broke on this one")
-        return self._inner.propose(facets, max_keywords)
-
-
 def test_a_failing_proposal_is_dead_lettered_with_its_reason_and_the_build_goes_on(data, monkeypatch):
     folder, private, _ = data
     from backends import factory
-    monkeypatch.setattr(factory, "make_keyword_proposer", lambda config: _PoisonedProposer())
+    monkeypatch.setattr(factory, "make_keyword_proposer", lambda config: PoisonedProposer(raise_on="recipe"))
     _, document = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "3",
                                  "--private_output", _private(folder, "poisoned"), *DP_FLAGS)
     assert document["keywords"]

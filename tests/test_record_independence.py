@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from backends.offline import UserTurnsFacetExtractor
 from beam_jobs.generate_sample import generate_records
 from core.records import Conversation, DeadLetter
-from tests.conftest import local_pipeline
+from tests.conftest import PoisonedProposer, local_pipeline
 from transforms.bound_contributions import BoundUserContributions
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
@@ -541,31 +541,11 @@ def test_a_keyword_selection_that_raises_dead_letters_its_conversation_only(coll
     assert (dead.stage, dead.reason, dead.conversation_id) == ("select_keywords", "keyword_selection_failed", "c2")
 
 
-class _PoisonedProposer:
-    """The offline proposer, except that it raises for a batch holding POISON and answers a facet
-    holding BROKEN with something that is not a list of keywords."""
-
-    def __init__(self):
-        from backends.offline_keywords import FrequentTermsKeywordProposer
-        self._inner = FrequentTermsKeywordProposer()
-
-    def setup(self):
-        self._inner.setup()
-
-    def teardown(self):
-        pass
-
-    def propose(self, facets, max_keywords):
-        if any("POISON" in facet for facet in facets):
-            raise RuntimeError("the proposer broke")
-        return [None if "BROKEN" in facet else proposed
-                for facet, proposed in zip(facets, self._inner.propose(facets, max_keywords))]
-
-
 def _proposals(collector, facets, name):
     from transforms.propose_keywords import ProposeKeywords
     with local_pipeline() as pipeline:
-        proposed = pipeline | beam.Create(facets) | ProposeKeywords(_PoisonedProposer(), 3)
+        proposer = PoisonedProposer(raise_on="POISON", broken_on="BROKEN")
+        proposed = pipeline | beam.Create(facets) | ProposeKeywords(proposer, 3)
         collector(proposed.output, name)
         collector(proposed.dead_letter, name + "-dead")
     return sorted(collector.result(name)), collector.result(name + "-dead")
