@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from backends.interfaces import ExemplarWriter
+from backends.label_evidence import UNVERIFIED
 from core.release_gate import PII_PATTERNS
 
 MIN_EXEMPLAR_CHARS = 8
@@ -105,7 +106,11 @@ def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
 
     `centre`: the topic's released DP centre (clustering space); `points_of`: texts -> unit rows in
     that space (the job's embedding model, basis and dimension). Round 0 drafts `candidates`; each
-    of `rounds` rounds varies the best few and ranks everything written so far again."""
+    of `rounds` rounds varies the best few and ranks everything written so far again. A topic whose
+    label is unverified (backends/label_evidence.py) gets none: examples written from a sensitive
+    guess would show the reader requests that no vote of its conversations supports."""
+    if topic.get("label_evidence") == UNVERIFIED:
+        return Evolution([], [], 0, {})
     norm = float(np.linalg.norm(centre))
     direction = np.asarray(centre, dtype=np.float32) / norm if norm > 0 else np.zeros_like(centre, dtype=np.float32)
     seen: set[str] = set()

@@ -47,8 +47,9 @@ class KeywordCategories:
     missing categories from the bundled set (nearest keyword by embedding) when a model is given."""
 
     def __init__(self, category_of: dict[str, str | None], embedding_model: str | None = None,
-                 embedding_backend: str = "torch"):
+                 embedding_backend: str = "torch", sensitive: frozenset[str] = frozenset()):
         self._given = dict(category_of)
+        self.sensitive = frozenset(sensitive)
         self.embedding_model = embedding_model
         self.embedding_backend = embedding_backend
         self._resolved: dict[str, str | None] | None = None
@@ -56,7 +57,11 @@ class KeywordCategories:
     @classmethod
     def of_keyword_set(cls, keyword_set, embedding_model: str | None = None,
                        embedding_backend: str = "torch") -> KeywordCategories:
-        return cls(keyword_set.category_of(), embedding_model, embedding_backend)
+        """The set's categories; sensitive are those it marks and those the bundled set marks (a set
+        without categories takes the bundled set's, so a bundled category keeps its mark)."""
+        from backends.keyword_set import load_keyword_set
+        sensitive = keyword_set.sensitive_categories | load_keyword_set().sensitive_categories
+        return cls(keyword_set.category_of(), embedding_model, embedding_backend, sensitive)
 
     def setup(self) -> None:
         if self._resolved is not None:

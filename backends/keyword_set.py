@@ -1,9 +1,11 @@
 """The public keyword set K: loading and validating it.
 
 A keyword set file is either plain text (one keyword per line, '#' comments; a line `## Name`
-starts the category `Name`, which the keywords below it belong to) or JSON as written by
+starts the category `Name`, which the keywords below it belong to; `## Name (sensitive)` marks it
+sensitive: a topic is placed in it only on its own DP votes, backends/label_evidence.py) or JSON as written by
 `beam_jobs.build_keywords` (format version 3 when its ledger charge spans several days, else 2; an
-optional "categories" list runs parallel to "keywords", null for a keyword without one):
+optional "categories" list runs parallel to "keywords", null for a keyword without one, and an optional
+"sensitive_categories" list names the sensitive ones):
 
     {"format": "urania-keyword-set", "version": 3, "created_at": "2026-11-22T03:00:00+00:00",
      "method": "tfidf", "params": {...}, "source": {...}, "keywords": [...],
@@ -65,6 +67,9 @@ class KeywordSet:
     ledger_days: int = 1
     # Each keyword's category (parallel to `keywords`; None when the set gives none): public, like K.
     categories: tuple[str | None, ...] = ()
+    # Categories in which a wrong label sends people chasing abuse that is not there (misuse, crime,
+    # self-harm, ...): public, like the categories.
+    sensitive_categories: frozenset[str] = frozenset()
 
     def __post_init__(self):
         if not self.categories:
@@ -101,18 +106,25 @@ def _clean(keywords: list[str], source: str) -> tuple[str, ...]:
     return _clean_with_categories(keywords, [None] * len(keywords), source)[0]
 
 
-def _parse_text(text: str) -> tuple[list[str], list[str | None]]:
-    keywords, categories, category = [], [], None
+SENSITIVE_MARK = "(sensitive)"
+
+
+def _parse_text(text: str) -> tuple[list[str], list[str | None], frozenset[str]]:
+    keywords, categories, category, sensitive = [], [], None, set()
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("##"):
             category = stripped.lstrip("#").strip() or None
+            if category is not None and category.endswith(SENSITIVE_MARK):
+                category = " ".join(category[:-len(SENSITIVE_MARK)].split()) or None
+                if category is not None:
+                    sensitive.add(category)
             continue
         keyword = stripped.split("#", 1)[0].strip()
         if keyword:
             keywords.append(keyword)
             categories.append(category)
-    return keywords, categories
+    return keywords, categories, frozenset(sensitive)
 
 
 def load_keyword_set(path: str | None = None) -> KeywordSet:
@@ -125,8 +137,9 @@ def load_keyword_set(path: str | None = None) -> KeywordSet:
         raise ValueError(f"cannot read keyword set {path}: {error}") from error
     if text.lstrip().startswith("{"):
         return _from_json(json.loads(text), path)
-    keywords, categories = _clean_with_categories(*_parse_text(text), path)
-    return KeywordSet(keywords, path, categories=categories)
+    raw_keywords, raw_categories, sensitive = _parse_text(text)
+    keywords, categories = _clean_with_categories(raw_keywords, raw_categories, path)
+    return KeywordSet(keywords, path, categories=categories, sensitive_categories=sensitive)
 
 
 def _from_json(data: dict, path: str) -> KeywordSet:
@@ -154,7 +167,11 @@ def _from_json(data: dict, path: str) -> KeywordSet:
         raise ValueError(f"{path}: \"categories\" must be a list as long as \"keywords\"")
     keywords, categories = _clean_with_categories(data["keywords"], raw_categories or [None] * len(data["keywords"]),
                                                   path)
+    sensitive = data.get("sensitive_categories", [])
+    if not isinstance(sensitive, list) or not all(isinstance(c, str) and c.strip() for c in sensitive):
+        raise ValueError(f"{path}: \"sensitive_categories\" must be a list of category names")
     return KeywordSet(keywords, path, data.get("method", "unknown"), spend, categories=categories,
+                      sensitive_categories=frozenset(" ".join(c.split()) for c in sensitive),
                       version=version, created_at=data.get("created_at"), params=data.get("params", {}),
                       origin=data.get("source", {}), ledger_run_id=ledger_run_id, ledger_date=ledger_date,
                       ledger_days=ledger_days)

@@ -75,7 +75,6 @@ from transforms.keyword_histograms import (
     SelectKeywords,
     TopKeywords,
     keyword_count_params,
-    with_label_source,
 )
 from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
@@ -287,12 +286,10 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     centroid_keywords = (centroid_keywords | "centroid keywords, top t" >> beam.MapTuple(
         lambda cluster_id, nearest: (cluster_id, nearest[:keyword_params.keywords_per_cluster]))
         if centroid_keywords is not None else None)
-    top_keywords = labels | "label keywords" >> beam.MapTuple(lambda cluster_id, label: (cluster_id, label[0]))
     # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
     categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend)
     namer = factory.make_cluster_namer(params.llm.config(), categories)
-    named = (top_keywords | "name clusters" >> NameClusters(namer, categories)
-             | "add label sources" >> beam.Map(with_label_source, beam.pvalue.AsDict(labels)))
+    named = labels | "name clusters" >> NameClusters(namer, categories)
 
     hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, centres, categories, namer)
     exemplar_params = params.exemplars

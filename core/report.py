@@ -88,6 +88,7 @@ def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None =
             "description": topic["description"],
             "keywords": topic["keywords"],
             **({"label_source": topic["label_source"]} if "label_source" in topic else {}),
+            **({"label_evidence": topic["label_evidence"]} if "label_evidence" in topic else {}),
             "size": max(0, int(round(noisy_sizes[cluster_id]))),
             **({"exemplars": topic["exemplars"]} if "exemplars" in topic else {}),
         }

@@ -119,11 +119,22 @@ _LABEL_SOURCES = {
 }
 
 
+# What a label's evidence (backends/label_evidence.py) adds on the page: a guess is never shown as a finding.
+_LABEL_EVIDENCE = {
+    "approximate": "approximate label: no vote of its own conversations behind it",
+    "unverified": ("unverified: its nearest keywords lie in a sensitive category, with no vote of its own "
+                   "conversations behind them; not evidence of that activity"),
+}
+
+
 def _label_source(topic: dict) -> str:
     source = topic.get("label_source")
     if source is None:
         return ""
-    return f"<div class=\"sub label-source\" data-source=\"{esc(source)}\">{esc(_LABEL_SOURCES.get(source, source))}</div>"
+    evidence = topic.get("label_evidence", "")
+    shown = _LABEL_SOURCES.get(source, source) + (f"; {_LABEL_EVIDENCE[evidence]}" if evidence in _LABEL_EVIDENCE else "")
+    return (f"<div class=\"sub label-source\" data-source=\"{esc(source)}\" data-evidence=\"{esc(evidence)}\">"
+            f"{esc(shown)}</div>")
 
 
 def _search_text(*parts) -> str:
@@ -312,13 +323,13 @@ def table_rows(report: dict) -> list[dict]:
     groups_by_topic = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
     return [{"rank": rank, "id": t["id"], "name": t["name"], "size": t["size"], "keywords": list(t["keywords"]),
              "group": groups_by_topic.get(t["id"], ""), "description": t.get("description", ""),
-             "label_source": t.get("label_source", ""),
+             "label_source": t.get("label_source", ""), "label_evidence": t.get("label_evidence", ""),
              "synthetic_exemplars": [e["text"] for e in t.get("exemplars", [])]}
             for rank, t in enumerate(report.get("topics", []), start=1)]
 
 
 TABLE_COLUMNS = ["rank", "id", "name", "size", "keywords", "group", "description", "label_source",
-                 "synthetic_exemplars"]
+                 "label_evidence", "synthetic_exemplars"]
 
 
 def run_label(report: dict) -> str:

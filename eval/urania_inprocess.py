@@ -36,7 +36,7 @@ from backends.exemplars import evolve_exemplars
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
-from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, note_label_source
+from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
 from beam_jobs.options import (
     DEFAULT_EPSILON,
@@ -63,7 +63,7 @@ from transforms.centroid_keywords import nearest_keywords
 from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.dp_kmeans import basis_keyword_vectors
 from transforms.keyword_histograms import keyword_count_params, label_keywords, top_keywords
-from transforms.name_clusters import distinct_names
+from transforms.name_clusters import distinct_names, name_topic
 from transforms.topic_hierarchy import build_hierarchy
 from transforms.topic_lineage import lineage_section
 
@@ -365,9 +365,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                                  None if candidates is None else frozenset(candidates[cluster]))
         chosen, source = label_keywords(list(chosen), nearest[cluster][:config.keywords_per_cluster]
                                         if config.label_fallback == "centroid" else None)
-        name, description = namer.name(list(chosen))
-        named[cluster] = {"name": name, "description": note_label_source(description, source),
-                          "keywords": list(chosen), "label_source": source}
+        named[cluster] = name_topic(namer, list(chosen), source, categories)
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
     # As the job's AssignLineages (transforms/topic_lineage.py): post-processing of the DP centres.

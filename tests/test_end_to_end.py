@@ -9,7 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from backends.keyword_categories import dominant_category
 from backends.keyword_set import load_keyword_set
+from backends.label_evidence import UNVERIFIED_GROUP
 from beam_jobs.generate_sample import MALFORMED_KINDS, generate_records, write_sample
 from beam_jobs.insights import run
 from beam_jobs.sample_topics import PLANTED_TOPICS
@@ -63,9 +65,15 @@ def test_report_has_ranked_topics_and_the_accounted_privacy_spend(sample_run):
     assert all(0 < m["epsilon"] < privacy["epsilon"] for m in privacy["mechanisms"])
     assert report["config"]["num_clusters"] == 50 and report["config"]["noise_seed_fixed"] is False
     assert sorted(i for g in report["hierarchy"]["groups"] for i in g["topic_ids"]) == sorted(t["id"] for t in topics)
-    # Distinct names; groups named by the bundled keyword set's categories.
+    # Distinct names; groups named by the bundled keyword set's categories, except the unverified labels'
+    # group and the group of topics without a category (transforms/topic_hierarchy.py).
     assert len({t["name"].casefold() for t in topics}) == len(topics)
-    assert {g["name"] for g in report["hierarchy"]["groups"]} <= set(load_keyword_set().categories)
+    keyword_set, by_id = load_keyword_set(), {t["id"]: t for t in topics}
+    for group in report["hierarchy"]["groups"]:
+        for topic in (by_id[i] for i in group["topic_ids"]):
+            category = dominant_category(topic["keywords"], keyword_set.category_of())
+            expected = (UNVERIFIED_GROUP if topic.get("label_evidence") == "unverified" else category)
+            assert group["name"] == expected if expected else group["name"] not in set(keyword_set.categories)
     page = open(os.path.join(output, "release", "report.html"), encoding="utf-8").read()
     assert page.count('<g class="bar">') == len(topics) and report["topics"][0]["keywords"][0] in page
 

@@ -92,6 +92,16 @@ def test_bad_candidates_are_dropped_and_counted_never_released():
     assert candidate_problem("How do I bake sourdough bread at home?") is None
 
 
+def test_a_topic_with_an_unverified_sensitive_label_gets_no_exemplars():
+    writer = _AxisWriter(["t10 first one", "t30 third one"])
+    unverified = {**TOPIC, "label_evidence": "unverified"}
+    evolution = evolve_exemplars(writer, unverified, np.array([1.0, 0.0]), _axis_points, count=2, candidates=2)
+    assert evolution.exemplars == [] and evolution.candidates_scored == 0 and writer.varied == []
+    approximate = evolve_exemplars(writer, {**TOPIC, "label_evidence": "approximate"}, np.array([1.0, 0.0]),
+                                   _axis_points, count=2, candidates=2, rounds=0)
+    assert [e.text for e in approximate.exemplars] == ["t10 first one", "t30 third one"]
+
+
 def test_a_writer_with_nothing_to_say_gives_no_exemplars():
     evolution = evolve_exemplars(TemplateExemplarWriter(), {**TOPIC, "keywords": []}, np.array([1.0, 0.0]),
                                  _axis_points, count=3)

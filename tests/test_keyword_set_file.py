@@ -154,3 +154,26 @@ def test_categories_come_from_section_lines_of_a_text_set_and_a_parallel_list_of
 def test_the_bundled_set_gives_every_keyword_a_category():
     bundled = load_keyword_set()
     assert None not in bundled.categories and len(set(bundled.categories)) >= 10
+
+
+def test_sensitive_categories_are_marked_in_the_file_and_the_bundled_marks_apply_to_any_set(tmp_path):
+    from backends.keyword_categories import KeywordCategories
+    text = tmp_path / "k.txt"
+    text.write_text("## Scams (sensitive)\nphishing\n## Cooking\nbread\n")
+    loaded = load_keyword_set(str(text))
+    assert loaded.category_of() == {"phishing": "Scams", "bread": "Cooking"}
+    assert loaded.sensitive_categories == {"Scams"}
+    as_json = tmp_path / "k.json"
+    as_json.write_text(json.dumps({"keywords": ["a", "c"], "categories": ["Cat", "Dog"],
+                                   "sensitive_categories": ["Dog"]}))
+    assert load_keyword_set(str(as_json)).sensitive_categories == {"Dog"}
+    as_json.write_text(json.dumps({"keywords": ["a"], "sensitive_categories": "Dog"}))
+    with pytest.raises(ValueError, match="sensitive_categories"):
+        load_keyword_set(str(as_json))
+    bundled = load_keyword_set()
+    assert bundled.sensitive_categories == {
+        "Jailbreaks and AI misuse", "Violence and weapons", "Crime and fraud", "Drugs and alcohol",
+        "Hate and harassment", "Self-harm and crisis", "Sexual content"}
+    assert bundled.sensitive_categories <= set(bundled.categories)
+    # A set of its own marks keeps the bundled set's: its keywords may take bundled categories.
+    assert KeywordCategories.of_keyword_set(loaded).sensitive == {"Scams"} | bundled.sensitive_categories

@@ -162,13 +162,12 @@ def test_report_says_where_each_label_came_from_and_how_many_users_a_label_needs
 
 def test_a_centroid_labelled_topic_does_not_claim_its_conversations_chose_its_keywords():
     from backends.offline import KeywordClusterNamer
-    from transforms.keyword_histograms import with_label_source
-    _, description = KeywordClusterNamer().name(["tea", "coffee"])
+    from transforms.name_clusters import name_topic
+    namer = KeywordClusterNamer()
+    _, description = namer.name(["tea", "coffee"])
     assert "chose them (DP counts)" in description
-    labels = {0: (["tea", "coffee"], "dp_keyword_histogram"), 1: (["tea", "coffee"], "nearest_keywords_to_dp_centre")}
-    topic = {"name": "Tea and coffee", "description": description, "keywords": ["tea", "coffee"]}
-    _, voted = with_label_source((0, topic), labels)
-    _, fallback = with_label_source((1, topic), labels)
+    voted = name_topic(namer, ["tea", "coffee"], "dp_keyword_histogram", None)
+    fallback = name_topic(namer, ["tea", "coffee"], "nearest_keywords_to_dp_centre", None)
     assert voted["description"] == description and voted["label_source"] == "dp_keyword_histogram"
     assert "chose them" not in fallback["description"]
     assert "nearest the topic's DP centre" in fallback["description"]

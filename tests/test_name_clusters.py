@@ -3,13 +3,17 @@
 import apache_beam as beam
 
 from backends.keyword_categories import KeywordCategories
+from backends.label_evidence import APPROXIMATE, NO_LABEL, UNVERIFIED, VOTED
 from backends.offline import KeywordClusterNamer
+from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from tests.conftest import local_pipeline
-from transforms.name_clusters import NameClusters, distinct_names
+from transforms.name_clusters import NameClusters, distinct_names, name_topic
 
 CATEGORY_OF = {"python": "Python coding", "unit testing": "Python coding", "django": "Python coding",
                "error message": "Python coding", "flask": "Python coding", "vegetables": "Food and cooking",
-               "fever": "Health", "symptoms": "Health"}
+               "fever": "Health", "symptoms": "Health", "money laundering": "Crime and fraud",
+               "human trafficking": "Crime and fraud", "regular expressions": "Python coding"}
+SENSITIVE = frozenset({"Crime and fraud"})
 
 
 def _named(keyword_lists):
@@ -54,10 +58,44 @@ def test_the_stage_names_each_topic_and_makes_the_names_distinct(collector):
     keyword_lists = [["python", "unit testing", "django"], ["python", "unit testing", "flask"], ["fever"]]
     categories = KeywordCategories(CATEGORY_OF)
     with local_pipeline() as pipeline:
-        named = (pipeline | beam.Create(list(enumerate(keyword_lists)))
+        named = (pipeline | beam.Create([(c, (k, HISTOGRAM_SOURCE)) for c, k in enumerate(keyword_lists)])
                  | NameClusters(KeywordClusterNamer(categories), categories))
         collector(named, "named")
     result = dict(collector.result("named"))
-    assert result == distinct_names(_named(keyword_lists), CATEGORY_OF)
-    assert result[2] == {"name": "Health: fever", "keywords": ["fever"],
-                         "description": KeywordClusterNamer(categories).name(["fever"])[1]}
+    expected = {c: {**t, "label_source": HISTOGRAM_SOURCE, "label_evidence": VOTED}
+                for c, t in _named(keyword_lists).items()}
+    assert result == distinct_names(expected, CATEGORY_OF)
+    assert result[2] == {"name": "Health: fever", "keywords": ["fever"], "label_source": HISTOGRAM_SOURCE,
+                         "label_evidence": VOTED, "description": KeywordClusterNamer(categories).name(["fever"])[1]}
+
+
+def test_a_label_says_how_far_it_rests_on_the_topics_own_votes():
+    categories = KeywordCategories(CATEGORY_OF, sensitive=SENSITIVE)
+    namer = KeywordClusterNamer(categories)
+    crime = ["money laundering", "human trafficking", "regular expressions"]
+    voted = name_topic(namer, crime, HISTOGRAM_SOURCE, categories)
+    assert voted["label_evidence"] == VOTED and voted["name"] == "Crime and fraud: money laundering and human trafficking"
+    # The same keywords nearest the DP centre, no vote behind them: no claim of crime in the name.
+    guessed = name_topic(namer, crime, CENTROID_SOURCE, categories)
+    assert guessed["label_evidence"] == UNVERIFIED and guessed["label_source"] == CENTROID_SOURCE
+    assert guessed["name"] == "Possibly crime and fraud (unverified)"
+    assert "laundering" not in guessed["name"] + guessed["description"]
+    assert "not evidence" in guessed["description"]
+    assert guessed["keywords"] == crime  # still released: the report page marks them unverified
+    approximate = name_topic(namer, ["python", "unit testing"], CENTROID_SOURCE, categories)
+    assert approximate["label_evidence"] == APPROXIMATE
+    assert approximate["name"] == "Python coding: python and unit testing (approximate)"
+    assert "nearest the topic's DP centre" in approximate["description"]
+    assert name_topic(namer, [], NO_SOURCE, categories)["label_evidence"] == NO_LABEL
+    # Without the sensitive mark the same guess is only approximate.
+    plain = KeywordCategories(CATEGORY_OF)
+    assert name_topic(KeywordClusterNamer(plain), crime, CENTROID_SOURCE, plain)["label_evidence"] == APPROXIMATE
+
+
+def test_unverified_topics_of_one_name_are_numbered_never_told_apart_by_a_sensitive_keyword():
+    categories = KeywordCategories(CATEGORY_OF, sensitive=SENSITIVE)
+    namer = KeywordClusterNamer(categories)
+    named = {c: name_topic(namer, k, CENTROID_SOURCE, categories)
+             for c, k in enumerate([["money laundering", "human trafficking"], ["human trafficking", "money laundering"]])}
+    names = [t["name"] for _, t in sorted(distinct_names(named, CATEGORY_OF).items())]
+    assert names == ["Possibly crime and fraud (unverified)", "Possibly crime and fraud (unverified) (2)"]

@@ -1,4 +1,5 @@
-"""The report's topic hierarchy: topics grouped by their keywords' categories and their DP centres."""
+"""The report's topic hierarchy: topics grouped by their keywords' categories, not by their DP centres
+(k-means on the centres only when there are no categories at all)."""
 
 import apache_beam as beam
 import numpy as np
@@ -6,11 +7,13 @@ import pytest
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories
+from backends.label_evidence import APPROXIMATE, UNVERIFIED, UNVERIFIED_GROUP, VOTED
 from backends.offline import KeywordClusterNamer
 from core.report import report_topics
 from tests.conftest import local_pipeline
 from tests.report_fixtures import THEME_OF_KEYWORD, THEMES, theme_centres, theme_embed, themed_topics
 from transforms.topic_hierarchy import (
+    METHOD,
     BuildTopicHierarchy,
     build_hierarchy,
     group_keywords,
@@ -50,29 +53,75 @@ def test_a_mixed_topic_goes_by_its_best_ranked_category_not_by_its_first_keyword
     assert 9 in groups["code"]
 
 
-def test_topics_without_keywords_join_the_group_with_the_nearest_centres():
+class RecordingNamer(ClusterNamer):
+    def __init__(self):
+        self.calls = []
+
+    def name(self, keywords):
+        return "unused", "unused"
+
+    def name_group(self, keywords, member_names):
+        self.calls.append((list(keywords), list(member_names)))
+        return f"group of {len(member_names)}", "described"
+
+
+def test_topics_without_a_category_form_their_own_group_and_are_not_placed_by_their_centres():
     topics = themed_topics()
     centres = theme_centres(topics)
-    unlabelled = [{"id": 9, "name": "Unlabelled topic", "description": "", "keywords": [], "size": 40},
-                  {"id": 10, "name": "Unlabelled topic (2)", "description": "", "keywords": [], "size": 30}]
-    rows = np.zeros((2, centres.shape[1]))
-    rows[0, 2], rows[1, 0] = 1.0, 1.0  # near health's centres, and near code's
-    groups = build_hierarchy(topics + unlabelled, np.vstack([centres, rows]), THEME_OF_KEYWORD, NAMER)["groups"]
-    by_name = {g["name"]: g for g in groups}
-    assert 9 in by_name["health"]["topic_ids"] and 10 in by_name["code"]["topic_ids"]
-    assert by_name["health"]["description"].endswith(
-        "3 of its 4 topics have keywords mostly in this category; the other joined it by the nearest DP cluster centres.")
-    assert "3 of its 4 topics have keywords mostly in this category" in by_name["code"]["description"]
+    health = [t["id"] for t in topics if THEME_OF_KEYWORD[t["keywords"][0]] == "health"]
+    unlabelled = [{"id": 9, "name": "Unlabelled topic", "description": "", "keywords": [], "size": 900},
+                  {"id": 10, "name": "Misc: pets", "description": "", "keywords": ["pets", "aquarium"], "size": 30}]
+    # Their centres are exactly the health group's mean centre: the old rule put them there.
+    rows = np.tile(centres[health].mean(axis=0), (2, 1))
+    namer = RecordingNamer()
+    groups = build_hierarchy(topics + unlabelled, np.vstack([centres, rows]), THEME_OF_KEYWORD, namer)["groups"]
+    by_ids = {tuple(g["topic_ids"]): g for g in groups}
+    assert (9, 10) in by_ids and by_ids[(9, 10)]["name"] == "group of 2"  # named by the namer, largest first
+    assert namer.calls == [(["pets", "aquarium"], ["Unlabelled topic", "Misc: pets"])]
+    assert sorted(g["name"] for g in groups) == sorted([*THEMES, "group of 2"])
+    assert all(_themes_of(g, topics) == {g["name"]} for g in groups if g["name"] in THEMES)
+    assert groups[0]["topic_ids"] == [9, 10]  # still sorted by size
+    assert all("nearest" not in g["description"] for g in groups)
 
 
-def test_groups_smaller_than_the_minimum_merge_into_the_group_with_the_nearest_centres():
+def test_a_topic_alone_in_its_category_keeps_a_group_of_its_own():
     topics = themed_topics()
     category_of = dict(THEME_OF_KEYWORD, fever="rare")  # one health topic alone in "rare"
     lone = next(t["id"] for t in topics if t["keywords"][0] == "fever")
-    groups = {g["name"]: g["topic_ids"] for g in _hierarchy(topics, category_of)["groups"]}
-    assert "rare" not in groups and lone in groups["health"]
-    kept = {g["name"]: g["topic_ids"] for g in _hierarchy(topics, category_of, min_group_topics=1)["groups"]}
-    assert kept["rare"] == [lone]
+    groups = {g["name"]: g for g in _hierarchy(topics, category_of)["groups"]}
+    assert groups["rare"]["topic_ids"] == [lone] and lone not in groups["health"]["topic_ids"]
+    assert groups["rare"]["description"] == (
+        "Topics about rare, most often fever. Its one topic has keywords mostly in this category.")
+    assert len(groups["health"]["topic_ids"]) == 2
+    assert "All of its 2 topics have keywords mostly in this category." in groups["health"]["description"]
+
+
+def test_an_unverified_topic_goes_to_the_unverified_group_never_to_its_sensitive_category():
+    category_of = dict(THEME_OF_KEYWORD, **{"money laundering": "Crime and fraud", "fraud": "Crime and fraud",
+                                            "scam": "Crime and fraud"})
+    topics = themed_topics()
+    crime = {"id": 9, "name": "Crime and fraud: fraud and scam", "description": "", "size": 200,
+             "keywords": ["fraud", "scam"], "label_evidence": VOTED}
+    guessed = [{"id": 10, "name": "Possibly crime and fraud (unverified)", "description": "", "size": 300,
+                "keywords": ["money laundering", "scam"], "label_evidence": UNVERIFIED},
+               {"id": 11, "name": "Possibly crime and fraud (unverified)", "description": "", "size": 20,
+                "keywords": ["fraud", "python"], "label_evidence": UNVERIFIED}]
+    approximate = {"id": 12, "name": "Code: sql (approximate)", "description": "", "size": 10,
+                   "keywords": ["sql"], "label_evidence": APPROXIMATE}
+    everything = topics + [crime, *guessed, approximate]
+    centres = theme_centres(everything)
+    centres[10] = centres[11] = centres[9]  # as close to the crime group as can be
+    groups = {g["name"]: g for g in build_hierarchy(everything, centres, category_of, NAMER)["groups"]}
+    assert groups[UNVERIFIED_GROUP]["topic_ids"] == [10, 11]
+    assert groups["Crime and fraud"]["topic_ids"] == [9]  # a voted topic may sit in a sensitive category
+    assert 12 in groups["code"]["topic_ids"]
+    description = groups[UNVERIFIED_GROUP]["description"]
+    assert "DP centres" in description and "sensitive category" in description and "no votes" in description
+    assert UNVERIFIED_GROUP in METHOD
+    # Topics from older code carry no label_evidence: they go by their category.
+    old = [{k: v for k, v in t.items() if k != "label_evidence"} for t in everything]
+    groups = {g["name"]: g["topic_ids"] for g in build_hierarchy(old, centres, category_of, NAMER)["groups"]}
+    assert UNVERIFIED_GROUP not in groups and groups["Crime and fraud"] == [10, 9, 11]
 
 
 def test_group_names_are_categories_and_descriptions_list_their_top_keywords():
@@ -85,17 +134,6 @@ def test_group_names_are_categories_and_descriptions_list_their_top_keywords():
 
 
 def test_without_categories_topics_are_grouped_by_their_centres_and_named_through_the_namer():
-    class RecordingNamer(ClusterNamer):
-        def __init__(self):
-            self.calls = []
-
-        def name(self, keywords):
-            return "unused", "unused"
-
-        def name_group(self, keywords, member_names):
-            self.calls.append((list(keywords), list(member_names)))
-            return f"group of {len(member_names)}", "described"
-
     topics = themed_topics()
     namer = RecordingNamer()
     groups = _hierarchy(topics, category_of={}, namer=namer)["groups"]
@@ -138,6 +176,7 @@ def test_the_stage_builds_the_hierarchy_of_the_report_topics_from_named_topics_s
     topics = themed_topics()
     centres = theme_centres(topics)
     named = [(t["id"], {"name": t["name"], "description": "", "keywords": t["keywords"]}) for t in topics]
+    named[-1][1]["label_evidence"] = UNVERIFIED  # carried to the grouping even if report_topics drops it
     sizes = [(t["id"], t["size"] + 0.3) for t in topics]
     categories = KeywordCategories(THEME_OF_KEYWORD)
     with local_pipeline() as pipeline:
@@ -148,6 +187,9 @@ def test_the_stage_builds_the_hierarchy_of_the_report_topics_from_named_topics_s
             collector(topics_in | f"hierarchy {name}" >> BuildTopicHierarchy(kept_sizes, released_centres,
                                                                              categories, NAMER), name)
     (hierarchy,) = collector.result("all")
-    assert hierarchy == build_hierarchy(report_topics(dict(named), dict(sizes)), centres, THEME_OF_KEYWORD, NAMER)
-    assert len(hierarchy["groups"]) == 3
+    released = [{**t, "label_evidence": dict(named)[t["id"]].get("label_evidence", VOTED)}
+                for t in report_topics(dict(named), dict(sizes))]
+    assert hierarchy == build_hierarchy(released, centres, THEME_OF_KEYWORD, NAMER)
+    assert len(hierarchy["groups"]) == 4
+    assert [g["topic_ids"] for g in hierarchy["groups"] if g["name"] == UNVERIFIED_GROUP] == [[named[-1][0]]]
     assert collector.result("none") == [{"method": hierarchy["method"], "groups": []}]

@@ -22,7 +22,6 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends.interfaces import KeywordSelector
-from backends.offline import note_label_source
 from core.records import ConversationBlock
 from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops.dp_counts import DPCountParams
@@ -264,10 +263,3 @@ class LabelKeywords(beam.PTransform):
             return histogram_keywords | "no fallback" >> beam.Map(_label, None, self._top_t)
         return histogram_keywords | "fall back to centroid keywords" >> beam.Map(
             _label, beam.pvalue.AsDict(self._centroid_keywords), self._top_t)
-
-
-def with_label_source(cluster_and_topic, labels: dict):
-    """A named topic with the source of its label keywords (LabelKeywords' second item)."""
-    cluster_id, topic = cluster_and_topic
-    source = labels[cluster_id][1]
-    return cluster_id, {**topic, "description": note_label_source(topic["description"], source), "label_source": source}

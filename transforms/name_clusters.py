@@ -1,7 +1,9 @@
-"""NameClusters: (cluster_id, DP top keywords) -> name and description, via a ClusterNamer; then
+"""NameClusters: (cluster_id, (label keywords, their source)) -> name and description, via a
+ClusterNamer; then says how far each label can be trusted (backends/label_evidence.py: "(approximate)",
+or "Possibly <sensitive category> (unverified)" for a sensitive guess without votes behind it), and
 makes the names of all released topics distinct.
 
-The namer sees the DP-released keywords (and the keyword set's public categories) and nothing else,
+The namer sees the released keywords (and the keyword set's public categories) and nothing else,
 and the distinct-names step sees the named topics only, so the output is post-processing.
 """
 
@@ -11,6 +13,7 @@ import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
+from backends.label_evidence import UNVERIFIED, with_label_evidence
 from backends.offline import MAX_NAME_WORDS
 from transforms.stage_timing import timed
 
@@ -27,7 +30,10 @@ def _with_distinguisher(name: str, distinguisher: str) -> str:
 
 def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | None]) -> str | None:
     """The topic's best-ranked keyword that is not in its name yet, not used for another topic of the
-    same name, and of the name's category (so that the name still never joins two categories)."""
+    same name, and of the name's category (so that the name still never joins two categories). None
+    for an unverified label: its keywords are the sensitive guess its name leaves out."""
+    if topic.get("label_evidence") == UNVERIFIED:
+        return None
     name = topic["name"].casefold()
     category = dominant_category(topic["keywords"], category_of)
     for keyword in topic["keywords"]:
@@ -67,21 +73,32 @@ def distinct_names(named_topics: dict, category_of: dict[str, str | None] | None
     raise AssertionError("distinct_names did not converge")  # each round leaves one topic per shared name
 
 
+def name_topic(namer: ClusterNamer, keywords: list[str], source: str, categories: KeywordCategories | None) -> dict:
+    """{"name", "description", "keywords", "label_source", "label_evidence"} of one topic: the namer's
+    name for its label keywords, marked by how far they rest on its own DP votes."""
+    name, description = namer.name(list(keywords))
+    category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of, categories.sensitive)
+    return with_label_evidence({"name": name, "description": description, "keywords": list(keywords)}, source,
+                               category_of, sensitive)
+
+
 class _NameClusterFn(beam.DoFn):
-    def __init__(self, namer: ClusterNamer):
+    def __init__(self, namer: ClusterNamer, categories: KeywordCategories | None):
         self._namer = namer
+        self._categories = categories
 
     def setup(self):
         self._namer.setup()
-        self._timed_name = timed("name_clusters", self._namer.name)
+        if self._categories is not None:
+            self._categories.setup()
+        self._timed_name = timed("name_clusters", name_topic)
 
     def teardown(self):
         self._namer.teardown()
 
-    def process(self, cluster_and_keywords):
-        cluster_id, keywords = cluster_and_keywords
-        name, description = self._timed_name(list(keywords))
-        yield cluster_id, {"name": name, "description": description, "keywords": list(keywords)}
+    def process(self, cluster_and_label):
+        cluster_id, (keywords, source) = cluster_and_label
+        yield cluster_id, self._timed_name(self._namer, list(keywords), source, self._categories)
 
 
 class _DistinctNamesFn(beam.DoFn):
@@ -98,8 +115,9 @@ class _DistinctNamesFn(beam.DoFn):
 
 
 class NameClusters(beam.PTransform):
-    """(cluster_id, released keywords) -> (cluster_id, {"name", "description", "keywords"}), names distinct.
-    `categories`: the keyword set's, for the keywords that tell two topics of one name apart."""
+    """(cluster_id, (label keywords, label source)) -> (cluster_id, name_topic's dict), names distinct.
+    `categories`: the keyword set's, for the sensitive marks and the keywords that tell two topics of
+    one name apart."""
 
     def __init__(self, namer: ClusterNamer, categories: KeywordCategories | None = None):
         super().__init__()
@@ -108,6 +126,6 @@ class NameClusters(beam.PTransform):
 
     def expand(self, top_keywords):
         return (top_keywords
-                | "name each cluster from its keywords" >> beam.ParDo(_NameClusterFn(self._namer))
+                | "name each cluster from its keywords" >> beam.ParDo(_NameClusterFn(self._namer, self._categories))
                 | "all names" >> beam.combiners.ToList()
                 | "make names distinct" >> beam.ParDo(_DistinctNamesFn(self._categories)))

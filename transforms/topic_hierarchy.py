@@ -1,12 +1,16 @@
 """A two-level topic hierarchy (URANIA §H, as in CLIO): released topics grouped by what they are about.
 
 Pure post-processing of the release: a topic's group is the dominant keyword-set category of its
-released keywords (public categories, `backends.keyword_categories`); a topic without one joins the
-group whose members' DP cluster centres are nearest its own (cosine in the clustering space), and a
-group of fewer than `MIN_GROUP_TOPICS` topics merges into the group nearest it by the same centres.
-With no categories at all, the topics are grouped by seeded k-means on their centres. A category
-group is named by its category (its members' top keywords in the description), any other group
-through the ClusterNamer. No conversation is touched, so it costs no privacy budget.
+released keywords (public categories, `backends.keyword_categories`), a group of one topic included.
+Two exceptions, each one group of its own: a topic whose label is UNVERIFIED (backends/label_evidence.py:
+keywords nearest its DP centre lying in a sensitive category, no vote of its own behind them) goes to
+`UNVERIFIED_GROUP`, never to that category's group; a topic without a dominant category (no keywords,
+or none with a category) goes to the group of uncategorised topics. No topic is placed by the distance
+between DP cluster centres: those centres are noisy, and placing by them put "Python coding" topics
+under "Home and garden". With no categories at all, the topics are grouped by seeded k-means on their
+centres. A category group is named by its category (its members' top keywords in the description),
+the unverified group by `UNVERIFIED_GROUP`, any other group through the ClusterNamer. No conversation
+is touched, so it costs no privacy budget.
 `BuildTopicHierarchy` is the job's stage for it; WriteReport places its singleton output into report.json.
 """
 
@@ -20,16 +24,21 @@ import numpy as np
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
+from backends.label_evidence import UNVERIFIED, UNVERIFIED_GROUP
 from backends.offline import in_running_text, join_words
 from core.report import report_topics
 from transforms.stage_timing import timed
 
 GROUP_KEYWORDS = 5
-MIN_GROUP_TOPICS = 2
 METHOD = ("post-processing of released data: each topic in the group of the dominant public keyword category of "
-          "its released keywords; topics without one, and groups of fewer than "
-          f"{MIN_GROUP_TOPICS} topics, join the group whose DP cluster centres are nearest (cosine); "
-          "without categories, seeded k-means on the DP centres; no privacy budget")
+          "its released keywords, a group of one topic included; topics with an unverified label (keywords "
+          f"nearest their DP centre in a sensitive category) in one group, \"{UNVERIFIED_GROUP}\"; topics without "
+          "a category in one group of their own; without categories, seeded k-means on the DP centres; "
+          "no privacy budget")
+# The kinds of group `category_groups` returns.
+KIND_CATEGORY = "category"
+KIND_UNVERIFIED = "unverified"
+KIND_UNCATEGORISED = "uncategorised"
 
 
 def topic_vectors(topics: Sequence[dict], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
@@ -81,42 +90,34 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
 
 
-def _mean_centre(members: list[dict], centres: np.ndarray) -> np.ndarray:
-    return _unit(np.mean([centres[m["id"]] for m in members], axis=0))
-
-
-def _nearest_group(centre: np.ndarray, groups: list[list[dict]], centres: np.ndarray) -> int:
-    """Index of the group whose mean member centre has the highest cosine with `centre` (first on ties)."""
-    similarities = [float(_unit(centre) @ _mean_centre(g, centres)) for g in groups]
-    return int(np.argmax(similarities))
-
-
-def category_groups(topics: Sequence[dict], centres: np.ndarray, category_of: dict[str, str | None],
-                    min_group_topics: int = MIN_GROUP_TOPICS) -> list[tuple[str | None, list[dict]]]:
-    """[(category, member topics)]: topics by the dominant category of their keywords, the rest and
-    the small groups joined to the nearest group by centres; [] when no topic has a category."""
+def category_groups(topics: Sequence[dict], category_of: dict[str, str | None]) -> list[tuple[str, str | None, list[dict]]]:
+    """[(kind, category, member topics)]: the category groups by name (kind KIND_CATEGORY), then the
+    UNVERIFIED topics (kind KIND_UNVERIFIED, category None), then the topics without a dominant category
+    (kind KIND_UNCATEGORISED, category None), each only when it has members; [] when no topic has a
+    category (and none is unverified), for the caller's fallback by centres."""
     by_category: dict[str, list[dict]] = {}
-    without = []
+    unverified, without = [], []
     for topic in sorted(topics, key=lambda t: t["id"]):
         category = dominant_category(topic["keywords"], category_of)
-        (by_category.setdefault(category, []) if category is not None else without).append(topic)
-    if not by_category:
+        if topic.get("label_evidence") == UNVERIFIED:
+            # Its keywords are the sensitive category's words nearest its DP centre, no vote of its own
+            # behind them: in that category's group it would read as a finding.
+            unverified.append(topic)
+        elif category is None:
+            # Not placed by DP centre distance: the centres are noisy, and the nearest ones put
+            # unrelated topics together ("Python coding" under "Home and garden").
+            without.append(topic)
+        else:
+            # A group of one topic stays: merging it by centre distance is close to random.
+            by_category.setdefault(category, []).append(topic)
+    if not by_category and not unverified:
         return []
-    groups = [(category, by_category[category]) for category in sorted(by_category)]
-    # Against the categorised groups only, so a topic's group never depends on the order of the others.
-    targets = [nearest for nearest in (_nearest_group(centres[t["id"]], [g for _, g in groups], centres)
-                                       for t in without)]
-    for topic, target in zip(without, targets):
-        groups[target][1].append(topic)
-    while len(groups) > 1:
-        small = [i for i, (_, members) in enumerate(groups) if len(members) < min_group_topics]
-        if not small:
-            break
-        # The smallest first (fewest topics, then fewest conversations, then category name).
-        i = min(small, key=lambda j: (len(groups[j][1]), sum(m["size"] for m in groups[j][1]), groups[j][0]))
-        category, members = groups.pop(i)
-        target = _nearest_group(_mean_centre(members, centres), [g for _, g in groups], centres)
-        groups[target][1].extend(members)
+    groups: list[tuple[str, str | None, list[dict]]] = [
+        (KIND_CATEGORY, category, by_category[category]) for category in sorted(by_category)]
+    if unverified:
+        groups.append((KIND_UNVERIFIED, None, unverified))
+    if without:
+        groups.append((KIND_UNCATEGORISED, None, without))
     return groups
 
 
@@ -132,33 +133,41 @@ def describe_category_group(category: str, members: list[dict], keywords: list[s
     """Two sentences: what the group's topics are about, and how many of them are in its category."""
     own = [k for k in keywords if category_of.get(k) == category and k.casefold() != category.casefold()]
     about = f"Topics about {in_running_text(category)}" + (f", most often {join_words(own[:3])}" if own else "")
-    in_category = sum(dominant_category(m["keywords"], category_of) == category for m in members)
-    if in_category == len(members):
-        return f"{about}. All of its {len(members)} topics have keywords mostly in this category."
-    others = "the other" if len(members) - in_category == 1 else "the others"
-    return (f"{about}. {in_category} of its {len(members)} topics {'has' if in_category == 1 else 'have'} keywords "
-            f"mostly in this category; {others} joined it by the nearest DP cluster centres.")
+    if len(members) == 1:
+        return f"{about}. Its one topic has keywords mostly in this category."
+    return f"{about}. All of its {len(members)} topics have keywords mostly in this category."
+
+
+def describe_unverified_group() -> str:
+    """Why the group's topics are together, and why not in the category their keywords suggest."""
+    return ("Topics for which no keyword vote of their own conversations cleared the privacy noise. Their "
+            "keywords came from their DP centres and lie near a sensitive category, with no votes of their own "
+            "supporting it, so they are kept out of that category's group: treat them as unlabelled.")
 
 
 def build_hierarchy(topics: Sequence[dict], centres: np.ndarray, category_of: dict[str, str | None],
-                    namer: ClusterNamer, min_group_topics: int = MIN_GROUP_TOPICS, seed: int = 0) -> dict:
+                    namer: ClusterNamer, seed: int = 0) -> dict:
     """{"method", "groups": [{"name", "description", "keywords", "size", "topic_ids"}]}, groups by size.
 
     `topics` are report.json topics; `centres` the DP k-means centres (row i: cluster i's, in the
-    clustering space); `category_of` the keyword set's {keyword: category}.
+    clustering space; only the fallback without categories uses them); `category_of` the keyword
+    set's {keyword: category}. A topic's optional `label_evidence` (backends/label_evidence.py) keeps
+    an UNVERIFIED one out of its category's group.
     """
     topics = list(topics)
     if not topics:
         return {"method": METHOD, "groups": []}
     centres = np.asarray(centres, dtype=np.float64)
-    grouped = category_groups(topics, centres, category_of, min_group_topics) or [
-        (None, members) for members in centre_groups(topics, centres, seed)]
+    grouped = category_groups(topics, category_of) or [
+        (KIND_UNCATEGORISED, None, members) for members in centre_groups(topics, centres, seed)]
     groups = []
-    for category, members in grouped:
+    for kind, category, members in grouped:
         members = sorted(members, key=lambda t: (-t["size"], t["id"]))
         keywords = group_keywords(members)
-        if category is not None:
+        if kind == KIND_CATEGORY:
             name, description = category, describe_category_group(category, members, keywords, category_of)
+        elif kind == KIND_UNVERIFIED:
+            name, description = UNVERIFIED_GROUP, describe_unverified_group()
         else:
             name, description = namer.name_group(keywords, [m["name"] for m in members])
         groups.append({"name": name, "description": description, "keywords": keywords,
@@ -181,6 +190,7 @@ class _BuildHierarchyFn(beam.DoFn):
         self._namer.teardown()
 
     def process(self, named_topics: list, noisy_sizes: dict, centres):
+        # report_topics keeps each topic's `label_evidence`, which keeps unverified labels apart.
         topics = report_topics(dict(named_topics), noisy_sizes)
         yield self._timed_build(topics, centres, self._categories.category_of, self._namer)
 
