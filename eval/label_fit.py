@@ -1,0 +1,216 @@
+"""Label fit (issue 27, item 4): do the released labels describe their own topic's conversations
+better than the run's other labels, judged by an embedding model the job does not use?
+
+    python -m eval.label_fit --seeds 0 1 \
+        --data real=../shared/data/arena_hard_v2_prompts.jsonl,../shared/data/hh_rlhf_harmless_test.jsonl:20
+    python -m eval.label_fit --data gen=/tmp/lf/gen.jsonl:20 --seeds 0 [--judge_model all-mpnet-base-v2] [--set FIELD=VALUE]
+
+`--data NAME=PATH:K` (repeatable; PATH may be several files joined by commas, read in that order as
+one data set; K the number of clusters). For each data set and seed it runs the in-process URANIA
+(eval.urania_inprocess.run_urania, the job's mechanisms on cached embeddings of the job's model) and
+a non-private reference on the same kept conversations (after contribution bounding): spherical
+k-means with the same k (scikit-learn KMeans on the normalised job-model embeddings, n_init=4,
+random_state=seed) labelled by c-TF-IDF (BERTopic's class-based TF-IDF, top 5 terms). Each label is
+one text: a released topic's name and keywords ("name: kw1, kw2"), a reference cluster's terms
+("t1, t2, ..."). The judge model (default all-mpnet-base-v2; install it once with
+scripts/install_mpnet.py) embeds every member conversation's facet text and every label of the run;
+a conversation counts for top-1 (top-3) when its own topic's label is the nearest (among the 3
+nearest) of all the run's labels by cosine similarity; ties count against it.
+
+Printed per data set and seed, then averaged over the seeds:
+  topics       released topics (DP) / reference clusters with a c-TF-IDF label (ref topics)
+  members      conversations in those topics (the DP side excludes clusters too small to release)
+  DP top1/top3 the share of the DP members whose own label is top-1 / top-3
+  ref top1/top3 the same for the reference
+  chance       top-1/top-3 of a random label, 1/n and min(1, 3/n), for the DP side's n labels and
+               (ref chance) the reference's
+  gap          reference top-3 minus DP top-3
+`--set FIELD=VALUE` overrides a UraniaConfig field (the job's flags of the same name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.feature_extraction.text import CountVectorizer
+
+from backends import embedding
+from eval.data import Dataset, embed_cached, load_dataset
+from eval.topic_quality import config_overrides
+from eval.urania_inprocess import UraniaConfig, run_urania
+
+JUDGE_MODEL = "all-mpnet-base-v2"
+REFERENCE_TERMS = 5
+Embed = Callable[[list[str]], np.ndarray]
+
+
+# ---- pure functions ----
+
+def ctfidf_labels(documents: Sequence[str], classes: Sequence[int], top_n: int = REFERENCE_TERMS
+                  ) -> dict[int, list[str]]:
+    """BERTopic's class-based TF-IDF: each class's documents joined into one, term frequency per
+    class (CountVectorizer, English stop words) times log(1 + average words per class / the term's
+    frequency over all classes); the `top_n` highest-scoring terms of each class (ties by term).
+    (BERTopic also L1-normalises each class's frequencies, which does not change a class's order.)"""
+    if len(documents) != len(classes):
+        raise ValueError(f"{len(documents)} documents but {len(classes)} classes")
+    order = sorted(set(classes))
+    joined = {c: [] for c in order}
+    for document, c in zip(documents, classes):
+        joined[c].append(document)
+    vectorizer = CountVectorizer(stop_words="english")
+    try:
+        counts = vectorizer.fit_transform([" ".join(joined[c]) for c in order]).toarray().astype(float)
+    except ValueError:  # nothing but stop words
+        return {c: [] for c in order}
+    terms = vectorizer.get_feature_names_out()
+    average_words = counts.sum(axis=1).mean()
+    scores = counts * np.log1p(average_words / counts.sum(axis=0))
+    labels = {}
+    for row, c in enumerate(order):
+        present = np.flatnonzero(counts[row])
+        ranked = sorted(present, key=lambda j: (-scores[row, j], terms[j]))
+        labels[c] = [str(terms[j]) for j in ranked[:top_n]]
+    return labels
+
+
+def topic_label_text(topic: Mapping) -> str:
+    """A released topic's label as one text: its name and keywords."""
+    keywords = list(topic.get("keywords") or [])
+    return f"{topic['name']}: {', '.join(keywords)}" if keywords else str(topic["name"])
+
+
+def chance(n: int) -> tuple[float, float]:
+    """Top-1 and top-3 fit of a label drawn at random from n: 1/n and min(1, 3/n)."""
+    return (1.0 / n, min(1.0, 3.0 / n)) if n else (0.0, 0.0)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def label_fit(labels: Mapping[int, str], assignments: Mapping[str, int], texts: Mapping[str, str],
+              embed: Embed, ks: Sequence[int] = (1, 3)) -> dict:
+    """For each conversation assigned to a labelled topic: is its topic's label among the k most
+    similar (cosine, `embed`'s vectors) of all `labels`? Ties count against it. Returns
+    {"labels": n, "members": conversations scored, "top1": share, "top3": share, ...} (one "topK"
+    per k). `labels`: topic -> label text; `assignments`: conversation id -> topic (those whose
+    topic has no label are skipped); `texts`: conversation id -> its text."""
+    topics = list(labels)
+    members = [(cid, t) for cid, t in assignments.items() if t in labels]
+    result = {"labels": len(topics), "members": len(members)}
+    if not members:
+        return {**result, **{f"top{k}": 0.0 for k in ks}}
+    label_vectors = _unit(embed([labels[t] for t in topics]))
+    text_vectors = _unit(embed([texts[cid] for cid, _ in members]))
+    similarity = text_vectors @ label_vectors.T
+    position = {t: i for i, t in enumerate(topics)}
+    own = similarity[np.arange(len(members)), [position[t] for _, t in members]]
+    # Labels at least as similar as the own one, the own one not counted: 0 means top-1.
+    rank = (similarity >= own[:, None]).sum(axis=1) - 1
+    for k in ks:
+        result[f"top{k}"] = float(np.mean(rank < k))
+    return result
+
+
+def reference_clusters(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Non-private spherical k-means: scikit-learn KMeans on the normalised vectors."""
+    return KMeans(n_clusters=min(k, len(vectors)), n_init=4, random_state=seed).fit_predict(_unit(vectors))
+
+
+# ---- running it ----
+
+def cached_embedder(model: str, texts: Sequence[str], vectors: np.ndarray) -> Embed:
+    """embed(texts) with `model`, serving the texts given here from their precomputed vectors and
+    memoising the rest (labels repeat across seeds)."""
+    memo = dict(zip(texts, vectors))
+
+    def embed(wanted: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in wanted if t not in memo))
+        if missing:
+            memo.update(zip(missing, embedding.embed_texts(model, missing)))
+        return np.stack([memo[t] for t in wanted])
+
+    return embed
+
+
+def load_joined(paths: str) -> Dataset:
+    """One data set from comma-separated files, read in order."""
+    parts = [load_dataset(path) for path in paths.split(",")]
+    return Dataset([c for p in parts for c in p.conversations], [f for p in parts for f in p.facets],
+                   sum(p.dead_lettered for p in parts))
+
+
+def run_once(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: UraniaConfig, seed: int) -> dict:
+    """The DP release's and the reference's label fit for one seed."""
+    report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
+                        seed=seed, noise_seed=seed)
+    assignments = report["_private"]["assignments"]
+    texts = dict(zip(dataset.conversation_ids, dataset.facets))
+    dp = label_fit({t["id"]: topic_label_text(t) for t in report["topics"]}, assignments, texts, judge)
+    index = {cid: i for i, cid in reversed(list(enumerate(dataset.conversation_ids)))}
+    kept = list(assignments)
+    clusters = reference_clusters(embeddings[[index[cid] for cid in kept]], config.num_clusters, seed)
+    terms = ctfidf_labels([texts[cid] for cid in kept], clusters.tolist())
+    reference = label_fit({c: ", ".join(words) for c, words in terms.items() if words},
+                          dict(zip(kept, clusters.tolist())), texts, judge)
+    top1_chance, top3_chance = chance(dp["labels"])
+    ref_top1_chance, ref_top3_chance = chance(reference["labels"])
+    return {"topics": dp["labels"], "members": dp["members"], "dp_top1": dp["top1"], "dp_top3": dp["top3"],
+            "ref_topics": reference["labels"], "ref_members": reference["members"],
+            "ref_top1": reference["top1"], "ref_top3": reference["top3"],
+            "chance_top1": top1_chance, "chance_top3": top3_chance,
+            "ref_chance_top1": ref_top1_chance, "ref_chance_top3": ref_top3_chance, "gap": reference["top3"] - dp["top3"]}
+
+
+HEADER = (f"{'data':8} {'k':>3} {'seed':>5} {'topics':>6} {'members':>7} {'DP top1':>7} {'DP top3':>7} "
+          f"{'ref topics':>10} {'ref members':>11} {'ref top1':>8} {'ref top3':>8} {'chance':>11} {'ref chance':>11} {'gap':>6}")
+
+
+def format_row(name: str, k: int, seed: str, row: Mapping[str, float]) -> str:
+    return (f"{name:8} {k:>3} {seed:>5} {row['topics']:>6.1f} {row['members']:>7.0f} {row['dp_top1']:>7.2f} "
+            f"{row['dp_top3']:>7.2f} {row['ref_topics']:>10.1f} {row['ref_members']:>11.0f} "
+            f"{row['ref_top1']:>8.2f} {row['ref_top3']:>8.2f} "
+            f"{row['chance_top1']:>5.2f}/{row['chance_top3']:<5.2f} "
+            f"{row['ref_chance_top1']:>5.2f}/{row['ref_chance_top3']:<5.2f} {row['gap']:>+6.2f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", action="append", required=True, help="NAME=PATH[,PATH...]:K (repeatable)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--judge_model", default=JUDGE_MODEL,
+                        help="the embedding model that judges the fit (not the job's own)")
+    parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
+    args = parser.parse_args(argv)
+    overrides = config_overrides(args.set)
+    print(f"overrides: {overrides or 'none (the job defaults)'}; seeds {args.seeds}; judge {args.judge_model}")
+    print(HEADER, flush=True)
+    for spec in args.data:
+        name, _, rest = spec.partition("=")
+        paths, _, k = rest.rpartition(":")
+        config = dataclasses.replace(UraniaConfig(num_clusters=int(k)), **overrides)
+        if config.embedding_model == args.judge_model:
+            print(f"warning: the judge {args.judge_model} is the job's own embedding model")
+        dataset = load_joined(paths)
+        started = time.perf_counter()
+        embeddings = embed_cached(dataset.facets, config.embedding_model)
+        judge = cached_embedder(args.judge_model, dataset.facets, embed_cached(dataset.facets, args.judge_model))
+        rows = []
+        for seed in args.seeds:
+            rows.append(run_once(dataset, embeddings, judge, config, seed))
+            print(format_row(name, int(k), str(seed), rows[-1]), flush=True)
+        mean = {key: statistics.fmean(r[key] for r in rows) for key in rows[0]}
+        print(format_row(name, int(k), "mean", mean) + f"   ({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
