@@ -115,7 +115,7 @@ def _parse_text(text: str) -> tuple[list[str], list[str | None], frozenset[str]]
         stripped = line.strip()
         if stripped.startswith("##"):
             category = stripped.lstrip("#").strip() or None
-            if category is not None and category.endswith(SENSITIVE_MARK):
+            if category is not None and category.lower().endswith(SENSITIVE_MARK):  # "(Sensitive)" too
                 category = " ".join(category[:-len(SENSITIVE_MARK)].split()) or None
                 if category is not None:
                     sensitive.add(category)
@@ -170,8 +170,13 @@ def _from_json(data: dict, path: str) -> KeywordSet:
     sensitive = data.get("sensitive_categories", [])
     if not isinstance(sensitive, list) or not all(isinstance(c, str) and c.strip() for c in sensitive):
         raise ValueError(f"{path}: \"sensitive_categories\" must be a list of category names")
+    sensitive = frozenset(" ".join(c.split()) for c in sensitive)
+    if raw_categories is not None and not sensitive <= set(categories):
+        # A typo would silently mark nothing.
+        raise ValueError(f"{path}: \"sensitive_categories\" names categories the set does not have: "
+                         f"{sorted(sensitive - set(categories))}")
     return KeywordSet(keywords, path, data.get("method", "unknown"), spend, categories=categories,
-                      sensitive_categories=frozenset(" ".join(c.split()) for c in sensitive),
+                      sensitive_categories=sensitive,
                       version=version, created_at=data.get("created_at"), params=data.get("params", {}),
                       origin=data.get("source", {}), ledger_run_id=ledger_run_id, ledger_date=ledger_date,
                       ledger_days=ledger_days)

@@ -12,17 +12,20 @@ keyword set marks them, backends/keyword_set.py) is the costliest error, so:
 - `APPROXIMATE`: keywords nearest its centre, dominant category not sensitive; the name says
   "(approximate)";
 - `UNVERIFIED`: keywords nearest its centre whose dominant category is sensitive; the name is
-  "Possibly <category> (unverified)" without the sensitive keywords, and the topic never joins that
+  "Possibly <category> (unverified)", it gets no synthetic exemplars, and it never joins that
   category's group (transforms/topic_hierarchy.py puts it in `UNVERIFIED_GROUP`);
 - `NO_LABEL`: no keywords at all.
 
-Both the job (transforms/name_clusters.py) and the in-process evaluation call `with_label_evidence`.
+A centre guess (approximate or unverified) never releases a keyword of a sensitive category, so no
+name, description, exemplar or group built from its keywords carries one (`shown_keywords`). Both
+the job (transforms/name_clusters.py) and the in-process evaluation call `labelled_topic` through
+`name_topic`.
 """
 
 from __future__ import annotations
 
 from backends.keyword_categories import dominant_category
-from backends.offline import in_running_text, note_label_source
+from backends.offline import MAX_NAME_WORDS, in_running_text, note_label_source
 from core.report import HISTOGRAM_SOURCE
 
 VOTED = "dp_votes"
@@ -45,24 +48,45 @@ def label_evidence(source: str, keywords: list[str], category_of: dict[str, str 
     return UNVERIFIED if dominant_category(keywords, category_of) in sensitive else APPROXIMATE
 
 
+def shown_keywords(keywords: list[str], evidence: str, category_of: dict[str, str | None],
+                   sensitive: frozenset[str]) -> list[str]:
+    """The keywords a topic releases: all of its own votes; of a centre guess, only those outside the
+    sensitive categories, so that no name, description, exemplar, group or later page built from them
+    carries a sensitive word that no vote supports."""
+    if evidence == VOTED:
+        return list(keywords)
+    return [k for k in keywords if category_of.get(k) not in sensitive]
+
+
 def unverified_text(category: str) -> tuple[str, str]:
     """Name and description of a topic whose centre-nearest keywords lie in sensitive `category`."""
     about = in_running_text(category)
     return (f"Possibly {about} (unverified)",
             f"No keyword vote of this topic's own conversations cleared the privacy noise. The keywords nearest "
-            f"its DP centre lie in a sensitive category ({about}), which is not evidence that its conversations "
-            "are about it: treat it as unlabelled until a night with more data labels it by its own votes.")
+            f"its DP centre lie mostly in a sensitive category ({about}), which is not evidence that its "
+            "conversations are about it: treat it as unlabelled until a night with more data labels it by its own "
+            "votes. Its sensitive keywords are not shown.")
 
 
-def with_label_evidence(topic: dict, source: str, category_of: dict[str, str | None],
-                        sensitive: frozenset[str]) -> dict:
-    """A named topic ({"name", "description", "keywords", ...}) with `label_source`, `label_evidence`,
-    and its name and description saying how far they can be trusted (see the module docstring)."""
-    evidence = label_evidence(source, topic["keywords"], category_of, sensitive)
-    marked = {**topic, "description": note_label_source(topic["description"], source), "label_source": source,
-              "label_evidence": evidence}
-    if evidence == APPROXIMATE and not marked["name"].endswith(APPROXIMATE_SUFFIX):
-        marked["name"] = marked["name"] + APPROXIMATE_SUFFIX
-    elif evidence == UNVERIFIED:
-        marked["name"], marked["description"] = unverified_text(dominant_category(topic["keywords"], category_of))
-    return marked
+def approximate_name(name: str) -> str:
+    """`name` + APPROXIMATE_SUFFIX, cut at a word boundary so that the whole keeps MAX_NAME_WORDS."""
+    words = name.split()[: MAX_NAME_WORDS - len(APPROXIMATE_SUFFIX.split())]
+    return " ".join(words).rstrip(",:") + APPROXIMATE_SUFFIX
+
+
+def labelled_topic(name_keywords, keywords: list[str], source: str, category_of: dict[str, str | None],
+                   sensitive: frozenset[str]) -> dict:
+    """A released topic's {"name", "description", "keywords", "label_source", "label_evidence"}.
+    `name_keywords(keywords) -> (name, description)` is the namer; it is not asked for an unverified
+    topic (its name is fixed, and an LLM namer would only be sent the sensitive guess)."""
+    evidence = label_evidence(source, keywords, category_of, sensitive)
+    shown = shown_keywords(keywords, evidence, category_of, sensitive)
+    if evidence == UNVERIFIED:
+        name, description = unverified_text(dominant_category(keywords, category_of))
+    else:
+        name, description = name_keywords(shown)
+        description = note_label_source(description, source)
+        if evidence == APPROXIMATE:
+            name = approximate_name(name)
+    return {"name": name, "description": description, "keywords": shown, "label_source": source,
+            "label_evidence": evidence}

@@ -224,9 +224,8 @@ def _privacy_panel(report: dict) -> str:
         parts.append(f"<p id=\"exemplars-note\"><b>Example requests.</b> {esc(report['exemplars_note'])}</p>")
     if privacy.get("labelling_note"):
         parts.append(f"<p id=\"labelling\"><b>Which topics can be labelled.</b> {esc(privacy['labelling_note'])}</p>")
-    parts.append("<p>The groups below are computed from released data only (the topics' keywords, the keyword "
-                 "set's public categories and the DP cluster centres; post-processing): they cost no privacy "
-                 "budget.</p>")
+    parts.append("<p>The groups below are computed from released data only (the topics' keywords and the "
+                 "keyword set's public categories; post-processing): they cost no privacy budget.</p>")
     ledger = config.get("privacy_ledger")
     if ledger:
         cap = ledger.get("max_epsilon_per_window")
@@ -302,7 +301,8 @@ def _groups(report: dict, by_id: dict[int, dict], ranks: dict[int, int], groups_
             f"{group['size']:,} conversations &middot; {_keywords(group['keywords'])}</span></summary>"
             f"<table>{_TOPIC_HEADER}{_topic_rows(members, ranks, groups_by_topic)}</table></details>")
     return ("<section id=\"groups\"><h2>Topic groups</h2><p class=\"sub\">Related topics, grouped by the "
-            f"categories of their released keywords. Click a group to open it.</p>{''.join(blocks)}</section>")
+            "categories of their released keywords (topics without one, and unverified labels, in groups of their "
+            f"own). Click a group to open it.</p>{''.join(blocks)}</section>")
 
 
 def _config_table(config: dict) -> str:

@@ -11,7 +11,10 @@ For each report (public data only) it prints:
   unverified             topics shown as "Possibly ... (unverified)" instead (backends/label_evidence.py)
   group agreement        of the topics whose keywords have a dominant category (unverified ones
                          aside), those sitting in the group named by that category
-The keyword set's categories are the bundled set's unless --keyword_set names another.
+The keyword set's categories are the bundled set's unless --keyword_set names another; keywords it
+leaves without one take the bundled set's nearest, by the report's embedding model, as the job does.
+For a report of this code "group agreement" holds by construction (transforms/topic_hierarchy.py):
+it measures older reports, and guards against a regression.
 """
 
 from __future__ import annotations
@@ -59,11 +62,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("reports", nargs="+", help="report.json files")
     parser.add_argument("--keyword_set", default=None, help="the runs' keyword set (default: the bundled one)")
     args = parser.parse_args(argv)
-    categories = KeywordCategories.of_keyword_set(load_keyword_set(args.keyword_set))
+    keyword_set = load_keyword_set(args.keyword_set)
     results = []
     for path in args.reports:
         with open(path, encoding="utf-8") as handle:
-            figures = label_trust(json.load(handle), categories.category_of, categories.sensitive)
+            report = json.load(handle)
+        categories = KeywordCategories.of_keyword_set(keyword_set, report.get("config", {}).get("embedding_model"))
+        figures = label_trust(report, categories.category_of, categories.sensitive)
         print(format_trust(path, figures))
         results.append(figures)
     return results

@@ -133,8 +133,8 @@ def test_in_process_urania_assigns_like_the_beam_job(tmp_path):
         assert ours["noise"] == pytest.approx(theirs["noise"]) if ours["stage"] != "clustering" else True
     # The weighted keyword votes' noise is seeded too (--noise_seed), so a topic both released has the
     # same keywords from the same source (the sizes' PipelineDP noise is not: the released sets may differ).
-    labels = {t["id"]: (t["keywords"], t["label_source"]) for t in report["topics"]}
-    beam_labels = {t["id"]: (t["keywords"], t["label_source"]) for t in beam_report["topics"]}
+    labels = {t["id"]: (t["keywords"], t["label_source"], t["label_evidence"]) for t in report["topics"]}
+    beam_labels = {t["id"]: (t["keywords"], t["label_source"], t["label_evidence"]) for t in beam_report["topics"]}
     common = set(labels) & set(beam_labels)
     assert common and {i: labels[i] for i in common} == {i: beam_labels[i] for i in common}
     assert report["privacy"]["min_users_to_label_a_topic"] == beam_report["privacy"]["min_users_to_label_a_topic"]

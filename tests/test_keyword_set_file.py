@@ -159,7 +159,7 @@ def test_the_bundled_set_gives_every_keyword_a_category():
 def test_sensitive_categories_are_marked_in_the_file_and_the_bundled_marks_apply_to_any_set(tmp_path):
     from backends.keyword_categories import KeywordCategories
     text = tmp_path / "k.txt"
-    text.write_text("## Scams (sensitive)\nphishing\n## Cooking\nbread\n")
+    text.write_text("## Scams (Sensitive)\nphishing\n## Cooking\nbread\n")
     loaded = load_keyword_set(str(text))
     assert loaded.category_of() == {"phishing": "Scams", "bread": "Cooking"}
     assert loaded.sensitive_categories == {"Scams"}
@@ -169,6 +169,9 @@ def test_sensitive_categories_are_marked_in_the_file_and_the_bundled_marks_apply
     assert load_keyword_set(str(as_json)).sensitive_categories == {"Dog"}
     as_json.write_text(json.dumps({"keywords": ["a"], "sensitive_categories": "Dog"}))
     with pytest.raises(ValueError, match="sensitive_categories"):
+        load_keyword_set(str(as_json))
+    as_json.write_text(json.dumps({"keywords": ["a"], "categories": ["Cat"], "sensitive_categories": ["Dgo"]}))
+    with pytest.raises(ValueError, match="does not have.*Dgo"):
         load_keyword_set(str(as_json))
     bundled = load_keyword_set()
     assert bundled.sensitive_categories == {

@@ -81,7 +81,8 @@ def test_a_label_says_how_far_it_rests_on_the_topics_own_votes():
     assert guessed["name"] == "Possibly crime and fraud (unverified)"
     assert "laundering" not in guessed["name"] + guessed["description"]
     assert "not evidence" in guessed["description"]
-    assert guessed["keywords"] == crime  # still released: the report page marks them unverified
+    # A centre guess never releases a sensitive keyword: not in the keywords, so in nothing built from them.
+    assert guessed["keywords"] == ["regular expressions"]
     approximate = name_topic(namer, ["python", "unit testing"], CENTROID_SOURCE, categories)
     assert approximate["label_evidence"] == APPROXIMATE
     assert approximate["name"] == "Python coding: python and unit testing (approximate)"
@@ -90,6 +91,30 @@ def test_a_label_says_how_far_it_rests_on_the_topics_own_votes():
     # Without the sensitive mark the same guess is only approximate.
     plain = KeywordCategories(CATEGORY_OF)
     assert name_topic(KeywordClusterNamer(plain), crime, CENTROID_SOURCE, plain)["label_evidence"] == APPROXIMATE
+
+
+def test_an_approximate_label_drops_its_sensitive_keywords_and_keeps_its_mark_within_ten_words():
+    categories = KeywordCategories(CATEGORY_OF, sensitive=SENSITIVE)
+    namer = KeywordClusterNamer(categories)
+    mostly_code = ["python", "money laundering", "unit testing", "regular expressions"]
+    topic = name_topic(namer, mostly_code, CENTROID_SOURCE, categories)
+    assert topic["label_evidence"] == APPROXIMATE
+    assert topic["keywords"] == ["python", "unit testing", "regular expressions"]
+    assert "laundering" not in topic["name"] + topic["description"]
+    # Its own votes may name a sensitive keyword: they are evidence.
+    assert name_topic(namer, mostly_code, HISTOGRAM_SOURCE, categories)["keywords"] == mostly_code
+
+    class TenWords:
+        def name(self, keywords):
+            return "One two three four five six seven eight nine ten", ""
+
+    long = name_topic(TenWords(), ["python"], CENTROID_SOURCE, categories)
+    assert long["name"] == "One two three four five six seven eight nine (approximate)"
+    twins = {0: {**long, "keywords": ["python", "django"]}, 1: {**long, "keywords": ["python", "flask"]}}
+    names = [t["name"] for _, t in sorted(distinct_names(twins, CATEGORY_OF).items())]
+    assert names == ["One two three four five six seven eight (python) (approximate)",
+                     "One two three four five six seven eight (flask) (approximate)"]
+    assert all(len(n.split()) <= 10 for n in names)
 
 
 def test_unverified_topics_of_one_name_are_numbered_never_told_apart_by_a_sensitive_keyword():

@@ -121,3 +121,19 @@ def test_comparison_page_lists_every_row_escaped_and_gate_clean():
     clean = render_comparison(_comparison())
     assert scan("compare.html", clean.encode()) == []
     assert clean.lower().count("<script") == 3 and "http" not in clean.lower()
+
+
+def test_the_page_and_the_table_say_when_a_label_is_a_guess_not_a_finding():
+    topics = themed_topics()
+    topics[0] = {**topics[0], "name": "Possibly crime and fraud (unverified)", "label_source": "nearest_keywords_to_dp_centre",
+                 "label_evidence": "unverified"}
+    topics[1] = {**topics[1], "name": topics[1]["name"] + " (approximate)",
+                 "label_source": "nearest_keywords_to_dp_centre", "label_evidence": "approximate"}
+    topics[2] = {**topics[2], "label_source": "dp_keyword_histogram", "label_evidence": "dp_votes"}
+    report = sample_report(topics)
+    page = render_report(report)
+    assert 'data-evidence="unverified"' in page and "not evidence of that activity" in page
+    assert 'data-evidence="approximate"' in page and "no vote of its own conversations behind it" in page
+    assert 'data-evidence="dp_votes"' in page
+    rows = {row["id"]: row for row in table_rows(report)}
+    assert [rows[t["id"]]["label_evidence"] for t in topics[:3]] == ["unverified", "approximate", "dp_votes"]

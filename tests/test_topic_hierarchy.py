@@ -115,6 +115,8 @@ def test_an_unverified_topic_goes_to_the_unverified_group_never_to_its_sensitive
     assert groups[UNVERIFIED_GROUP]["topic_ids"] == [10, 11]
     assert groups["Crime and fraud"]["topic_ids"] == [9]  # a voted topic may sit in a sensitive category
     assert 12 in groups["code"]["topic_ids"]
+    assert groups[UNVERIFIED_GROUP]["keywords"] == []  # its members' keywords are a sensitive guess
+    assert groups["Crime and fraud"]["keywords"] == ["fraud", "scam"]
     description = groups[UNVERIFIED_GROUP]["description"]
     assert "DP centres" in description and "sensitive category" in description and "no votes" in description
     assert UNVERIFIED_GROUP in METHOD
@@ -142,6 +144,14 @@ def test_without_categories_topics_are_grouped_by_their_centres_and_named_throug
     released_keywords = {k for t in topics for k in t["keywords"]}
     for keywords, member_names in namer.calls:
         assert set(keywords) <= released_keywords and set(member_names) <= {t["name"] for t in topics}
+
+
+def test_a_night_whose_topics_have_no_category_is_one_group_not_grouped_by_centres():
+    # The keyword set has categories, tonight's topics none of them (all unlabelled): one group, named
+    # by the namer, whatever the centres say.
+    topics = [{**t, "keywords": []} for t in themed_topics()]
+    groups = _hierarchy(topics, category_of={"unused": "Some category"}, namer=RecordingNamer())["groups"]
+    assert len(groups) == 1 and sorted(groups[0]["topic_ids"]) == sorted(t["id"] for t in topics)
 
 
 def test_group_keywords_are_weighted_by_member_sizes():
@@ -176,7 +186,7 @@ def test_the_stage_builds_the_hierarchy_of_the_report_topics_from_named_topics_s
     topics = themed_topics()
     centres = theme_centres(topics)
     named = [(t["id"], {"name": t["name"], "description": "", "keywords": t["keywords"]}) for t in topics]
-    named[-1][1]["label_evidence"] = UNVERIFIED  # carried to the grouping even if report_topics drops it
+    named[-1][1]["label_evidence"] = UNVERIFIED  # report_topics carries it to the grouping
     sizes = [(t["id"], t["size"] + 0.3) for t in topics]
     categories = KeywordCategories(THEME_OF_KEYWORD)
     with local_pipeline() as pipeline:

@@ -13,7 +13,7 @@ import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
-from backends.label_evidence import UNVERIFIED, with_label_evidence
+from backends.label_evidence import APPROXIMATE_SUFFIX, UNVERIFIED, labelled_topic
 from backends.offline import MAX_NAME_WORDS
 from transforms.stage_timing import timed
 
@@ -21,11 +21,14 @@ _DANGLING = {"and", "or", "of", "for", "the", "a", "-"}
 
 
 def _with_distinguisher(name: str, distinguisher: str) -> str:
-    """`name (distinguisher)`, the name cut at a word boundary so that the whole has <= 10 words."""
-    words = name.split()[: max(1, MAX_NAME_WORDS - len(distinguisher.split()))]
+    """`name (distinguisher)`, the name cut at a word boundary so that the whole has <= 10 words; an
+    approximate name keeps its APPROXIMATE_SUFFIX last (the cut must never drop it)."""
+    suffix = APPROXIMATE_SUFFIX if name.endswith(APPROXIMATE_SUFFIX) else ""
+    name = name[: len(name) - len(suffix)]
+    words = name.split()[: max(1, MAX_NAME_WORDS - len(distinguisher.split()) - len(suffix.split()))]
     while len(words) > 1 and (words[-1].lower() in _DANGLING or words[-1].endswith((",", ":"))):
         words = words[:-1]
-    return " ".join(words).rstrip(",:") + f" ({distinguisher})"
+    return " ".join(words).rstrip(",:") + f" ({distinguisher})" + suffix
 
 
 def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | None]) -> str | None:
@@ -76,10 +79,8 @@ def distinct_names(named_topics: dict, category_of: dict[str, str | None] | None
 def name_topic(namer: ClusterNamer, keywords: list[str], source: str, categories: KeywordCategories | None) -> dict:
     """{"name", "description", "keywords", "label_source", "label_evidence"} of one topic: the namer's
     name for its label keywords, marked by how far they rest on its own DP votes."""
-    name, description = namer.name(list(keywords))
     category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of, categories.sensitive)
-    return with_label_evidence({"name": name, "description": description, "keywords": list(keywords)}, source,
-                               category_of, sensitive)
+    return labelled_topic(namer.name, list(keywords), source, category_of, sensitive)
 
 
 class _NameClusterFn(beam.DoFn):

@@ -7,8 +7,8 @@ keywords nearest its DP centre lying in a sensitive category, no vote of its own
 `UNVERIFIED_GROUP`, never to that category's group; a topic without a dominant category (no keywords,
 or none with a category) goes to the group of uncategorised topics. No topic is placed by the distance
 between DP cluster centres: those centres are noisy, and placing by them put "Python coding" topics
-under "Home and garden". With no categories at all, the topics are grouped by seeded k-means on their
-centres. A category group is named by its category (its members' top keywords in the description),
+under "Home and garden". Only when the keyword set has no categories at all are the topics grouped by
+seeded k-means on their centres. A category group is named by its category (its members' top keywords in the description),
 the unverified group by `UNVERIFIED_GROUP`, any other group through the ClusterNamer. No conversation
 is touched, so it costs no privacy budget.
 `BuildTopicHierarchy` is the job's stage for it; WriteReport places its singleton output into report.json.
@@ -33,7 +33,7 @@ GROUP_KEYWORDS = 5
 METHOD = ("post-processing of released data: each topic in the group of the dominant public keyword category of "
           "its released keywords, a group of one topic included; topics with an unverified label (keywords "
           f"nearest their DP centre in a sensitive category) in one group, \"{UNVERIFIED_GROUP}\"; topics without "
-          "a category in one group of their own; without categories, seeded k-means on the DP centres; "
+          "a category in one group of their own; for a keyword set without categories, seeded k-means on the DP centres; "
           "no privacy budget")
 # The kinds of group `category_groups` returns.
 KIND_CATEGORY = "category"
@@ -93,8 +93,7 @@ def _unit(rows: np.ndarray) -> np.ndarray:
 def category_groups(topics: Sequence[dict], category_of: dict[str, str | None]) -> list[tuple[str, str | None, list[dict]]]:
     """[(kind, category, member topics)]: the category groups by name (kind KIND_CATEGORY), then the
     UNVERIFIED topics (kind KIND_UNVERIFIED, category None), then the topics without a dominant category
-    (kind KIND_UNCATEGORISED, category None), each only when it has members; [] when no topic has a
-    category (and none is unverified), for the caller's fallback by centres."""
+    (kind KIND_UNCATEGORISED, category None), each only when it has members."""
     by_category: dict[str, list[dict]] = {}
     unverified, without = [], []
     for topic in sorted(topics, key=lambda t: t["id"]):
@@ -110,8 +109,6 @@ def category_groups(topics: Sequence[dict], category_of: dict[str, str | None]) 
         else:
             # A group of one topic stays: merging it by centre distance is close to random.
             by_category.setdefault(category, []).append(topic)
-    if not by_category and not unverified:
-        return []
     groups: list[tuple[str, str | None, list[dict]]] = [
         (KIND_CATEGORY, category, by_category[category]) for category in sorted(by_category)]
     if unverified:
@@ -158,12 +155,15 @@ def build_hierarchy(topics: Sequence[dict], centres: np.ndarray, category_of: di
     if not topics:
         return {"method": METHOD, "groups": []}
     centres = np.asarray(centres, dtype=np.float64)
-    grouped = category_groups(topics, category_of) or [
-        (KIND_UNCATEGORISED, None, members) for members in centre_groups(topics, centres, seed)]
+    # Centres only when the keyword set has no categories at all: a night whose topics happen to have
+    # none (all unlabelled, say) still gets the one uncategorised group, never a grouping by noise.
+    grouped = (category_groups(topics, category_of) if any(category_of.values()) else
+               [(KIND_UNCATEGORISED, None, members) for members in centre_groups(topics, centres, seed)])
     groups = []
     for kind, category, members in grouped:
         members = sorted(members, key=lambda t: (-t["size"], t["id"]))
-        keywords = group_keywords(members)
+        # The unverified group lists no keywords: its members' are a guess near a sensitive category.
+        keywords = [] if kind == KIND_UNVERIFIED else group_keywords(members)
         if kind == KIND_CATEGORY:
             name, description = category, describe_category_group(category, members, keywords, category_of)
         elif kind == KIND_UNVERIFIED:
