@@ -103,8 +103,10 @@ def test_dp_methods_release_shared_terms_only_and_record_the_asked_spend(data, m
 def test_max_keywords_caps_by_noisy_count(data):
     folder, private, _ = data
     _, document = _keywords_file(folder, "llm", "--input", private, "--epsilon_keyword_set", "3",
-                                 "--max_keywords", "4", "--refine_to", "0", *DP_FLAGS)
-    assert len(document["keywords"]) == 4
+                                 "--max_keywords", "2", "--refine_to", "0", *DP_FLAGS)
+    # Partition selection's noise is unseeded, so how many keywords clear it varies: 3-7 in six runs
+    # with a cap of 10 or 4 (3 once failed `== 4`). A cap of 2 binds on all of them; never more is released.
+    assert 1 <= len(document["keywords"]) <= 2
     assert document["privacy"]["epsilon"] == pytest.approx(3.0)
 
 

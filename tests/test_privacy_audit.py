@@ -81,7 +81,9 @@ def test_kmeans_gaussian_release_never_shows_more_than_its_accounted_epsilon():
     # The run registers releases x Gaussian(z); one release is Gaussian(z).
     claimed = composed_epsilon([GaussianDpEvent(calibration.noise_multiplier)], params.delta)
     audited = epsilon_lower_bound(*_kmeans_scores(calibration.sigma, 40000), params.delta)
-    assert 0.3 < audited <= claimed
+    # The floor only shows the audit has power: 12 audits here gave 0.50-0.82, and CI once saw 0.28
+    # (production noise is unseeded), so 0.2, not 0.3.
+    assert 0.2 < audited <= claimed
     under_noised = epsilon_lower_bound(*_kmeans_scores(calibration.sigma / 4, 15000), params.delta)
     assert under_noised > claimed
 
