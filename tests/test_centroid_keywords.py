@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import DEFAULT_KEYWORD_SET, keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
@@ -48,6 +49,12 @@ def sample(tmp_path_factory):
     return folder, data, keywords
 
 
+def _categories(keywords_path):
+    """The run's {keyword: category} and sensitive categories, as the job resolves them."""
+    categories = KeywordCategories.of_keyword_set(load_keyword_set(keywords_path), "all-MiniLM-L6-v2")
+    return categories.category_of, categories.sensitive
+
+
 def _report(folder, data, keywords, mode):
     output = str(folder / mode)
     assert run(["--input", data, "--output", output, "--keyword_set", keywords, "--keyword_mode", mode, *FLAGS]) == 0
@@ -68,7 +75,11 @@ def test_centroid_mode_spends_no_keyword_budget_and_the_total_includes_the_keywo
     kmeans = next(m for m in privacy["mechanisms"] if m["stage"] == "clustering")
     assert kmeans["delta"] == pytest.approx(1e-6)
     assert report["config"]["keyword_mode"] == "centroid"
-    assert report["topics"] and all(len(t["keywords"]) == 5 for t in report["topics"])
+    # Every topic is a centre guess: its 5 nearest keywords less any of a sensitive category.
+    category_of, sensitive = _categories(sample[2])
+    assert report["topics"] and all(1 <= len(t["keywords"]) <= 5 for t in report["topics"])
+    assert not any(category_of.get(k) in sensitive for t in report["topics"] for k in t["keywords"])
+    assert {t["label_evidence"] for t in report["topics"]} <= {"approximate", "unverified"}
     assert "keyword_agreement" not in report and "keyword_pairs_selected" not in stats
     assert {t["label_source"] for t in report["topics"]} == {"nearest_keywords_to_dp_centre"}
     assert "min_users_to_label_a_topic" not in privacy
@@ -93,9 +104,12 @@ def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     # Every topic says where its label came from; the histogram's own keywords are what agreement compares.
     sources = {t["id"]: t["label_source"] for t in report["topics"]}
     assert set(sources.values()) <= {"dp_keyword_histogram", "nearest_keywords_to_dp_centre"}
+    category_of, sensitive = _categories(sample[2])
     for topic in report["topics"]:
         if sources[topic["id"]] == "nearest_keywords_to_dp_centre":
-            assert topic["keywords"] == topic["centroid_keywords"] and per_topic[topic["id"]]["jaccard"] == 0.0
+            # A centre guess releases none of a sensitive category's keywords (backends/label_evidence.py).
+            assert topic["keywords"] == [k for k in topic["centroid_keywords"] if category_of.get(k) not in sensitive]
+            assert per_topic[topic["id"]]["jaccard"] == 0.0
     privacy = report["privacy"]
     assert privacy["min_users_to_label_a_topic"] == math.ceil(privacy["keyword_release_floor"])
     assert f"fewer than {privacy['min_users_to_label_a_topic']} users" in privacy["labelling_note"]

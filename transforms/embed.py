@@ -1,10 +1,10 @@
 """EmbedConversations: facets -> ConversationBlocks of unit-normalised sentence embeddings.
 
-The model is loaded once per worker process (backends.embedding caches it) and fed fixed-size
-batches; each batch leaves as one numpy block. encode() sorts a block by length and pads each
-encode batch to its longest text: blocks of 512 cut into batches of 16 pad ~1.06x the tokens of one
-sorted pass over all texts, where blocks of 256 in batches of 64 padded ~1.76x on mixed-length
-conversations (bench/bench_embedding.py prints both).
+The model is loaded once per worker process (backends.embedding caches it) and fed blocks of
+`block_size` facets; each block leaves as one numpy block. Inside, backends.embedding encodes each
+text in a batch of fixed shape set by its own token count (fixed_shape_batches: lengths rounded up
+to BUCKET_STEP, BATCH_TOKENS a batch), so a text's vector never depends on the other texts of its
+block; `encode_batch_size` is kept for callers and ignored (docs/performance.md measures the cost).
 
 A block whose encoding raises is encoded again one text at a time, and a text that fails alone, or
 whose vector is not a finite unit vector (one NaN would poison every DP k-means sum), is
