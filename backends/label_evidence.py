@@ -25,7 +25,7 @@ the job (transforms/name_clusters.py) and the in-process evaluation call `labell
 from __future__ import annotations
 
 from backends.keyword_categories import dominant_category
-from backends.offline import MAX_NAME_WORDS, in_running_text, note_label_source
+from backends.offline import MAX_NAME_WORDS, cut_name, in_running_text, note_label_source
 from core.report import HISTOGRAM_SOURCE
 
 VOTED = "dp_votes"
@@ -70,8 +70,7 @@ def unverified_text(category: str) -> tuple[str, str]:
 
 def approximate_name(name: str) -> str:
     """`name` + APPROXIMATE_SUFFIX, cut at a word boundary so that the whole keeps MAX_NAME_WORDS."""
-    words = name.split()[: MAX_NAME_WORDS - len(APPROXIMATE_SUFFIX.split())]
-    return " ".join(words).rstrip(",:") + APPROXIMATE_SUFFIX
+    return cut_name(name, MAX_NAME_WORDS - len(APPROXIMATE_SUFFIX.split())) + APPROXIMATE_SUFFIX
 
 
 def labelled_topic(name_keywords, keywords: list[str], source: str, category_of: dict[str, str | None],

@@ -12,6 +12,16 @@ from core.report import CENTROID_SOURCE
 from dp_ops.rowwise import rowwise_matmul
 
 MAX_NAME_WORDS = 10
+# Words a cut name must not end on ("Python coding: unit testing and").
+_DANGLING = {"and", "or", "of", "for", "the", "a", "-"}
+
+
+def cut_name(name: str, words: int) -> str:
+    """`name`'s first `words` words (at least one), without a dangling last word or trailing ',' or ':'."""
+    kept = name.split()[: max(1, words)]
+    while len(kept) > 1 and (kept[-1].lower() in _DANGLING or kept[-1].endswith((",", ":"))):
+        kept = kept[:-1]
+    return " ".join(kept).rstrip(",:")
 
 
 class UserTurnsFacetExtractor(FacetExtractor):

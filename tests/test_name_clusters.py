@@ -110,6 +110,14 @@ def test_an_approximate_label_drops_its_sensitive_keywords_and_keeps_its_mark_wi
 
     long = name_topic(TenWords(), ["python"], CENTROID_SOURCE, categories)
     assert long["name"] == "One two three four five six seven eight nine (approximate)"
+
+    class Dangling:
+        def name(self, keywords):
+            return "Python coding: python type hints and python modules and imports", ""
+
+    # Cut to 9 words, it would end on "and": the cut drops it.
+    assert name_topic(Dangling(), ["python"], CENTROID_SOURCE, categories)["name"] == (
+        "Python coding: python type hints and python modules (approximate)")
     twins = {0: {**long, "keywords": ["python", "django"]}, 1: {**long, "keywords": ["python", "flask"]}}
     names = [t["name"] for _, t in sorted(distinct_names(twins, CATEGORY_OF).items())]
     assert names == ["One two three four five six seven eight (python) (approximate)",

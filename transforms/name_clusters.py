@@ -14,10 +14,8 @@ import apache_beam as beam
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
 from backends.label_evidence import APPROXIMATE_SUFFIX, UNVERIFIED, labelled_topic
-from backends.offline import MAX_NAME_WORDS
+from backends.offline import MAX_NAME_WORDS, cut_name
 from transforms.stage_timing import timed
-
-_DANGLING = {"and", "or", "of", "for", "the", "a", "-"}
 
 
 def _with_distinguisher(name: str, distinguisher: str) -> str:
@@ -25,10 +23,8 @@ def _with_distinguisher(name: str, distinguisher: str) -> str:
     approximate name keeps its APPROXIMATE_SUFFIX last (the cut must never drop it)."""
     suffix = APPROXIMATE_SUFFIX if name.endswith(APPROXIMATE_SUFFIX) else ""
     name = name[: len(name) - len(suffix)]
-    words = name.split()[: max(1, MAX_NAME_WORDS - len(distinguisher.split()) - len(suffix.split()))]
-    while len(words) > 1 and (words[-1].lower() in _DANGLING or words[-1].endswith((",", ":"))):
-        words = words[:-1]
-    return " ".join(words).rstrip(",:") + f" ({distinguisher})" + suffix
+    words = MAX_NAME_WORDS - len(distinguisher.split()) - len(suffix.split())
+    return cut_name(name, words) + f" ({distinguisher})" + suffix
 
 
 def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | None]) -> str | None:
