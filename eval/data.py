@@ -118,11 +118,12 @@ def embed_cached(texts: list[str], model: str = embedding.DEFAULT_EMBEDDING_MODE
 
 
 class TextEmbedder:
-    """Embeds short texts (released summaries) with an in-memory memo: DP summaries repeat a lot."""
+    """Embeds short texts (released summaries) with an in-memory memo: DP summaries repeat a lot.
+    `known`: texts already embedded with `model` (say by embed_cached), served from their vectors."""
 
-    def __init__(self, model: str = embedding.DEFAULT_EMBEDDING_MODEL):
+    def __init__(self, model: str = embedding.DEFAULT_EMBEDDING_MODEL, known: dict[str, np.ndarray] | None = None):
         self.model = model
-        self._memo: dict[str, np.ndarray] = {}
+        self._memo: dict[str, np.ndarray] = dict(known or {})
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._memo))

@@ -40,8 +40,8 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import CountVectorizer
 
-from backends import embedding
-from eval.data import Dataset, embed_cached, load_dataset
+from dp_ops.dp_kmeans import normalise_rows
+from eval.data import Dataset, TextEmbedder, embed_cached, load_dataset
 from eval.topic_quality import config_overrides
 from eval.urania_inprocess import UraniaConfig, run_urania
 
@@ -91,10 +91,8 @@ def chance(n: int) -> tuple[float, float]:
     return (1.0 / n, min(1.0, 3.0 / n)) if n else (0.0, 0.0)
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    return normalise_rows(np.asarray(vectors, dtype=np.float64))
 
 
 def label_fit(labels: Mapping[int, str], assignments: Mapping[str, int], texts: Mapping[str, str],
@@ -109,8 +107,8 @@ def label_fit(labels: Mapping[int, str], assignments: Mapping[str, int], texts: 
     result = {"labels": len(topics), "members": len(members)}
     if not members:
         return {**result, **{f"top{k}": 0.0 for k in ks}}
-    label_vectors = _unit(embed([labels[t] for t in topics]))
-    text_vectors = _unit(embed([texts[cid] for cid, _ in members]))
+    label_vectors = _unit_rows(embed([labels[t] for t in topics]))
+    text_vectors = _unit_rows(embed([texts[cid] for cid, _ in members]))
     similarity = text_vectors @ label_vectors.T
     position = {t: i for i, t in enumerate(topics)}
     own = similarity[np.arange(len(members)), [position[t] for _, t in members]]
@@ -123,24 +121,10 @@ def label_fit(labels: Mapping[int, str], assignments: Mapping[str, int], texts: 
 
 def reference_clusters(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
     """Non-private spherical k-means: scikit-learn KMeans on the normalised vectors."""
-    return KMeans(n_clusters=min(k, len(vectors)), n_init=4, random_state=seed).fit_predict(_unit(vectors))
+    return KMeans(n_clusters=min(k, len(vectors)), n_init=4, random_state=seed).fit_predict(_unit_rows(vectors))
 
 
 # ---- running it ----
-
-def cached_embedder(model: str, texts: Sequence[str], vectors: np.ndarray) -> Embed:
-    """embed(texts) with `model`, serving the texts given here from their precomputed vectors and
-    memoising the rest (labels repeat across seeds)."""
-    memo = dict(zip(texts, vectors))
-
-    def embed(wanted: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in wanted if t not in memo))
-        if missing:
-            memo.update(zip(missing, embedding.embed_texts(model, missing)))
-        return np.stack([memo[t] for t in wanted])
-
-    return embed
-
 
 def load_joined(paths: str) -> Dataset:
     """One data set from comma-separated files, read in order."""
@@ -203,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
         dataset = load_joined(paths)
         started = time.perf_counter()
         embeddings = embed_cached(dataset.facets, config.embedding_model)
-        judge = cached_embedder(args.judge_model, dataset.facets, embed_cached(dataset.facets, args.judge_model))
+        judge = TextEmbedder(args.judge_model, dict(zip(dataset.facets, embed_cached(dataset.facets, args.judge_model))))
         rows = []
         for seed in args.seeds:
             rows.append(run_once(dataset, embeddings, judge, config, seed))
