@@ -11,6 +11,11 @@ from apache_beam.io.filesystems import FileSystems
 from core.dates import day_of_run_id, resolve_date, run_id_prefix, utc_now
 
 DATE_PLACEHOLDER = "{date}"
+# The run's private folder (under the output, or under --private_output), and where the release gate
+# keeps a report waiting for it and a release it rejected: both inside the private folder.
+PRIVATE_FOLDER = "private"
+PENDING_FOLDER = "release.pending"
+REJECTED_FOLDER = "release.rejected"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,12 +44,12 @@ class RunContext:
     def report_pending(self) -> str:
         """Where the report waits for the release gate: under the private folder, never beside
         release/ (a pending or rejected release is unreviewed, and may hold what the gate rejects)."""
-        return self.private("release.pending", "report.json")
+        return self.private(PENDING_FOLDER, "report.json")
 
     @property
     def rejected_dir(self) -> str:
         """Where a release the gate rejected is kept: private, like the findings."""
-        return self.private("release.rejected")
+        return self.private(REJECTED_FOLDER)
 
     @property
     def index(self) -> str:
@@ -64,6 +69,6 @@ def make_run_context(input_pattern: str, output: str, date_flag: str | None, now
     run_dir = FileSystems.join(output, *run_folder) if run_folder else output
     # Private outputs may live in their own bucket (tighter access, shorter retention).
     private_root = private_output or output
-    private_dir = FileSystems.join(private_root, *run_folder, "private")
+    private_dir = FileSystems.join(private_root, *run_folder, PRIVATE_FOLDER)
     return RunContext(run_id=run_id, date=date, input_pattern=pattern, output_root=output, run_dir=run_dir,
                       private_dir=private_dir)

@@ -32,10 +32,11 @@ import subprocess
 import sys
 
 from core.release_gate import scan
+from core.run_context import PENDING_FOLDER, PRIVATE_FOLDER, REJECTED_FOLDER
 
 # The release gate keeps pending and rejected releases under the run's private folder (core/run_context.py);
 # the benchmark runs the job without --private_output, so that is RUN/private/.
-RELEASE_FOLDERS = ("release", "private/release.pending", "private/release.rejected")
+RELEASE_FOLDERS = ("release", f"{PRIVATE_FOLDER}/{PENDING_FOLDER}", f"{PRIVATE_FOLDER}/{REJECTED_FOLDER}")
 
 
 def released_files(run_dir: str) -> dict[str, bytes]:
