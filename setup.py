@@ -1,7 +1,7 @@
 """urania-beam: topic insights from chatbot logs under user-level differential privacy.
 
 Installed on Dataflow workers too (--setup_file ./setup.py), so it lists runtime needs only and
-ships the bundled keyword set and the timeline page's template as package data.
+ships the bundled keyword set and the report and timeline pages' templates as package data.
 """
 
 import setuptools

@@ -1,94 +1,48 @@
 """report.json -> report.html, and a comparison -> compare.html: self-contained pages, no network at view time.
 
 Pure functions of released data (the report dict) to an HTML string: inline CSS, static inline SVG
-and a little vanilla JS (search filter, JSON/CSV download built from the embedded table). Every
-string from the report is escaped: topic names may come from a model. The release gate scans the
-page as text, so the markup avoids what its patterns look for (no URLs, no space-separated runs of
-digits, integers only in the SVG).
+and a little vanilla JS (search filter, JSON/CSV download built from the embedded table). Rendered by
+Jinja2 from core/templates/ (report.html.j2 and compare.html.j2 on the layout report_page.html.j2,
+with report_macros.html.j2, the scripts report_filter.js.j2 and report_download.js.j2, and
+report.css.j2, which the timeline page includes too) with autoescaping on for every value: topic names
+may come from a model. This module only prepares the data (numbers formatted, chart geometry
+computed); the markup is in the templates. The release gate scans the page as text, so the markup
+avoids what its patterns look for (no URLs, no space-separated runs of digits, integers only in the SVG).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
 
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
 from core.dates import day_of_run_id
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2433;background:#f6f7f9}
-main{max-width:1100px;margin:auto;padding:16px 24px 48px}
-h1{font-size:1.6em;margin:8px 0 4px}h2{font-size:1.2em;margin:28px 0 8px}
-.sub{color:#5b6478}.panel{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:12px 16px}
-.warn{background:#fff4e5;border-color:#f0b46a}
-table{border-collapse:collapse;width:100%;background:#fff}
-th,td{border-bottom:1px solid #e4e7ec;padding:6px 8px;text-align:left;vertical-align:top}
-th{background:#eef1f5;font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.kw{display:inline-block;background:#e8eefc;color:#23408e;border-radius:10px;padding:1px 8px;margin:1px 2px;
-font-size:.9em}
-.toolbar{display:flex;gap:12px;align-items:center;flex-wrap:wrap;margin:12px 0}
-.toolbar input{font-size:1em;padding:6px 10px;min-width:280px;border:1px solid #b8c0cc;border-radius:6px}
-.toolbar a{color:#23408e}details.group{background:#fff;border:1px solid #dde1e8;border-radius:8px;margin:6px 0}
-details.group>summary{cursor:pointer;padding:8px 12px;font-weight:600}
-details.group .desc{color:#5b6478;font-weight:400;margin-left:6px}
-details.group table{border-top:1px solid #e4e7ec}
-svg text{font-size:12px;fill:#1d2433}svg .bar rect{fill:#4f6bd8}svg .grow rect{fill:#2e9e5b}
-svg .shrink rect{fill:#d0553f}.status{font-weight:600}
-.exemplars{margin-top:6px;font-size:.92em}.exemplars ul{margin:2px 0 0 0;padding-left:18px}
-.exemplars li{font-style:italic;color:#38415a}
-"""
-
-_FILTER_JS = """
-(function () {
-  var box = document.getElementById('search');
-  var counter = document.getElementById('match-count');
-  function filter() {
-    var query = box.value.trim().toLowerCase();
-    var rows = document.querySelectorAll('tr[data-search]');
-    for (var i = 0; i < rows.length; i++) {
-      rows[i].hidden = query !== '' && rows[i].getAttribute('data-search').indexOf(query) < 0;
-    }
-    var groups = document.querySelectorAll('details.group');
-    for (var g = 0; g < groups.length; g++) {
-      var shown = groups[g].querySelectorAll('tr[data-search]:not([hidden])').length;
-      groups[g].hidden = shown === 0;
-      if (query !== '') { groups[g].open = shown > 0; }
-    }
-    var listed = document.querySelectorAll('#topics tr[data-search]:not([hidden])').length;
-    counter.textContent = listed + ' shown';
-  }
-  box.addEventListener('input', filter);
-  filter();
-})();
-"""
-
-_DOWNLOAD_JS = """
-(function () {
-  var data = JSON.parse(document.getElementById('table-data').textContent);
-  function cell(value) {
-    var text = Array.isArray(value) ? value.join('; ') : String(value === null ? '' : value);
-    return /[",\\n\\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
-  }
-  var lines = [data.columns.join(',')];
-  data.rows.forEach(function (row) {
-    lines.push(data.columns.map(function (column) { return cell(row[column]); }).join(','));
-  });
-  document.getElementById('download-csv').href =
-    'data:text/csv;charset=utf-8,' + encodeURIComponent(lines.join('\\n') + '\\n');
-  document.getElementById('download-json').href =
-    'data:application/json;charset=utf-8,' + encodeURIComponent(JSON.stringify(data.rows, null, 2));
-})();
-"""
+_environment = None
 
 
-def esc(value) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+def _json_for_script(value) -> Markup:
+    """JSON that cannot close its <script> element or open a new one. Marked safe: a script element's
+    text is not HTML-decoded, so escaping it as HTML would change the JSON."""
+    return Markup(json.dumps(value, ensure_ascii=False)
+                  .replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
-def _json_for_script(value) -> str:
-    """JSON that cannot close its <script> element or open a new one."""
-    return (json.dumps(value, ensure_ascii=False)
-            .replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
+def _template(name: str):
+    global _environment
+    if _environment is None:  # built once: loading and compiling the templates is the slow part
+        _environment = Environment(loader=PackageLoader("core", "templates"), undefined=StrictUndefined,
+                                   autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
+                                   trim_blocks=True, lstrip_blocks=True)
+        _environment.filters["script_json"] = _json_for_script
+    return _environment.get_template(name)
+
+
+def _text(value) -> str:
+    """A value as the page shows it: None as nothing."""
+    return "" if value is None else str(value)
 
 
 def _number(value: float) -> str:
@@ -100,20 +54,13 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _page(title: str, body: str, scripts: list[str]) -> str:
-    script_tags = "".join(f"<script>{script}</script>" for script in scripts)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{_CSS}</style></head>"
-            f"<body><main>{body}</main>{script_tags}</body></html>\n")
-
-
-def _keywords(keywords) -> str:
-    return "".join(f"<span class=\"kw\">{esc(k)}</span>" for k in keywords) or "<span class=\"sub\">none</span>"
+def _keywords(keywords) -> list[str]:
+    return [_text(k) for k in keywords]
 
 
 _LABEL_SOURCES = {
     "dp_keyword_histogram": "from the DP keyword votes",
+    "dp_category_votes": "its category from the DP category votes; keywords of that category nearest its DP centre",
     "nearest_keywords_to_dp_centre": "nearest to the topic's DP centre (too few votes to clear the noise)",
     "none": "no keyword cleared the noise",
 }
@@ -127,21 +74,20 @@ _LABEL_EVIDENCE = {
 }
 
 
-def _label_source(topic: dict) -> str:
+def _label_source(topic: dict) -> dict | None:
     source = topic.get("label_source")
     if source is None:
-        return ""
+        return None
     evidence = topic.get("label_evidence", "")
     shown = _LABEL_SOURCES.get(source, source) + (f"; {_LABEL_EVIDENCE[evidence]}" if evidence in _LABEL_EVIDENCE else "")
-    return (f"<div class=\"sub label-source\" data-source=\"{esc(source)}\" data-evidence=\"{esc(evidence)}\">"
-            f"{esc(shown)}</div>")
+    return {"source": _text(source), "evidence": _text(evidence), "text": shown}
 
 
 def _search_text(*parts) -> str:
     words = []
     for part in parts:
         words += part if isinstance(part, list) else [part or ""]
-    return esc(" ".join(words).lower())
+    return " ".join(words).lower()
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -176,136 +122,74 @@ _STAGE_RELEASES = {
 }
 
 
-def _threshold(value) -> str:
-    return "the release threshold" if not isinstance(value, (int, float)) else _number(value)
-
-
-def _privacy_panel(report: dict) -> str:
+def _privacy(report: dict) -> dict:
+    """What the privacy panel says: the spend per stage, what the noise means, the ledger."""
     privacy, config = report.get("privacy", {}), report.get("config", {})
-    limit = privacy.get("max_conversations_per_user", config.get("max_conversations_per_user"))
-    epsilon, delta = privacy.get("epsilon", 0.0), privacy.get("delta", 0.0)
-    rows = "".join(
-        f"<tr><td>{esc(m.get('stage'))}</td><td>{esc(_STAGE_RELEASES.get(m.get('stage'), m.get('stage')))}</td>"
-        f"<td>{esc(m.get('mechanism'))}</td><td class=\"num\">{_number(m.get('epsilon', 0.0))}</td>"
-        f"<td class=\"num\">{_number(m.get('delta', 0.0))}</td></tr>"
-        for m in privacy.get("mechanisms", []))
-    rows += (f"<tr><th colspan=\"3\">total ({esc(privacy.get('composition', 'basic composition'))})</th>"
-             f"<th class=\"num\">{_number(epsilon)}</th><th class=\"num\">{_number(delta)}</th></tr>")
-    parts = [
-        "<p><b>Unit of privacy: one user</b> (at most "
-        f"{esc(limit)} of each user's conversations are used). Adding or removing everything one user wrote "
-        f"changes the probability of any result on this page by at most a factor of e<sup>&epsilon;</sup> with "
-        f"&epsilon; = {_number(epsilon)}, except with probability &delta; = {_number(delta)}. "
-        "No text on this page was written by a user: names, descriptions and keywords come from a public keyword "
-        "list, chosen by noisy counts" + (", and the example requests are synthetic" if report.get("exemplars_note")
-                                          else "") + ".</p>",
-        "<table id=\"privacy-spend\"><tr><th>stage</th><th>what it released</th><th>mechanism</th>"
-        f"<th class=\"num\">&epsilon;</th><th class=\"num\">&delta;</th></tr>{rows}</table>",
-    ]
     noise = _size_noise(privacy)
     margin = noise_margin(noise)
+    size_noise = None
     if margin is not None:
-        std = noise.get("std", noise.get("sigma", 0.0))
-        parts.append(
-            f"<p><b>What the noise means for small counts.</b> Each topic size is the number of its conversations "
-            f"plus random {esc(noise.get('kind', ''))} noise with a standard deviation of {std:.1f} conversations: "
-            f"95% of the time the shown size is within &plusmn;{margin:.0f} of the true one. "
-            f"Sizes below about {2 * margin:.0f} are mostly noise; read them as \"small\", not as a number. "
-            f"Topics whose noisy size was below {_threshold(config.get('min_cluster_size'))} "
-            "are not shown.</p>")
-    for mechanism in privacy.get("mechanisms", []):
-        if mechanism.get("stage") == "keyword_histograms" and mechanism.get("noise"):
-            keyword_std = mechanism["noise"].get("std", mechanism["noise"].get("sigma", 0.0))
-            parts.append(
-                f"<p>Keyword votes had noise with a standard deviation of {keyword_std:.1f}; only keywords clearly "
-                "above that noise are released, so a small or mixed topic can show fewer keywords, or none "
-                "(\"Unlabelled topic\"). Under each topic's keywords, the page says where they came from.</p>")
-    if report.get("exemplars_note"):
-        parts.append(f"<p id=\"exemplars-note\"><b>Example requests.</b> {esc(report['exemplars_note'])}</p>")
-    if privacy.get("labelling_note"):
-        parts.append(f"<p id=\"labelling\"><b>Which topics can be labelled.</b> {esc(privacy['labelling_note'])}</p>")
-    parts.append("<p>The groups below are computed from released data only (the topics' keywords and the "
-                 "keyword set's public categories; post-processing): they cost no privacy budget.</p>")
+        threshold = config.get("min_cluster_size")
+        size_noise = {"kind": _text(noise.get("kind", "")), "std": f"{noise.get('std', noise.get('sigma', 0.0)):.1f}",
+                      "margin": f"{margin:.0f}", "mostly_noise_below": f"{2 * margin:.0f}",
+                      "threshold": _number(threshold) if isinstance(threshold, (int, float)) else None}
     ledger = config.get("privacy_ledger")
     if ledger:
         cap = ledger.get("max_epsilon_per_window")
-        cap_text = (f"no run may bring any {esc(ledger.get('window_days'))}-day window over "
-                    f"&epsilon; = {_number(cap)}" if cap else "no cap was set")
-        parts.append(f"<p><b>Ledger:</b> this run's spend was recorded in the privacy ledger before any data was "
-                     f"read ({cap_text}); it is marked committed when this release is published. Runs over the "
-                     "same users compose: the ledger charges a window the PLD composition of its runs, which is at "
-                     "most the sum of their &epsilon;.</p>")
-    else:
-        parts.append("<p><b>Ledger:</b> this run did not use a privacy ledger, so its spend was not checked against "
-                     "a cap across runs. Runs over the same users add up: a user seen in two runs is protected at "
-                     "the sum of their &epsilon;.</p>")
-    warning = ""
-    if config.get("noise_seed_fixed"):
-        warning = ("<p class=\"panel warn\"><b>Test run:</b> the clustering and keyword-vote noise was seeded (--noise_seed), "
-                   "which voids its guarantee for anyone who knows the seed.</p>")
-    return f"<section id=\"privacy\"><h2>Privacy</h2>{warning}<div class=\"panel\">{''.join(parts)}</div></section>"
+        ledger = {"window_days": _text(ledger.get("window_days")), "cap": _number(cap) if cap else None}
+    return {
+        "limit": _text(privacy.get("max_conversations_per_user", config.get("max_conversations_per_user"))),
+        "mechanisms": [{"stage": _text(m.get("stage")), "releases": _text(_STAGE_RELEASES.get(m.get("stage"), m.get("stage"))),
+                        "mechanism": _text(m.get("mechanism")), "epsilon": _number(m.get("epsilon", 0.0)),
+                        "delta": _number(m.get("delta", 0.0))}
+                       for m in privacy.get("mechanisms", [])],
+        "composition": _text(privacy.get("composition", "basic composition")),
+        "size_noise": size_noise,
+        "keyword_noise_stds": [f"{m['noise'].get('std', m['noise'].get('sigma', 0.0)):.1f}"
+                               for m in privacy.get("mechanisms", [])
+                               if m.get("stage") == "keyword_histograms" and m.get("noise")],
+        "exemplars_note": _text(report.get("exemplars_note") or None),
+        "labelling_note": _text(privacy.get("labelling_note") or None),
+        "ledger": ledger or None,
+        "seeded": bool(config.get("noise_seed_fixed")),
+    }
 
 
-def _bar_chart(topics: list[dict], chart_id: str = "chart") -> str:
+def _bar_chart(topics: list[dict]) -> dict | None:
+    """The ranking chart's geometry (SVG user units, integers): one bar per topic, longest the largest."""
     if not topics:
-        return "<p id=\"no-topics\" class=\"panel\">No topic was large enough to be released in this run.</p>"
+        return None
     label_width, bar_width, row, top = 340, 520, 22, 8
     largest = max(max(t["size"] for t in topics), 1)
-    height = top * 2 + row * len(topics)
     bars = []
     for index, topic in enumerate(topics):
         y = top + index * row
         width = max(1, round(bar_width * topic["size"] / largest))
-        bars.append(
-            f"<g class=\"bar\"><title>{esc(topic['name'])}: {topic['size']:,}</title>"
-            f"<text x=\"{label_width - 8}\" y=\"{y + 15}\" text-anchor=\"end\">{esc(_truncate(topic['name'], 48))}"
-            f"</text><rect x=\"{label_width}\" y=\"{y + 3}\" width=\"{width}\" height=\"{row - 6}\"></rect>"
-            f"<text x=\"{label_width + width + 6}\" y=\"{y + 15}\">{topic['size']:,}</text></g>")
-    return (f"<svg id=\"{chart_id}\" role=\"img\" aria-label=\"topics by noisy size\" "
-            f"width=\"{label_width + bar_width + 80}\" height=\"{height}\">{''.join(bars)}</svg>")
+        bars.append({"name": _text(topic["name"]), "label": _truncate(topic["name"], 48), "size": f"{topic['size']:,}",
+                     "text_y": y + 15, "y": y + 3, "width": width, "value_x": label_width + width + 6})
+    return {"width": label_width + bar_width + 80, "height": top * 2 + row * len(topics), "label_x": label_width - 8,
+            "bar_x": label_width, "bar_height": row - 6, "bars": bars}
 
 
-def _exemplars(topic: dict) -> str:
-    """The topic's synthetic exemplars under its description, labelled as such (report.EXEMPLARS_NOTE)."""
-    exemplars = topic.get("exemplars") or []
-    if not exemplars:
-        return ""
-    items = "".join(f"<li>{esc(e['text'])}</li>" for e in exemplars)
-    return (f"<div class=\"exemplars\"><span class=\"sub\">Synthetic example requests, written from the "
-            f"released labels, <a href=\"#exemplars-note\">not user text</a>:</span><ul>{items}</ul></div>")
+def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict[int, str]) -> list[dict]:
+    return [{"search": _search_text(t["name"], t["keywords"], t.get("description", "")), "rank": ranks[t["id"]],
+             "name": _text(t["name"]), "size": f"{t['size']:,}", "keywords": _keywords(t["keywords"]),
+             "label": _label_source(t), "group": _text(groups_by_topic.get(t["id"], "")),
+             "description": _text(t.get("description", "")),
+             "exemplars": [_text(e["text"]) for e in t.get("exemplars") or []]}
+            for t in topics]
 
 
-def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict[int, str]) -> str:
-    return "".join(
-        f"<tr data-search=\"{_search_text(t['name'], t['keywords'], t.get('description', ''))}\">"
-        f"<td class=\"num\">{ranks[t['id']]}</td><td>{esc(t['name'])}</td><td class=\"num\">{t['size']:,}</td>"
-        f"<td>{_keywords(t['keywords'])}{_label_source(t)}</td><td>{esc(groups_by_topic.get(t['id'], ''))}</td>"
-        f"<td>{esc(t.get('description', ''))}{_exemplars(t)}</td></tr>"
-        for t in topics)
-
-
-_TOPIC_HEADER = ("<tr><th class=\"num\">rank</th><th>topic</th><th class=\"num\">size</th><th>keywords</th>"
-                 "<th>group</th><th>description</th></tr>")
-
-
-def _groups(report: dict, by_id: dict[int, dict], ranks: dict[int, int], groups_by_topic: dict[int, str]) -> str:
-    groups = (report.get("hierarchy") or {}).get("groups", [])
-    if not groups:
-        return ""
-    blocks = []
-    for group in groups:
+def _groups(report: dict, by_id: dict[int, dict], ranks: dict[int, int], groups_by_topic: dict[int, str]) -> list[dict]:
+    groups = []
+    for group in (report.get("hierarchy") or {}).get("groups", []):
         members = [by_id[i] for i in group["topic_ids"] if i in by_id]
-        blocks.append(
-            f"<details class=\"group\"><summary>{esc(group['name'])} "
-            f"<span class=\"desc\">{len(members)} topic{'s' if len(members) != 1 else ''}, "
-            f"{group['size']:,} conversations &middot; {_keywords(group['keywords'])}</span></summary>"
-            f"<table>{_TOPIC_HEADER}{_topic_rows(members, ranks, groups_by_topic)}</table></details>")
-    return ("<section id=\"groups\"><h2>Topic groups</h2><p class=\"sub\">Related topics, grouped by the "
-            "categories of their released keywords (topics without one, and unverified labels, in groups of their "
-            f"own). Click a group to open it.</p>{''.join(blocks)}</section>")
+        groups.append({"name": _text(group["name"]), "topic_count": len(members), "size": f"{group['size']:,}",
+                       "keywords": _keywords(group["keywords"]), "rows": _topic_rows(members, ranks, groups_by_topic)})
+    return groups
 
 
-def _config_table(config: dict) -> str:
+def _config_rows(config: dict) -> list[dict]:
     def show(value):
         if isinstance(value, dict):
             return ", ".join(f"{k}: {show(v)}" for k, v in value.items())
@@ -313,9 +197,7 @@ def _config_table(config: dict) -> str:
             return _number(value)
         return str(value)
 
-    rows = "".join(f"<tr><td>{esc(key)}</td><td>{esc(show(value))}</td></tr>" for key, value in config.items())
-    return (f"<details id=\"config\" class=\"group\"><summary>Configuration of this run</summary>"
-            f"<table><tr><th>option</th><th>value</th></tr>{rows}</table></details>")
+    return [{"name": _text(key), "value": show(value)} for key, value in config.items()]
 
 
 def table_rows(report: dict) -> list[dict]:
@@ -346,25 +228,14 @@ def render_report(report: dict) -> str:
     ranks = {t["id"]: rank for rank, t in enumerate(topics, start=1)}
     groups_by_topic = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
     config = report.get("config", {})
-    header = (f"<h1>What people talk to the assistant about</h1><p class=\"sub\">{esc(run_label(report))} &middot; "
-              f"{len(topics)} topics released &middot; model {esc(config.get('embedding_model', ''))} &middot; "
-              "sizes are noisy counts of conversations &middot; <a href=\"#privacy\">user-level differential "
-              f"privacy: &epsilon; = {_number(report.get('privacy', {}).get('epsilon', 0.0))}, "
-              f"&delta; = {_number(report.get('privacy', {}).get('delta', 0.0))}</a></p>")
-    toolbar = ("<div class=\"toolbar\"><input id=\"search\" type=\"search\" placeholder=\"Filter topics by name or "
-               "keyword\" aria-label=\"filter topics\"><span id=\"match-count\" class=\"sub\"></span>"
-               "<a id=\"download-csv\" download=\"topics.csv\" href=\"#\">Download CSV</a>"
-               "<a id=\"download-json\" download=\"topics.json\" href=\"#\">Download JSON</a></div>")
-    body = (header + toolbar
-            + f"<section id=\"ranking\"><h2>Topics by size</h2>{_bar_chart(topics)}</section>"
-            + _groups(report, by_id, ranks, groups_by_topic)
-            + f"<section><h2>All topics</h2><table id=\"topics\">{_TOPIC_HEADER}"
-            + _topic_rows(topics, ranks, groups_by_topic) + "</table></section>"
-            + _privacy_panel(report)
-            + f"<section><h2>Run</h2>{_config_table(config)}</section>"
-            + "<script type=\"application/json\" id=\"table-data\">"
-            + _json_for_script({"columns": TABLE_COLUMNS, "rows": table_rows(report)}) + "</script>")
-    return _page("Topic insights " + run_label(report), body, [_FILTER_JS, _DOWNLOAD_JS])
+    privacy = report.get("privacy", {})
+    return _template("report.html.j2").render(
+        title="Topic insights " + run_label(report), run_label=run_label(report), topic_count=len(topics),
+        model=_text(config.get("embedding_model", "")), epsilon=_number(privacy.get("epsilon", 0.0)),
+        delta=_number(privacy.get("delta", 0.0)), chart=_bar_chart(topics),
+        groups=_groups(report, by_id, ranks, groups_by_topic), topics=_topic_rows(topics, ranks, groups_by_topic),
+        privacy=_privacy(report), config=_config_rows(config),
+        table={"columns": TABLE_COLUMNS, "rows": table_rows(report)})
 
 
 # ------------------------------------------------------------------------------------------ comparison
@@ -372,10 +243,12 @@ def render_report(report: dict) -> str:
 STATUS_ORDER = ("grew", "shrank", "appeared", "vanished", "about the same")
 
 
-def _change_chart(rows: list[dict]) -> str:
+def _change_chart(rows: list[dict]) -> dict | None:
+    """The change chart's geometry (SVG user units, integers): bars right of the centre line for growth,
+    left for shrinking, longest the largest change."""
     changed = [r for r in rows if r["old"] is not None or r["new"] is not None]
     if not changed:
-        return "<p class=\"panel\">Neither report released a topic.</p>"
+        return None
     label_width, half, row, top = 340, 260, 22, 8
     changes = [(r["new"]["size"] if r["new"] else 0) - (r["old"]["size"] if r["old"] else 0) for r in changed]
     largest = max(max(abs(c) for c in changes), 1)
@@ -385,68 +258,44 @@ def _change_chart(rows: list[dict]) -> str:
         y = top + index * row
         name = (item["new"] or item["old"])["name"]
         width = max(1, round(half * abs(change) / largest))
-        x = centre if change >= 0 else centre - width
-        kind = "grow" if change >= 0 else "shrink"
-        value_x = centre + width + 6 if change >= 0 else centre - width - 6
-        anchor = "start" if change >= 0 else "end"
-        bars.append(
-            f"<g class=\"{kind}\"><title>{esc(name)}: {esc(item['status'])} ({change:+,})</title>"
-            f"<text x=\"{label_width - 8}\" y=\"{y + 15}\" text-anchor=\"end\">{esc(_truncate(name, 48))}</text>"
-            f"<rect x=\"{x}\" y=\"{y + 3}\" width=\"{width}\" height=\"{row - 6}\"></rect>"
-            f"<text x=\"{value_x}\" y=\"{y + 15}\" text-anchor=\"{anchor}\">{change:+,}</text></g>")
-    height = top * 2 + row * len(changed)
-    return (f"<svg id=\"chart\" role=\"img\" aria-label=\"change in noisy size\" width=\"{centre + half + 60}\" "
-            f"height=\"{height}\">{''.join(bars)}</svg>")
+        bars.append({"kind": "grow" if change >= 0 else "shrink", "name": _text(name), "label": _truncate(name, 48),
+                     "status": _text(item["status"]), "change": f"{change:+,}", "text_y": y + 15,
+                     "x": centre if change >= 0 else centre - width, "y": y + 3, "width": width,
+                     "value_x": centre + width + 6 if change >= 0 else centre - width - 6,
+                     "anchor": "start" if change >= 0 else "end"})
+    return {"width": centre + half + 60, "height": top * 2 + row * len(changed), "label_x": label_width - 8,
+            "bar_height": row - 6, "bars": bars}
+
+
+def _side(topic: dict | None) -> dict | None:
+    if topic is None:
+        return None
+    return {"name": _text(topic["name"]), "keywords": _keywords(topic["keywords"]), "size": f"{topic['size']:,}"}
 
 
 def render_comparison(comparison: dict) -> str:
     """The comparison page for a dict made by beam_jobs.compare_reports.compare."""
     rows = comparison["rows"]
     counts = comparison["counts"]
-    summary = ", ".join(f"{counts.get(status, 0)} {status}" for status in STATUS_ORDER)
     margin = comparison.get("noise_margin")
-    margin_text = (f"A matched topic grew or shrank when its size changed by more than {margin:.0f} conversations "
-                   "(twice the standard deviation of the difference of two noisy sizes); smaller changes are "
-                   "\"about the same\": they are within the privacy noise." if margin else "")
-    header = (f"<h1>How the topics changed</h1><p class=\"sub\">from {esc(comparison['old']['label'])} "
-              f"({comparison['old']['topics']} topics) to {esc(comparison['new']['label'])} "
-              f"({comparison['new']['topics']} topics): {esc(summary)}</p>"
-              "<div class=\"panel\"><p>Topics are matched by the similarity of their released names and keywords "
-              f"(embedding cosine similarity at least {comparison['threshold']:.2f}, one-to-one, best total "
-              f"similarity first). {margin_text} Everything here is computed from the two released reports: "
-              "no additional privacy cost, but a user in both runs is protected at the sum of both runs' "
-              "&epsilon;.</p></div>")
-    toolbar = ("<div class=\"toolbar\"><input id=\"search\" type=\"search\" placeholder=\"Filter topics by name or "
-               "keyword\" aria-label=\"filter topics\"><span id=\"match-count\" class=\"sub\"></span>"
-               "<a id=\"download-csv\" download=\"comparison.csv\" href=\"#\">Download CSV</a>"
-               "<a id=\"download-json\" download=\"comparison.json\" href=\"#\">Download JSON</a></div>")
-
-    def side(topic):
-        if topic is None:
-            return "<td>&mdash;</td><td class=\"num\">&mdash;</td>"
-        return (f"<td>{esc(topic['name'])}<br>{_keywords(topic['keywords'])}</td>"
-                f"<td class=\"num\">{topic['size']:,}</td>")
 
     def searchable(row):
         topics = [t for t in (row["old"], row["new"]) if t]
         return _search_text(*(t["name"] for t in topics), *(t["keywords"] for t in topics))
 
-    table_rows_html = "".join(
-        f"<tr data-search=\"{searchable(r)}\">"
-        f"<td class=\"status\">{esc(r['status'])}</td>{side(r['old'])}{side(r['new'])}"
-        f"<td class=\"num\">{'' if r['change'] is None else format(r['change'], '+,')}</td>"
-        f"<td class=\"num\">{'' if r['similarity'] is None else format(r['similarity'], '.2f')}</td></tr>"
-        for r in rows)
     download = [{"status": r["status"], "old_name": r["old"]["name"] if r["old"] else "",
                  "old_size": r["old"]["size"] if r["old"] else "", "new_name": r["new"]["name"] if r["new"] else "",
                  "new_size": r["new"]["size"] if r["new"] else "", "change": "" if r["change"] is None else r["change"],
                  "similarity": "" if r["similarity"] is None else round(r["similarity"], 2)} for r in rows]
     columns = ["status", "old_name", "old_size", "new_name", "new_size", "change", "similarity"]
-    body = (header + toolbar
-            + f"<section id=\"ranking\"><h2>Change in size</h2>{_change_chart(rows)}</section>"
-            + "<section><h2>Topics</h2><table id=\"topics\"><tr><th>status</th><th>before</th>"
-            + "<th class=\"num\">size</th><th>after</th><th class=\"num\">size</th><th class=\"num\">change</th>"
-            + f"<th class=\"num\">similarity</th></tr>{table_rows_html}</table></section>"
-            + "<script type=\"application/json\" id=\"table-data\">"
-            + _json_for_script({"columns": columns, "rows": download}) + "</script>")
-    return _page("Topic comparison", body, [_FILTER_JS, _DOWNLOAD_JS])
+    return _template("compare.html.j2").render(
+        title="Topic comparison",
+        old={"label": _text(comparison["old"]["label"]), "topics": comparison["old"]["topics"]},
+        new={"label": _text(comparison["new"]["label"]), "topics": comparison["new"]["topics"]},
+        counts=[{"count": counts.get(status, 0), "status": status} for status in STATUS_ORDER],
+        threshold=f"{comparison['threshold']:.2f}", margin=f"{margin:.0f}" if margin else None,
+        chart=_change_chart(rows),
+        rows=[{"search": searchable(r), "status": _text(r["status"]), "old": _side(r["old"]), "new": _side(r["new"]),
+               "change": "" if r["change"] is None else format(r["change"], "+,"),
+               "similarity": "" if r["similarity"] is None else format(r["similarity"], ".2f")} for r in rows],
+        table={"columns": columns, "rows": download})

@@ -1,8 +1,9 @@
 """timeline.json -> timeline.html: a self-contained page (inline CSS and static SVG, no script, no network).
 
-Rendered by Jinja2 from core/templates/timeline.html.j2 with autoescaping on for every value: topic
-names and keywords may come from a model. The chart geometry is computed here so the template only
-places it. It shows released data and its post-processing only.
+Rendered by Jinja2 from core/templates/timeline.html.j2 (which includes the report page's look,
+report.css.j2) with autoescaping on for every value: topic names and keywords may come from a model.
+The chart geometry is computed here so the template only places it. It shows released data and its
+post-processing only.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from __future__ import annotations
 import math
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
 
-from core.report_html import _CSS as REPORT_CSS
 from core.timeline import STATUSES, status_rule
 
 CHART_WIDTH, CHART_HEIGHT = 960, 150
@@ -111,7 +110,6 @@ def render_timeline_html(timeline: dict) -> str:
                          "released_nights": len(released)})
     by_id = {lineage["id"]: lineage for lineage in lineages}
     return _template().render(
-        css=Markup(REPORT_CSS),  # the report page's look; a constant of this repo, not data
         nights=nights, lineages=lineages,
         new_this_week=[by_id[i] for i in timeline.get("new_this_week", []) if i in by_id],
         rising=[by_id[i] for i in timeline.get("rising", []) if i in by_id],

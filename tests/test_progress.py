@@ -129,7 +129,7 @@ def test_a_local_run_prints_progress_and_writes_the_report_page(tmp_path, monkey
     grouped = sorted(i for g in report["hierarchy"]["groups"] for i in g["topic_ids"])
     assert grouped == sorted(t["id"] for t in report["topics"]) and report["topics"]
     page = (output / "release" / "report.html").read_text()
-    assert all(t["name"].replace("'", "&#x27;") in page for t in report["topics"])
+    assert all(t["name"].replace("'", "&#39;") in page for t in report["topics"])
 
 
 def test_the_job_builds_a_reporter_only_when_progress_is_on(capsys):
