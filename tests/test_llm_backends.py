@@ -103,6 +103,35 @@ def test_refinement_and_proposals_are_normalised_lists():
         parsing.parse_refinement('{"remove": "rust"}')
 
 
+def test_answers_failing_their_model_raise_malformed_output_and_repairs_are_marked():
+    # pydantic's ValidationError never reaches the fan-out, which counts MalformedOutput only.
+    for parse, bad in ((parsing.parse_facets, "{'summary': b'bytes'}"), (parsing.parse_name, '{"name": ["x"], '
+                       '"description": "d"}'), (parsing.parse_judgement, "{'rating_a': '²', 'rating_b': 2, "
+                       "'preferred': 'A'}"), (parsing.parse_refinement, "{'add': ('tuple',)}")):
+        with pytest.raises(MalformedOutput):
+            parse(bad)
+    assert parsing.parse_facets(json.dumps({"summary": "x " * 400})) == ("x " * 250, True)  # cut at 500 chars
+    assert parsing.parse_requests("{'requests': ('One?', 'one?')}", 3) == (["One?", "one?"], False)
+
+
+def test_sent_schemas_come_from_the_answer_models_and_suit_openai_strict_mode():
+    from backends.llm import prompts
+    # The exact content: a schema is part of every request's cache key (fanout.Caller.key).
+    assert prompts.FACET_SCHEMA == {"type": "object", "required": ["summary"], "additionalProperties": False,
+                                    "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": 300}}}
+    assert prompts.keywords_schema(5) == {
+        "type": "object", "required": ["keywords"], "additionalProperties": False,
+        "properties": {"keywords": {"type": "array", "maxItems": 5,
+                                    "items": {"type": "string", "minLength": 1, "maxLength": 40}}}}
+    assert prompts.exemplars_schema(3)["properties"]["requests"] == {
+        "type": "array", "minItems": 3, "maxItems": 3, "items": {"type": "string", "pattern": parsing.REQUEST_PATTERN}}
+    for schema in (prompts.FACET_SCHEMA, prompts.NAME_SCHEMA, prompts.keywords_schema(5), prompts.exemplars_schema(3)):
+        assert schema["additionalProperties"] is False and list(schema["required"]) == list(schema["properties"])
+        assert "title" not in json.dumps(schema) and "description" not in schema  # no names or docstrings sent
+    assert list(prompts.NAME_SCHEMA["properties"]) == ["name", "description"]  # llama.cpp's grammar keeps this order
+    assert prompts.keywords_schema(5) is not prompts.keywords_schema(5)  # a fresh copy per call
+
+
 # --- fan-out: retries, backoff, cache ---------------------------------------------------------------
 
 class _ScriptedClient(ChatClient):
@@ -330,3 +359,11 @@ def test_llm_steps_pickle_without_their_clients():
         copy = pickle.loads(pickle.dumps(namer))
         assert copy._caller is None and copy.config == namer.config
         assert copy.name(["rust"])[0] == "Questions about rust"
+
+
+@pytest.mark.parametrize("answer", ["{{{}}}", "[" * 100000 + "]" * 100000, '{"summary": ' + "[" * 100000])
+def test_answers_that_break_the_literal_readers_are_malformed_not_crashes(answer):
+    from backends.llm.parsing import parse_facets, parse_name, parse_topic_keywords
+    for parse in (parse_facets, parse_name, lambda text: parse_topic_keywords(text, 3)):
+        with pytest.raises(MalformedOutput):
+            parse(answer)

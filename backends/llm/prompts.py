@@ -13,11 +13,24 @@ from __future__ import annotations
 import json
 import re
 
+# The answers' shapes are parsing's models: a schema sent here is the one the answer is validated with.
+# MAX_REQUEST_CHARS is declared there with the requests' pattern and named here too, where steps.py's
+# exemplar token budget refers to it.
+from backends.llm.parsing import (
+    MAX_REQUEST_CHARS,  # noqa: F401
+    FacetsAnswer,
+    KeywordsAnswer,
+    NameAnswer,
+    RequestsAnswer,
+    response_schema,
+)
+
 SYSTEM = "You are a careful analyst of chatbot usage. Follow the output format exactly."
 
 # Every prompt puts its fixed instructions first and the variable part (conversation, summary,
 # keywords) last, so an llama.cpp or vLLM server reuses the cached prefix and processes only the
-# tail of each request; every answer is one JSON object whose schema (below) a server can enforce.
+# tail of each request; every answer is one JSON object whose schema (below, from the answer's model in
+# parsing.py) a server can enforce.
 
 FACET_INSTRUCTIONS = """Below is a conversation between a user and an AI assistant. Describe what the \
 user asked for or talked about in one sentence of at most 25 words, without names, contact details or \
@@ -27,8 +40,7 @@ other identifying information. Answer with one JSON object and nothing else: {{"
 {conversation}
 </conversation>"""
 
-FACET_SCHEMA = {"type": "object", "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": 300}},
-                "required": ["summary"], "additionalProperties": False}
+FACET_SCHEMA = response_schema(FacetsAnswer)
 
 SELECT_INSTRUCTIONS = """Below is what a user wrote to an AI assistant. Write up to {max_keywords} short \
 keywords (one to three words each, lower case) for the subject of the request, most important first: \
@@ -49,18 +61,11 @@ mention chatbots or assistants. Answer with one JSON object and nothing else: \
 {keywords}
 </keywords>"""
 
-NAME_SCHEMA = {"type": "object",
-               "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 80},
-                              "description": {"type": "string", "minLength": 1, "maxLength": 400}},
-               "required": ["name", "description"], "additionalProperties": False}
+NAME_SCHEMA = response_schema(NameAnswer)
 
 
 def keywords_schema(max_keywords: int) -> dict:
-    # Distinct entries are not enforced by llama.cpp (uniqueItems): the parser deduplicates.
-    return {"type": "object",
-            "properties": {"keywords": {"type": "array", "maxItems": max_keywords,
-                                        "items": {"type": "string", "minLength": 1, "maxLength": 40}}},
-            "required": ["keywords"], "additionalProperties": False}
+    return response_schema(KeywordsAnswer, keywords={"maxItems": max_keywords})
 
 
 PROPOSE_INSTRUCTIONS = """Here is a summary of a conversation between a user and an AI assistant:
@@ -131,19 +136,11 @@ Request: {request}
 Kinds: {kinds}"""
 
 
-MAX_REQUEST_CHARS = 200
-# One sentence: no sentence end inside, one at the end; a dot inside a word ("node.js", ".net") is no end.
-REQUEST_PATTERN = "^([^.?!\\n]|\\.[A-Za-z0-9]){8,%d}[.?!]$" % (MAX_REQUEST_CHARS - 1)
-
-
 def exemplars_schema(count: int) -> dict:
     # minItems: a small model otherwise stops after a few (duplicates are removed afterwards); the
-    # pattern makes each item one sentence: unconstrained, a small model strings questions together
-    # until the length cap cuts one mid-word.
-    return {"type": "object",
-            "properties": {"requests": {"type": "array", "minItems": count, "maxItems": count,
-                                        "items": {"type": "string", "pattern": REQUEST_PATTERN}}},
-            "required": ["requests"], "additionalProperties": False}
+    # model's pattern (parsing.REQUEST_PATTERN) makes each item one sentence: unconstrained, a small
+    # model strings questions together until the length cap cuts one mid-word.
+    return response_schema(RequestsAnswer, requests={"minItems": count, "maxItems": count})
 
 
 def topic_text(topic: dict) -> str:
