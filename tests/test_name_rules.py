@@ -195,3 +195,29 @@ def test_a_public_title_opening_a_span_is_trimmed():
         start = text.index(span)
         end = start + len(span)
         assert text[trim_public_role(text, start, end):end] == name
+
+
+def test_the_rules_patterns_are_valid_matcher_patterns_and_each_label_is_read():
+    """The token-sequence cues are data (backends/llm/name_rules_patterns.py): spaCy validates each
+    pattern, and each label is one name_rules reads."""
+    import inspect
+
+    import spacy
+
+    from backends.llm import name_rules
+    from backends.llm.name_rules_patterns import AFTER_NAME_PATTERNS, CUE_PATTERNS
+    nlp = spacy.blank("en")
+    ends, starts = name_rules._cue_matches(nlp("Dear Ana, my colleague Bo and I went to Lagos. Best,\nKim"))
+    assert {"salutation", "possessed", "motion", "sign-off"} <= {label for labels in ends.values() for label in labels}
+    source = inspect.getsource(name_rules)
+    for pattern in CUE_PATTERNS + AFTER_NAME_PATTERNS:
+        assert f'"{pattern["label"]}"' in source, pattern["label"]
+
+
+def test_a_role_phrase_matches_across_any_whitespace():
+    from backends.llm.name_rules import has_public_role, trim_public_role
+    text = "Why did Prime \t Minister Hollis Brandvold resign?"
+    start = text.index("Prime")
+    end = text.index(" resign")
+    assert text[trim_public_role(text, start, end):end] == "Hollis Brandvold"
+    assert has_public_role(text, text.index("Hollis"), end)

@@ -20,100 +20,24 @@ from __future__ import annotations
 
 import re
 
-RELATIONS = frozenset("""
-colleague colleagues coworker co-worker boss manager supervisor friend friends wife husband partner
-fiance fiancee fiancé fiancée girlfriend boyfriend son daughter kid kids child children mother father
-mom mum dad brother sister cousin uncle aunt nephew niece grandmother grandfather grandma grandpa
-granddaughter grandson neighbor neighbour neighbors neighbours landlord landlady tenant roommate
-flatmate client customer patient student teacher tutor coach doctor therapist lawyer attorney
-assistant employee employer intern mentor classmate teammate ex stepson stepdaughter stepmother
-stepfather baby babysitter nanny coworkers employees students clients tenants
-""".split())
-POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "their"})
-# Kinship words that stand before a name like a title, with no "my": "a card for aunt Marta's 60th",
-# "Uncle Desmond is visiting", "tell grandpa Walt".
-KINSHIP_TITLES = frozenset("""
-aunt auntie aunty uncle grandma grandpa granny gran grandmother grandfather nana nan cousin
-great-aunt great-uncle grandaunt granduncle
-""".split())
-# Roles in a team or a business: "their founder (Lars)", "our designer, Paloma", "the client's CTO
-# (Ingrid)". After a possessive pronoun or before a name in parentheses they mark a private person
-# (meeting notes, e-mails); not after "Google's": "Google's CEO Sundar Pichai" is public.
-ROLES = frozenset("""
-founder cofounder co-founder ceo cto cfo coo cmo vp pm po designer developer engineer architect analyst
-recruiter accountant contractor consultant freelancer editor agent realtor dentist vet nurse counselor
-counsellor principal director lead head rep representative admin administrator owner partner sponsor
-stakeholder investor advisor adviser champion contact liaison coordinator secretary receptionist
-technician plumber electrician mechanic driver cleaner housekeeper caregiver carer translator tutor
-pastor priest rabbi imam officer
-""".split())
-# People nouns that "named"/"called" introduce a person after: "a girl named lila", "my coworker
-# called Dusan" (not "a function named parse_args", "a file called notes").
-PERSON_NOUNS = frozenset("""
-girl boy man woman guy gal dude lady gentleman kid child baby teen teenager person someone somebody
-character protagonist hero heroine villain detective knight prince princess wizard witch warrior
-student pupil classmate singer dancer
-""".split())
-SALUTATIONS = frozenset({"dear", "hi", "hello", "hey", "hiya", "thanks", "thank", "greetings", "morning"})
-SIGN_OFFS = frozenset({"best", "regards", "cheers", "sincerely", "love", "thanks", "yours", "warmly",
-                       "cordially", "respectfully", "xoxo", "xo", "wishes"})
-TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sr", "sra", "mme"})
-INTRODUCTIONS = (("my", "name", "is"), ("i", "'m"), ("i", "am"), ("this", "is"), ("it", "'s"),
-                 ("name", ":"), ("from", "me", ","), ("signed", ","), ("called",), ("named",))
-# E-mail headers and copy lines name the correspondents: "From: X", "To: X", "cc X".
-HEADERS = ((("from", ":"), ("to", ":"), ("cc", ":"), ("bcc", ":"), ("attn", ":"), ("cc",), ("attn",)))
-# Labels of a list of people: "Attendees: X, Y, Z", "Guests: ..."
-PEOPLE_LABELS = frozenset("""
-attendees attendee participants participant guests guest invitees invitee members present absent apologies
-speakers speaker panelists panellists organizer organiser organizers organisers assignee assignees reviewer
-reviewers reporter owner owners author authors host hosts recipient recipients contact
-""".split())
-# "a reply to X", "a party for X": a capitalized word spaCy does not call a place, an organisation,
-# ... is probably a person; a weak cue (a public-figure context still keeps it). The small model tags
-# many unknown names as ORG, so ORG does not rule a person out here.
-PREPOSITIONS = frozenset({"to", "for", "with", "between"})
-NOT_PERSON_ENTITIES = frozenset({"GPE", "LOC", "NORP", "FAC", "PRODUCT", "WORK_OF_ART", "EVENT", "LANGUAGE",
-                                 "LAW", "DATE", "TIME", "MONEY", "QUANTITY", "CARDINAL", "ORDINAL", "PERCENT"})
-_PLACES_AND_PEOPLES = frozenset({"GPE", "LOC", "NORP", "LANGUAGE"})
-# Nouns of a social exchange or a message whose "with/between/to/for X" is a person: "a fight with X",
-# "an argument between X and Y", "a call with X", "a resignation letter to X".
-INTERACTION_NOUNS = frozenset("""
-fight fights argument arguments quarrel disagreement dispute call calls meeting meetings chat conversation
-conversations dinner lunch breakfast date playdate catch-up relationship letter note card message reply
-email e-mail text invitation apology toast speech eulogy
-""".split())
-INTERACTION_PREPOSITIONS = frozenset({"with", "between", "to", "for"})
-INTERACTION_VERBS = frozenset({"argued", "arguing", "fought", "fighting", "quarrelled", "quarreled", "married"})
-INTERACTION_VERB_PAIRS = (["broke", "up"], ["break", "up"], ["breaking", "up"], ["fell", "out"], ["falling", "out"])
-# First words of many place names ("San Jose", "Los Angeles", "New Delhi", "Port Harcourt").
-PLACE_NAME_STARTS = frozenset("""
-san santa santo sao são los las la le el new port fort mount lake saint st sainte rio buenos hong kuala
-abu addis tel sri costa puerto cape north south east west upper lower greater palm key
-""".split())
-# Words of travel whose "to X" is a place: "go to Vegas", "a trip to Lagos", "moving to Kisumu".
-MOTION_WORDS = frozenset("""
-go goes going went travel travels traveled travelled traveling travelling move moves moved moving fly flies
-flew flying drive drives drove driving trip trips flight flights relocate relocated relocating immigrate
-immigrated emigrate emigrated return returned returning commute commuting vacation holiday journey road
-ticket tickets route way
-""".split())
-# Verbs whose object is usually a person: "tell X", "supervised X", "congratulate X".
-PERSON_VERBS = frozenset("""
-tell ask email e-mail text call invite remind thank congratulate supervise hire fire meet cc message
-introduce pay visit marry date contact inform notify mentor interview promote recommend greet hug
-""".split())
-# Verbs whose subject is usually a private person in a request: "X told me", "X keeps interrupting".
-SUBJECT_VERBS = frozenset("""
-told tells asked asks wants wanted texted emailed messaged replied refuses refused owes owed borrowed
-promised yelled complained
-""".split())
-# Capitalized words that follow a cue without being a name ("Hi team,", "Dear Sir", "my boss I").
-# Not "will": "my cousin Will" is a name more often than a question starts there.
-NOT_NAMES = frozenset("""
-i you he she we they it me him her us them the a an and or but to for at in on of with team all
-everyone everybody there guys folks sir madam dear hi hello hey thanks thank please sorry yes no
-again so just here who what when where why how is was are be would can could should
-""".split())
+from backends.llm.name_rules_patterns import (
+    _PLACES_AND_PEOPLES,
+    AFTER_NAME_PATTERNS,
+    CUE_PATTERNS,
+    DEPARTMENTS,
+    DETERMINERS,
+    KINSHIP_TITLES,
+    NOT_NAMES,
+    NOT_PERSON_ENTITIES,
+    PERSON_NOUNS,
+    PERSON_VERBS,
+    PLACE_NAME_STARTS,
+    PREPOSITIONS,
+    PUBLIC_ROLES,
+    RELATIONS,
+    ROLES,
+    SUBJECT_VERBS,
+)
 
 # A person is the topic when the request asks about them, quotes them, imitates them. Only frames that
 # name a public figure's work or ask about them directly: bare "about", "like", "says", "explain",
@@ -135,13 +59,7 @@ _PUBLIC_QUESTION = re.compile(r"^\s*(?:did|was|were)\s+$", re.I)
 # A public office, title or trade of fame right before the name: "Senator Rand Paul", "CNN news anchor
 # Erin Burnett", "actress Cameron Diaz", "basketball player Patrick Ewing", "President Lincoln" (not
 # after a possessive or a small group's word: "our class president Maya" is a private person).
-_PUBLIC_ROLE = (
-    r"(?:(?:vice\s+)?president|senator|sen\.|congress(?:man|woman|person|member)|congress\s+person|"
-    r"governor|prime\s+minister|chancellor|king|queen|pope|emperor|empress|dictator|actor|actress|singer|"
-    r"rapper|musician|songwriter|comedian|(?:news\s+)?anchor|anchorman|anchorwoman|journalist|novelist|"
-    r"author|poet|playwright|composer|painter|filmmaker|(?:film|movie)\s+director|(?:talk\s+show|tv|radio)\s+host|"
-    r"(?:basketball|baseball|football|soccer|tennis|hockey|golf|chess|nba|nfl)\s+player|quarterback|golfer|"
-    r"boxer|billionaire|celebrity|youtuber|physicist|philosopher|economist|apostle|prophet)")
+_PUBLIC_ROLE = "(?:" + "|".join(r"\s+".join(map(re.escape, role.split())) for role in PUBLIC_ROLES) + ")"
 _PUBLIC_ROLE_BEFORE = re.compile(r"(?<![\w'’])" + _PUBLIC_ROLE + r"\s+$", re.I)
 _PUBLIC_ROLE_PREFIX = re.compile(_PUBLIC_ROLE + r"\s+(?=\S)", re.I)
 _PRIVATE_ROLE_OWNER = re.compile(r"\b(?:my|our|your|his|her|their|class|club|student|team|school)\s+(?:[\w-]+\s+)?$",
@@ -176,71 +94,81 @@ def _is_cap(token) -> bool:
     return token.text[:1].isupper()
 
 
-def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
-    """The kind of cue that ends right before token i ("relation", "salutation", ...), if any."""
-    words = [t.lower_ for t in doc[max(0, i - 4):i]]
-    if not words:
+_MATCHERS: dict[int, tuple] = {}
+
+
+def _matchers(vocab):
+    """The Matchers of CUE_PATTERNS and AFTER_NAME_PATTERNS for a pipeline's vocabulary (built once)."""
+    if id(vocab) not in _MATCHERS or _MATCHERS[id(vocab)][0] is not vocab:
+        from spacy.matcher import Matcher
+
+        built = []
+        for patterns in (CUE_PATTERNS, AFTER_NAME_PATTERNS):
+            matcher = Matcher(vocab, validate=True)
+            for label in dict.fromkeys(p["label"] for p in patterns):
+                matcher.add(label, [p["pattern"] for p in patterns if p["label"] == label])
+            built.append(matcher)
+        _MATCHERS[id(vocab)] = (vocab, *built)
+    return _MATCHERS[id(vocab)][1:]
+
+
+def _cue_matches(doc) -> tuple[dict, dict]:
+    """Where the patterns match a Doc: {token i: {label: [first tokens of the cues ending right before
+    i]}} for CUE_PATTERNS, {token i: {labels of patterns starting at i}} for AFTER_NAME_PATTERNS."""
+    cue_matcher, after_matcher = _matchers(doc.vocab)
+    ends: dict[int, dict[str, list[int]]] = {}
+    for match_id, start, end in cue_matcher(doc):
+        ends.setdefault(end, {}).setdefault(doc.vocab.strings[match_id], []).append(start)
+    starts: dict[int, set[str]] = {}
+    for match_id, start, _ in after_matcher(doc):
+        starts.setdefault(start, set()).add(doc.vocab.strings[match_id])
+    return ends, starts
+
+
+def _line_starts_before(doc, k: int) -> bool:
+    """Whether token k opens the text or a line."""
+    return k == 0 or "\n" in doc[k - 1].text or "\n" in doc[k - 1].whitespace_
+
+
+def _cue_before(doc, i: int, dictionary: frozenset[str], cues: dict | None = None) -> str | None:
+    """The kind of cue that ends right before token i ("relation", "salutation", ...), if any
+    (CUE_PATTERNS; `cues`: _cue_matches(doc)[0])."""
+    if i == 0:
         return None
-    last = words[-1]
-    # spaCy keeps the period on a title ("mr." is one token), or splits it off
-    if last.rstrip(".") in TITLES or (last == "." and len(words) > 1 and words[-2] in TITLES):
+    here = (_cue_matches(doc)[0] if cues is None else cues).get(i, {})
+    last = doc[i - 1].lower_
+    if "title" in here:
         return "title"
-    # "my colleague X", "my new boss X", "our tenant X", "my mother, X", "the patient, X"; a role in a
-    # team after a possessive pronoun or before a name in parentheses: "our designer, X", "their
-    # founder (X)", "the client's CTO (X)"
-    apart = last in (",", "(")
-    relation = words[:-1] if apart else words
-    relation_token = doc[i - 1] if not apart else doc[i - 2]
-    # "our Patient Information form" is a heading's Title Case, not a relation ("our CTO" is no heading)
-    heading = (_is_cap(relation_token) and not relation_token.is_upper and not relation_token.is_sent_start
-               and _known(doc[i], dictionary))
-    role = "relation" if relation and relation[-1] in RELATIONS else "role"
-    if relation and relation[-1] in ROLES and not heading and last == "(":
-        return role
-    for back in (1, 2):
-        if len(relation) > back and (relation[-1] in RELATIONS or relation[-1] in ROLES) and not heading and (
-                relation[-1 - back] in POSSESSIVES
-                or (apart and relation[-1 - back] == "the" and relation[-1] in RELATIONS)):
-            return role
-    # "a card for aunt Marta's 60th", "Uncle Desmond", "tell grandpa walt": a kinship word as a title
-    if last in KINSHIP_TITLES:
+    if "possessed" in here:
+        apart = last in (",", "(")
+        relation_token = doc[i - 2] if apart else doc[i - 1]
+        # "our Patient Information form" is a heading's Title Case, not a relation ("our CTO" is no heading)
+        heading = (_is_cap(relation_token) and not relation_token.is_upper and not relation_token.is_sent_start
+                   and _known(doc[i], dictionary))
+        if not heading:
+            return "relation" if relation_token.lower_ in RELATIONS else "role"
+    if "kinship" in here:
         return "kinship"
-    # "a fight with X", "an argument between X and Y", "a letter to X", "broke up with X": the other
-    # party of a social exchange or the addressee of a message is a person
-    if last in INTERACTION_PREPOSITIONS and len(words) > 1 and (
-            words[-2] in INTERACTION_NOUNS or words[-2] in INTERACTION_VERBS
-            or (len(words) > 2 and words[-3:-1] in INTERACTION_VERB_PAIRS)):
+    # the other party of a social exchange or the addressee of a message is a person
+    if "interaction" in here:
         return "interaction"
-    if words[-3:] in (["thanks", "so", "much"], ["you", "so", "much"]):
+    if "thanks so much" in here:
         return "salutation"
-    # a salutation at the start of a line or sentence: "Dear X", "Hi X,"
-    if last in SALUTATIONS or (last == "you" and len(words) > 1 and words[-2] == "thank") \
-            and not (len(words) > 1 and words[-2] in POSSESSIVES):
-        start = i - 1 if last != "you" else i - 2
+    # a salutation at the start of a line or sentence
+    for start in here.get("salutation", ()):
         if start == 0 or doc[start - 1].is_space or doc[start - 1].text in ".!?:'\"" or doc[start].is_sent_start:
             return "salutation"
-    # a sign-off, then a comma or a line break, then the name: "Best,\nX", "Cheers, X"
-    j = i - 1
-    while j >= 0 and (doc[j].is_space or doc[j].text in {",", "-", "—"}):
-        j -= 1
-    if j < i - 1 and j >= 0 and doc[j].lower_ in SIGN_OFFS:
+    if "sign-off" in here:
         return "sign-off"
-    # "a girl named Lila", "my coworker called dusan": "named"/"called" after a word for a person
-    if last in ("named", "called") and len(words) > 1 and (
-            words[-2] in PERSON_NOUNS or words[-2] in RELATIONS or words[-2] in ROLES):
+    if "named" in here:
         return "named"
-    for cue in INTRODUCTIONS:
-        if tuple(words[-len(cue):]) == cue:
-            return "introduction"
-    for cue in HEADERS:
-        if tuple(words[-len(cue):]) == cue and (i - len(cue) == 0 or "\n" in doc[i - len(cue) - 1].text
-                                                or "\n" in doc[i - len(cue) - 1].whitespace_ or cue[0] in ("cc", "attn")):
-            return "sign-off"
-    # "Attendees: X, Y and Z": a label of people (the other items follow as a list, _list_items)
-    if last == ":" and len(words) > 1 and words[-2] in PEOPLE_LABELS:
+    if "introduction" in here:
+        return "introduction"
+    if any(_line_starts_before(doc, start) or doc[start].lower_ in ("cc", "attn") for start in here.get("header", ())):
         return "sign-off"
-    # "— X" on a line of its own: a signature (a dash, not a hyphen: "- X" opens a list item)
-    if last in ("—", "–", "--") and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
+    if "people label" in here:
+        return "sign-off"
+    if "dash" in here and (i == 1 or "\n" in doc[i - 2].text or "\n" in doc[i - 2].whitespace_):
         return "sign-off"
     token = doc[i]
     # A weak cue needs a capitalized word: after "with", a lower-case unknown word is as often jargon
@@ -254,16 +182,15 @@ def _cue_before(doc, i: int, dictionary: frozenset[str]) -> str | None:
     # In Title Case ("Script with Error Handling", "Patient Information") a capitalized English word
     # after a preposition or a role word is a heading's word, not a name.
     title_case = i > 1 and _is_cap(doc[i - 2]) and doc[i - 2].is_alpha and not doc[i - 2].is_sent_start
-    # "go to X", "a trip to X", "moving to X": a destination, not an addressee
-    if last == "to" and len(words) > 1 and words[-2] in MOTION_WORDS:
+    if "motion" in here:  # "go to X": a destination, not an addressee
         return None
     if last in PREPOSITIONS and not (title_case and _known(token, dictionary)):  # "a party for X"
         return "weak"
     if last in RELATIONS and not (_is_cap(doc[i - 1]) and _known(token, dictionary)):  # "customer X"
         return "weak"
-    if i > 0 and doc[i - 1].pos_ == "VERB" and doc[i - 1].lemma_.lower() in PERSON_VERBS:  # "tell X", "ask X"
+    if doc[i - 1].pos_ == "VERB" and doc[i - 1].lemma_.lower() in PERSON_VERBS:  # "tell X", "ask X"
         return "weak"
-    if words[-2:] in (["me", "and"], ["i", "and"]):  # "me and X"
+    if "me and" in here:
         return "weak"
     return None
 
@@ -437,12 +364,13 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
     public-figure context may overrule (a preposition, a verb that takes a person, a pair of
     capitalized words that are not English words). `dictionary`: lower-case English words."""
     spans = []
+    cues, after_name = _cue_matches(doc)
     i = 0
     while i < len(doc):
-        cue = _cue_before(doc, i, dictionary)
+        cue = _cue_before(doc, i, dictionary, cues)
         tokens = _name_tokens(doc, i, cue, dictionary) if cue else []
         if not tokens:
-            tokens = _framed_name_at(doc, i, dictionary)
+            tokens = _framed_name_at(doc, i, dictionary, after_name)
             cue = "frame" if tokens else None
         if not tokens:
             tokens = _name_tokens(doc, i, "weak", dictionary) if _uncued_name_at(doc, i, dictionary) else []
@@ -450,9 +378,7 @@ def cued_name_spans(doc, dictionary: frozenset[str] = frozenset()) -> list[tuple
         if tokens:
             end = tokens[-1].i + 1
             # "X, my colleague, ..." names a private person after the fact
-            after = [t.lower_ for t in doc[end:end + 3]]
-            strong = cue != "weak" or (after[:1] == [","] and len(after) == 3 and after[1] in POSSESSIVES
-                                       and after[2] in RELATIONS)
+            strong = cue != "weak" or "apposition" in after_name.get(end, ())
             spans.append((tokens[0].idx, tokens[-1].idx + len(tokens[-1].text), strong))
             i = end
             # "X and Y", "X or Y": the other conjunct of a name is a name too
@@ -626,27 +552,7 @@ def _list_items(doc, spans: list[tuple[int, int, bool]], dictionary: frozenset[s
     return out
 
 
-DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "its"}) | POSSESSIVES
-# "X's birthday", "X's wedding": events of a person's life
-LIFE_EVENTS = frozenset("""
-birthday bday wedding funeral graduation retirement anniversary baby shower christening baptism
-bar bat mitzvah engagement farewell housewarming memorial quinceañera
-""".split())
-DEPARTMENTS = frozenset("""
-accounting finance hr sales marketing legal it support engineering ops operations procurement payroll
-admissions billing reception security facilities management research
-""".split())
-
-
-# What only people keep doing ("X keeps interrupting"; "X keeps crashing" is a program)
-HUMAN_HABITS = frozenset("""
-interrupting disrupting bullying ignoring yelling shouting texting calling emailing messaging complaining
-teasing lying stealing borrowing flirting gossiping criticizing criticising undermining mocking insulting
-harassing talking crying asking blaming avoiding cancelling canceling skipping procrastinating
-""".split())
-
-
-def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
+def _framed_name_at(doc, i: int, dictionary: frozenset[str], after_name: dict | None = None) -> list:
     """The tokens of a name at token i that what follows it marks as a private person's (strong):
     an apposition ("X, my landlord,"), a life event ("X's wedding"), a colleague's department ("X
     from accounting"), a habit only people have ("X keeps interrupting"), and in lower case a report
@@ -668,25 +574,23 @@ def _framed_name_at(doc, i: int, dictionary: frozenset[str]) -> list:
         tokens = [token]
     if not tokens:
         return []
-    end = tokens[-1].i + 1
-    after = [t.lower_ for t in doc[end:end + 4]]
+    # AFTER_NAME_PATTERNS starting right after the name
+    after = (_cue_matches(doc)[1] if after_name is None else after_name).get(tokens[-1].i + 1, set())
     # not a sentence-opening English word: "Well, my friend failed"
-    if after[:1] == [","] and len(after) >= 3 and after[1] in POSSESSIVES and after[2] in RELATIONS and not (
-            _is_cap(token) and token.is_sent_start and _known(token, dictionary)):
+    if "apposition" in after and not (_is_cap(token) and token.is_sent_start and _known(token, dictionary)):
         return tokens
     # (not an organisation's or a product's: "Google's birthday")
-    if after[:1] in (["'s"], ["’s"]) and (capitalized or not _known(token, dictionary)) and token.ent_type_ not in (
-            "ORG", "PRODUCT", "FAC", "WORK_OF_ART", "EVENT") and (
-            (len(after) > 1 and after[1] in LIFE_EVENTS) or (len(after) > 2 and after[2] in LIFE_EVENTS)):
+    if "life event" in after and (capitalized or not _known(token, dictionary)) and token.ent_type_ not in (
+            "ORG", "PRODUCT", "FAC", "WORK_OF_ART", "EVENT"):
         return tokens
-    if after[:1] == ["from"] and len(after) > 1 and after[1] in DEPARTMENTS and not token.is_stop and (
+    if "department" in after and not token.is_stop and (
             (capitalized and (not token.is_sent_start or not _known(token, dictionary)))
             or (subject_word and written_in_lower_case(doc))):
         return tokens
-    if subject_word and len(tokens) == 1 and len(after) > 1 and after[0] in SUBJECT_VERBS and after[1] in ("me", "us"):
+    if subject_word and len(tokens) == 1 and "report" in after:
         return tokens
     # "X keeps interrupting me": a habit only people have
-    if len(after) > 1 and after[0] in ("keeps", "kept", "always", "constantly") and after[1] in HUMAN_HABITS and (
+    if "habit" in after and (
             (capitalized and not token.is_stop)
             or (subject_word and (not _known(token, dictionary) or written_in_lower_case(doc)))):
         return tokens
