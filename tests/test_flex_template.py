@@ -6,7 +6,14 @@ import re
 import pytest
 
 from beam_jobs.flags import argument_parser
-from beam_jobs.options import RETIRED_FLAGS, InsightsOptions, insights_params
+from beam_jobs.options import (
+    REQUIRED_FLAGS,
+    RETIRED_FLAGS,
+    TEMPLATE_LABELS,
+    TEMPLATE_REGEXES,
+    InsightsOptions,
+    insights_params,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METADATA = json.load(open(os.path.join(ROOT, "templates", "metadata.json")))
@@ -30,10 +37,15 @@ def test_metadata_lists_exactly_the_pipeline_options():
     assert set(PARAMETERS) == set(_option_actions()) - set(RETIRED_FLAGS)
 
 
+def test_every_label_and_regex_override_names_a_parameter():
+    # an override left behind by a renamed flag would silently stop applying
+    assert set(TEMPLATE_LABELS) | set(TEMPLATE_REGEXES) | set(REQUIRED_FLAGS) <= set(PARAMETERS)
+
+
 def test_every_parameter_has_a_label_help_and_the_right_optionality():
     for name, parameter in PARAMETERS.items():
         assert parameter["label"] and parameter["helpText"], name
-        assert parameter["isOptional"] is (name not in ("input", "output")), name
+        assert parameter["isOptional"] is (name not in REQUIRED_FLAGS), name
 
 
 def test_defaults_match_their_regexes():

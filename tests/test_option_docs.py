@@ -1,90 +1,100 @@
-"""The documented options table lists exactly the insights job's flags, each with its default.
-
-The table is the one whose header is `| flag | default | ...`, in docs/options.md if that file
-exists, else in README.md's "## Options" section.
+"""docs/options.md's tables and templates/metadata.json are generated from the flags' declarations
+(beam_jobs/option_docs.py): both are current, and a flag added to a params dataclass reaches both.
 """
 
+from __future__ import annotations
+
+import dataclasses
+import json
 import os
-import re
+import shutil
 
 import pytest
 
-from beam_jobs.flags import argument_parser
-from beam_jobs.options import InsightsOptions
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-# How the table shows a default of None (the flag unset): what the job does then.
-UNSET_SHOWN_AS = {
-    "input": "required", "output": "required", "private_output": "under `--output`", "seed": "random",
-    "keyword_set": "bundled list", "keyword_min_noisy_count": "auto", "pseudonymize": "on for openai/vertex",
-    "pseudonyms": "typed",
-    "llm_project": "`$GOOGLE_CLOUD_PROJECT`", "llm_location": "`$GOOGLE_CLOUD_LOCATION`",
-    "keyword_noise": "gaussian (count votes)", "max_keyword_partitions_per_user": "10 (count votes)",
-    "llm_timeout_s": "60; `local`: 600",
-}
+from beam_jobs import option_docs
+from beam_jobs.flags import Params, flag, parse_bool
+from beam_jobs.options import RETIRED_FLAGS, InsightsParams
 
 
-def _options_document() -> tuple[str, str]:
-    docs = os.path.join(ROOT, "docs", "options.md")
-    if os.path.exists(docs):
-        return docs, open(docs, encoding="utf-8").read()
-    readme = os.path.join(ROOT, "README.md")
-    text = open(readme, encoding="utf-8").read()
-    section = re.search(r"^## Options\n(.*?)(?=^## )", text, re.S | re.M)
-    assert section, "README.md has no '## Options' section (and there is no docs/options.md)"
-    return readme, section.group(1)
+def test_the_documents_are_what_the_flags_generate():
+    assert option_docs.stale() == [], "run: .venv/bin/python -m beam_jobs.option_docs --write"
+    assert option_docs.main(["--check"]) == 0
 
 
-def documented_defaults() -> dict[str, str]:
-    """flag name -> the default cell of its row in the options table."""
-    path, text = _options_document()
-    lines = text.splitlines()
-    header = next((i for i, line in enumerate(lines) if re.match(r"\|\s*flag\s*\|\s*default\s*\|", line)), None)
-    assert header is not None, f"no '| flag | default |' table in {path}"
-    rows = {}
-    for line in lines[header + 2:]:
-        if not line.startswith("|"):
-            break
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        for name in re.findall(r"`--([a-z0-9_]+)`", cells[0]):
-            assert name not in rows, f"--{name} has two rows in {path}"
-            rows[name] = cells[1]
-    return rows
+@dataclasses.dataclass(frozen=True)
+class ToyParams(Params):
+    """A toy group: its docstring is the section's intro (see docs/input.md)."""
+
+    toy_flag: int = flag(3, "Toy knob: bigger toys for --toy_mode big.", type=int, public=True)
+    toy_mode: str = flag("small", "How big the toys are.", choices=("small", "big"))
+    toy_cache: str | None = flag(None, "Where the toys are kept.")
+    toy_rerun: bool = flag(False, "Allow it.", type=parse_bool)
 
 
-def _defaults() -> dict[str, object]:
-    return {a.dest: a.default for a in argument_parser(InsightsOptions)._actions if a.dest != "help"}
+@dataclasses.dataclass(frozen=True)
+class ToyJob(InsightsParams):
+    """The insights job's groups plus a toy one: the one place a new flag is declared."""
+
+    toy: ToyParams
 
 
-def _shows(cell: str, default) -> bool:
-    if default is None:
-        return False
-    if isinstance(default, bool):
-        return cell.lower().startswith(str(default).lower())
-    if isinstance(default, (int, float)):
-        number = re.match(r"[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?", cell)
-        return number is not None and float(number.group(0).replace(",", "")) == float(default)
-    return cell.strip("`").lower().startswith(str(default).lower())
+def _copy_documents(root) -> str:
+    for path in (option_docs.OPTIONS_MD, option_docs.METADATA_JSON):
+        os.makedirs(os.path.dirname(root / path), exist_ok=True)
+        shutil.copy(os.path.join(option_docs.ROOT, path), root / path)
+    return str(root)
 
 
-def test_the_table_lists_every_flag_and_no_other():
-    documented, flags = set(documented_defaults()), set(_defaults())
-    assert sorted(flags - documented) == [], "flags missing from the options table"
-    assert sorted(documented - flags) == [], "the options table lists flags the job does not have"
+def test_a_new_flag_reaches_both_documents(tmp_path):
+    root = _copy_documents(tmp_path)
+    assert option_docs.stale(root, ToyJob) == [option_docs.OPTIONS_MD, option_docs.METADATA_JSON]
+    assert option_docs.write(root, ToyJob) == [option_docs.OPTIONS_MD, option_docs.METADATA_JSON]
+    assert option_docs.stale(root, ToyJob) == []
+
+    page = (tmp_path / option_docs.OPTIONS_MD).read_text()
+    generated = page[page.index(option_docs.BEGIN):page.index(option_docs.END)]
+    assert "## Toy\n\nA toy group: its docstring is the section's intro (see [docs/input.md](input.md)).\n" in generated
+    assert "| `--toy_flag` | 3 | Toy knob: bigger toys for `--toy_mode` big. |" in generated
+    assert "| `--toy_mode` | small | How big the toys are. Choices: `small`, `big`. |" in generated
+    assert "| `--toy_cache` | unset | Where the toys are kept. |" in generated
+    assert "| `--toy_rerun` | false | Allow it. |" in generated
+    # the hand-written prose around the generated region is kept as it was
+    original = open(os.path.join(option_docs.ROOT, option_docs.OPTIONS_MD), encoding="utf-8").read()
+    assert page.split(option_docs.BEGIN)[0] == original.split(option_docs.BEGIN)[0]
+    assert page.split(option_docs.END)[1] == original.split(option_docs.END)[1]
+
+    parameters = {p["name"]: p for p in json.loads((tmp_path / option_docs.METADATA_JSON).read_text())["parameters"]}
+    assert parameters["toy_flag"] == {"name": "toy_flag", "label": "Toy flag", "isOptional": True,
+                                      "helpText": "Toy knob: bigger toys for --toy_mode big.", "regexes": ["^[0-9]+$"]}
+    assert parameters["toy_mode"]["regexes"] == ["^(small|big)$"]
+    assert "regexes" not in parameters["toy_cache"]
+    assert parameters["toy_rerun"]["regexes"] == ["^(true|false)$"]
+    assert not set(RETIRED_FLAGS) & set(parameters)
 
 
-@pytest.mark.parametrize("name,default", sorted(_defaults().items()))
-def test_the_table_shows_each_flags_default(name, default):
-    cell = documented_defaults()[name]
-    if default is None:
-        assert cell.startswith(UNSET_SHOWN_AS.get(name, "unset")), (name, cell)
-    else:
-        assert _shows(cell, default), (name, default, cell)
+def test_check_mode_fails_on_a_stale_document(tmp_path, capsys):
+    root = _copy_documents(tmp_path)
+    metadata = tmp_path / option_docs.METADATA_JSON
+    metadata.write_text(metadata.read_text().replace("Total delta", "Delta"))
+    assert option_docs.main(["--check", "--root", root]) == 1
+    assert "templates/metadata.json" in capsys.readouterr().err
+    assert option_docs.main(["--write", "--root", root]) == 0
+    assert option_docs.main(["--check", "--root", root]) == 0
 
 
-def test_a_wrong_default_is_caught():
-    assert _shows("1,000,000", 1_000_000) and _shows("0 (auto)", 0) and _shows("1e-6", 1e-6)
-    assert _shows("60", 60.0) and _shows("false", False) and _shows("all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
-    assert not _shows("50", 5) and not _shows("5", 50) and not _shows("true", False)
-    assert not _shows("laplace", "gaussian") and not _shows("unset", 3)
+def test_a_page_without_the_generated_markers_is_refused():
+    with pytest.raises(ValueError, match="no generated region"):
+        option_docs.options_page("# Options\n\nprose only\n")
+
+
+@pytest.mark.parametrize("name,label", [("keywords_per_vote", "Keywords per vote"), ("llm_base_url", "LLM base URL"),
+                                        ("llm_timeout_s", "LLM timeout (s)"), ("window_days", "Window (days)")])
+def test_labels_are_the_flag_names_in_words(name, label):
+    assert option_docs.words(name) == label
+
+
+def test_help_text_becomes_markdown_that_renders_as_written():
+    assert option_docs.markdown("puts <PERSON_1> | a*b") == "puts &lt;PERSON_1&gt; \\| a\\*b"
+    assert option_docs.markdown("see README.md and docs/privacy.md") == (
+        "see [README.md](../README.md) and [docs/privacy.md](privacy.md)")
+    assert option_docs.markdown("with --allow_rerun=true or `--x <y>`") == "with `--allow_rerun=true` or `--x <y>`"
