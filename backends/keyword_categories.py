@@ -63,6 +63,16 @@ class KeywordCategories:
         sensitive = keyword_set.sensitive_categories | load_keyword_set().sensitive_categories
         return cls(keyword_set.category_of(), embedding_model, embedding_backend, sensitive)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every category a keyword can have, sorted, known without setup(): the set's own, and the
+        bundled set's when some keyword's category is left to setup() (public, so fixed before any data)."""
+        names = {c for c in self._given.values() if c is not None}
+        if self.embedding_model is not None and any(c is None for c in self._given.values()):
+            from backends.keyword_set import load_keyword_set
+            names |= {c for c in load_keyword_set().category_of().values() if c is not None}
+        return tuple(sorted(names))
+
     def setup(self) -> None:
         if self._resolved is not None:
             return

@@ -49,11 +49,11 @@ from core.released_runs import released_reports
 from core.report import CENTROID_SOURCE, labelling_section
 from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
-from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
+from dp_ops.keyword_votes import vote_columns
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from dp_ops.nightly_plan import NightlyPlan, nights_per_window, plan_nights
 from dp_ops.run_budget import RunBudget, spend_event
@@ -70,10 +70,8 @@ from transforms.finalize_run import FinalizeRun
 from transforms.keyword_histograms import (
     DPKeywordHistogram,
     DPKeywordVotes,
-    LabelKeywords,
     SampleForKeywords,
     SelectKeywords,
-    TopKeywords,
     keyword_count_params,
 )
 from transforms.name_clusters import NameClusters
@@ -81,6 +79,7 @@ from transforms.read_conversations import ReadConversations
 from transforms.stage_timing import NAMESPACE as STAGE_MICROS
 from transforms.topic_hierarchy import BuildTopicHierarchy
 from transforms.topic_lineage import AssignLineages
+from transforms.voted_labels import LabelTopics, category_votes_section, min_users_to_label, vote_floors
 from transforms.write_exemplars import COUNTER_NAMESPACE as EXEMPLAR_COUNTERS
 from transforms.write_exemplars import WriteExemplars
 from transforms.write_outputs import (
@@ -236,9 +235,14 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
     lineage = centres | "topic lineages" >> AssignLineages(
         kmeans_output.basis, kept_ids, previous, context.date or context.run_id, embedding.embedding_model)
-    histogram_keywords = centroid_keywords = sampled = keyword_pairs = None
+    centroid_keywords = sampled = keyword_pairs = None
     labelling = None
     weighted = privacy.keyword_votes == "weighted"
+    # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
+    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend)
+    # Category votes: weighted votes only, and only for a keyword set with categories (dp_ops/keyword_votes.py).
+    category_share = keyword_params.category_vote_share if weighted and categories.names else 0.0
+    vote_categories = categories.names if category_share else ()
     if keyword_params.keyword_mode in ("histogram", "both"):
         sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
             kept_sizes, keyword_params.resolved_samples_per_cluster(params.llm.llm_backend), params.run.seed)
@@ -246,13 +250,14 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
             factory.make_keyword_selector(keywords, embedding.embedding_model, keyword_params.keyword_min_similarity,
                                           embedding.embedding_backend, params.llm.config()),
             keywords, keyword_params.keywords_per_vote if weighted else keyword_params.max_keywords_per_conversation,
-            weighted=weighted)
+            weighted=weighted, categories=categories, category_share=category_share)
         keyword_pairs = selection.output
         dead_letters.append(selection.dead_letter)
         histogram_stage = joint.stages["keyword_histograms"]
         if weighted:
-            histogram = DPKeywordVotes(clustering.num_clusters, keywords, histogram_stage.noise_multiplier,
-                                       privacy.delta, kept_ids, budget, noise_seed=privacy.noise_seed)
+            histogram = DPKeywordVotes(clustering.num_clusters, vote_columns(keywords, vote_categories),
+                                       histogram_stage.noise_multiplier, privacy.delta, kept_ids, budget,
+                                       noise_seed=privacy.noise_seed)
         else:
             histogram = DPKeywordHistogram(
                 keyword_count_params(*histogram_stage.pipeline_dp_budget, privacy.histogram_noise,
@@ -260,34 +265,34 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
                 kept_cluster_ids=kept_ids, keywords=keywords, budget=budget)
         noisy_histogram = keyword_pairs | "DP keyword histograms" >> histogram
         candidates_per_topic = keyword_params.keyword_candidates or len(keywords)
-        floor = (keyword_params.keyword_min_noisy_count if keyword_params.keyword_min_noisy_count is not None
-                 else release_floor(histogram.spend.noise, candidates_per_topic,
-                                    keyword_params.false_keywords_per_topic))
-        labelling = labelling_section(min_users_to_clear(floor), floor, candidates_per_topic,
-                                      keyword_params.false_keywords_per_topic)
+        floors = vote_floors(histogram.spend.noise, candidates_per_topic, keyword_params.false_keywords_per_topic,
+                             keyword_params.keyword_min_noisy_count)
+        labelling = labelling_section(min_users_to_label(floors, category_share, len(vote_categories)),
+                                      floors.keyword, candidates_per_topic, keyword_params.false_keywords_per_topic,
+                                      category_votes_section(floors, category_share, vote_categories))
     if (keyword_params.keyword_mode in ("centroid", "both") or keyword_params.label_fallback == "centroid"
             or keyword_params.keyword_candidates):
         # Post-processing of the DP centres: no budget (transforms/centroid_keywords.py). Also the
         # candidates of each topic's histogram keywords and the label of a topic none of them clears.
+        # K ranked by closeness to each centre: the first t label a topic, the first --keyword_candidates
+        # are its candidates, and a topic named by its voted category takes that category's first t.
         centroid_keywords = centres | "centroid keywords" >> CentroidKeywords(
-            keywords, embedding.embedding_model,
-            max(keyword_params.keywords_per_cluster, keyword_params.keyword_candidates), kept_ids,
-            kmeans_output.basis, kmeans_output.active_dim)
+            keywords, embedding.embedding_model, len(keywords), kept_ids, kmeans_output.basis,
+            kmeans_output.active_dim)
     if keyword_params.keyword_mode in ("histogram", "both"):
-        histogram_keywords = noisy_histogram | "top keywords per cluster" >> TopKeywords(
-            keyword_params.keywords_per_cluster, floor,
-            candidates=centroid_keywords if keyword_params.keyword_candidates else None)
-        labels = histogram_keywords | "label keywords and their source" >> LabelKeywords(
-            centroid_keywords if keyword_params.label_fallback == "centroid" else None,
-            keyword_params.keywords_per_cluster)
+        candidates = (centroid_keywords | "candidate keywords" >> beam.MapTuple(
+            lambda cluster_id, ranking: (cluster_id, ranking[:keyword_params.keyword_candidates]))
+            if keyword_params.keyword_candidates else None)
+        labels = noisy_histogram | "label topics from their votes" >> LabelTopics(
+            keyword_params.keywords_per_cluster, floors, categories if vote_categories else None,
+            centroid_keywords if keyword_params.label_fallback == "centroid" else None, candidates)
     else:
         labels = centroid_keywords | "label keywords: nearest the DP centre" >> beam.MapTuple(
-            lambda cluster_id, nearest: (cluster_id, (nearest, CENTROID_SOURCE)))
+            lambda cluster_id, ranking: (cluster_id, (ranking[:keyword_params.keywords_per_cluster], CENTROID_SOURCE,
+                                                      None)))
     centroid_keywords = (centroid_keywords | "centroid keywords, top t" >> beam.MapTuple(
         lambda cluster_id, nearest: (cluster_id, nearest[:keyword_params.keywords_per_cluster]))
         if centroid_keywords is not None else None)
-    # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
-    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend)
     namer = factory.make_cluster_namer(params.llm.config(), categories)
     named = labels | "name clusters" >> NameClusters(namer, categories)
 

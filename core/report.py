@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from core.spend import MechanismSpend, total_spend
 
-# Where a topic's label keywords came from (its `label_source`; transforms/keyword_histograms.label_keywords).
+# Where a topic's label keywords came from (its `label_source`; transforms/voted_labels.label_keywords).
 HISTOGRAM_SOURCE = "dp_keyword_histogram"
+# Its DP category votes cleared the floor and no keyword did: it is named by its category.
+CATEGORY_SOURCE = "dp_category_votes"
+# A topic labelled from either is named by its own DP votes.
+VOTE_SOURCES = (HISTOGRAM_SOURCE, CATEGORY_SOURCE)
 CENTROID_SOURCE = "nearest_keywords_to_dp_centre"
 NO_SOURCE = "none"
 
@@ -50,22 +54,35 @@ def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: in
 
 
 def labelling_section(min_users: int | None, floor: float | None, candidates_per_topic: int,
-                      false_keywords_per_topic: float) -> dict:
-    """What the keyword histogram can label at the run's noise (privacy.min_users_to_label_a_topic
-    and a sentence saying it); empty when no histogram ran (min_users None)."""
+                      false_keywords_per_topic: float, category_votes: dict | None = None) -> dict:
+    """What the keyword votes can label at the run's noise (privacy.min_users_to_label_a_topic and a
+    sentence saying it); empty when no histogram ran (min_users None). `category_votes`: with category
+    votes, {"category_vote_share", "categories", "category_release_floor",
+    "sensitive_category_release_floor"}."""
     if min_users is None:
         return {}
+    if category_votes:
+        how = (f"A topic's category is released only if its noisy vote total reaches "
+               f"{category_votes['category_release_floor']:.1f} (a sensitive category's "
+               f"{category_votes['sensitive_category_release_floor']:.1f}), the value pure noise exceeds for about "
+               f"{false_keywords_per_topic:g} of a topic's {category_votes['categories']} categories (a tenth of that "
+               "for the sensitive ones). Its keywords are released only inside a released category, each clearing "
+               "the floor of that category's keywords, or, without a category, the floor over all "
+               f"{candidates_per_topic} candidate keywords ({floor:.1f}). ")
+    else:
+        how = (f"A keyword is released for a topic only if its noisy vote total reaches {floor:.1f}, "
+               f"the value pure noise exceeds for about {false_keywords_per_topic:g} of a topic's "
+               f"{candidates_per_topic} candidate keywords. ")
     return {
         "keyword_release_floor": floor,
         "keyword_candidates_per_topic": candidates_per_topic,
         "false_keywords_per_topic": false_keywords_per_topic,
+        **(category_votes or {}),
         "min_users_to_label_a_topic": min_users,
-        "labelling_note": (f"A keyword is released for a topic only if its noisy vote total reaches {floor:.1f}, "
-                           f"the value pure noise exceeds for about {false_keywords_per_topic:g} of a topic's "
-                           f"{candidates_per_topic} candidate keywords. A user adds at most 1 to a keyword, so a "
-                           f"topic of fewer than {min_users} users cannot be labelled from its own votes, even if "
-                           "every one of them chose the same keyword; such topics carry the keywords nearest "
-                           "their DP centre instead, when the report says so (label_source), or none."),
+        "labelling_note": how + (f"A user's votes weigh at most 1 in all, so a topic of fewer than {min_users} users "
+                                 "cannot be labelled from its own votes, even if every one of them voted alike; such "
+                                 "topics carry the keywords nearest their DP centre instead, when the report says "
+                                 "so (label_source), or none."),
     }
 
 
@@ -89,6 +106,7 @@ def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None =
             "keywords": topic["keywords"],
             **({"label_source": topic["label_source"]} if "label_source" in topic else {}),
             **({"label_evidence": topic["label_evidence"]} if "label_evidence" in topic else {}),
+            **({"voted_category": topic["voted_category"]} if topic.get("voted_category") else {}),
             "size": max(0, int(round(noisy_sizes[cluster_id]))),
             **({"exemplars": topic["exemplars"]} if "exemplars" in topic else {}),
         }

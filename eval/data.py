@@ -46,7 +46,14 @@ class Dataset:
 
 
 def load_dataset(path: str, facet_max_chars: int = 1000, limit: int | None = None) -> Dataset:
-    """Parses a JSON Lines file with the job's validation; invalid lines are counted, not kept."""
+    """Parses JSON Lines file(s) with the job's validation; invalid lines are counted, not kept.
+    `path`: one file, or several joined by commas (read in order, as one data set)."""
+    if "," in path:
+        parts = [load_dataset(part, facet_max_chars) for part in path.split(",")]
+        joined = Dataset([c for p in parts for c in p.conversations], [f for p in parts for f in p.facets],
+                         sum(p.dead_lettered for p in parts))
+        return joined if limit is None else Dataset(joined.conversations[:limit], joined.facets[:limit],
+                                                    joined.dead_lettered)
     extractor = UserTurnsFacetExtractor(max_chars=facet_max_chars)
     conversations, dead = [], 0
     opener = open
@@ -65,11 +72,25 @@ def load_dataset(path: str, facet_max_chars: int = 1000, limit: int | None = Non
     return Dataset(conversations, [extractor.extract(c) for c in conversations], dead)
 
 
+def with_users(dataset: Dataset, users: int, seed: int, exponent: float = 0.8) -> Dataset:
+    """The same conversations spread over `users` simulated users, heavy-tailed: user r gets each
+    conversation with probability proportional to 1 / r^exponent (seeded). Real texts at another user
+    count, for figures that depend on how many users a topic has (the shared real sets have few)."""
+    if users < 1:
+        raise ValueError(f"users must be >= 1, got {users}")
+    weights = 1.0 / np.arange(1, users + 1) ** exponent
+    owners = np.random.default_rng(seed).choice(users, size=len(dataset), p=weights / weights.sum())
+    return Dataset([dataclasses.replace(c, user_id=f"sim{int(u)}") for c, u in zip(dataset.conversations, owners)],
+                   list(dataset.facets), dataset.dead_lettered)
+
+
 def planted_topics(path: str) -> dict[str, str]:
     """{conversation id: planted topic} of a generated data set's records (beam_jobs.generate_sample
     writes `planted_topic`, which the job ignores); {} for data without it. Lines that are not JSON
-    objects are skipped: load_dataset counts them."""
+    objects are skipped: load_dataset counts them. `path`: as load_dataset's."""
     import json
+    if "," in path:
+        return {cid: topic for part in path.split(",") for cid, topic in planted_topics(part).items()}
     planted = {}
     opener = open
     if path.endswith(".gz"):

@@ -2,23 +2,26 @@
 keyword-histogram choices (docs/privacy.md, "Keyword histograms").
 
     python -m eval.label_coverage --data gen5k=/work/evaldata/gen5k.jsonl:50 --seeds 0 1 2 \
-        [--set keyword_votes=count --set samples_per_cluster=200 ...]
+        [--users 900] [--set keyword_votes=count --set samples_per_cluster=200 ...]
 
 For each data set (NAME=PATH:K, K the number of clusters) and seed it runs the in-process URANIA
 (eval.urania_inprocess.run_urania: the job's mechanisms on cached embeddings) and prints, averaged
 over the seeds:
-  labelled / released   topics whose keywords came from the DP histogram, and all released topics;
-                        with the centroid fallback, labelled by either source is shown too
+  labelled / released   topics named by their own DP votes (keywords, or with category votes their
+                        category alone), and all released topics; with the centroid fallback,
+                        those with keywords from either source are shown too
   planted named         generated data only: planted topics P for which some released topic whose
                         conversations are mostly P lists one of P's expected keywords
-  keyword share         per histogram-labelled topic, the share of its conversations whose text
+  keyword share         per topic with vote keywords, the share of its conversations whose text
                         contains one of its keywords (as a word), averaged over those topics
   min users             privacy.min_users_to_label_a_topic, when the report has it
   ceiling               the votes' upper bound, exact and with one topic holding every kept
-                        conversation: the heaviest keyword's summed weight (in users), and how many
+                        conversation: the heaviest keyword's summed vote (in users), and how many
                         keywords of K reach "min users". A data set whose whole vote falls short
                         cannot have a topic labelled by the DP votes however it is clustered.
-`--set FIELD=VALUE` overrides a UraniaConfig field (the job's flags of the same name).
+PATH may join several files with commas. `--users N` spreads each data set's conversations over N
+simulated heavy-tailed users (eval.data.with_users, seeded by the run's seed): real texts at another
+user count. `--set FIELD=VALUE` overrides a UraniaConfig field (the job's flags of the same name).
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ import statistics
 import time
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from core.report import HISTOGRAM_SOURCE
+from core.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 from dp_ops.keyword_votes import conversation_votes
-from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics
+from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics, with_users
 from eval.topic_quality import config_overrides, mentions
-from eval.urania_inprocess import UraniaConfig, _keywords, _selector, run_urania
+from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_urania
 
 
 def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:
@@ -44,6 +47,7 @@ def label_figures(report: dict, conversation_ids: list[str], facets: list[str], 
         members.setdefault(cluster, []).append(conversation_id)
     topics = report["topics"]
     from_histogram = [t for t in topics if t["keywords"] and t.get("label_source", HISTOGRAM_SOURCE) == HISTOGRAM_SOURCE]
+    by_votes = [t for t in topics if t.get("label_source", HISTOGRAM_SOURCE) in VOTE_SOURCES]
     shares = [statistics.fmean(any(mentions(text[c], k) for k in t["keywords"]) for c in members.get(t["id"], []))
               for t in from_histogram if members.get(t["id"])]
     named = set()
@@ -58,6 +62,7 @@ def label_figures(report: dict, conversation_ids: list[str], facets: list[str], 
     return {
         "released": len(topics),
         "labelled_histogram": len(from_histogram),
+        "labelled_by_votes": len(by_votes),
         "labelled_any": sum(1 for t in topics if t["keywords"]),
         "planted_named": len(named) if planted else None,
         "planted_present": len(set(planted.values())) if planted else None,
@@ -68,8 +73,11 @@ def label_figures(report: dict, conversation_ids: list[str], facets: list[str], 
 
 def whole_set_votes(dataset, embeddings, config: UraniaConfig, seed: int = 0) -> dict[str, float]:
     """Exact weighted votes per keyword over every kept conversation (one topic, no noise): the most
-    any topic of any clustering could gather. Same bounding, selector and vote rule as run_urania."""
+    any topic of any clustering could gather. Same bounding, selector and vote rule as run_urania
+    (with category votes, the keywords' part of each vote)."""
     keywords = _keywords(config.keyword_set).keywords
+    categories = _categories(config.keyword_set, config.embedding_model)
+    share = config.category_vote_share if config.keyword_votes == "weighted" and categories.names else 0.0
     kept, weights = bound_contributions(dataset.user_ids, dataset.conversation_ids,
                                         config.max_conversations_per_user, seed)
     selector = _selector(keywords, config.embedding_model, config.keyword_min_similarity)
@@ -77,8 +85,10 @@ def whole_set_votes(dataset, embeddings, config: UraniaConfig, seed: int = 0) ->
     in_k, totals = frozenset(keywords), {}
     for chosen, weight in zip(picks, weights):
         in_set = list(dict.fromkeys(k for k in chosen if k in in_k))
-        for keyword, value in conversation_votes(in_set, float(weight), config.keywords_per_vote):
-            totals[keyword] = totals.get(keyword, 0.0) + value
+        for column, value in conversation_votes(in_set, float(weight), config.keywords_per_vote,
+                                                categories.category_of, share):
+            if isinstance(column, str):
+                totals[column] = totals.get(column, 0.0) + value
     return totals
 
 
@@ -87,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", action="append", required=True, help="NAME=PATH:K (repeatable)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
+    parser.add_argument("--users", type=int, default=None, help="simulated users per data set (default: its own)")
     args = parser.parse_args(argv)
     overrides = config_overrides(args.set)
     print(f"overrides: {overrides or 'none (the job defaults)'}; seeds {args.seeds}")
@@ -102,17 +113,19 @@ def main(argv: list[str] | None = None) -> None:
         rows = []
         started = time.perf_counter()
         for seed in args.seeds:
-            report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
+            users = dataset.user_ids if args.users is None else with_users(dataset, args.users, seed).user_ids
+            report = run_urania(dataset.conversation_ids, users, dataset.facets, embeddings, config,
                                 seed=seed, noise_seed=seed)
             rows.append(label_figures(report, dataset.conversation_ids, dataset.facets, planted))
         seconds = (time.perf_counter() - started) / len(args.seeds)
         mean = lambda key: statistics.fmean(r[key] for r in rows)  # noqa: E731
         named = (f"{mean('planted_named'):.1f}/{rows[0]['planted_present']}" if planted else "-")
         min_users = rows[0]["min_users"]
-        totals = whole_set_votes(dataset, embeddings, config)
+        totals = whole_set_votes(dataset if args.users is None else with_users(dataset, args.users, args.seeds[0]),
+                                 embeddings, config)
         top = max(totals.values(), default=0.0)
         reaching = sum(value >= min_users for value in totals.values()) if min_users is not None else "-"
-        print(f"{name:8} {k:>3} {mean('labelled_histogram'):>8.1f}/{mean('released'):<9.1f} "
+        print(f"{name:8} {k:>3} {mean('labelled_by_votes'):>8.1f}/{mean('released'):<9.1f} "
               f"{mean('labelled_any'):>12.1f} {named:>14} {mean('keyword_share'):>8.2f} "
               f"{min_users if min_users is not None else '-':>9} {seconds:>6.1f}  {top:.1f}, {reaching}", flush=True)
 

@@ -126,13 +126,6 @@ def reference_clusters(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 # ---- running it ----
 
-def load_joined(paths: str) -> Dataset:
-    """One data set from comma-separated files, read in order."""
-    parts = [load_dataset(path) for path in paths.split(",")]
-    return Dataset([c for p in parts for c in p.conversations], [f for p in parts for f in p.facets],
-                   sum(p.dead_lettered for p in parts))
-
-
 def run_once(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: UraniaConfig, seed: int) -> dict:
     """The DP release's and the reference's label fit for one seed."""
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
@@ -184,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         config = dataclasses.replace(UraniaConfig(num_clusters=int(k)), **overrides)
         if config.embedding_model == args.judge_model:
             print(f"warning: the judge {args.judge_model} is the job's own embedding model")
-        dataset = load_joined(paths)
+        dataset = load_dataset(paths)
         started = time.perf_counter()
         embeddings = embed_cached(dataset.facets, config.embedding_model)
         judge = TextEmbedder(args.judge_model, dict(zip(dataset.facets, embed_cached(dataset.facets, args.judge_model))))

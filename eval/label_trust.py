@@ -3,8 +3,8 @@
     python -m eval.label_trust out/sample/release/report.json [more reports ...]
 
 For each report (public data only) it prints:
-  named by votes         topics whose keywords are their own DP votes (`label_source`
-                         dp_keyword_histogram), of the released topics
+  named by votes         topics whose keywords or category are their own DP votes (`label_source`
+                         dp_keyword_histogram or dp_category_votes), of the released topics
   sensitive, no votes    topics that the report places in a sensitive category of the keyword set
                          (their name starts with it, or their group is named by it) without votes of
                          their own behind their keywords: false-alarm candidates; want 0
@@ -25,18 +25,18 @@ import json
 from backends.keyword_categories import KeywordCategories, dominant_category
 from backends.keyword_set import load_keyword_set
 from backends.label_evidence import UNVERIFIED
-from core.report import HISTOGRAM_SOURCE
+from core.report import VOTE_SOURCES
 
 
 def label_trust(report: dict, category_of: dict[str, str | None], sensitive: frozenset[str]) -> dict:
     topics = report.get("topics", [])
     group_of = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
-    voted = [t for t in topics if t.get("label_source") == HISTOGRAM_SOURCE]
+    voted = [t for t in topics if t.get("label_source") in VOTE_SOURCES]
     claims_sensitive = [t for t in topics
                         if any(t["name"].startswith(c) for c in sensitive) or group_of.get(t["id"]) in sensitive]
-    unsupported = [t for t in claims_sensitive if t.get("label_source") != HISTOGRAM_SOURCE]
+    unsupported = [t for t in claims_sensitive if t.get("label_source") not in VOTE_SOURCES]
     unverified = [t for t in topics if t.get("label_evidence") == UNVERIFIED]
-    categorised = [(t, dominant_category(t["keywords"], category_of)) for t in topics
+    categorised = [(t, t.get("voted_category") or dominant_category(t["keywords"], category_of)) for t in topics
                    if t.get("label_evidence") != UNVERIFIED]
     categorised = [(t, c) for t, c in categorised if c is not None]
     agree = [t for t, c in categorised if group_of.get(t["id"]) == c]

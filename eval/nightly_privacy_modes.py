@@ -53,7 +53,7 @@ import numpy as np
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.options import ClusteringParams, PrivacyParams
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from core.report import HISTOGRAM_SOURCE
+from core.report import VOTE_SOURCES
 from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
 from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly, count_request
 from dp_ops.nightly_plan import nights_per_window, plan_nights
@@ -253,7 +253,7 @@ def night_quality(report: dict, planted: dict[str, str]) -> dict:
         "nmi_kept": nmi(list(kept_labels.values()), [planted[c] for c in kept_labels]),
         "nmi_released": nmi([assignments[c] for c in in_released], [planted[c] for c in in_released]),
         "released": len(topics),
-        "labelled_by_votes": sum(1 for t in topics if t["keywords"] and t.get("label_source") == HISTOGRAM_SOURCE),
+        "labelled_by_votes": sum(1 for t in topics if t.get("label_source") in VOTE_SOURCES),
     }
 
 

@@ -57,7 +57,7 @@ import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from core.report import HISTOGRAM_SOURCE
+from core.report import VOTE_SOURCES
 from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, run_urania
 
@@ -301,7 +301,7 @@ def measure(loaded: Loaded, config: UraniaConfig, seed: int, kmeans_labels: np.n
     kmeans = {cid: int(kmeans_labels[position[cid]]) for cid in assignments}
     labelled = sum(1 for t in topics if t["keywords"])
     # Labelled from the DP keyword votes, not from the keywords nearest the DP centre (the fallback).
-    labelled_by_votes = sum(1 for t in topics if t["keywords"] and t.get("label_source") == HISTOGRAM_SOURCE)
+    labelled_by_votes = sum(1 for t in topics if t.get("label_source") in VOTE_SOURCES)
     weighted, plain = keyword_occurrence(topics, assignments, dict(zip(ids, facets)))
     row = {
         "dataset": loaded.spec.name, "seed": seed, "k": config.num_clusters, "conversations": len(ids),

@@ -12,7 +12,8 @@ Shared with the Beam job (the same functions, not copies):
   the job's DPCountParams (cluster_size_params, keyword_count_params) and spend_from_accountant, on
   PipelineDP's LocalBackend instead of its BeamBackend; public partitions as in the job;
   Poisson sampling for keywords (poisson_keep, keyword_sampling_rate), the offline
-  EmbeddingKeywordSelector, the filter to K, top_keywords, release_floor, KeywordClusterNamer with the
+  EmbeddingKeywordSelector, the filter to K, the weighted keyword and category votes
+  (dp_ops.keyword_votes), transforms.voted_labels' floors and labels, KeywordClusterNamer with the
   keyword set's KeywordCategories, distinct_names, build_hierarchy (on the DP centres) and
   core.report.build_report.
 Differs from the Beam job: no Beam and no release gate; the DP k-means calibration is memoised
@@ -51,10 +52,17 @@ from core.lineage import LOOKBACK_NIGHTS, PreviousNights
 from core.report import build_report, labelling_section, report_topics
 from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
-from dp_ops.dp_counts import DPCountParams, min_users_to_clear, release_floor, spend_from_accountant
+from dp_ops.dp_counts import DPCountParams, spend_from_accountant
 from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
-from dp_ops.keyword_votes import conversation_votes, exact_vote_sums, noisy_vote_sums, released_histogram, vote_spend
+from dp_ops.keyword_votes import (
+    conversation_votes,
+    exact_vote_sums,
+    noisy_vote_sums,
+    released_histogram,
+    vote_columns,
+    vote_spend,
+)
 from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
 from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
@@ -62,10 +70,18 @@ from eval.data import bound_contributions
 from transforms.centroid_keywords import nearest_keywords
 from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.dp_kmeans import basis_keyword_vectors
-from transforms.keyword_histograms import keyword_count_params, label_keywords, top_keywords
+from transforms.keyword_histograms import keyword_count_params
 from transforms.name_clusters import distinct_names, name_topic
 from transforms.topic_hierarchy import build_hierarchy
 from transforms.topic_lineage import lineage_section
+from transforms.voted_labels import (
+    VoteFloors,
+    category_votes_section,
+    label_keywords,
+    min_users_to_label,
+    vote_floors,
+    voted_keywords,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +106,7 @@ class UraniaConfig:
     keyword_noise: str | None = PrivacyParams.keyword_noise  # count votes only
     keyword_votes: str = PrivacyParams.keyword_votes
     keywords_per_vote: int = KeywordParams.keywords_per_vote
+    category_vote_share: float = KeywordParams.category_vote_share
     false_keywords_per_topic: float = KeywordParams.false_keywords_per_topic
     keyword_candidates: int = KeywordParams.keyword_candidates
     label_fallback: str = KeywordParams.label_fallback
@@ -305,6 +322,12 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                        for cid, c in zip(kept_ids, clusters.tolist())], dtype=bool)
     selector = _selector(keywords, config.embedding_model, config.keyword_min_similarity)
     weighted = config.keyword_votes == "weighted"
+    categories = _categories(config.keyword_set, config.embedding_model)
+    # As the job: category votes with weighted votes and a keyword set that has categories.
+    category_share = config.category_vote_share if weighted and categories.names else 0.0
+    vote_categories = categories.names if category_share else ()
+    category_of = categories.category_of if category_share else None
+    columns = vote_columns(keywords, vote_categories)
     max_per_conversation = config.keywords_per_vote if weighted else config.max_keywords_per_conversation
     keyword_pairs, votes = [], []
     if sample.any() and kept_sizes:
@@ -314,29 +337,28 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         for i, chosen in zip(index, picks):
             in_set = list(dict.fromkeys(k for k in chosen if k in in_k))[:max_per_conversation]
             if weighted:
-                votes += [(int(clusters[i]), keyword, value)
-                          for keyword, value in conversation_votes(in_set, float(weights[i]), config.keywords_per_vote)]
+                votes += [(int(clusters[i]), column, value)
+                          for column, value in conversation_votes(in_set, float(weights[i]), config.keywords_per_vote,
+                                                                  category_of, category_share)]
             else:
                 keyword_pairs += [(kept_users[i], (int(clusters[i]), keyword)) for keyword in in_set]
     # Zero budget: the keywords nearest each DP centre (transforms/centroid_keywords.nearest_keywords).
     keyword_points = km.project_points(_keyword_embeddings(keywords, config.embedding_model),
                                        _basis(params, config.embedding_model), active_dim)
-    nearest = nearest_keywords(centres, keyword_points, keywords, max(config.keywords_per_cluster,
-                                                                      config.keyword_candidates))
+    nearest = nearest_keywords(centres, keyword_points, keywords, len(keywords))  # K ranked per centre
     candidates = ({c: nearest[c][:config.keyword_candidates] for c in kept_sizes} if config.keyword_candidates
                   else None)
     partitions = [(c, k) for c in sorted(kept_sizes) for k in keywords]
     candidates_per_topic = config.keyword_candidates or len(keywords)
-    min_users = None
+    noise = None
     if config.private and weighted:
         stage = joint.stages["keyword_histograms"]
         histogram = released_histogram(
-            noisy_vote_sums(exact_vote_sums(votes, config.num_clusters, keywords), stage.noise_std_parameter,
-                            noise_seed), kept_sizes, keywords)
+            noisy_vote_sums(exact_vote_sums(votes, config.num_clusters, columns), stage.noise_std_parameter,
+                            noise_seed), kept_sizes, columns)
         histogram_spend = vote_spend(stage.noise_multiplier, config.delta)
         spends.append(histogram_spend)
-        floor = release_floor(histogram_spend.noise, candidates_per_topic, config.false_keywords_per_topic)
-        min_users = min_users_to_clear(floor)
+        noise = histogram_spend.noise
     elif config.private:
         privacy = _privacy_params(config.epsilon, config.epsilon_weights, config.delta, config.keyword_votes,
                                   config.keyword_noise, config.max_keyword_partitions_per_user)
@@ -347,25 +369,28 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         else:  # nothing kept: the histogram stage releases nothing, but the job still accounts for it
             histogram, histogram_spend = {}, _dp_count(count_params, [], [(0, keywords[0])])[1]
         spends.append(histogram_spend)
-        floor = release_floor(histogram_spend.noise, candidates_per_topic, config.false_keywords_per_topic)
-        min_users = min_users_to_clear(floor)
+        noise = histogram_spend.noise
     elif weighted:
-        histogram = released_histogram(exact_vote_sums(votes, config.num_clusters, keywords), kept_sizes, keywords)
-        floor = 1e-9
+        histogram = released_histogram(exact_vote_sums(votes, config.num_clusters, columns), kept_sizes, columns)
     else:
-        histogram, floor = _exact_count(keyword_pairs, partitions), 1.0
+        histogram = _exact_count(keyword_pairs, partitions)
+    # Non-private: no noise, so any vote releases (weighted) or one user's count (count).
+    floors = (vote_floors(noise, candidates_per_topic, config.false_keywords_per_topic) if noise is not None
+              else VoteFloors(None, config.false_keywords_per_topic, 1e-9 if weighted else 1.0))
+    min_users = min_users_to_label(floors, category_share, len(vote_categories)) if noise is not None else None
     per_cluster: dict[int, list] = {c: [] for c in kept_sizes}
-    for (cluster, keyword), count in histogram.items():
-        per_cluster[cluster].append((keyword, count))
-    categories = _categories(config.keyword_set, config.embedding_model)
+    for (cluster, column), value in histogram.items():
+        per_cluster[cluster].append((column, value))
     namer = KeywordClusterNamer(categories)
     named = {}
-    for cluster, counts in per_cluster.items():
-        _, chosen = top_keywords((cluster, counts), config.keywords_per_cluster, floor,
-                                 None if candidates is None else frozenset(candidates[cluster]))
-        chosen, source = label_keywords(list(chosen), nearest[cluster][:config.keywords_per_cluster]
-                                        if config.label_fallback == "centroid" else None)
-        named[cluster] = name_topic(namer, list(chosen), source, categories)
+    for cluster, values in per_cluster.items():
+        chosen, voted_category = voted_keywords(values, config.keywords_per_cluster, floors, categories.category_of,
+                                                categories.sensitive,
+                                                None if candidates is None else frozenset(candidates[cluster]))
+        chosen, source, voted_category = label_keywords(chosen, nearest[cluster] if config.label_fallback == "centroid"
+                                                        else None, voted_category, categories.category_of,
+                                                        config.keywords_per_cluster)
+        named[cluster] = name_topic(namer, list(chosen), source, categories, voted_category)
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)
     # As the job's AssignLineages (transforms/topic_lineage.py): post-processing of the DP centres.
@@ -393,8 +418,10 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                           {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
                            "seed": seed, "clustering_dimension": active_dim}, hierarchy=hierarchy,
                           composition=budget.composition() if budget else None,
-                          labelling=labelling_section(min_users, floor, candidates_per_topic,
-                                                      config.false_keywords_per_topic),
+                          labelling=labelling_section(min_users, floors.keyword, candidates_per_topic,
+                                                      config.false_keywords_per_topic,
+                                                      category_votes_section(floors, category_share, vote_categories)
+                                                      if noise is not None else None),
                           lineage=lineage)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}

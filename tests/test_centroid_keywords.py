@@ -103,7 +103,7 @@ def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     assert stats["keyword_pairs_selected"] > 0
     # Every topic says where its label came from; the histogram's own keywords are what agreement compares.
     sources = {t["id"]: t["label_source"] for t in report["topics"]}
-    assert set(sources.values()) <= {"dp_keyword_histogram", "nearest_keywords_to_dp_centre"}
+    assert set(sources.values()) <= {"dp_keyword_histogram", "dp_category_votes", "nearest_keywords_to_dp_centre"}
     category_of, sensitive = _categories(sample[2])
     for topic in report["topics"]:
         if sources[topic["id"]] == "nearest_keywords_to_dp_centre":

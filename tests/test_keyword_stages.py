@@ -6,7 +6,8 @@ from backends.interfaces import KeywordSelector
 from core.records import ConversationBlock
 from dp_ops.sampling import keyed_uniform, keyword_sampling_rate, poisson_keep
 from tests.conftest import local_pipeline
-from transforms.keyword_histograms import SelectKeywords, sample_block, top_keywords
+from transforms.keyword_histograms import SelectKeywords, sample_block
+from transforms.voted_labels import top_keywords
 
 
 class _MisbehavingSelector(KeywordSelector):

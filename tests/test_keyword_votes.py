@@ -15,7 +15,8 @@ from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.joint_calibration import calibrate_jointly, job_requests
 from dp_ops.run_budget import RunBudget
 from tests.conftest import local_pipeline
-from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords, label_keywords
+from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords
+from transforms.voted_labels import label_keywords
 
 KEYWORDS = tuple(f"k{j}" for j in range(12))
 
@@ -91,9 +92,11 @@ def test_min_users_is_the_floor_rounded_up():
 
 
 def test_label_falls_back_to_centroid_keywords_and_says_so():
-    assert label_keywords(["a"], ["b"]) == (["a"], "dp_keyword_histogram")
-    assert label_keywords([], ["b"]) == (["b"], "nearest_keywords_to_dp_centre")
-    assert label_keywords([], None) == ([], "none")
+    assert label_keywords(["a"], ["b"]) == (["a"], "dp_keyword_histogram", None)
+    assert label_keywords(["a"], ["b"], "Cooking") == (["a"], "dp_keyword_histogram", "Cooking")
+    assert label_keywords([], ["b"], "Cooking") == ([], "dp_category_votes", "Cooking")
+    assert label_keywords([], ["b"]) == (["b"], "nearest_keywords_to_dp_centre", None)
+    assert label_keywords([], None) == ([], "none", None)
 
 
 class _FirstKeywords:

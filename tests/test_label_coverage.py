@@ -19,8 +19,8 @@ def test_whole_set_votes_count_each_user_once_however_many_conversations():
     dataset = Dataset(conversations, texts)
     config = UraniaConfig(num_clusters=1)
     totals = whole_set_votes(dataset, TextEmbedder(config.embedding_model)(texts), config)
-    # Each user's vote vector has L2 norm <= 1 (conversation weights 1/n_u, each split evenly over its
-    # keywords_per_vote keywords): both users vote "sql joins" and "sql", 1/sqrt(2) each, and the heavy
-    # user's 12 conversations count as one user, not twelve.
-    per_keyword = 1 / math.sqrt(config.keywords_per_vote)
+    # Each user's vote vector has L2 norm <= 1 (conversation weights 1/n_u, the keywords' part sqrt(1 - s)
+    # of it split evenly over its keywords_per_vote keywords, s the category share): both users vote
+    # "sql joins" and "sql", and the heavy user's 12 conversations count as one user, not twelve.
+    per_keyword = math.sqrt(1 - config.category_vote_share) / math.sqrt(config.keywords_per_vote)
     assert totals == pytest.approx({"sql joins": 2 * per_keyword, "sql": 2 * per_keyword})

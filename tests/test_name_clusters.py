@@ -58,7 +58,7 @@ def test_the_stage_names_each_topic_and_makes_the_names_distinct(collector):
     keyword_lists = [["python", "unit testing", "django"], ["python", "unit testing", "flask"], ["fever"]]
     categories = KeywordCategories(CATEGORY_OF)
     with local_pipeline() as pipeline:
-        named = (pipeline | beam.Create([(c, (k, HISTOGRAM_SOURCE)) for c, k in enumerate(keyword_lists)])
+        named = (pipeline | beam.Create([(c, (k, HISTOGRAM_SOURCE, None)) for c, k in enumerate(keyword_lists)])
                  | NameClusters(KeywordClusterNamer(categories), categories))
         collector(named, "named")
     result = dict(collector.result("named"))

@@ -215,7 +215,8 @@ TODAYS_CONFIG_KEYS = {
     "run_id", "date", "num_clusters", "max_conversations_per_user", "epsilon", "epsilon_weights", "delta",
     "min_cluster_size", "samples_per_cluster", "keywords_per_cluster",
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
-    "keyword_votes", "keywords_per_vote", "false_keywords_per_topic", "keyword_candidates", "label_fallback",
+    "keyword_votes", "keywords_per_vote", "category_vote_share", "false_keywords_per_topic", "keyword_candidates",
+    "label_fallback",
     "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "llm_steps", "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
     "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start"}

@@ -130,8 +130,11 @@ def test_the_page_and_the_table_say_when_a_label_is_a_guess_not_a_finding():
     topics[1] = {**topics[1], "name": topics[1]["name"] + " (approximate)",
                  "label_source": "nearest_keywords_to_dp_centre", "label_evidence": "approximate"}
     topics[2] = {**topics[2], "label_source": "dp_keyword_histogram", "label_evidence": "dp_votes"}
+    topics[3] = {**topics[3], "name": "Writing and editing", "label_source": "dp_category_votes",
+                 "label_evidence": "dp_category_votes", "voted_category": "Writing and editing"}
     report = sample_report(topics)
     page = render_report(report)
+    assert 'data-evidence="dp_category_votes"' in page and "its category from the DP category votes" in page
     assert 'data-evidence="unverified"' in page and "not evidence of that activity" in page
     assert 'data-evidence="approximate"' in page and "no vote of its own conversations behind it" in page
     assert 'data-evidence="dp_votes"' in page

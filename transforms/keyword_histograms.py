@@ -4,15 +4,15 @@ SampleForKeywords: Poisson-sample each kept cluster's conversations at rate min(
   a rate computed from DP outputs only; rate 1 (every conversation) when m is None (a free selector).
 SelectKeywords: a KeywordSelector picks keywords from K per sampled conversation; anything outside K
   is discarded here, before any aggregate, so DP never depends on the selector behaving. Its output
-  is the conversation's votes: weighted (cluster, keyword, weight / sqrt(j)) for its best j keywords
-  (dp_ops/keyword_votes.py), or (user_id, (cluster, keyword)) pairs for the count.
+  is the conversation's votes: weighted (cluster, column, value) for its best j keywords and, with
+  category votes, their categories (dp_ops/keyword_votes.py), or (user_id, (cluster, keyword)) pairs
+  for the count.
   A conversation whose selection raises is dead-lettered alone (transforms/record_isolation.py).
-DPKeywordVotes: the weighted votes' Gaussian sum per (cluster, keyword) over the public partitions
-  (kept clusters x K), L2 sensitivity 1 (the default).
+DPKeywordVotes: the weighted votes' Gaussian sum per (cluster, keyword) and (cluster, category) over
+  the public partitions (kept clusters x columns), L2 sensitivity 1 (the default).
 DPKeywordHistogram: a PipelineDP count per (cluster, keyword) over the public partitions
   (kept clusters x K), user-level: PipelineDP bounds each user to L0 pairs and 1 count per pair.
-TopKeywords: the t keywords with the largest noisy values above a noise floor (post-processing),
-  the floor chosen so that pure noise rarely puts a keyword into a topic.
+The labels made from the release (post-processing) are transforms/voted_labels.py's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from apache_beam.metrics import Metrics
 
 from backends.interfaces import KeywordSelector
 from core.records import ConversationBlock
-from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.keyword_votes import conversation_votes, noisy_vote_sums, released_histogram, vote_spend
 from dp_ops.run_budget import RunBudget
@@ -60,16 +59,23 @@ class SampleForKeywords(beam.PTransform):
 
 
 class _SelectKeywordsFn(beam.DoFn):
-    def __init__(self, selector: KeywordSelector, keywords: tuple[str, ...], max_keywords: int, weighted: bool):
+    def __init__(self, selector: KeywordSelector, keywords: tuple[str, ...], max_keywords: int, weighted: bool,
+                 categories, category_share: float):
         self._selector = selector
         self._keywords = frozenset(keywords)
         self._max_keywords = max_keywords
         self._weighted = weighted
+        self._categories = categories
+        self._category_share = category_share
         self._discarded = Metrics.counter("keywords", "selected_outside_keyword_set")
         self._selected = Metrics.counter("keywords", "keywords_selected")
 
     def setup(self):
         self._selector.setup()
+        self._category_of = None
+        if self._categories is not None and self._category_share > 0:
+            self._categories.setup()
+            self._category_of = self._categories.category_of
         self._timed_select = timed("select_keywords", self._select)
 
     def teardown(self):
@@ -90,8 +96,9 @@ class _SelectKeywordsFn(beam.DoFn):
             in_set = list(dict.fromkeys(in_set))[: self._max_keywords]  # distinct, capped
             self._selected.inc(len(in_set))
             if self._weighted:
-                for keyword, value in conversation_votes(in_set, weight, self._max_keywords):
-                    yield int(cluster_id), keyword, value
+                for column, value in conversation_votes(in_set, weight, self._max_keywords, self._category_of,
+                                                        self._category_share):
+                    yield int(cluster_id), column, value
             else:
                 for keyword in in_set:
                     yield user_id, (int(cluster_id), keyword)
@@ -106,56 +113,59 @@ class _SelectKeywordsFn(beam.DoFn):
 class SelectKeywords(beam.PTransform):
     """Output: StageOutput of a conversation's votes for its first `max_keywords` distinct in-K
     keywords, and the DeadLetters of conversations whose selection failed. Votes: weighted,
-    (cluster_id, keyword, value) (dp_ops.keyword_votes.conversation_votes); else (user_id,
-    (cluster_id, keyword)) pairs for the PipelineDP count."""
+    (cluster_id, column, value) (dp_ops.keyword_votes.conversation_votes: keywords, and with
+    `categories` and `category_share` > 0 their CategoryVote columns); else (user_id, (cluster_id,
+    keyword)) pairs for the PipelineDP count."""
 
     def __init__(self, selector: KeywordSelector, keywords: tuple[str, ...], max_keywords: int = 5,
-                 weighted: bool = False):
+                 weighted: bool = False, categories=None, category_share: float = 0.0):
         super().__init__()
-        self._fn = _SelectKeywordsFn(selector, keywords, max_keywords, weighted)
+        if category_share and not weighted:
+            raise ValueError("category votes are weighted votes: count votes take no category share")
+        self._fn = _SelectKeywordsFn(selector, keywords, max_keywords, weighted, categories, category_share)
 
     def expand(self, sampled_blocks) -> StageOutput:
         return split_dead_letters(sampled_blocks | "select keywords from K" >> beam.ParDo(self._fn))
 
 
 class _VoteSumsFn(SumArraysFn):
-    """Sums (cluster, keyword index, value) votes into a (num_clusters, |K|) array."""
+    """Sums (cluster, column index, value) votes into a (num_clusters, |columns|) array."""
 
     def add_input(self, accumulator, vote):
-        cluster, keyword_index, value = vote
-        accumulator[cluster, keyword_index] += value
+        cluster, column_index, value = vote
+        accumulator[cluster, column_index] += value
         return accumulator
 
 
-def _noisy_histogram(exact_sums, kept_cluster_ids, keywords, sigma, noise_seed):
+def _noisy_histogram(exact_sums, kept_cluster_ids, columns, sigma, noise_seed):
     noisy = noisy_vote_sums(exact_sums, sigma, noise_seed)
-    return list(released_histogram(noisy, kept_cluster_ids, keywords).items())
+    return list(released_histogram(noisy, kept_cluster_ids, columns).items())
 
 
 class DPKeywordVotes(DPStage):
-    """Input: (cluster_id, keyword, value) votes. Output: ((cluster_id, keyword), noisy sum) for
-    every kept cluster x keyword in K. The spend depends on the parameters alone, so it is
-    registered at construction."""
+    """Input: (cluster_id, column, value) votes. Output: ((cluster_id, column), noisy sum) for every
+    kept cluster x column (dp_ops.keyword_votes.vote_columns: K, then the categories). The spend
+    depends on the parameters alone, so it is registered at construction."""
 
-    def __init__(self, num_clusters: int, keywords: tuple[str, ...], noise_multiplier: float, delta: float,
+    def __init__(self, num_clusters: int, columns: tuple, noise_multiplier: float, delta: float,
                  kept_cluster_ids, budget: RunBudget | None, noise_seed: int | None = None):
         super().__init__(budget)
         self._num_clusters = num_clusters
-        self._keywords = tuple(keywords)
+        self._columns = tuple(columns)
         self._kept_cluster_ids = kept_cluster_ids
         self._noise_seed = noise_seed
         self._spends(vote_spend(noise_multiplier, delta))
 
     def expand(self, votes):
-        index = {keyword: j for j, keyword in enumerate(self._keywords)}
+        index = {column: j for j, column in enumerate(self._columns)}
         return (
             votes
-            | "index votes" >> beam.MapTuple(lambda cluster, keyword, value: (cluster, index[keyword], value))
-            | "sum votes per (cluster, keyword)" >> beam.CombineGlobally(
-                _VoteSumsFn((self._num_clusters, len(self._keywords))))
+            | "index votes" >> beam.MapTuple(lambda cluster, column, value: (cluster, index[column], value))
+            | "sum votes per (cluster, column)" >> beam.CombineGlobally(
+                _VoteSumsFn((self._num_clusters, len(self._columns))))
             | "add Gaussian noise, keep kept clusters" >> beam.FlatMap(
                 timed("keyword_histograms", _noisy_histogram), beam.pvalue.AsList(self._kept_cluster_ids),
-                self._keywords, self.spend.noise["sigma"], self._noise_seed)
+                self._columns, self.spend.noise["sigma"], self._noise_seed)
         )
 
 
@@ -191,75 +201,3 @@ class DPKeywordHistogram(beam.PTransform):
         histogram = user_pairs | "DP count per (cluster, keyword)" >> count
         self.spend = count.spend
         return histogram
-
-
-def top_keywords(cluster_and_counts, top_t: int, min_noisy_count: float, candidates=None):
-    """The `top_t` keywords with the largest noisy values >= the floor; with `candidates` (a
-    collection of keywords), only those are considered."""
-    cluster_id, keyword_counts = cluster_and_counts
-    ranked = sorted(((count, keyword) for keyword, count in keyword_counts
-                     if count >= min_noisy_count and (candidates is None or keyword in candidates)),
-                    key=lambda pair: (-pair[0], pair[1]))
-    return cluster_id, [keyword for _, keyword in ranked[:top_t]]
-
-
-def label_keywords(histogram_keywords: list[str], centroid_keywords: list[str] | None) -> tuple[list[str], str]:
-    """A topic's label keywords and where they came from: the DP histogram's when any cleared the
-    floor, else (with the fallback on) the keywords nearest its DP centre, else none."""
-    if histogram_keywords:
-        return list(histogram_keywords), HISTOGRAM_SOURCE
-    if centroid_keywords:
-        return list(centroid_keywords), CENTROID_SOURCE
-    return [], NO_SOURCE
-
-
-def _top_keywords_of_candidates(cluster_and_counts, top_t, min_noisy_count, nearest_by_cluster):
-    cluster_id = cluster_and_counts[0]
-    return top_keywords(cluster_and_counts, top_t, min_noisy_count, frozenset(nearest_by_cluster.get(cluster_id, ())))
-
-
-class TopKeywords(beam.PTransform):
-    """Output: (cluster_id, [up to t keywords]) for every kept cluster (an empty list when none
-    clears the noise floor). With `candidates` ((cluster_id, [keywords nearest its DP centre])),
-    a topic's keywords are chosen among its candidates only."""
-
-    def __init__(self, top_t: int, min_noisy_count: float, candidates=None):
-        super().__init__()
-        self._top_t = top_t
-        self._min_noisy_count = min_noisy_count
-        self._candidates = candidates
-
-    def expand(self, histogram):
-        grouped = (
-            histogram
-            | "key by cluster" >> beam.MapTuple(lambda partition, count: (partition[0], (partition[1], count)))
-            | "group keywords per cluster" >> beam.GroupByKey()
-        )
-        if self._candidates is None:
-            return grouped | "keep top t above noise floor" >> beam.Map(top_keywords, self._top_t,
-                                                                        self._min_noisy_count)
-        return grouped | "keep top t candidates above noise floor" >> beam.Map(
-            _top_keywords_of_candidates, self._top_t, self._min_noisy_count, beam.pvalue.AsDict(self._candidates))
-
-
-def _label(cluster_and_keywords, nearest_by_cluster, top_t):
-    cluster_id, histogram_keywords = cluster_and_keywords
-    fallback = None if nearest_by_cluster is None else nearest_by_cluster.get(cluster_id, [])[:top_t]
-    return cluster_id, label_keywords(histogram_keywords, fallback)
-
-
-class LabelKeywords(beam.PTransform):
-    """Input: TopKeywords' output. Output: (cluster_id, (keywords, label source)): the histogram's
-    keywords, else those of `centroid_keywords` ((cluster_id, [keywords nearest its DP centre]),
-    post-processing of the DP centres) when given, else none."""
-
-    def __init__(self, centroid_keywords, top_t: int):
-        super().__init__()
-        self._centroid_keywords = centroid_keywords
-        self._top_t = top_t
-
-    def expand(self, histogram_keywords):
-        if self._centroid_keywords is None:
-            return histogram_keywords | "no fallback" >> beam.Map(_label, None, self._top_t)
-        return histogram_keywords | "fall back to centroid keywords" >> beam.Map(
-            _label, beam.pvalue.AsDict(self._centroid_keywords), self._top_t)

@@ -1,4 +1,4 @@
-"""NameClusters: (cluster_id, (label keywords, their source)) -> name and description, via a
+"""NameClusters: (cluster_id, (label keywords, their source, voted category)) -> name and description, via a
 ClusterNamer; then says how far each label can be trusted (backends/label_evidence.py: "(approximate)",
 or "Possibly <sensitive category> (unverified)" for a sensitive guess without votes behind it), and
 makes the names of all released topics distinct.
@@ -72,11 +72,13 @@ def distinct_names(named_topics: dict, category_of: dict[str, str | None] | None
     raise AssertionError("distinct_names did not converge")  # each round leaves one topic per shared name
 
 
-def name_topic(namer: ClusterNamer, keywords: list[str], source: str, categories: KeywordCategories | None) -> dict:
-    """{"name", "description", "keywords", "label_source", "label_evidence"} of one topic: the namer's
-    name for its label keywords, marked by how far they rest on its own DP votes."""
+def name_topic(namer: ClusterNamer, keywords: list[str], source: str, categories: KeywordCategories | None,
+               voted_category: str | None = None) -> dict:
+    """{"name", "description", "keywords", "label_source", "label_evidence"} (and "voted_category") of
+    one topic: the namer's name for its label keywords, or its voted category's, marked by how far
+    they rest on its own DP votes."""
     category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of, categories.sensitive)
-    return labelled_topic(namer.name, list(keywords), source, category_of, sensitive)
+    return labelled_topic(namer.name, list(keywords), source, category_of, sensitive, voted_category)
 
 
 class _NameClusterFn(beam.DoFn):
@@ -94,8 +96,8 @@ class _NameClusterFn(beam.DoFn):
         self._namer.teardown()
 
     def process(self, cluster_and_label):
-        cluster_id, (keywords, source) = cluster_and_label
-        yield cluster_id, self._timed_name(self._namer, list(keywords), source, self._categories)
+        cluster_id, (keywords, source, voted_category) = cluster_and_label
+        yield cluster_id, self._timed_name(self._namer, list(keywords), source, self._categories, voted_category)
 
 
 class _DistinctNamesFn(beam.DoFn):
@@ -112,7 +114,8 @@ class _DistinctNamesFn(beam.DoFn):
 
 
 class NameClusters(beam.PTransform):
-    """(cluster_id, (label keywords, label source)) -> (cluster_id, name_topic's dict), names distinct.
+    """(cluster_id, (label keywords, label source, voted category or None)) -> (cluster_id, name_topic's
+    dict), names distinct.
     `categories`: the keyword set's, for the sensitive marks and the keywords that tell two topics of
     one name apart."""
 

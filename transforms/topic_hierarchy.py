@@ -97,7 +97,8 @@ def category_groups(topics: Sequence[dict], category_of: dict[str, str | None]) 
     by_category: dict[str, list[dict]] = {}
     unverified, without = [], []
     for topic in sorted(topics, key=lambda t: t["id"]):
-        category = dominant_category(topic["keywords"], category_of)
+        # The category its votes support, else its keywords' (a topic named by its category has none).
+        category = topic.get("voted_category") or dominant_category(topic["keywords"], category_of)
         if topic.get("label_evidence") == UNVERIFIED:
             # Its keywords are the sensitive category's words nearest its DP centre, no vote of its own
             # behind them: in that category's group it would read as a finding.

@@ -1,0 +1,195 @@
+"""A topic's label from the keyword stage's release: category first, then keywords inside it.
+
+Post-processing of released values only (no budget): the noisy (cluster, keyword) and, with category
+votes (dp_ops/keyword_votes.py), (cluster, category) sums of every kept cluster, the public keyword
+set and its categories, and the DP centres' nearest keywords for the fallback.
+
+Why category first: a topic's users spread their votes over many related keywords ("cover letter",
+"essay", "proofreading"), so no single keyword may clear the noise floor while their category
+("Writing and editing") gathers all of them and clears it. A topic's label is then:
+1. its voted categories: those whose noisy sum clears the category floor (the value pure noise
+   exceeds for `false_per_topic` of a topic's categories; a sensitive category's floor is set for a
+   tenth of that, `SENSITIVE_FALSE_ALARM_SHARE`, as a false alarm there is the costliest error);
+2. its keywords: those of the voted categories that clear the floor of that smaller pool of
+   candidates (lower than the floor over all of K), and keywords without a category that clear the
+   floor over all of K. A keyword of a category the votes do not support is never released, which
+   keeps stray keywords of another theme out;
+3. a topic with a voted category and no keyword is named by the category (`CATEGORY_SOURCE`); its
+   keywords are then that category's keywords nearest its DP centre (post-processing, a guess
+   within the category its votes support; backends/label_evidence.py shows none of a sensitive one).
+Without category votes (--category_vote_share 0, count votes, or a keyword set without categories)
+the keywords are those over the floor over all of K, as before.
+
+Then, a topic none of whose votes cleared is labelled by the keywords nearest its DP centre
+(`CENTROID_SOURCE`, a guess: backends/label_evidence.py marks it), when the fallback is on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import apache_beam as beam
+
+from backends.keyword_categories import dominant_category
+from core.report import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
+from dp_ops.dp_counts import min_users_to_clear, release_floor
+from dp_ops.keyword_votes import CategoryVote
+
+# A sensitive category's floor is set for this share of the false categories a topic may get, so
+# pure noise puts a topic in one of the (here 7 of 40) sensitive categories ten times less often.
+SENSITIVE_FALSE_ALARM_SHARE = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class VoteFloors:
+    """The release floors of one run's votes. `noise`: the release's noise (None: no noise, the
+    non-private evaluation, where every floor is `fixed`); `keyword`: the floor over all of a topic's
+    candidate keywords; `fixed`: --keyword_min_noisy_count, which replaces every keyword floor."""
+
+    noise: dict | None
+    false_per_topic: float
+    keyword: float
+    fixed: float | None = None
+
+    def category(self, categories: int, sensitive: bool) -> float:
+        if self.noise is None:
+            return self.keyword
+        rate = self.false_per_topic * (SENSITIVE_FALSE_ALARM_SHARE if sensitive else 1.0)
+        return release_floor(self.noise, categories, rate)
+
+    def pool(self, candidates: int) -> float:
+        """The floor of a keyword among `candidates` keywords of the voted categories."""
+        if self.fixed is not None or self.noise is None:
+            return self.keyword
+        return release_floor(self.noise, candidates, self.false_per_topic)
+
+
+def vote_floors(noise: dict | None, candidates_per_topic: int, false_per_topic: float,
+                fixed: float | None = None) -> VoteFloors:
+    """The run's floors: over all of a topic's candidate keywords (the noise quantile at rate /
+    candidates), or `fixed` (--keyword_min_noisy_count)."""
+    keyword = fixed if fixed is not None else release_floor(noise, candidates_per_topic, false_per_topic)
+    return VoteFloors(noise, false_per_topic, keyword, fixed)
+
+
+def category_votes_section(floors: VoteFloors, category_share: float, categories: tuple[str, ...]) -> dict | None:
+    """The report's account of the category floors (core.report.labelling_section); None without category votes."""
+    if not categories:
+        return None
+    return {"category_vote_share": category_share, "categories": len(categories),
+            "category_release_floor": floors.category(len(categories), False),
+            "sensitive_category_release_floor": floors.category(len(categories), True)}
+
+
+def top_keywords(cluster_and_counts, top_t: int, min_noisy_count: float, candidates=None):
+    """The `top_t` keywords with the largest noisy values >= the floor; with `candidates` (a
+    collection of keywords), only those are considered."""
+    cluster_id, keyword_counts = cluster_and_counts
+    ranked = sorted(((count, keyword) for keyword, count in keyword_counts
+                     if count >= min_noisy_count and (candidates is None or keyword in candidates)),
+                    key=lambda pair: (-pair[0], pair[1]))
+    return cluster_id, [keyword for _, keyword in ranked[:top_t]]
+
+
+def voted_categories(category_values: dict[str, float], floors: VoteFloors, sensitive: frozenset[str]) -> list[str]:
+    """The categories whose noisy sum clears their floor, largest first."""
+    voted = [c for c, value in category_values.items()
+             if value >= floors.category(len(category_values), c in sensitive)]
+    return sorted(voted, key=lambda c: (-category_values[c], c))
+
+
+def voted_keywords(column_values, top_t: int, floors: VoteFloors, category_of: dict[str, str | None],
+                   sensitive: frozenset[str], candidates=None) -> tuple[list[str], str | None]:
+    """A topic's released keywords and the category its votes support (None: none), from its
+    (column, noisy value) pairs (columns: keywords, and CategoryVote with category votes)."""
+    column_values = list(column_values)
+    keyword_values = [(k, v) for k, v in column_values if isinstance(k, str)]
+    category_values = {c.category: v for c, v in column_values if isinstance(c, CategoryVote)}
+    if not category_values:
+        return top_keywords((None, keyword_values), top_t, floors.keyword, candidates)[1], None
+    voted = voted_categories(category_values, floors, sensitive)
+    allowed = [(k, v) for k, v in keyword_values if candidates is None or k in candidates]
+    pool = [(k, v) for k, v in allowed if category_of.get(k) in voted]
+    without_category = [(k, v) for k, v in allowed if category_of.get(k) is None]
+    cleared = (top_keywords((None, pool), top_t, floors.pool(len(pool)))[1]
+               + top_keywords((None, without_category), top_t, floors.keyword)[1])
+    value = dict(keyword_values)
+    keywords = sorted(cleared, key=lambda k: (-value[k], k))[:top_t]
+    # The keywords' own category when they have one (the name is made from them), else the top vote.
+    category = dominant_category(keywords, category_of) or (voted[0] if voted else None)
+    return keywords, category
+
+
+def label_keywords(histogram_keywords: list[str], centre_ranking: list[str] | None, voted_category: str | None = None,
+                   category_of: dict[str, str | None] | None = None,
+                   top_t: int | None = None) -> tuple[list[str], str, str | None]:
+    """A topic's (label keywords, where they came from, the category its votes support): the votes'
+    keywords when any cleared the floor; else its voted category, with that category's keywords
+    nearest its DP centre; else (with the fallback on) the keywords nearest its DP centre, with no
+    category; else none. `centre_ranking`: K by closeness to the topic's DP centre (None: no
+    fallback), of which `top_t` are taken."""
+    if histogram_keywords:
+        return list(histogram_keywords), HISTOGRAM_SOURCE, voted_category
+    ranking = list(centre_ranking or [])
+    if voted_category is not None:
+        inside = [k for k in ranking if (category_of or {}).get(k) == voted_category]
+        return inside[:top_t], CATEGORY_SOURCE, voted_category
+    if ranking:
+        return ranking[:top_t], CENTROID_SOURCE, None
+    return [], NO_SOURCE, None
+
+
+def min_users_to_label(floors: VoteFloors, category_share: float, categories: int) -> int:
+    """The fewest users who can bring a topic's expected noisy sum to a floor: at a keyword over all
+    of K (a user adds at most 1 to one), or, with category votes, at a non-sensitive category (a user
+    adds at most sqrt(s) to one, all of its keywords in it)."""
+    keyword = min_users_to_clear(floors.keyword)
+    if not categories or category_share <= 0:
+        return keyword
+    return min(keyword, min_users_to_clear(floors.category(categories, False), category_share ** 0.5))
+
+
+def _label(cluster_and_values, top_t, floors, categories, centroid_by_cluster, candidates_by_cluster):
+    cluster_id, column_values = cluster_and_values
+    candidates = (None if candidates_by_cluster is None
+                  else frozenset(candidates_by_cluster.get(cluster_id, ())))
+    category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of,
+                                                                          categories.sensitive)
+    keywords, category = voted_keywords(column_values, top_t, floors, category_of, sensitive, candidates)
+    ranking = None if centroid_by_cluster is None else centroid_by_cluster.get(cluster_id, [])
+    return cluster_id, label_keywords(keywords, ranking, category, category_of, top_t)
+
+
+class _LabelFn(beam.DoFn):
+    def __init__(self, top_t, floors, categories):
+        self._args = (top_t, floors, categories)
+
+    def setup(self):
+        if self._args[2] is not None:
+            self._args[2].setup()
+
+    def process(self, cluster_and_values, centroid_by_cluster=None, candidates_by_cluster=None):
+        yield _label(cluster_and_values, *self._args, centroid_by_cluster, candidates_by_cluster)
+
+
+class LabelTopics(beam.PTransform):
+    """Input: the release, ((cluster_id, column), noisy value) for every kept cluster x column. Output:
+    (cluster_id, (keywords, label source, voted category or None)) for every kept cluster.
+    `categories`: the keyword set's (KeywordCategories), or None; `centroid_keywords`: (cluster_id,
+    [K by closeness to its DP centre]) for the fallback, or None; `candidates`: (cluster_id, [its
+    candidate keywords]), when a topic's keywords are chosen among them only (--keyword_candidates)."""
+
+    def __init__(self, top_t: int, floors: VoteFloors, categories=None, centroid_keywords=None, candidates=None):
+        super().__init__()
+        self._fn = _LabelFn(top_t, floors, categories)
+        self._centroid_keywords = centroid_keywords
+        self._candidates = candidates
+
+    def expand(self, release):
+        side = {name: beam.pvalue.AsDict(collection) for name, collection in
+                (("centroid_by_cluster", self._centroid_keywords), ("candidates_by_cluster", self._candidates))
+                if collection is not None}
+        return (release
+                | "key by cluster" >> beam.MapTuple(lambda partition, value: (partition[0], (partition[1], value)))
+                | "group columns per cluster" >> beam.GroupByKey()
+                | "label from votes, category first" >> beam.ParDo(self._fn, **side))
