@@ -221,8 +221,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
                                                                                 reading.max_record_bytes)
     kept = records.valid | "bound user contributions" >> BoundUserContributions(privacy.max_conversations_per_user,
                                                                                  params.run.seed)
-    facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(reading.facet_max_chars,
-                                                                                   params.llm.config()))
+    # The run's one LLMConfig for its steps; run() preflighted the backend before any data was read.
+    llm = params.llm.config(preflight=False)
+    facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(reading.facet_max_chars, llm))
     embedded = facets.output | "embed conversations" >> EmbedConversations(
         embedding.embedding_model, embedding.embedding_block_size, backend=embedding.embedding_backend,
         threads=embedding.embedding_threads)
@@ -248,7 +249,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
             kept_sizes, keyword_params.resolved_samples_per_cluster(params.llm.llm_backend), params.run.seed)
         selection = sampled | "select keywords" >> SelectKeywords(
             factory.make_keyword_selector(keywords, embedding.embedding_model, keyword_params.keyword_min_similarity,
-                                          embedding.embedding_backend, params.llm.config()),
+                                          embedding.embedding_backend, llm),
             keywords, keyword_params.keywords_per_vote if weighted else keyword_params.max_keywords_per_conversation,
             weighted=weighted, categories=categories, category_share=category_share)
         keyword_pairs = selection.output
@@ -293,7 +294,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     centroid_keywords = (centroid_keywords | "centroid keywords, top t" >> beam.MapTuple(
         lambda cluster_id, nearest: (cluster_id, nearest[:keyword_params.keywords_per_cluster]))
         if centroid_keywords is not None else None)
-    namer = factory.make_cluster_namer(params.llm.config(), categories)
+    namer = factory.make_cluster_namer(llm, categories)
     named = labels | "name clusters" >> NameClusters(namer, categories)
 
     hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, centres, categories, namer)
@@ -302,7 +303,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     if exemplar_params.exemplars_per_topic:
         # Post-processing of the released topics and DP centres: no budget (transforms/write_exemplars.py).
         released_topics = named | "synthetic exemplars" >> WriteExemplars(
-            factory.make_exemplar_writer(params.llm.config()), embedding.embedding_model,
+            factory.make_exemplar_writer(llm), embedding.embedding_model,
             embedding.embedding_backend, exemplar_params.exemplars_per_topic, exemplar_params.exemplar_candidates,
             exemplar_params.exemplar_rounds, centres, kmeans_output.basis, kmeans_output.active_dim)
     # Every DP stage is applied by now, so the budget holds all of them.

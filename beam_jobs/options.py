@@ -288,20 +288,25 @@ class KeywordParams(Params):
            "planted topics than 1 (docs/evaluation.md).", type=int,
         public=True)
     category_vote_share: float = flag(
-        0.5, "Weighted votes: the share s of a conversation's squared vote norm given to its keywords' "
+        0.3, "Weighted votes: the share s of a conversation's squared vote norm given to its keywords' "
              "categories (the rest to the keywords; one release, no extra budget). A topic is labelled by a "
-             "voted category first, its keywords only inside it (docs/privacy.md). 0: keyword votes only. Needs a "
-             "keyword set with categories; count votes take none.", type=float, public=True)
+             "voted category first, its keywords only inside it (docs/privacy.md). 0: keyword votes only; 0.3 "
+             "keeps the generated sets' keyword labels and names most real topics by their votes "
+             "(docs/evaluation.md). Needs a keyword set with categories; count votes take none.",
+        type=float, public=True)
     false_keywords_per_topic: float = flag(
         DEFAULT_FALSE_KEYWORDS_PER_TOPIC,
         "Release floor: the noisy value that pure noise exceeds for this many of a topic's candidate "
-        "keywords on average (the noise quantile at rate / candidates per topic).", type=float, public=True)
+        "keywords (or, with category votes, of its categories; a tenth of it for the sensitive ones) on "
+        "average (the noise quantile at rate / candidates per topic).", type=float, public=True)
     keyword_candidates: int = flag(
         0, "Candidate keywords per topic: the ones nearest its DP centre (post-processing, no budget); "
            "fewer candidates lower the release floor. 0 = all of K.", type=int, public=True)
     label_fallback: str = flag(
-        "centroid", "A topic whose histogram clears no keyword is labelled from the keywords nearest its "
-                    "DP centre (centroid, no budget) or left unlabelled (none). The report's label_source says which.",
+        "centroid", "A topic whose votes clear no keyword is labelled from the keywords nearest its DP centre "
+                    "(centroid, no budget; with a voted category, that category's nearest, under the category's "
+                    "name) or left without keywords (none; named by its voted category if it has one, else "
+                    "unlabelled). The report's label_source says which.",
         choices=("centroid", "none"), public=True)
     keyword_min_noisy_count: float | None = flag(
         None, "Keywords with a smaller noisy value are not released. Default: from --false_keywords_per_topic.",
@@ -452,10 +457,12 @@ class LLMParams(Params):
         """--llm_timeout_s, or its default for the backend."""
         return self.llm_timeout_s if self.llm_timeout_s is not None else default_timeout_s(self.llm_backend)
 
-    def config(self):
+    def config(self, preflight: bool = True):
         """The backend's LLMConfig (backends/llm/config.py), or None for the offline backend (then
-        no LLM module is imported). For the local backend this starts this process's model server
-        (LLMConfig.preflight): a model that does not load fails here, before any data is read."""
+        no LLM module is imported). With `preflight`, its one preflight step (LLMConfig.preflight):
+        for the local backend that starts this process's model server, so a model that does not load
+        fails here, before any data is read. A job preflights once, at launch; the steps it then
+        builds take a config made with preflight=False (beam_jobs.insights.build_pipeline)."""
         if self.llm_backend == "offline":
             return None
         from backends.llm.config import LLMConfig
@@ -477,7 +484,8 @@ class LLMParams(Params):
             steps=tuple(s.strip() for s in self.llm_steps.split(",") if s.strip()),
             threads=self.llm_threads,
         )
-        config.preflight()
+        if preflight:
+            config.preflight()
         return config
 
 

@@ -66,8 +66,8 @@ def labelling_section(min_users: int | None, floor: float | None, candidates_per
                f"{category_votes['category_release_floor']:.1f} (a sensitive category's "
                f"{category_votes['sensitive_category_release_floor']:.1f}), the value pure noise exceeds for about "
                f"{false_keywords_per_topic:g} of a topic's {category_votes['categories']} categories (a tenth of that "
-               "for the sensitive ones). Its keywords are released only inside a released category, each clearing "
-               "the floor of that category's keywords, or, without a category, the floor over all "
+               "for the sensitive ones). Its keywords are released only inside its released categories, each "
+               "clearing the floor of those categories' keywords, or, without a category, the floor over all "
                f"{candidates_per_topic} candidate keywords ({floor:.1f}). ")
     else:
         how = (f"A keyword is released for a topic only if its noisy vote total reaches {floor:.1f}, "

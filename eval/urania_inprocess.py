@@ -388,8 +388,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                                                 categories.sensitive,
                                                 None if candidates is None else frozenset(candidates[cluster]))
         chosen, source, voted_category = label_keywords(chosen, nearest[cluster] if config.label_fallback == "centroid"
-                                                        else None, voted_category, categories.category_of,
-                                                        config.keywords_per_cluster)
+                                                        else None, config.keywords_per_cluster, voted_category,
+                                                        categories.category_of)
         named[cluster] = name_topic(namer, list(chosen), source, categories, voted_category)
     named = distinct_names(named, categories.category_of)
     hierarchy = build_hierarchy(report_topics(named, kept_sizes), centres, categories.category_of, namer)

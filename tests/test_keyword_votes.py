@@ -92,11 +92,11 @@ def test_min_users_is_the_floor_rounded_up():
 
 
 def test_label_falls_back_to_centroid_keywords_and_says_so():
-    assert label_keywords(["a"], ["b"]) == (["a"], "dp_keyword_histogram", None)
-    assert label_keywords(["a"], ["b"], "Cooking") == (["a"], "dp_keyword_histogram", "Cooking")
-    assert label_keywords([], ["b"], "Cooking") == ([], "dp_category_votes", "Cooking")
-    assert label_keywords([], ["b"]) == (["b"], "nearest_keywords_to_dp_centre", None)
-    assert label_keywords([], None) == ([], "none", None)
+    assert label_keywords(["a"], ["b"], 5) == (["a"], "dp_keyword_histogram", None)
+    assert label_keywords(["a"], ["b"], 5, "Cooking") == (["a"], "dp_keyword_histogram", "Cooking")
+    assert label_keywords([], ["b"], 5, "Cooking") == ([], "dp_category_votes", "Cooking")
+    assert label_keywords([], ["b", "c"], 1) == (["b"], "nearest_keywords_to_dp_centre", None)
+    assert label_keywords([], None, 5) == ([], "none", None)
 
 
 class _FirstKeywords:

@@ -367,3 +367,23 @@ def test_answers_that_break_the_literal_readers_are_malformed_not_crashes(answer
     for parse in (parse_facets, parse_name, lambda text: parse_topic_keywords(text, 3)):
         with pytest.raises(MalformedOutput):
             parse(answer)
+
+
+def test_the_remote_preflight_is_one_caller_call_with_the_configs_retry_policy_and_no_cache(monkeypatch):
+    calls = []
+    original_call = Caller.call
+
+    def counting(self, spec):
+        calls.append((self, spec))
+        return original_call(self, spec)
+
+    monkeypatch.setattr(Caller, "call", counting)
+    client, sleeps = _ScriptedClient([RetryableError("429"), RetryableError("500"), "OK"]), []
+    config = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", max_retries=3,
+                       backoff_base_s=0.5, timeout_s=5.0, cache_path="/never/written")
+    config.preflight_remote(client=client, sleep=sleeps.append)
+    assert len(calls) == 1 and client.attempts == [0, 1, 2] and len(sleeps) == 2
+    caller, spec = calls[0]
+    assert caller.policy == RetryPolicy(max_retries=3, backoff_base_s=0.5) and caller.cache is None
+    assert caller.timeout_s == 5.0 and spec.json_output is False and spec.max_tokens == 256
+    assert all(cap / 2 <= s <= cap for s, cap in zip(sleeps, (0.5, 1.0)))  # the policy's waits

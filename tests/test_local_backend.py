@@ -199,3 +199,45 @@ def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offlin
     assert named, "no topic released keywords: the namer was never asked"
     template = re.compile(r"^Conversations about .*\. Keywords are listed from most to least often chosen")
     assert any(not template.match(t["description"]) for t in named)
+
+
+def test_a_run_preflights_its_llm_backend_once_and_its_steps_share_one_config(monkeypatch, tmp_path):
+    """insights.run: one LLMConfig.preflight (the local server's start) at launch; build_pipeline's steps
+    take one config made without a preflight (LLMParams.config(preflight=False))."""
+    from backends import embedding, factory
+    from beam_jobs import insights
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setattr(local_client, "xllamacpp_available", lambda: True)
+    monkeypatch.setattr(local_client, "check_local_model", lambda path: None)
+    servers = []
+    monkeypatch.setattr(local_client, "acquire_server", lambda *args: servers.append(args) or object())
+    preflights = []
+    original_preflight = LLMConfig.preflight
+    monkeypatch.setattr(LLMConfig, "preflight", lambda self: preflights.append(self) or original_preflight(self))
+    monkeypatch.setattr(embedding, "embedding_dimension", lambda name: 384)
+    configs = []
+    for name in ("make_facet_extractor", "make_keyword_selector", "make_cluster_namer", "make_exemplar_writer"):
+        def recording(*args, _make=getattr(factory, name), **kwargs):
+            configs.append(next(a for a in (*args, *kwargs.values()) if isinstance(a, LLMConfig)))
+            return _make(*args, **kwargs)
+        monkeypatch.setattr(factory, name, recording)
+
+    class Built(Exception):
+        pass
+
+    def build_then_stop(*args, **kwargs):
+        insights.build_pipeline.__wrapped__(*args, **kwargs)
+        raise Built
+
+    build_then_stop.__wrapped__ = insights.build_pipeline
+    monkeypatch.setattr(insights, "build_pipeline", build_then_stop)
+    data = tmp_path / "day.jsonl"
+    data.write_text("")
+    with pytest.raises(Built):
+        insights.run(["--input", str(data), "--output", str(tmp_path / "out"), "--llm_backend", "local",
+                      "--llm_model", str(model), "--llm_threads", "1", "--exemplars_per_topic", "1"])
+    assert len(preflights) == 1 and len(servers) == 1
+    assert len(configs) == 4 and all(config is configs[0] for config in configs)
+    assert configs[0] == preflights[0]  # the same settings as the config preflighted at launch

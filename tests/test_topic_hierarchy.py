@@ -91,9 +91,9 @@ def test_a_topic_alone_in_its_category_keeps_a_group_of_its_own():
     groups = {g["name"]: g for g in _hierarchy(topics, category_of)["groups"]}
     assert groups["rare"]["topic_ids"] == [lone] and lone not in groups["health"]["topic_ids"]
     assert groups["rare"]["description"] == (
-        "Topics about rare, most often fever. Its one topic has keywords mostly in this category.")
+        "Topics about rare, most often fever. Its one topic's votes or keywords place it in this category.")
     assert len(groups["health"]["topic_ids"]) == 2
-    assert "All of its 2 topics have keywords mostly in this category." in groups["health"]["description"]
+    assert "All of its 2 topics' votes or keywords place them in this category." in groups["health"]["description"]
 
 
 def test_an_unverified_topic_goes_to_the_unverified_group_never_to_its_sensitive_category():
@@ -132,7 +132,7 @@ def test_group_names_are_categories_and_descriptions_list_their_top_keywords():
         assert group["keywords"] == group_keywords([t for t in topics if t["id"] in group["topic_ids"]])
         assert group["description"].startswith(f"Topics about {group['name']}, most often ")
         assert group["keywords"][0] in group["description"]
-        assert "All of its 3 topics have keywords mostly in this category." in group["description"]
+        assert "All of its 3 topics' votes or keywords place them in this category." in group["description"]
 
 
 def test_without_categories_topics_are_grouped_by_their_centres_and_named_through_the_namer():

@@ -144,7 +144,7 @@ def test_a_topic_named_by_its_category_is_a_finding_in_its_group_with_that_categ
         raise AssertionError("the namer is not asked for a topic named by its category")
 
     ranking = ["python", "phishing", "proofreading", "bread", "essay", "cover letter"]  # K by closeness to the centre
-    keywords, source, category = label_keywords([], ranking, "Writing", CATEGORY_OF, 2)
+    keywords, source, category = label_keywords([], ranking, 2, "Writing", CATEGORY_OF)
     assert (keywords, source, category) == (["proofreading", "essay"], CATEGORY_SOURCE, "Writing")
     topic = labelled_topic(no_namer, keywords, source, CATEGORY_OF, SENSITIVE, category)
     assert topic["name"] == "Writing" and topic["keywords"] == ["proofreading", "essay"]
@@ -154,7 +154,7 @@ def test_a_topic_named_by_its_category_is_a_finding_in_its_group_with_that_categ
     assert [(kind, name, [t["id"] for t in members]) for kind, name, members in groups] == [
         ("category", "Writing", [3])]
     # a voted sensitive category is named, but the centre's guesses inside it are not shown
-    keywords, source, category = label_keywords([], ranking, "Crime", CATEGORY_OF, 2)
+    keywords, source, category = label_keywords([], ranking, 2, "Crime", CATEGORY_OF)
     assert keywords == ["phishing"]
     crime = labelled_topic(no_namer, keywords, source, CATEGORY_OF, SENSITIVE, category)
     assert crime["name"] == "Crime" and crime["keywords"] == [] and crime["voted_category"] == "Crime"
@@ -206,6 +206,16 @@ def test_the_beam_stages_release_category_columns_and_label_as_the_pure_function
         expected = []
         for cluster in (0, 1):
             keywords, category = voted_keywords(list(zip(columns, noisy[cluster])), 3, floors, CATEGORY_OF, SENSITIVE)
-            expected.append((cluster, label_keywords(keywords, None, category)))
+            expected.append((cluster, label_keywords(keywords, None, 3, category)))
         assert_that(labels, equal_to(expected))
     assert categories.names == CATEGORIES
+
+
+def test_topics_named_by_one_category_are_numbered_not_told_apart_by_a_guessed_keyword():
+    from transforms.name_clusters import distinct_names
+    ranking = ["essay", "cover letter", "proofreading"]
+    topics = {}
+    for cluster in (4, 9):
+        keywords, source, category = label_keywords([], ranking[cluster % 2:], 2, "Writing", CATEGORY_OF)
+        topics[cluster] = labelled_topic(None, keywords, source, CATEGORY_OF, SENSITIVE, category)
+    assert [t["name"] for _, t in sorted(distinct_names(topics, CATEGORY_OF).items())] == ["Writing", "Writing (2)"]

@@ -13,7 +13,7 @@ import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
-from backends.label_evidence import APPROXIMATE_SUFFIX, UNVERIFIED, labelled_topic
+from backends.label_evidence import APPROXIMATE_SUFFIX, CATEGORY_VOTED, UNVERIFIED, labelled_topic
 from backends.offline import MAX_NAME_WORDS, cut_name
 from transforms.stage_timing import timed
 
@@ -31,7 +31,9 @@ def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | No
     """The topic's best-ranked keyword that is not in its name yet, not used for another topic of the
     same name, and of the name's category (so that the name still never joins two categories). None
     for an unverified label: its keywords are the sensitive guess its name leaves out."""
-    if topic.get("label_evidence") == UNVERIFIED:
+    if topic.get("label_evidence") in (UNVERIFIED, CATEGORY_VOTED):
+        # A category-named topic's keywords are guesses inside its voted category: in its name they
+        # would read as a finding, so such topics are numbered instead.
         return None
     name = topic["name"].casefold()
     category = dominant_category(topic["keywords"], category_of)

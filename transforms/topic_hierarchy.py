@@ -132,8 +132,8 @@ def describe_category_group(category: str, members: list[dict], keywords: list[s
     own = [k for k in keywords if category_of.get(k) == category and k.casefold() != category.casefold()]
     about = f"Topics about {in_running_text(category)}" + (f", most often {join_words(own[:3])}" if own else "")
     if len(members) == 1:
-        return f"{about}. Its one topic has keywords mostly in this category."
-    return f"{about}. All of its {len(members)} topics have keywords mostly in this category."
+        return f"{about}. Its one topic's votes or keywords place it in this category."
+    return f"{about}. All of its {len(members)} topics' votes or keywords place them in this category."
 
 
 def describe_unverified_group() -> str:

@@ -120,9 +120,9 @@ def voted_keywords(column_values, top_t: int, floors: VoteFloors, category_of: d
     return keywords, category
 
 
-def label_keywords(histogram_keywords: list[str], centre_ranking: list[str] | None, voted_category: str | None = None,
-                   category_of: dict[str, str | None] | None = None,
-                   top_t: int | None = None) -> tuple[list[str], str, str | None]:
+def label_keywords(histogram_keywords: list[str], centre_ranking: list[str] | None, top_t: int,
+                   voted_category: str | None = None,
+                   category_of: dict[str, str | None] | None = None) -> tuple[list[str], str, str | None]:
     """A topic's (label keywords, where they came from, the category its votes support): the votes'
     keywords when any cleared the floor; else its voted category, with that category's keywords
     nearest its DP centre; else (with the fallback on) the keywords nearest its DP centre, with no
@@ -157,7 +157,7 @@ def _label(cluster_and_values, top_t, floors, categories, centroid_by_cluster, c
                                                                           categories.sensitive)
     keywords, category = voted_keywords(column_values, top_t, floors, category_of, sensitive, candidates)
     ranking = None if centroid_by_cluster is None else centroid_by_cluster.get(cluster_id, [])
-    return cluster_id, label_keywords(keywords, ranking, category, category_of, top_t)
+    return cluster_id, label_keywords(keywords, ranking, top_t, category, category_of)
 
 
 class _LabelFn(beam.DoFn):

@@ -4,11 +4,10 @@ build it from their --llm_* flags: beam_jobs.options.LLMParams.config.)"""
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 
 from backends.llm.client import PermanentError, RetryableError
-from backends.llm.fanout import Caller, RetryPolicy
+from backends.llm.fanout import Caller, CallSpec, RetryPolicy
 
 REMOTE_BACKENDS = ("openai", "vertex")
 BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
@@ -93,30 +92,45 @@ class LLMConfig:
                 client.close()
 
     def _preflight_call(self, client, what: str, sleep) -> None:
-        policy = RetryPolicy(self.max_retries, self.backoff_base_s)
-        rng = random.Random()
-        messages = [{"role": "user", "content": PREFLIGHT_PROMPT}]
-        for attempt in range(self.max_retries + 1):
-            try:
-                client.complete(messages, json_output=False, max_tokens=256, timeout_s=self.timeout_s,
-                                attempt=attempt)
-                return
-            except RetryableError as error:
-                if attempt == self.max_retries:
-                    raise LLMPreflightError(f"{what} failed its preflight call after {attempt + 1} attempts: "
-                                            f"{error}") from None
-                sleep(policy.delay(attempt + 1, error.retry_after_s, rng))
-            except PermanentError as error:
-                raise LLMPreflightError(f"{what} refused its preflight call: {error}") from None
-            except Exception as error:
-                raise LLMPreflightError(f"{what} failed its preflight call: {type(error).__name__}: "
-                                        f"{error}") from None
+        """One Caller.call (fanout.py: its retries and RetryPolicy's waits, no cache) of PREFLIGHT_PROMPT;
+        the client's last error names why it failed."""
+        recorder = _ErrorRecorder(client)
+        result = self._caller(recorder, cache=None, sleep=sleep).call(
+            CallSpec([{"role": "user", "content": PREFLIGHT_PROMPT}], parse=lambda text: (text, False)))
+        if result.ok:
+            return
+        error = recorder.error
+        if isinstance(error, RetryableError):
+            raise LLMPreflightError(f"{what} failed its preflight call after {result.requests} attempts: "
+                                    f"{error}") from None
+        if isinstance(error, PermanentError):
+            raise LLMPreflightError(f"{what} refused its preflight call: {error}") from None
+        raise LLMPreflightError(f"{what} failed its preflight call: {type(error).__name__}: {error}") from None
 
-    def make_caller(self, client=None) -> Caller:
-        from backends.llm.cache import ResponseCache
-        return Caller(client or self.make_client(), backend=self.backend, model=self.model,
+    def _caller(self, client, cache, sleep=time.sleep) -> Caller:
+        return Caller(client, backend=self.backend, model=self.model,
                       timeout_s=self.timeout_s, policy=RetryPolicy(self.max_retries, self.backoff_base_s),
                       # local: one request at a time, so a request's timeout never counts time spent
                       # queued behind other users' requests (one slot, local_slots).
                       max_concurrency=1 if self.backend == "local" else self.max_concurrency,
-                      cache=ResponseCache(self.cache_path) if self.cache_path else None)
+                      cache=cache, sleep=sleep)
+
+    def make_caller(self, client=None) -> Caller:
+        from backends.llm.cache import ResponseCache
+        return self._caller(client or self.make_client(),
+                            cache=ResponseCache(self.cache_path) if self.cache_path else None)
+
+
+class _ErrorRecorder:
+    """A ChatClient that passes calls on to `client` and keeps the last error it raised (Caller.call
+    counts errors by class only; the preflight's message names the error)."""
+
+    def __init__(self, client):
+        self.client, self.error = client, None
+
+    def complete(self, messages, **kwargs):
+        try:
+            return self.client.complete(messages, **kwargs)
+        except Exception as error:
+            self.error = error
+            raise
