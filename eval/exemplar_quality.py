@@ -52,6 +52,7 @@ from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
 from beam_jobs.options import ClusteringParams, default_timeout_s
 from eval.data import TextEmbedder, embed_cached, load_dataset, planted_topics
+from eval.tables import cell
 from eval.topic_quality import config_overrides
 from eval.urania_inprocess import UraniaConfig, run_urania
 
@@ -325,10 +326,6 @@ def local_config(model: str, threads: int, steps: tuple[str, ...]):
                      timeout_s=default_timeout_s("local"), pseudonymize=False)
 
 
-def _fmt(value, spec: str = ".3f") -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", action="append", required=True, help="NAME=PATH[:K] (repeatable)")
@@ -401,21 +398,21 @@ def main(argv: list[str] | None = None) -> None:
                                "topics": [{"name": t["name"], "keywords": t["keywords"],
                                            "exemplars": t.get("exemplars", [])} for t in report["topics"]]})
             mean = lambda key: _mean(r[key] for r in rows)  # noqa: E731
-            planted_cell = (f"{_fmt(mean('planted_evolved'), '.2f')}/{_fmt(mean('planted_first'), '.2f')}"
+            planted_cell = (f"{cell(mean('planted_evolved'), '.2f')}/{cell(mean('planted_first'), '.2f')}"
                             if planted else "-")
-            reader_cell = (f"{_fmt(mean('reader'), '.2f')} {sum(r['reader_answered'] for r in rows)}"
+            reader_cell = (f"{cell(mean('reader'), '.2f')} {sum(r['reader_answered'] for r in rows)}"
                            f"/{sum(r['reader_asked'] for r in rows)}" if reader else "-")
-            print(f"{name:8} {k:>3} {mean('scored'):>4.1f}/{mean('released'):<4.1f} {_fmt(mean('evolved')):>7} "
-                  f"{_fmt(mean('first_draft')):>6} {_fmt(mean('other_topic')):>6} {_fmt(mean('keywords')):>6} "
-                  f"{_fmt(mean('members')):>7} {_fmt(mean('ceiling'), '.2f'):>5} {_fmt(mean('beats_first'), '.2f'):>6} "
-                  f"{_fmt(mean('beats_other'), '.2f'):>6} {planted_cell:>11} {_fmt(mean('name_embedding'), '.2f'):>9} "
-                  f"{reader_cell:>11} {_fmt(mean('chance'), '.3f'):>6} {statistics.fmean(run_seconds):>6.1f} "
-                  f"{_fmt(statistics.fmean(reader_seconds) if reader_seconds else None, '.1f'):>8}")
+            print(f"{name:8} {k:>3} {mean('scored'):>4.1f}/{mean('released'):<4.1f} {cell(mean('evolved')):>7} "
+                  f"{cell(mean('first_draft')):>6} {cell(mean('other_topic')):>6} {cell(mean('keywords')):>6} "
+                  f"{cell(mean('members')):>7} {cell(mean('ceiling'), '.2f'):>5} {cell(mean('beats_first'), '.2f'):>6} "
+                  f"{cell(mean('beats_other'), '.2f'):>6} {planted_cell:>11} {cell(mean('name_embedding'), '.2f'):>9} "
+                  f"{reader_cell:>11} {cell(mean('chance'), '.3f'):>6} {statistics.fmean(run_seconds):>6.1f} "
+                  f"{cell(statistics.fmean(reader_seconds) if reader_seconds else None, '.1f'):>8}")
             dropped = sum((collections.Counter(r["dropped"]) for r in rows), collections.Counter())
             llm = sum((collections.Counter(r.get("writer_llm", {})) for r in rows), collections.Counter())
-            print(f"{'':8} centre cosine (clustering space) evolved {_fmt(mean('centre_evolved'))}, first draft "
-                  f"{_fmt(mean('centre_first'))}; topics whose exemplars are the first draft's "
-                  f"{_fmt(mean('unchanged'), '.2f')}")
+            print(f"{'':8} centre cosine (clustering space) evolved {cell(mean('centre_evolved'))}, first draft "
+                  f"{cell(mean('centre_first'))}; topics whose exemplars are the first draft's "
+                  f"{cell(mean('unchanged'), '.2f')}")
             print(f"{'':8} candidates scored {statistics.fmean(r['candidates_scored'] for r in rows):.0f}/run, "
                   f"dropped {dict(dropped) or 'none'}"
                   + (f"; writer calls {llm['calls']}, failures {llm['failures']}, fallbacks {llm['fallbacks']}, "

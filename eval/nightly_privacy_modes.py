@@ -39,7 +39,6 @@ noise.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import math
 import os
@@ -59,6 +58,7 @@ from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_j
 from dp_ops.nightly_plan import nights_per_window, plan_nights
 from dp_ops.sampling import keyed_uniform
 from eval.data import RESULTS_DIR, embed_cached, load_dataset, planted_topics
+from eval.tables import write_csv
 from eval.topic_quality import composition, config_overrides, nmi, planted_named, with_unreleased
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
 
@@ -333,14 +333,6 @@ def quality_table(rows: Sequence[dict]) -> str:
                          f"{_opt(_mean(group, 'nmi_kept'), '.3f')} | {_opt(_mean(group, 'nmi_released'), '.3f')} | "
                          f"{_mean(group, 'labelled_by_votes'):.1f} / {_mean(group, 'released'):.1f} |")
     return "\n".join(lines)
-
-
-def write_csv(rows: Sequence[dict], path: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def _numbers(text: str, kind=float) -> list:

@@ -31,6 +31,9 @@ import json
 import os
 import time
 
+from eval.pii_recall import configurations, covered, touched
+from eval.tables import count_share
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABELS = os.path.join(ROOT, "eval", "data", "pii_real_labels.jsonl")
 DATA_DIR = os.path.join(ROOT, "..", "shared", "data")
@@ -87,14 +90,6 @@ def load(labels_path: str = LABELS, data_dir: str = DATA_DIR) -> tuple[dict[str,
     return conversations, labels
 
 
-def _covered(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> bool:
-    return all(any(s <= i < e for s, e in spans) for i in range(start, end) if text[i].isalnum())
-
-
-def _touched(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
-    return any(s < end and start < e for s, e in spans)
-
-
 def kind_of(row: dict) -> str:
     return f"{PRIVATE} (invented)" if row["label"] == PRIVATE and row.get("invented") else row["label"]
 
@@ -115,8 +110,8 @@ def evaluate(detect_texts, conversations: dict[str, list[str]], labels: list[dic
         for row in rows:
             text = texts[row["message"]]
             spans = [(s, e) for _, s, e in found[row["message"]]]
-            ok = (_covered(text, row["start"], row["end"], spans) if row["label"] == PRIVATE
-                  else not _touched(row["start"], row["end"], spans))
+            ok = (covered(text, row["start"], row["end"], spans) if row["label"] == PRIVATE
+                  else not touched(row["start"], row["end"], spans))
             for split in (row["split"], "all"):
                 totals[split, kind_of(row)] += 1
                 hits[split, kind_of(row)] += ok
@@ -137,10 +132,6 @@ def evaluate(detect_texts, conversations: dict[str, list[str]], labels: list[dic
 
 def share(pair: tuple[int, int]) -> float:
     return pair[0] / pair[1] if pair[1] else float("nan")
-
-
-def _fmt(pair: tuple[int, int]) -> str:
-    return f"{pair[0]}/{pair[1]} = {share(pair):.1%}"
 
 
 def _context(miss: dict, width: int = 90) -> str:
@@ -165,7 +156,6 @@ def main(argv=None) -> None:
     print(f"{len(labels)} labelled spans in {len(conversations)} conversations ({args.labels}): "
           + "; ".join(f"{split}: " + ", ".join(f"{k} {counts[split, k]}" for k in sorted({k for s, k in counts if s == split}))
                       for split in SPLITS))
-    from eval.pii_recall import configurations
     available = configurations(argparse.Namespace(gazetteer_rank=1000, llm_model="qwen2.5-coder-0.5b"))
     for name in args.configs.split(","):
         loaded = time.perf_counter()
@@ -176,8 +166,9 @@ def main(argv=None) -> None:
         print(f"\n{name} ({note}; set-up {load_s:.1f} s, {result['ms_per_conversation']:.0f} ms per conversation)")
         for split in (*SPLITS, "all"):
             figures = result["splits"][split]
-            per_kind = "  ".join(f"{k} {_fmt(v)}" for k, v in figures["per_kind"].items())
-            print(f"  {split}: private names replaced {_fmt(figures['private'])}, kept intact {_fmt(figures['keep'])}\n"
+            per_kind = "  ".join(f"{k} {count_share(v)}" for k, v in figures["per_kind"].items())
+            print(f"  {split}: private names replaced {count_share(figures['private'])}, "
+                  f"kept intact {count_share(figures['keep'])}\n"
                   f"    {per_kind}")
         shown = collections.Counter()
         for miss in result["misses"]:

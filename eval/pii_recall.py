@@ -22,13 +22,16 @@ import time
 
 from backends.llm.pseudonymize import Pseudonymizer
 from eval.pii_corpus import KEEP_KINDS, PRIVATE_KINDS, SPLITS, generate
+from eval.tables import count_share
 
 
-def _covered(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+def covered(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether the spans cover every letter and digit of text[start:end] (a private entity replaced)."""
     return all(any(s <= i < e for s, e in spans) for i in range(start, end) if text[i].isalnum())
 
 
-def _touched(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+def touched(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether a span overlaps [start, end) (a kept entity not left intact)."""
     return any(s < end and start < e for s, e in spans)
 
 
@@ -44,8 +47,8 @@ def evaluate_spans(detect, examples: list[dict]) -> dict:
         for entity in example["entities"]:
             kind, start, end = entity["kind"], entity["start"], entity["end"]
             totals[kind] += 1
-            ok = (_covered(text, start, end, spans) if kind in PRIVATE_KINDS
-                  else not _touched(start, end, spans))
+            ok = (covered(text, start, end, spans) if kind in PRIVATE_KINDS
+                  else not touched(start, end, spans))
             hits[kind] += ok
             if not ok:
                 misses[kind].append((entity["value"], text))
@@ -108,10 +111,6 @@ def _user_texts(path: str, limit: int) -> list[str]:
     return texts
 
 
-def _share(pair: tuple[int, int]) -> str:
-    return f"{pair[0]}/{pair[1]} = {pair[0] / max(1, pair[1]):.1%}"
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=SPLITS, default="heldout")
@@ -138,10 +137,10 @@ def main(argv=None) -> None:
         load_s = time.perf_counter() - loaded
         sample = examples[:args.llm_sample] if name.endswith("llm") else examples
         result = evaluate_spans(detector.detect, sample)
-        per_kind = "  ".join(f"{k} {_share(v)}" for k, v in result["per_kind"].items())
-        names = _share(result["per_kind"]["PERSON"])
+        per_kind = "  ".join(f"{k} {count_share(v)}" for k, v in result["per_kind"].items())
+        names = count_share(result["per_kind"]["PERSON"])
         print(f"\n{name} ({note}; {len(sample)} texts; set-up {load_s:.1f} s): private names {names}, "
-              f"all private PII {_share(result['private'])}, keep intact {_share(result['keep'])}, "
+              f"all private PII {count_share(result['private'])}, keep intact {count_share(result['keep'])}, "
               f"{result['ms_per_text']:.1f} ms/text\n  {per_kind}")
         if args.names_free:
             texts = _user_texts(args.names_free, args.names_free_texts)

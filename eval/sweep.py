@@ -13,7 +13,6 @@ table and a plot of the metrics and of the number of released clusters against e
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import time
@@ -21,6 +20,7 @@ import time
 from beam_jobs.options import PrivacyParams
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.simple_clio import run_simple_clio
+from eval.tables import cell, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility_metrics import report_summaries, utility_metrics
 
@@ -76,14 +76,6 @@ def sweep(dataset, embeddings, num_clusters: int, min_cluster_size: float, seed:
     return rows
 
 
-def _fmt(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return "∞" if math.isinf(value) else f"{value:.3f}"
-    return str(value)
-
-
 def _columns(rows: list[dict]) -> tuple[str, ...]:
     return COLUMNS + JUDGE_COLUMNS if rows and "private_preferred" in rows[0] else COLUMNS
 
@@ -91,7 +83,7 @@ def _columns(rows: list[dict]) -> tuple[str, ...]:
 def markdown_table(rows: list[dict]) -> str:
     columns = _columns(rows)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_fmt(row[c]) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -100,10 +92,7 @@ def write_outputs(rows: list[dict], folder: str, name: str, title: str) -> dict[
     paths = {ext: os.path.join(folder, f"sweep_{name}.{ext}") for ext in ("md", "csv", "png")}
     with open(paths["md"], "w") as handle:
         handle.write(f"{title}\n\n{markdown_table(rows)}\n")
-    with open(paths["csv"], "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=_columns(rows))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, paths["csv"], _columns(rows))
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -25,8 +25,8 @@ import statistics
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.data import embed_cached, load_dataset, planted_topics
-from eval.topic_quality import group_purity as purity_of_groups
 from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.utility_metrics import group_purity
 from transforms.topic_hierarchy import group_labels, number_of_groups, topic_vectors
 
 THEME_OF_PLANTED = {topic.name: topic.theme for topic in PLANTED_TOPICS}
@@ -41,13 +41,13 @@ def planted_topic_of_cluster(assignments: dict[str, int], planted: dict[str, str
     return {cluster: min(counter, key=lambda p: (-counter[p], p)) for cluster, counter in votes.items()}
 
 
-def group_purity(report: dict, planted_topic_of_cluster: dict[int, str]) -> dict:
-    """{"purity", "groups"} of report["hierarchy"]: eval.topic_quality.group_purity with each topic
+def hierarchy_purity(report: dict, planted_topic_of_cluster: dict[int, str]) -> dict:
+    """{"purity", "groups"} of report["hierarchy"]: eval.utility_metrics.group_purity with each topic
     weighed by its noisy size (the old and new reports share sizes, so they compare like for like)."""
     groups = report["hierarchy"]["groups"]
     themes = {cluster: THEME_OF_PLANTED[planted] for cluster, planted in planted_topic_of_cluster.items()}
     sizes = {topic["id"]: max(topic["size"], 1) for topic in report["topics"]}
-    purity = purity_of_groups(groups, themes, sizes)
+    purity = group_purity(groups, themes, sizes)
     return {"purity": float("nan") if purity is None else purity, "groups": len(groups)}
 
 
@@ -125,7 +125,7 @@ def evaluate(data: str, num_clusters: int, seeds: list[int], show: int = 0) -> l
         # The old grouping with as many groups as the new one found: purity rises with the number of groups.
         old_as_many = previous_report(report, embed, groups=len(report["hierarchy"]["groups"]))
         for variant, released in (("old", old), ("old, as many groups", old_as_many), ("new", report)):
-            purity = group_purity(released, majority)
+            purity = hierarchy_purity(released, majority)
             rows.append({"seed": seed, "variant": variant, "purity": purity["purity"], "groups": purity["groups"],
                          **name_figures(released)})
             print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}, flush=True)

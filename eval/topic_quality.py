@@ -1,4 +1,4 @@
-"""Topic quality: how well the released topics recover what is in the data (issue 15's targets).
+"""Topic quality: how well the released topics recover what is in the data.
 
 Runs the job's mechanisms in-process (eval/urania_inprocess.run_urania) on cached embeddings, a few
 seeds per data set, and scores each release against the private cluster assignments it came from
@@ -29,7 +29,7 @@ Generated data, against the planted topics:
   planted topic's, each group's theme the one holding most of its conversations, purity the share
   of conversations (over all groups) in their group's theme.
 
-    python -m eval.topic_quality --preset issue15 --seeds 3 --skip_uncached
+    python -m eval.topic_quality --preset planted_and_real --seeds 3 --skip_uncached [--evaldata DIR]
     python -m eval.topic_quality --data gen20k=../evaldata/gen20k.jsonl:30 --seeds 3 --set projection_dim=64
 
 --set KEY=VALUE (repeatable) overrides any UraniaConfig field, typed from its annotation ("inf",
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import dataclasses
 import functools
 import math
@@ -59,20 +58,25 @@ from sklearn.metrics import normalized_mutual_info_score
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import VOTE_SOURCES
 from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset, planted_topics
+from eval.tables import short_number, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.utility_metrics import group_purity
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNRELEASED = "not released"
 MIXED_THRESHOLDS = (0.2, 0.3)
 UNTABULATED = ("seconds",)  # in the CSV only: the first run of a process also loads the models
-# The issue's data sets and k, relative to the repository's parent (../evaldata holds the generated
-# sets: generate_sample --conversations 5000 --users 1800 --seed 7; 20000/3200 --topics 20 --seed 20;
-# 100000/16000 --topics 20 --seed 100).
+EVALDATA = "../evaldata"  # --evaldata: the generated sets, relative to the repository root unless absolute
+SHARED_DATA = "../shared/data"  # --shared_data: the public real sets, likewise
+# name -> data sets (name, folder, file, k); folder "evaldata" or "shared_data", the option that gives it.
+# planted_and_real: three generated sets with planted topics (generate_sample --conversations 5000
+# --users 1800 --seed 7; 20000/3200 --topics 20 --seed 20; 100000/16000 --topics 20 --seed 100) and
+# two real ones without.
 PRESETS = {
-    "issue15": (("gen5k", "../evaldata/gen5k.jsonl", 50), ("gen20k", "../evaldata/gen20k.jsonl", 30),
-                ("gen100k", "../evaldata/gen100k.jsonl", 50),
-                ("hh-rlhf", "../shared/data/hh_rlhf_harmless_test.jsonl", 30),
-                ("arena", "../shared/data/arena_hard_v2_prompts.jsonl", 15)),
+    "planted_and_real": (("gen5k", "evaldata", "gen5k.jsonl", 50), ("gen20k", "evaldata", "gen20k.jsonl", 30),
+                         ("gen100k", "evaldata", "gen100k.jsonl", 50),
+                         ("hh-rlhf", "shared_data", "hh_rlhf_harmless_test.jsonl", 30),
+                         ("arena", "shared_data", "arena_hard_v2_prompts.jsonl", 15)),
 }
 
 
@@ -178,21 +182,6 @@ def keyword_occurrence(topics: Sequence[dict], assignments: dict[str, int],
     return float(np.average(shares, weights=sizes)), statistics.fmean(shares)
 
 
-def group_purity(groups: Sequence[dict], topic_theme: dict[int, str], topic_size: dict[int, int]) -> float | None:
-    """Share of the grouped conversations whose topic's theme is their group's majority theme
-    (the theme holding most of the group's conversations); None if no group holds any."""
-    in_majority, total = 0, 0
-    for group in groups:
-        weights: collections.Counter = collections.Counter()
-        for topic_id in group["topic_ids"]:
-            if topic_id in topic_theme:
-                weights[topic_theme[topic_id]] += topic_size.get(topic_id, 0)
-        if weights:
-            in_majority += max(weights.values())
-            total += sum(weights.values())
-    return in_majority / total if total else None
-
-
 # ---- runs ----
 
 @dataclasses.dataclass(frozen=True)
@@ -216,6 +205,13 @@ def parse_data(value: str, default_clusters: int) -> DataSpec:
     head, _, tail = path.rpartition(":")
     path, clusters = (head, int(tail)) if head and tail.isdigit() else (path, default_clusters)
     return DataSpec(name or os.path.splitext(os.path.basename(path))[0], path, clusters)
+
+
+def preset_specs(preset: str | None, evaldata: str = EVALDATA, shared_data: str = SHARED_DATA) -> list[DataSpec]:
+    """The preset's data sets, their files in the folders given (none for no preset)."""
+    folders = {"evaldata": evaldata, "shared_data": shared_data}
+    return [DataSpec(name, os.path.join(folders[folder], file), k)
+            for name, folder, file, k in PRESETS.get(preset, ())]
 
 
 def _convert(value: str, annotation) -> object:
@@ -365,19 +361,13 @@ def summarise(rows: Sequence[dict]) -> dict[str, tuple[float, float, float] | No
     return summary
 
 
-def _fmt(value: float) -> str:
-    if math.isinf(value):
-        return "∞"
-    return f"{value:.0f}" if float(value).is_integer() and abs(value) >= 1 else f"{value:.3g}"
-
-
 def markdown_table(rows: Sequence[dict]) -> str:
     """One data set's table: each metric's mean, min and max over the seeds."""
     lines = ["| metric | mean | min | max |", "|---|---|---|---|"]
     for key, stats in summarise(rows).items():
         if key in UNTABULATED:
             continue
-        cells = ["-"] * 3 if stats is None else [_fmt(v) for v in stats]
+        cells = ["-"] * 3 if stats is None else [short_number(v) for v in stats]
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -395,8 +385,8 @@ def combined_table(rows: Sequence[dict]) -> str:
             if stats is None:
                 cells.append("-")
             else:
-                mean, low, high = stats
-                cells.append(_fmt(mean) if low == high else f"{_fmt(mean)} ({_fmt(low)}-{_fmt(high)})")
+                mean, low, high = (short_number(v) for v in stats)
+                cells.append(mean if low == high else f"{mean} ({low}-{high})")
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -404,21 +394,23 @@ def combined_table(rows: Sequence[dict]) -> str:
 def write_outputs(rows: Sequence[dict], markdown: str, folder: str, label: str) -> tuple[str, str]:
     os.makedirs(folder, exist_ok=True)
     csv_path, md_path = (os.path.join(folder, f"topic_quality_{label}.{ext}") for ext in ("csv", "md"))
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    with open(csv_path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, csv_path)
     with open(md_path, "w") as handle:
         handle.write(markdown + "\n")
     return csv_path, md_path
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Topic quality of the in-process URANIA release (issue 15).")
+    parser = argparse.ArgumentParser(description="Topic quality of the in-process URANIA release.")
     parser.add_argument("--data", action="append", default=[], metavar="[NAME=]PATH[:K]",
                         help="a data set and its number of clusters (repeatable)")
-    parser.add_argument("--preset", choices=sorted(PRESETS), help="the issue's five data sets with their k")
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="planted_and_real: three generated sets (in --evaldata) and two real ones (in "
+                             "--shared_data), each with its k")
+    parser.add_argument("--evaldata", default=EVALDATA,
+                        help=f"folder of the preset's generated sets (default {EVALDATA}, relative to the repository)")
+    parser.add_argument("--shared_data", default=SHARED_DATA,
+                        help=f"folder of the preset's real sets (default {SHARED_DATA}, relative to the repository)")
     parser.add_argument("--num_clusters", type=int, default=50, help="k for --data without :K")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first_seed", type=int, default=0)
@@ -429,7 +421,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "topic_quality"))
     parser.add_argument("--label", default="latest", help="output file name: topic_quality_LABEL.csv/.md")
     args = parser.parse_args(argv)
-    specs = [DataSpec(*entry) for entry in PRESETS.get(args.preset, ())]
+    specs = preset_specs(args.preset, args.evaldata, args.shared_data)
     specs += [parse_data(value, args.num_clusters) for value in args.data]
     if not specs:
         parser.error("give --data or --preset")

@@ -17,6 +17,7 @@ and the binary preference, the two summaries shown in random order. A summary is
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import json
 import random
@@ -52,6 +53,22 @@ def jaccard(a: set, b: set) -> float:
     """|a & b| / |a | b|; two empty sets are identical (1.0)."""
     union = a | b
     return len(a & b) / len(union) if union else 1.0
+
+
+def group_purity(groups: list[dict], topic_theme: dict[int, str], topic_size: dict[int, int]) -> float | None:
+    """Share of the grouped conversations whose topic's theme is their group's majority theme
+    (the theme holding most of the group's conversations; a topic weighs `topic_size`); None if no
+    group holds any. groups: a report's hierarchy groups ({"topic_ids": [...]})."""
+    in_majority, total = 0, 0
+    for group in groups:
+        weights: collections.Counter = collections.Counter()
+        for topic_id in group["topic_ids"]:
+            if topic_id in topic_theme:
+                weights[topic_theme[topic_id]] += topic_size.get(topic_id, 0)
+        if weights:
+            in_majority += max(weights.values())
+            total += sum(weights.values())
+    return in_majority / total if total else None
 
 
 def tokens(texts: list[str]) -> set[str]:

@@ -3,7 +3,7 @@
 import pytest
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from eval.topic_names import group_purity, joins_two_themes, name_figures, planted_topic_of_cluster, previous_name
+from eval.topic_names import hierarchy_purity, joins_two_themes, name_figures, planted_topic_of_cluster, previous_name
 
 THEME = {t.name: t.theme for t in PLANTED_TOPICS}
 SOFTWARE = [t.name for t in PLANTED_TOPICS if t.theme == "software"]
@@ -15,15 +15,15 @@ def _report(groups, sizes):
             "hierarchy": {"groups": [{"name": f"g{n}", "topic_ids": ids} for n, ids in enumerate(groups)]}}
 
 
-def test_group_purity_is_the_size_weighted_share_of_topics_in_their_groups_majority_theme():
+def test_hierarchy_purity_is_the_size_weighted_share_of_topics_in_their_groups_majority_theme():
     planted = {0: SOFTWARE[0], 1: SOFTWARE[1], 2: HEALTH[0], 3: HEALTH[1], 4: HEALTH[2]}
-    pure = group_purity(_report([[0, 1], [2, 3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)
+    pure = hierarchy_purity(_report([[0, 1], [2, 3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)
     assert pure["purity"] == 1.0 and pure["groups"] == 2
     # Topic 2 (health, 5) in the software group: that group is 40/45 software; overall 95/100.
-    mixed = group_purity(_report([[0, 1, 2], [3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)
+    mixed = hierarchy_purity(_report([[0, 1, 2], [3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)
     assert mixed["purity"] == pytest.approx(95 / 100)
     # One group holding everything: its majority theme's share.
-    assert group_purity(_report([[0, 1, 2, 3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)["purity"] == 0.6
+    assert hierarchy_purity(_report([[0, 1, 2, 3, 4]], {0: 10, 1: 30, 2: 5, 3: 5, 4: 50}), planted)["purity"] == 0.6
 
 
 def test_a_clusters_planted_topic_is_the_majority_of_its_conversations():

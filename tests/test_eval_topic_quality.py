@@ -91,14 +91,6 @@ def test_keyword_occurrence_weighted_and_plain():
     assert tq.keyword_occurrence([{"id": 2, "keywords": []}], assignments, facets) == (None, None)
 
 
-def test_group_purity_is_size_weighted():
-    groups = [{"topic_ids": [0, 1, 2]}, {"topic_ids": [3]}]
-    theme = {0: "software", 1: "software", 2: "health", 3: "health"}
-    size = {0: 10, 1: 20, 2: 10, 3: 5}
-    assert tq.group_purity(groups, theme, size) == pytest.approx((30 + 5) / 45)
-    assert tq.group_purity([{"topic_ids": [9]}], theme, size) is None
-
-
 def test_config_overrides_are_typed_from_the_config():
     overrides = tq.config_overrides(["projection_dim=64", "epsilon=inf", "keyword_set=none", "delta=1e-5"])
     assert overrides == {"projection_dim": 64, "epsilon": math.inf, "keyword_set": None, "delta": 1e-5}

@@ -105,3 +105,11 @@ def test_utility_metrics_of_identical_summaries_are_perfect():
 def test_topic_summary_joins_name_description_keywords():
     topic = {"name": "Python", "description": "About python.", "keywords": ["python", "debugging"]}
     assert um.topic_summary(topic) == "Python. About python. Keywords: python, debugging."
+
+
+def test_group_purity_is_size_weighted():
+    groups = [{"topic_ids": [0, 1, 2]}, {"topic_ids": [3]}]
+    theme = {0: "software", 1: "software", 2: "health", 3: "health"}
+    size = {0: 10, 1: 20, 2: 10, 3: 5}
+    assert um.group_purity(groups, theme, size) == pytest.approx((30 + 5) / 45)
+    assert um.group_purity([{"topic_ids": [9]}], theme, size) is None
