@@ -93,8 +93,8 @@ def top_keywords(cluster_and_counts, top_t: int, min_noisy_count: float, candida
 
 def voted_categories(category_values: dict[str, float], floors: VoteFloors, sensitive: frozenset[str]) -> list[str]:
     """The categories whose noisy sum clears their floor, largest first."""
-    voted = [c for c, value in category_values.items()
-             if value >= floors.category(len(category_values), c in sensitive)]
+    floor = {False: floors.category(len(category_values), False), True: floors.category(len(category_values), True)}
+    voted = [c for c, value in category_values.items() if value >= floor[c in sensitive]]
     return sorted(voted, key=lambda c: (-category_values[c], c))
 
 
@@ -109,7 +109,8 @@ def voted_keywords(column_values, top_t: int, floors: VoteFloors, category_of: d
         return top_keywords((None, keyword_values), top_t, floors.keyword, candidates)[1], None
     voted = voted_categories(category_values, floors, sensitive)
     allowed = [(k, v) for k, v in keyword_values if candidates is None or k in candidates]
-    pool = [(k, v) for k, v in allowed if category_of.get(k) in voted]
+    in_voted = frozenset(voted)
+    pool = [(k, v) for k, v in allowed if category_of.get(k) in in_voted]
     without_category = [(k, v) for k, v in allowed if category_of.get(k) is None]
     cleared = (top_keywords((None, pool), top_t, floors.pool(len(pool)))[1]
                + top_keywords((None, without_category), top_t, floors.keyword)[1])
