@@ -72,15 +72,18 @@ def load_dataset(path: str, facet_max_chars: int = 1000, limit: int | None = Non
     return Dataset(conversations, [extractor.extract(c) for c in conversations], dead)
 
 
-def with_users(dataset: Dataset, users: int, seed: int, exponent: float = 0.8) -> Dataset:
-    """The same conversations spread over `users` simulated users, heavy-tailed: user r gets each
-    conversation with probability proportional to 1 / r^exponent (seeded). Real texts at another user
+def with_users(dataset: Dataset, users: int, seed: int) -> Dataset:
+    """The same conversations spread over `users` simulated users with the generator's heavy-tailed
+    activity (beam_jobs.generate_sample.user_activity_weights; seeded): real texts at another user
     count, for figures that depend on how many users a topic has (the shared real sets have few)."""
+    import random
+
+    from beam_jobs.generate_sample import user_activity_weights
     if users < 1:
         raise ValueError(f"users must be >= 1, got {users}")
-    weights = 1.0 / np.arange(1, users + 1) ** exponent
-    owners = np.random.default_rng(seed).choice(users, size=len(dataset), p=weights / weights.sum())
-    return Dataset([dataclasses.replace(c, user_id=f"sim{int(u)}") for c, u in zip(dataset.conversations, owners)],
+    rng = random.Random(seed)
+    owners = rng.choices(range(users), weights=user_activity_weights(users, rng), k=len(dataset))
+    return Dataset([dataclasses.replace(c, user_id=f"sim{u}") for c, u in zip(dataset.conversations, owners)],
                    list(dataset.facets), dataset.dead_lettered)
 
 
