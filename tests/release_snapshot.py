@@ -1,0 +1,123 @@
+"""The release snapshot: one small job whose release must stay byte-for-byte what it was when the
+snapshot was written, so that a refactor (moving stages, rewiring the pipeline) is shown not to change
+what the job releases.
+
+The job's own Gaussian releases (DP k-means, the keyword votes) are reproducible through --noise_seed;
+PipelineDP's (the cluster sizes) draw from PyDP's secure sampler, which takes no seed, so the snapshot
+run replaces that sampler's noise by zero (`pipeline_dp_noise_off`). Nothing else is patched: the
+embedding model, clustering, labelling and the report are the production code.
+
+A change that is meant to change the release rewrites the snapshot and says so in its commit:
+    python -m tests.release_snapshot --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import sys
+import tempfile
+import types
+from collections.abc import Iterator
+from unittest import mock
+
+import pipeline_dp.dp_computations
+
+SNAPSHOT_DIR = os.path.join(os.path.dirname(__file__), "data", "release_snapshot")
+RELEASED_FILES = ("report.json", "report.html")
+JOB_FLAGS = ("--seed", "5", "--noise_seed", "3", "--num_clusters", "12")
+SAMPLE = {"num_conversations": 1500, "num_users": 900, "seed": 11, "malformed": 2}
+
+
+class _NoNoise:
+    """A PyDP mechanism whose add_noise returns its input; everything else (std, parameters) is the
+    real mechanism's, so calibration and the report's noise figures are unchanged."""
+
+    def __init__(self, mechanism):
+        self._mechanism = mechanism
+
+    def add_noise(self, value, *_):
+        return value
+
+    def __getattr__(self, name):
+        return getattr(self._mechanism, name)
+
+
+class _NoNoiseFactory:
+    """Stands in for a PyDP mechanism class: its constructor and create_* methods give _NoNoise."""
+
+    def __init__(self, mechanism_class):
+        self._class = mechanism_class
+
+    def __call__(self, *args, **kwargs):
+        return _NoNoise(self._class(*args, **kwargs))
+
+    def __getattr__(self, name):
+        attribute = getattr(self._class, name)
+        if name.startswith("create"):
+            return lambda *args, **kwargs: _NoNoise(attribute(*args, **kwargs))
+        return attribute
+
+
+@contextlib.contextmanager
+def pipeline_dp_noise_off() -> Iterator[None]:
+    """PipelineDP's additive noise is zero inside this block (in this process: in-process runner only)."""
+    real = pipeline_dp.dp_computations.dp_mechanisms
+    shim = types.SimpleNamespace(**{name: getattr(real, name) for name in dir(real) if not name.startswith("__")})
+    shim.LaplaceMechanism = _NoNoiseFactory(real.LaplaceMechanism)
+    shim.GaussianMechanism = _NoNoiseFactory(real.GaussianMechanism)
+    with mock.patch.object(pipeline_dp.dp_computations, "dp_mechanisms", shim):
+        yield
+
+
+def _normalised(text: str, run_id: str) -> str:
+    # The run id and the run's date are the only things that change from run to run by design.
+    text = text.replace(run_id, "RUN_ID")
+    return re.sub(r"\d{4}-\d{2}-\d{2}, run RUN_ID", "DATE, run RUN_ID", text)
+
+
+def released_files(folder: str) -> dict[str, str]:
+    """Runs the snapshot job in `folder` and returns its released files, normalised."""
+    import json
+
+    from beam_jobs.generate_sample import write_sample
+    from beam_jobs.insights import run
+
+    data = os.path.join(folder, "conversations.jsonl")
+    write_sample(data, SAMPLE["num_conversations"], SAMPLE["num_users"], seed=SAMPLE["seed"],
+                 malformed=SAMPLE["malformed"])
+    output = os.path.join(folder, "out")
+    with pipeline_dp_noise_off():
+        assert run(["--input", data, "--output", output, *JOB_FLAGS]) == 0
+    release = os.path.join(output, "release")
+    run_id = json.load(open(os.path.join(release, "report.json")))["config"]["run_id"]
+    return {name: _normalised(open(os.path.join(release, name), encoding="utf-8").read(), run_id)
+            for name in RELEASED_FILES}
+
+
+def snapshot() -> dict[str, str]:
+    return {name: open(os.path.join(SNAPSHOT_DIR, name), encoding="utf-8").read() for name in RELEASED_FILES}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="rewrite tests/data/release_snapshot/")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        files = released_files(folder)
+    if not args.write:
+        changed = [name for name, text in files.items() if snapshot()[name] != text]
+        print("release differs from the snapshot: " + ", ".join(changed) if changed else "release matches the snapshot")
+        return 1 if changed else 0
+    os.makedirs(SNAPSHOT_DIR, exist_ok=True)
+    for name, text in files.items():
+        with open(os.path.join(SNAPSHOT_DIR, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    print(f"wrote {', '.join(files)} to {SNAPSHOT_DIR}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
