@@ -28,6 +28,13 @@ import pipeline_dp.dp_computations
 SNAPSHOT_DIR = os.path.join(os.path.dirname(__file__), "data", "release_snapshot")
 RELEASED_FILES = ("report.json", "report.html")
 JOB_FLAGS = ("--seed", "5", "--noise_seed", "3", "--num_clusters", "12")
+# Each configuration is a snapshot folder: the defaults, and one that takes the keyword step's other
+# branches (both modes, Poisson sampling, count votes through PipelineDP, candidates, exemplars).
+CONFIGURATIONS = {
+    "defaults": (),
+    "keyword_variants": ("--keyword_mode", "both", "--samples_per_cluster", "40", "--keyword_votes", "count",
+                         "--keyword_candidates", "30", "--exemplars_per_topic", "2"),
+}
 SAMPLE = {"num_conversations": 1500, "num_users": 900, "seed": 11, "malformed": 2}
 
 
@@ -78,8 +85,8 @@ def _normalised(text: str, run_id: str) -> str:
     return re.sub(r"\d{4}-\d{2}-\d{2}, run RUN_ID", "DATE, run RUN_ID", text)
 
 
-def released_files(folder: str) -> dict[str, str]:
-    """Runs the snapshot job in `folder` and returns its released files, normalised."""
+def released_files(folder: str, configuration: str) -> dict[str, str]:
+    """Runs the snapshot job of `configuration` in `folder` and returns its released files, normalised."""
     import json
 
     from beam_jobs.generate_sample import write_sample
@@ -90,33 +97,37 @@ def released_files(folder: str) -> dict[str, str]:
                  malformed=SAMPLE["malformed"])
     output = os.path.join(folder, "out")
     with pipeline_dp_noise_off():
-        assert run(["--input", data, "--output", output, *JOB_FLAGS]) == 0
+        assert run(["--input", data, "--output", output, *JOB_FLAGS, *CONFIGURATIONS[configuration]]) == 0
     release = os.path.join(output, "release")
     run_id = json.load(open(os.path.join(release, "report.json")))["config"]["run_id"]
     return {name: _normalised(open(os.path.join(release, name), encoding="utf-8").read(), run_id)
             for name in RELEASED_FILES}
 
 
-def snapshot() -> dict[str, str]:
-    return {name: open(os.path.join(SNAPSHOT_DIR, name), encoding="utf-8").read() for name in RELEASED_FILES}
+def snapshot(configuration: str) -> dict[str, str]:
+    folder = os.path.join(SNAPSHOT_DIR, configuration)
+    return {name: open(os.path.join(folder, name), encoding="utf-8").read() for name in RELEASED_FILES}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="rewrite tests/data/release_snapshot/")
+    parser.add_argument("--write", action="store_true", help="rewrite tests/data/release_snapshot/ (else compare)")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as folder:
-        files = released_files(folder)
+    changed = []
+    for configuration in CONFIGURATIONS:
+        with tempfile.TemporaryDirectory() as folder:
+            files = released_files(folder, configuration)
+        if not args.write:
+            changed += [f"{configuration}/{name}" for name, text in files.items() if snapshot(configuration)[name] != text]
+            continue
+        os.makedirs(os.path.join(SNAPSHOT_DIR, configuration), exist_ok=True)
+        for name, text in files.items():
+            with open(os.path.join(SNAPSHOT_DIR, configuration, name), "w", encoding="utf-8") as handle:
+                handle.write(text)
+        print(f"wrote {configuration}: {', '.join(files)}")
     if not args.write:
-        changed = [name for name, text in files.items() if snapshot()[name] != text]
-        print("release differs from the snapshot: " + ", ".join(changed) if changed else "release matches the snapshot")
-        return 1 if changed else 0
-    os.makedirs(SNAPSHOT_DIR, exist_ok=True)
-    for name, text in files.items():
-        with open(os.path.join(SNAPSHOT_DIR, name), "w", encoding="utf-8") as handle:
-            handle.write(text)
-    print(f"wrote {', '.join(files)} to {SNAPSHOT_DIR}")
-    return 0
+        print("release differs from the snapshot: " + ", ".join(changed) if changed else "releases match the snapshot")
+    return 1 if changed else 0
 
 
 if __name__ == "__main__":

@@ -7,27 +7,28 @@ import json
 import pytest
 
 from dp_ops.gaussian_noise import add_gaussian_noise
-from tests.release_snapshot import pipeline_dp_noise_off, released_files, snapshot
+from tests.release_snapshot import CONFIGURATIONS, pipeline_dp_noise_off, released_files, snapshot
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory):
-    return released_files(str(tmp_path_factory.mktemp("snapshot")))
+@pytest.fixture(scope="module", params=list(CONFIGURATIONS))
+def release(request, tmp_path_factory):
+    return request.param, released_files(str(tmp_path_factory.mktemp("snapshot")), request.param)
 
 
 @pytest.mark.parametrize("name", ["report.json", "report.html"])
 def test_release_matches_the_snapshot(release, name):
-    expected = snapshot()[name]
-    if release[name] != expected:
-        diff = difflib.unified_diff(expected.splitlines(), release[name].splitlines(), "snapshot", "this run",
+    configuration, files = release
+    expected = snapshot(configuration)[name]
+    if files[name] != expected:
+        diff = difflib.unified_diff(expected.splitlines(), files[name].splitlines(), "snapshot", "this run",
                                     lineterm="", n=1)
-        pytest.fail(f"{name} differs from tests/data/release_snapshot/{name}:\n" + "\n".join(list(diff)[:60]))
+        pytest.fail(f"{name} differs from tests/data/release_snapshot/{configuration}/{name}:\n" + "\n".join(list(diff)[:60]))
 
 
 def test_the_snapshot_is_a_real_release(release):
-    report = json.loads(release["report.json"])
+    report = json.loads(release[1]["report.json"])
     assert len(report["topics"]) >= 5 and report["privacy"]["epsilon"] > 0
     assert report["config"]["noise_seed_fixed"] is True
 
