@@ -292,7 +292,7 @@ def run(argv: list[str] | None = None) -> int:
     use_local_engine(pipeline_options)
     pipeline = beam.Pipeline(options=pipeline_options)
     # Made whether or not --privacy_ledger is given and written into the file: a nightly run whose
-    # ledger does not hold this id charges the set's spend under it (beam_jobs.insights._reserve_budget).
+    # ledger does not hold this id charges the set's spend under it (beam_jobs.job_runtime.reserve_run_budget).
     run_id = new_keyword_set_run_id()
     spends = build_pipeline(pipeline, params, run_id, date)
     ledgered = bool(params.run.privacy_ledger and spends)

@@ -1,5 +1,5 @@
 """A DP keyword set is charged to every ledger that nightly runs use, once: by its build with
---privacy_ledger, else by the first nightly run (beam_jobs.insights._reserve_budget) in the same
+--privacy_ledger, else by the first nightly run (beam_jobs.job_runtime.reserve_run_budget) in the same
 atomic update as that run's reservation and under the same cap."""
 
 import datetime as dt
@@ -10,7 +10,7 @@ import pytest
 
 from backends.keyword_set import LEGACY_RUN_PREFIX, keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.flags import params_from
-from beam_jobs.insights import _reserve_budget
+from beam_jobs.job_runtime import reserve_run_budget
 from beam_jobs.options import InsightsOptions, RunParams
 from core.run_context import make_run_context
 from core.spend import MechanismSpend
@@ -47,7 +47,7 @@ def _night(tmp_path, keyword_set, date, *flags):
     run_params = params_from(InsightsOptions(["--privacy_ledger", ledger, *flags]), RunParams)
     context = make_run_context("in/*.jsonl", str(tmp_path / "out"), date, now=NOW)
     budget = RunBudget.of([*keyword_set.spend, *RUN_SPENDS], 1e-6 + sum(s.delta for s in keyword_set.spend))
-    _reserve_budget(run_params, context, budget, 1e-6, keyword_set)
+    reserve_run_budget(run_params, context, budget, 1e-6, keyword_set)
     return context.run_id
 
 
