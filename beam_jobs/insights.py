@@ -50,14 +50,16 @@ from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
-from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
+from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.nightly_plan import NightlyPlan, nights_per_window, plan_nights
 from dp_ops.run_budget import RunBudget, spend_event
+from transforms import dp_stage_specs
 from transforms.assign_clusters import AssignClusters, assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, keep_large_clusters
 from transforms.dp_kmeans import DPKMeans
 from transforms.dp_stage import require_registered_dp_stages
+from transforms.dp_stage_specs import StageSettings
 from transforms.dp_user_count import DPUserCount
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
@@ -129,12 +131,12 @@ class NightBudget:
 
 
 def stage_requests(params: InsightsParams):
-    """The run's DP stages as calibration requests (dp_ops.joint_calibration.job_requests)."""
+    """The run's DP stages as calibration requests (transforms/dp_stage_specs.py)."""
     privacy, clustering = params.privacy, params.clustering
     histogram_noise = privacy.histogram_noise if params.keywords.keyword_mode in ("histogram", "both") else None
-    return job_requests(privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user,
-                        histogram_noise, privacy.keyword_partitions_per_user, privacy.keyword_votes,
-                        user_count=clustering.counts_users)
+    return dp_stage_specs.stage_requests(StageSettings(
+        privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users))
 
 
 def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBudget:

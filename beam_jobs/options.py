@@ -25,6 +25,7 @@ from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
 from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
+from transforms import dp_stage_specs
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
 
 
@@ -51,12 +52,8 @@ class ReadingParams(Params):
         check(self.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
 
 
-STAGES = ("clustering", "cluster_sizes", "keyword_histograms", "user_count")
-# Today's nominal shares (4 + 1 + 2 = 7), now composed with PLD, so each stage gets less noise;
-# the user count (for --projection_dim auto) needs only a rough figure, so a small share.
-DEFAULT_EPSILON_WEIGHTS = "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1"
-# Weights of stages a --epsilon_weights may leave out (it was added after the others).
-OPTIONAL_STAGE_WEIGHTS = {"user_count": 0.1}
+# The stages and their default weights are declared in transforms/dp_stage_specs.py.
+DEFAULT_EPSILON_WEIGHTS = dp_stage_specs.default_weights()
 # Still parsed (Beam would silently drop an unknown flag, and the run would spend what the user did
 # not ask for), but refused; not Flex Template parameters.
 RETIRED_FLAGS = ("epsilon_clustering", "epsilon_size", "epsilon_keywords")
@@ -96,7 +93,9 @@ class PrivacyParams(Params):
         type=float, public=True)
     epsilon_weights: str = flag(
         DEFAULT_EPSILON_WEIGHTS, "How the DP stages share --epsilon, as stage:weight pairs (stages: "
-        f"{', '.join(STAGES)}; user_count may be left out: weight 0.1); a stage's noise is calibrated to its "
+        f"{', '.join(s.name for s in dp_stage_specs.calibrated_specs())}; "
+        f"{', '.join(f'{s.name} (weight {s.default_weight:g})' for s in dp_stage_specs.calibrated_specs() if s.optional)}"
+        " may be left out); a stage's noise is calibrated to its "
         "weighted share, then all are scaled together until the composition meets --epsilon. A stage that "
         "does not run (keyword_histograms with --keyword_mode centroid; user_count unless --projection_dim "
         "auto without --expected_users) is left out.", public=True)
@@ -156,11 +155,13 @@ class PrivacyParams(Params):
 
     def stage_weights(self) -> dict[str, float]:
         """--epsilon_weights as {stage: weight}; every stage named (or optional), each weight positive."""
+        specs = dp_stage_specs.calibrated_specs()
+        names = [spec.name for spec in specs]
         weights: dict[str, float] = {}
         for item in filter(None, (part.strip() for part in self.epsilon_weights.split(","))):
             stage, _, value = item.partition(":")
             stage = stage.strip()
-            check(stage in STAGES, f"--epsilon_weights: unknown stage {stage!r}; the stages are {', '.join(STAGES)}")
+            check(stage in names, f"--epsilon_weights: unknown stage {stage!r}; the stages are {', '.join(names)}")
             check(stage not in weights, f"--epsilon_weights: {stage} is given twice")
             try:
                 weight = float(value)
@@ -168,10 +169,12 @@ class PrivacyParams(Params):
                 raise ValueError(f"--epsilon_weights: {stage}'s weight must be a number, got {value!r}") from None
             check(weight > 0 and math.isfinite(weight), f"--epsilon_weights: {stage}'s weight must be > 0")
             weights[stage] = weight
-        for stage, weight in OPTIONAL_STAGE_WEIGHTS.items():
-            weights.setdefault(stage, weight)
-        missing = [stage for stage in STAGES if stage not in weights]
-        check(not missing, f"--epsilon_weights: give a weight for {', '.join(missing)} (e.g. {DEFAULT_EPSILON_WEIGHTS})")
+        for spec in specs:
+            if spec.optional:
+                weights.setdefault(spec.name, spec.default_weight)
+        missing = [stage for stage in names if stage not in weights]
+        check(not missing, f"--epsilon_weights: give a weight for {', '.join(missing)} "
+                           f"(e.g. {dp_stage_specs.default_weights()})")
         return weights
 
 

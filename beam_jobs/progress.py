@@ -23,34 +23,37 @@ import sys
 import threading
 import time
 
+from transforms import dp_stage_specs
 from transforms import progress as registry
+from transforms.progress import ProgressStage
 
 MODES = ("auto", "on", "off")
 DEFAULT_INTERVAL_SECONDS = 10.0
 
 
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    key: str      # the registry's counter
-    label: str
-    unit: str
-    expected: str | None  # "users", "kept", "blocks" or "kmeans_passes": what the count is measured against
-
-
-# In pipeline order. Fused stages run together: the one that took the most time since the last line is shown.
-STAGES = (
-    Stage("read", "reading and validating", "records", None),
-    Stage("bound_contributions", "bounding contributions", "users", "users"),
-    Stage("extract_facets", "extracting facets", "conversations", "kept"),
-    Stage("embed", "embedding", "conversations", "kept"),
-    Stage("dp_kmeans", "DP k-means", "block passes", "kmeans_passes"),
-    Stage("assign_clusters", "assigning clusters", "blocks", "blocks"),
-    Stage("cluster_sizes", "DP cluster sizes", "conversations", "kept"),
-    Stage("sample_for_keywords", "sampling for keywords", "blocks", "blocks"),
-    Stage("select_keywords", "selecting keywords", "sampled blocks", None),
-    Stage("keyword_histograms", "DP keyword histograms", "keyword pairs", None),
-    Stage("name_clusters", "naming topics", "topics", None),
+# The stages that release nothing, in pipeline order; the DP stages' lines come from their
+# declarations (transforms/dp_stage_specs.py), each after the stage it follows. Fused stages run
+# together: the one that took the most time since the last line is shown.
+_PLAIN_STAGES = (
+    ProgressStage("read", "reading and validating", "records", None),
+    ProgressStage("bound_contributions", "bounding contributions", "users", "users"),
+    ProgressStage("extract_facets", "extracting facets", "conversations", "kept"),
+    ProgressStage("embed", "embedding", "conversations", "kept"),
+    ProgressStage("assign_clusters", "assigning clusters", "blocks", "blocks"),
+    ProgressStage("sample_for_keywords", "sampling for keywords", "blocks", "blocks"),
+    ProgressStage("select_keywords", "selecting keywords", "sampled blocks", None),
+    ProgressStage("name_clusters", "naming topics", "topics", None),
 )
+
+
+def stages() -> tuple[ProgressStage, ...]:
+    """Every stage's progress line, in pipeline order."""
+    ordered = list(_PLAIN_STAGES)
+    for spec in dp_stage_specs.DP_STAGE_SPECS:
+        if spec.progress is not None:
+            keys = [stage.key for stage in ordered]
+            ordered.insert(keys.index(spec.progress.after) + 1, spec.progress)
+    return tuple(ordered)
 
 
 def progress_enabled(mode: str, runner: str | None, running_mode: str | None, remote: bool) -> tuple[bool, str]:
@@ -104,7 +107,7 @@ class ProgressReporter:
         self._clocks: dict[str, _StageClock] = {}
         self._last_counts: dict[str, int] = {}
         self._last_seconds: dict[str, float] = {}
-        self._current: Stage | None = None
+        self._current: ProgressStage | None = None
         self._last_tick: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -143,7 +146,7 @@ class ProgressReporter:
     def _print(self, text: str) -> None:
         print(f"[progress {format_duration(self._clock() - self._started)}] {text}", file=self._stream, flush=True)
 
-    def _expected(self, stage: Stage, users: int, kept: int) -> int | None:
+    def _expected(self, stage: ProgressStage, users: int, kept: int) -> int | None:
         blocks = math.ceil(kept / self._block_size) if kept else 0
         return {"users": users, "kept": kept, "blocks": blocks,
                 "kmeans_passes": blocks * self._kmeans_passes_per_block, None: None}[stage.expected]
@@ -183,8 +186,9 @@ class ProgressReporter:
         now = self._clock()
         # A stage first seen now began after the previous line: time its rate from there.
         previous, self._last_tick = (self._last_tick or self._started), now
-        moved = [s for s in STAGES if counts.get(s.key, 0) > self._last_counts.get(s.key, 0)]
-        for stage in STAGES:
+        ordered = stages()
+        moved = [s for s in ordered if counts.get(s.key, 0) > self._last_counts.get(s.key, 0)]
+        for stage in ordered:
             if counts.get(stage.key, 0) and stage.key not in self._clocks:
                 self._clocks[stage.key] = _StageClock(previous, now)
         for stage in moved:

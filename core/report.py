@@ -6,6 +6,8 @@ them, the mechanisms' spends), so it costs no budget.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from core.spend import MechanismSpend, total_spend
 
 # Where a topic's label keywords came from (its `label_source`; transforms/voted_labels.label_keywords).
@@ -34,11 +36,13 @@ def keyword_agreement(histogram: dict[int, list[str]], centroid: dict[int, list[
 
 
 def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: int,
-                    composition: dict | None = None) -> dict:
+                    composition: dict | None = None, stage_releases: Mapping[str, str] | None = None) -> dict:
     """The report's privacy guarantee. `composition` is the run's total as its budget composed it
     (dp_ops.run_budget.RunBudget.composition(): {"composition": "PLD", "accountant", "epsilon",
     "delta"}), and `spends` its registered entries, each listing the event composed. Without it the
-    total is the basic composition (sum) of the spends, which is a valid but looser bound."""
+    total is the basic composition (sum) of the spends, which is a valid but looser bound.
+    `stage_releases` (transforms/dp_stage_specs.stage_releases) says what each stage released: it is
+    written into the stage's entry as "releases"."""
     if composition is None:
         epsilon, delta = total_spend(spends)
         composition = {"composition": "basic (sum over stages; each stage's own composition is in its entry)",
@@ -49,7 +53,9 @@ def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: in
         "unit": "user",
         "max_conversations_per_user": max_conversations_per_user,
         **composition,
-        "mechanisms": [spend.to_json() for spend in spends],
+        "mechanisms": [{**spend.to_json(), **({"releases": stage_releases[spend.stage]}
+                                              if spend.stage in (stage_releases or {}) else {})}
+                       for spend in spends],
     }
 
 
@@ -119,16 +125,19 @@ def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None =
 def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
                  max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
                  hierarchy: dict | None = None, composition: dict | None = None,
-                 labelling: dict | None = None, lineage: dict | None = None, plan: dict | None = None) -> dict:
+                 labelling: dict | None = None, lineage: dict | None = None, plan: dict | None = None,
+                 stage_releases: Mapping[str, str] | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
     the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
     built from the same topics) is placed last as it is. `composition`: see privacy_section.
-    `labelling` (labelling_section) and `plan` (the nightly budget plan) go into the privacy section.
+    `labelling` (labelling_section), `plan` (the nightly budget plan) and `stage_releases` go into the
+    privacy section.
     `lineage` (transforms.topic_lineage.lineage_section): each topic's lineage id, and the topics'
     centres as the report's "centres"."""
     topics = report_topics(named_topics, noisy_sizes, (lineage or {}).get("lineages"))
-    report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition),
+    report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition,
+                                                              stage_releases),
                                             **(labelling or {}), **({"plan": plan} if plan else {})},
               "config": config}
     if centroid_keywords is not None:

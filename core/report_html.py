@@ -114,14 +114,6 @@ def noise_margin(noise: dict | None) -> float | None:
     return None if std is None else 1.96 * std
 
 
-_STAGE_RELEASES = {
-    "keyword_set": "the keyword list itself",
-    "clustering": "which topics exist (the cluster centres)",
-    "cluster_sizes": "each topic's size",
-    "keyword_histograms": "each topic's keywords",
-}
-
-
 def _privacy(report: dict) -> dict:
     """What the privacy panel says: the spend per stage, what the noise means, the ledger."""
     privacy, config = report.get("privacy", {}), report.get("config", {})
@@ -139,7 +131,7 @@ def _privacy(report: dict) -> dict:
         ledger = {"window_days": _text(ledger.get("window_days")), "cap": _number(cap) if cap else None}
     return {
         "limit": _text(privacy.get("max_conversations_per_user", config.get("max_conversations_per_user"))),
-        "mechanisms": [{"stage": _text(m.get("stage")), "releases": _text(_STAGE_RELEASES.get(m.get("stage"), m.get("stage"))),
+        "mechanisms": [{"stage": _text(m.get("stage")), "releases": _text(m.get("releases", m.get("stage"))),
                         "mechanism": _text(m.get("mechanism")), "epsilon": _number(m.get("epsilon", 0.0)),
                         "delta": _number(m.get("delta", 0.0))}
                        for m in privacy.get("mechanisms", [])],

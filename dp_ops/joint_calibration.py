@@ -231,24 +231,3 @@ def _drawn(request: StageRequest, noise_multiplier: float, delta: float) -> Stag
     budget = pipeline_dp_budget(request.noise, noise_multiplier, delta, request.sensitivity)
     drawn = noise_for_budget(request.noise, *budget, request.sensitivity)
     return StageNoise(request, drawn / request.sensitivity, budget)
-
-
-def job_requests(weights: dict[str, float], kmeans_iterations: int, max_conversations_per_user: int,
-                 keyword_noise: str | None, max_keyword_partitions_per_user: int,
-                 keyword_votes: str = "weighted", user_count: bool = False) -> list[StageRequest]:
-    """The insights job's DP stages as calibration requests, weighted by stage name: the DP user
-    count if `user_count` (--projection_dim auto without --expected_users), DP k-means, the
-    cluster sizes (a user adds <= C to one partition each time: L1 = C) and, unless `keyword_noise`
-    is None (centroid keywords: no histogram), the keyword histograms: weighted votes (one Gaussian
-    sum of L2 sensitivity 1) or, with `keyword_votes` "count", a PipelineDP COUNT (<= L0 partitions,
-    1 each). The job and the in-process evaluation both calibrate from this list."""
-    requests = [user_count_request(weights["user_count"])] if user_count else []
-    requests += [clustering_request(weights["clustering"], kmeans_iterations),
-                count_request("cluster_sizes", weights["cluster_sizes"], "laplace", l0=1,
-                              linf=max_conversations_per_user)]
-    if keyword_noise is not None and keyword_votes == "weighted":
-        requests.append(keyword_votes_request(weights["keyword_histograms"]))
-    elif keyword_noise is not None:
-        requests.append(count_request("keyword_histograms", weights["keyword_histograms"], keyword_noise,
-                                      l0=max_keyword_partitions_per_user))
-    return requests

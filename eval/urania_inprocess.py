@@ -54,7 +54,7 @@ from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, spend_from_accountant
 from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
-from dp_ops.joint_calibration import JointCalibration, calibrate_jointly, job_requests
+from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.keyword_votes import (
     conversation_votes,
     exact_vote_sums,
@@ -67,9 +67,11 @@ from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
 from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from eval.data import bound_contributions
+from transforms import dp_stage_specs
 from transforms.centroid_keywords import nearest_keywords
 from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.dp_kmeans import basis_keyword_vectors
+from transforms.dp_stage_specs import StageSettings
 from transforms.keyword_histograms import keyword_count_params
 from transforms.name_clusters import distinct_names, name_topic
 from transforms.topic_hierarchy import build_hierarchy
@@ -153,9 +155,9 @@ def stage_requests(config: UraniaConfig) -> list:
 
 
 def _requests(privacy: PrivacyParams, kmeans_iterations: int, max_conversations_per_user: int, counts_users: bool):
-    return job_requests(privacy.stage_weights(), kmeans_iterations, max_conversations_per_user,
-                        privacy.histogram_noise, privacy.keyword_partitions_per_user, privacy.keyword_votes,
-                        user_count=counts_users)
+    return dp_stage_specs.stage_requests(StageSettings(
+        privacy.stage_weights(), kmeans_iterations, max_conversations_per_user, privacy.histogram_noise,
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users))
 
 
 def _privacy_params(epsilon: float, epsilon_weights: str, delta: float, keyword_votes: str,
@@ -422,7 +424,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                                                       config.false_keywords_per_topic,
                                                       category_votes_section(floors, category_share, vote_categories)
                                                       if noise is not None else None),
-                          lineage=lineage)
+                          lineage=lineage, stage_releases=dp_stage_specs.stage_releases())
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:

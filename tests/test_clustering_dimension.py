@@ -9,11 +9,12 @@ from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
-from dp_ops.joint_calibration import calibrate_jointly, job_requests
+from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.conftest import local_pipeline
 from transforms import dp_kmeans as dp_kmeans_transform
 from transforms.dp_kmeans import DPKMeans
+from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.dp_user_count import DPUserCount
 
 
@@ -34,13 +35,13 @@ def test_the_user_count_is_a_registered_stage_and_the_run_still_meets_its_epsilo
     assert weights["user_count"] == 0.1
     # Left out of --epsilon_weights, the user count gets its default share.
     assert PrivacyParams(epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2").stage_weights() == weights
-    joint = calibrate_jointly(7.0, 1e-6, job_requests(weights, 3, 5, "gaussian", 10, user_count=True))
+    joint = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10, counts_users=True)))
     assert list(joint.stages) == ["user_count", "clustering", "cluster_sizes", "keyword_histograms"]
     count = UserCountNoise(joint.stages["user_count"].noise_multiplier, 1e-6)
     assert count.sigma == pytest.approx(joint.stages["user_count"].noise_std_parameter)
     # The share is small: the count is noisy (tens of users) and costs clustering ~1% of its noise.
     assert 10 < count.sigma < 60
-    without = calibrate_jointly(7.0, 1e-6, job_requests(weights, 3, 5, "gaussian", 10))
+    without = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10)))
     ratio = joint.stages["clustering"].noise_multiplier / without.stages["clustering"].noise_multiplier
     assert 1.0 < ratio < 1.03
     budget = RunBudget(1e-6)

@@ -12,9 +12,10 @@ from core.records import ConversationBlock
 from dp_ops import keyword_votes as kv
 from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.dp_events import composed_epsilon, event_from_json
-from dp_ops.joint_calibration import calibrate_jointly, job_requests
+from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.conftest import local_pipeline
+from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords
 from transforms.voted_labels import label_keywords
 
@@ -67,8 +68,8 @@ def test_spend_is_one_gaussian_of_the_noise_multiplier():
 @pytest.mark.slow  # two joint calibrations (PLD)
 def test_joint_calibration_composes_the_weighted_votes_to_the_total():
     weights = {"clustering": 4, "cluster_sizes": 1, "keyword_histograms": 2}
-    weighted = calibrate_jointly(7.0, 1e-6, job_requests(weights, 3, 5, "gaussian", 10, "weighted"))
-    counted = calibrate_jointly(7.0, 1e-6, job_requests(weights, 3, 5, "gaussian", 10, "count"))
+    weighted = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10, "weighted")))
+    counted = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10, "count")))
     stage = weighted.stages["keyword_histograms"]
     assert stage.request.sensitivity == 1.0 and stage.pipeline_dp_budget is None
     assert weighted.epsilon_spent <= 7.0 and weighted.epsilon_spent == pytest.approx(7.0, abs=0.01)

@@ -12,10 +12,10 @@ from dp_accounting.pld import pld_privacy_accountant
 
 from beam_jobs.options import PrivacyParams
 from dp_ops.dp_events import composed_epsilon
-from dp_ops.joint_calibration import job_requests
 from dp_ops.nightly_plan import plan_nights
 from eval import data as eval_data
 from eval import nightly_privacy_modes as modes
+from transforms.dp_stage_specs import StageSettings, stage_requests
 
 CAP, WINDOW_DELTA, WINDOW_DAYS, NIGHT_DELTA = 30.0, 1e-5, 30, 1e-6
 C = 5
@@ -25,8 +25,8 @@ WINDOW = dict(cap=CAP, window_delta=WINDOW_DELTA, window_days=WINDOW_DAYS, caden
 @functools.lru_cache(maxsize=1)
 def _requests():
     privacy = PrivacyParams()
-    return job_requests(privacy.stage_weights(), 3, C, privacy.histogram_noise, privacy.keyword_partitions_per_user,
-                        privacy.keyword_votes, user_count=True)
+    return stage_requests(StageSettings(privacy.stage_weights(), 3, C, privacy.histogram_noise,
+                                        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users=True))
 
 
 @functools.lru_cache(maxsize=8)

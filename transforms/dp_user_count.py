@@ -14,6 +14,7 @@ from core.records import ConversationBlock
 from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
 from dp_ops.run_budget import RunBudget
 from transforms.dp_stage import DPStage
+from transforms.stage_timing import timed
 
 
 def block_weight(block: ConversationBlock) -> float:
@@ -31,6 +32,6 @@ class DPUserCount(DPStage):
 
     def expand(self, blocks):
         return (blocks
-                | "weight per block" >> beam.Map(block_weight)
+                | "weight per block" >> beam.Map(timed("user_count", block_weight))
                 | "total weight" >> beam.CombineGlobally(sum)
                 | "add Gaussian noise" >> beam.Map(noisy_user_count, self.noise.sigma, self.noise_seed))

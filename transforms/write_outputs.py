@@ -10,6 +10,7 @@ from apache_beam.io.filesystems import FileSystems
 from core.report import build_report
 from core.report_html import render_report
 from core.spend import MechanismSpend
+from transforms import dp_stage_specs
 
 
 def write_json(path: str, document: dict) -> None:
@@ -68,7 +69,7 @@ class WriteReport(beam.PTransform):
 
         def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage):
             report = build_report(topics, sizes, spends, limit, {**config, **run_time_config}, centroid, hierarchy,
-                                  composition, labelling, lineage, plan)
+                                  composition, labelling, lineage, plan, dp_stage_specs.stage_releases())
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path

@@ -1,0 +1,100 @@
+"""The DP stages are declared once (transforms/dp_stage_specs.py): a stage added there alone is weighted,
+calibrated, budgeted, shown in progress and labelled on the report page."""
+
+import io
+
+import dp_accounting
+import pytest
+
+from backends.keyword_set import load_keyword_set
+from beam_jobs import progress
+from beam_jobs.insights import calibrate_night
+from beam_jobs.options import InsightsOptions, PrivacyParams, insights_params
+from core.report import build_report
+from core.report_html import render_report
+from core.spend import MechanismSpend
+from dp_ops.dp_events import event_to_json
+from dp_ops.joint_calibration import StageRequest
+from dp_ops.run_budget import RunBudget
+from transforms import dp_stage_specs
+from transforms import progress as registry
+from transforms.dp_stage_specs import DPStageSpec
+from transforms.progress import ProgressStage
+
+TOY = DPStageSpec(
+    "toy_sums", "the toy sums of every topic", 0.5,
+    request=lambda settings: StageRequest("toy_sums", "gaussian", 1.0, settings.weights["toy_sums"],
+                                          drawn_by_pipeline_dp=False),
+    progress=ProgressStage("toy_sums", "DP toy sums", "blocks", "blocks", after="assign_clusters"))
+
+
+@pytest.fixture
+def with_toy_stage(monkeypatch):
+    monkeypatch.setattr(dp_stage_specs, "DP_STAGE_SPECS", dp_stage_specs.DP_STAGE_SPECS + (TOY,))
+
+
+def test_the_declared_stages_are_the_jobs(tmp_path):
+    specs = dp_stage_specs.calibrated_specs()
+    assert [s.name for s in specs] == ["user_count", "clustering", "cluster_sizes", "keyword_histograms"]
+    assert dp_stage_specs.default_weights() == "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1"
+    # Every stage the job registers with its budget has a declaration saying what it releases.
+    params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path)]))
+    requested = [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()]
+    assert requested == ["user_count", "clustering", "cluster_sizes", "keyword_histograms"]
+    assert set(requested) | {"keyword_set"} == set(dp_stage_specs.stage_releases())
+    keys = [stage.key for stage in progress.stages()]
+    assert keys.index("embed") < keys.index("user_count") < keys.index("dp_kmeans") < keys.index("assign_clusters")
+
+
+@pytest.mark.slow  # a joint calibration (PLD)
+def test_a_stage_declared_once_is_weighted_calibrated_budgeted_shown_and_labelled(with_toy_stage, tmp_path):
+    # Weighted: --epsilon_weights knows it, its default weight is in the default, leaving it out is refused.
+    assert dp_stage_specs.default_weights().endswith("keyword_histograms:2,toy_sums:0.5,user_count:0.1")
+    with pytest.raises(ValueError, match="give a weight for toy_sums"):
+        PrivacyParams(epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2")
+
+    # Calibrated: the job's own calibration gives it noise, and the run still composes to --epsilon.
+    params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path),
+                                              "--epsilon_weights", dp_stage_specs.default_weights()]))
+    calibration = calibrate_night(params, load_keyword_set()).calibration
+    toy = calibration.stages["toy_sums"]
+    assert toy.noise_multiplier > 0 and 6.99 <= calibration.epsilon_spent <= 7.0
+
+    # Budgeted: its spend registers with the run's budget next to the others, composed with PLD.
+    spends = [MechanismSpend(stage, "Gaussian", 1.0, 0.0, 1.0, {"sigma": noise.noise_std_parameter},
+                             event_to_json(noise.event()))
+              for stage, noise in calibration.stages.items()]
+    budget = RunBudget.of(spends, 1e-6)
+    assert [s.stage for s in budget.entries][-1] == "toy_sums"
+    assert budget.epsilon() == pytest.approx(calibration.epsilon_spent, rel=1e-3)
+    assert budget.epsilon() > RunBudget.of(spends[:-1], 1e-6).epsilon()
+
+    # Shown in progress: its line comes after the stage it follows, and shows when its counter moves.
+    keys = [stage.key for stage in progress.stages()]
+    assert keys.index("toy_sums") == keys.index("assign_clusters") + 1
+    clock = iter(range(0, 10_000, 5))
+    reporter = progress.ProgressReporter(5, 4, 3, interval=3600, stream=io.StringIO(), clock=lambda: next(clock))
+    reporter.start()
+    try:
+        for user in ("u1", "u2", "u3"):
+            registry.note_valid_record(user)
+        registry.advance("toy_sums", 1, 0.5)
+        assert reporter.line().startswith("DP toy sums: 1/1 blocks (100%)")
+    finally:
+        reporter.stop()
+
+    # Labelled on the page: the report says what it released.
+    report = build_report({}, {}, list(budget.entries), 5, {}, composition=budget.composition(),
+                          stage_releases=dp_stage_specs.stage_releases())
+    toy_entry = report["privacy"]["mechanisms"][-1]
+    assert toy_entry["stage"] == "toy_sums" and toy_entry["releases"] == "the toy sums of every topic"
+    assert "the toy sums of every topic" in render_report(report)
+
+
+def test_the_page_says_what_each_stage_released_and_falls_back_to_the_name_for_older_reports():
+    spend = MechanismSpend("user_count", "Gaussian", 0.1, 0.0, 1.0, {"sigma": 30.0},
+                           event_to_json(dp_accounting.GaussianDpEvent(30.0)))
+    page = render_report(build_report({}, {}, [spend], 5, {}, stage_releases=dp_stage_specs.stage_releases()))
+    assert "the number of users (it chooses the clustering dimension)" in page
+    old = build_report({}, {}, [spend], 5, {})
+    assert "releases" not in old["privacy"]["mechanisms"][0] and "user_count" in render_report(old)
