@@ -288,7 +288,7 @@ def _weekday(value: str) -> int:
 
 
 def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
-    """The stream's flags (also taken by eval/nightly_stream.py)."""
+    """The stream's flags (also taken by eval/utility/nightly_stream.py)."""
     defaults = StreamSpec()
     parser.add_argument("--start", type=dt.date.fromisoformat, default=defaults.start, help="first night's date")
     parser.add_argument("--nights", type=int, default=defaults.nights)

@@ -27,7 +27,7 @@ import numpy as np
 # How far back a vanished topic can come back under its id, in released nights.
 LOOKBACK_NIGHTS = 14
 # The least cosine similarity of a topic's centre to a lineage's reference centre. On the generated
-# 60-night stream (eval/nightly_stream.py: 1,000 conversations a night, k = 20, the planned noise of a
+# 60-night stream (eval/utility/nightly_stream.py: 1,000 conversations a night, k = 20, the planned noise of a
 # 30-night window of cap 30, warm starts, one Lloyd step) one planted topic's centres on consecutive
 # nights have cosines p10 0.50, median 0.77; distinct topics' on one night p90 0.27. 0.3 and 0.4
 # kept lineages about equally there (88.9-91.9% against 88.8-90.3% of released nights, 3 runs each).

@@ -64,7 +64,7 @@ def scan(path: str, content: bytes, canaries: tuple[str, ...] = ()) -> list[Find
 
 
 def _canary_of_line(line: str) -> str:
-    # A JSON object line with a "canary" field (eval.canary_generator's canaries.jsonl); else the line.
+    # A JSON object line with a "canary" field (eval.audit.canary_generator's canaries.jsonl); else the line.
     if line.startswith("{"):
         try:
             record = json.loads(line)

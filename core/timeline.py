@@ -33,7 +33,7 @@ scale 2-20, sizes 30-3000, 60 nights). Z = 3: a steady topic is flagged on under
 (5% allowed), Laplace's heavier tails included. DAY_TO_DAY_CV: with 0, a weekday swing of +-15% of a
 3,000-conversation topic is flagged on 77% of nights; 0.06 brought that under 1% while a 30% step in
 it was still flagged growing within 3 nights (100%; with 0.1, 19%). On the generated 60-night stream
-of DP clusters (eval/nightly_stream.py), though, a steady topic's cluster also gains and loses some of
+of DP clusters (eval/utility/nightly_stream.py), though, a steady topic's cluster also gains and loses some of
 its neighbours' conversations from night to night, and 0.10 with Z_EMERGING = 3 (instead of 0.06 and
 2) cut steady topics' false flags from 5.0-5.4 to 2.4-3.7 per 100 topic-nights without delaying the
 emerging topic's flag (its first night, `new`). The price: a 30% step of a very large topic is

@@ -49,8 +49,9 @@ from dp_ops.rowwise import rowwise_matmul
 USER_L2_SENSITIVITY = 1.0
 AUTO_DIMENSION = -1
 BASES = ("random", "pca")
-# auto_dimension's rule, fitted on the shared evaluation data (eval/clustering_dimension.py,
-# docs/performance.md): d = (DIMENSION_SIGNAL_RATIO * users per cluster / sigma)^2, clipped.
+# auto_dimension's rule, fitted on the shared evaluation data (docs/performance.md; the retired one-off
+# study `git show 6cd222c:eval/clustering_dimension.py`):
+# d = (DIMENSION_SIGNAL_RATIO * users per cluster / sigma)^2, clipped.
 DIMENSION_SIGNAL_RATIO = 0.2
 MIN_AUTO_DIMENSION = 32
 
@@ -264,7 +265,7 @@ def seed_centres(noisy_bucket_sums: np.ndarray, num_clusters: int) -> np.ndarray
 
 # A fresh seed (a noisy LSH bucket) is skipped when its direction is this close (cosine) to a centre
 # already chosen: it would seed a second centre on a topic a warm centre already covers. On the
-# generated 60-night stream (eval/nightly_stream.py, warm starts, one Lloyd step, 5 runs) 0.6 against
+# generated 60-night stream (eval/utility/nightly_stream.py, warm starts, one Lloyd step, 5 runs) 0.6 against
 # 0.8: lineages kept on 90.8-93.3% of released nights (88.3-92.2%), per-night NMI 0.79-0.80 (0.79),
 # the emerging topic flagged within 7 nights in 3 of 5 runs either way (0.4: lower NMI).
 FRESH_SEED_MAX_COSINE = 0.6

@@ -33,10 +33,11 @@ from dp_ops.dp_counts import accountant_spent, additive_noise_event
 from dp_ops.dp_events import EpsilonDeltaDpEvent, event_to_json
 
 # Gaussian thresholding is the default: its threshold grows with sqrt(max_partitions_per_user), the
-# others' linearly. Users a term needs to be kept with probability 1/2 at epsilon 1, delta 1e-6
-# (`eval/keyword_set_sizes.py --thresholds`): L0 = 1: 23 (Gaussian) / 15 (Laplace) / 14 (truncated
-# geometric); L0 = 3: 40 / 44 / 40; L0 = 5: 53 / 75 / 67; L0 = 25: 121 / 411 / 331. Each is accounted
-# by PipelineDP's NaiveBudgetAccountant (truncated geometric over-spends under its PLD accountant).
+# others' linearly. Users a term needs to be kept with probability 1/2 at epsilon 1, delta 1e-6 (the
+# retired one-off study `git show 7fc46f9:eval/keyword_set_sizes.py`, --thresholds; docs/keyword_sets.md):
+# L0 = 1: 23 (Gaussian) / 15 (Laplace) / 14 (truncated geometric); L0 = 3: 40 / 44 / 40; L0 = 5:
+# 53 / 75 / 67; L0 = 25: 121 / 411 / 331. Each is accounted by PipelineDP's NaiveBudgetAccountant
+# (truncated geometric over-spends under its PLD accountant).
 STRATEGIES = {
     "gaussian": pipeline_dp.PartitionSelectionStrategy.GAUSSIAN_THRESHOLDING,
     "truncated_geometric": pipeline_dp.PartitionSelectionStrategy.TRUNCATED_GEOMETRIC,

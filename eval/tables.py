@@ -1,12 +1,19 @@
-"""Number and table formatting shared by the eval scripts: cells of printed and Markdown tables,
-(hits, total) shares, and rows written as CSV."""
+"""Number and table formatting shared by the eval scripts: means that skip missing figures, cells of
+printed and Markdown tables, (hits, total) shares, and rows written as CSV."""
 
 from __future__ import annotations
 
 import csv
 import math
 import os
-from collections.abc import Sequence
+import statistics
+from collections.abc import Iterable, Sequence
+
+
+def mean(values: Iterable) -> float | None:
+    """The mean of the figures that are there (None and NaN left out); None when none is."""
+    present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return statistics.fmean(present) if present else None
 
 
 def cell(value, spec: str = ".3f") -> str:

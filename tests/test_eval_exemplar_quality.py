@@ -1,4 +1,4 @@
-"""eval/exemplar_quality.py: the exemplar metrics on blobs whose answer is known, and the blind reader
+"""eval/utility/exemplar_quality.py: the exemplar metrics on blobs whose answer is known, and the blind reader
 against the loopback chat server."""
 
 import json
@@ -10,7 +10,7 @@ import pytest
 from backends.exemplars import Evolution, Exemplar
 from backends.llm.config import LLMConfig
 from backends.llm.parsing import MalformedOutput
-from eval import exemplar_quality as eq
+from eval.utility import exemplar_quality as eq
 from tests.llm_server import FakeChatServer
 
 DIM = 16

@@ -1,4 +1,4 @@
-"""eval/llm_judge.py: the LLM judge of the utility metrics, against the loopback chat server."""
+"""eval/utility/llm_judge.py: the LLM judge of the utility metrics, against the loopback chat server."""
 
 import json
 import re
@@ -9,8 +9,8 @@ import pytest
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMConfig
 from backends.llm.parsing import MalformedOutput
-from eval import utility_metrics as um
-from eval.llm_judge import LLMSummaryJudge
+from eval.utility import utility_metrics as um
+from eval.utility.llm_judge import LLMSummaryJudge
 from tests.llm_server import FakeChatServer
 
 MARKER = "zebra"
@@ -181,7 +181,7 @@ def test_utility_metrics_cli_runs_the_judge_with_the_jobs_llm_options(tmp_path, 
 
 
 def test_sweep_table_gets_the_judge_columns_only_with_a_judge():
-    from eval import sweep
+    from eval.utility import sweep
     row = {column: 0.5 for column in sweep.COLUMNS}
     assert "private_preferred" not in sweep.markdown_table([row])
     judged = dict(row, judge_rating_private=4.0, judge_rating_baseline=3.0, private_preferred=0.75,
@@ -196,7 +196,7 @@ def test_sweep_cli_judges_every_labelled_topic_of_every_configuration(tmp_path, 
     import csv
 
     from beam_jobs.generate_sample import write_sample
-    from eval import sweep
+    from eval.utility import sweep
     path = str(tmp_path / "conversations.jsonl")
     write_sample(path, 400, 150, seed=8)
     always_b = json.dumps({"rating_a": 2, "rating_b": 4, "preferred": "B"})

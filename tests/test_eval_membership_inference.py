@@ -1,11 +1,11 @@
-"""eval/membership_inference.py: AUC, its interval and the ROC curve on synthetic scores."""
+"""eval/audit/membership_inference.py: AUC, its interval and the ROC curve on synthetic scores."""
 
 import statistics
 
 import numpy as np
 import pytest
 
-from eval import membership_inference as mi
+from eval.audit import membership_inference as mi
 
 
 def test_auc_extremes_and_ties():

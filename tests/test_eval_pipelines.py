@@ -16,8 +16,8 @@ from beam_jobs.generate_sample import write_sample
 from core.records import Conversation, Message
 from dp_ops.dp_kmeans import DPKMeansParams, fit_dp_kmeans
 from eval.data import bound_contributions
-from eval.simple_clio import ClusterSummariser, redact_pii, run_simple_clio, write_report
 from eval.urania_inprocess import fit_kmeans
+from eval.utility.simple_clio import ClusterSummariser, redact_pii, run_simple_clio, write_report
 from transforms.bound_contributions import BoundUserContributions
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,7 +84,7 @@ def test_simple_clio_report_defences_and_non_private_marking(tmp_path):
 
 def test_namer_summariser_uses_the_jobs_namer_on_distinctive_words():
     from backends.offline import KeywordClusterNamer
-    from eval.simple_clio import NamerSummariser
+    from eval.utility.simple_clio import NamerSummariser
     summary = NamerSummariser(KeywordClusterNamer(), keywords=2).summarise(
         ["sourdough starter feeding", "sourdough oven spring"], ["tax return filing", "oven cleaning"])
     assert summary["keywords"][0] == "sourdough" and summary["name"].startswith("Sourdough")
@@ -142,14 +142,14 @@ def test_in_process_urania_assigns_like_the_beam_job(tmp_path):
 
 @pytest.mark.slow
 def test_canary_cli_shows_the_extractive_baseline_leaking(tmp_path):
-    out = _run("-m", "eval.canaries", "--pipeline", "simple_clio", "--data", str(tmp_path / "canaries"),
+    out = _run("-m", "eval.audit.canaries", "--pipeline", "simple_clio", "--data", str(tmp_path / "canaries"),
                "--conversations", "300", "--users", "120", "--num_clusters", "10",
                "--json", str(tmp_path / "table.json"))
     assert "clusters leaking a canary" in out
     with open(tmp_path / "table.json") as handle:
         table = json.load(handle)["table"]
     assert table["canaries_leaked"] > 0 and table["cluster_leak_rate"] > 0.5
-    defended = _run("-m", "eval.canaries", "--pipeline", "simple_clio", "--data", str(tmp_path / "canaries"),
+    defended = _run("-m", "eval.audit.canaries", "--pipeline", "simple_clio", "--data", str(tmp_path / "canaries"),
                     "--num_clusters", "10", "--k_min", "5", "--redact", "--json", str(tmp_path / "defended.json"))
     assert "k_min/redaction" in defended
     with open(tmp_path / "defended.json") as handle:
@@ -162,7 +162,7 @@ def test_canary_cli_shows_the_extractive_baseline_leaking(tmp_path):
 def test_sweep_and_membership_inference_clis(tmp_path):
     path = str(tmp_path / "conversations.jsonl")
     write_sample(path, 400, 150, seed=8)
-    out = _run("-m", "eval.sweep", "--data", path, "--num_clusters", "6", "--min_cluster_size", "10",
+    out = _run("-m", "eval.utility.sweep", "--data", path, "--num_clusters", "6", "--min_cluster_size", "10",
                "--output", str(tmp_path / "sweep"))
     assert "| inf |" in out
     for ext in ("md", "csv", "png"):
@@ -170,7 +170,7 @@ def test_sweep_and_membership_inference_clis(tmp_path):
     with open(tmp_path / "sweep" / "sweep_conversations.csv") as handle:
         rows = handle.read().splitlines()
     assert len(rows) == 6 and rows[-1].startswith("inf,inf,")
-    out = _run("-m", "eval.membership_inference", "--data", path, "--runs", "8", "--n", "40", "--num_clusters", "3",
+    out = _run("-m", "eval.audit.membership_inference", "--data", path, "--runs", "8", "--n", "40", "--num_clusters", "3",
                "--output", str(tmp_path / "mi"))
     assert "| urania |" in out and "| simple_clio |" in out
     with open(tmp_path / "mi" / "conversations.json") as handle:
@@ -179,12 +179,12 @@ def test_sweep_and_membership_inference_clis(tmp_path):
     assert all(math.isfinite(s) for s in result["scores"]["simple_clio"])
     assert os.path.getsize(tmp_path / "mi" / "conversations_roc.png") > 0
     # --set reaches the config; --pool reads run sets back as one.
-    _run("-m", "eval.membership_inference", "--data", path, "--runs", "4", "--n", "40", "--num_clusters", "3",
+    _run("-m", "eval.audit.membership_inference", "--data", path, "--runs", "4", "--n", "40", "--num_clusters", "3",
          "--seed", "1", "--set", "label_fallback=none", "--output", str(tmp_path / "mi1"))
     with open(tmp_path / "mi1" / "conversations.json") as handle:
         second = json.load(handle)
     assert second["args"]["set"] == ["label_fallback=none"]
-    out = _run("-m", "eval.membership_inference", "--pool", str(tmp_path / "mi" / "conversations.json"),
+    out = _run("-m", "eval.audit.membership_inference", "--pool", str(tmp_path / "mi" / "conversations.json"),
                str(tmp_path / "mi1" / "conversations.json"))
     assert "pooled 2 run sets, 12 runs" in out and "| urania |" in out
 

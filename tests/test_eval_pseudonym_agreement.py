@@ -1,11 +1,11 @@
-"""eval/pseudonym_agreement.py's scoring, on made-up step outputs (the model runs are measured, not tested),
+"""eval/pii/pseudonym_agreement.py's scoring, on made-up step outputs (the model runs are measured, not tested),
 and its runs' record isolation against the loopback server."""
 
 import numpy as np
 
 from backends.llm.config import LLMConfig
 from core.records import Conversation, Message
-from eval.pseudonym_agreement import (
+from eval.pii.pseudonym_agreement import (
     agreement,
     conversations_with_people,
     dead_lettered,

@@ -1,9 +1,9 @@
-"""eval/topic_names.py: group purity on planted themes, names that join two themes, the baseline names."""
+"""eval/utility/topic_names.py: group purity on planted themes, names that join two themes, the baseline names."""
 
 import pytest
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from eval.topic_names import hierarchy_purity, joins_two_themes, name_figures, planted_topic_of_cluster, previous_name
+from eval.utility.topic_names import hierarchy_purity, joins_two_themes, name_figures, planted_topic_of_cluster, previous_name
 
 THEME = {t.name: t.theme for t in PLANTED_TOPICS}
 SOFTWARE = [t.name for t in PLANTED_TOPICS if t.theme == "software"]

@@ -1,11 +1,11 @@
-"""eval/topic_quality.py's metrics on tiny hand-made inputs with known answers."""
+"""eval/utility/topic_quality.py's metrics on tiny hand-made inputs with known answers."""
 
 import collections
 import math
 
 import pytest
 
-from eval import topic_quality as tq
+from eval.utility import topic_quality as tq
 
 EXPECTED = {"python debugging": ("python", "debugging", "error message"),
             "sql databases": ("sql", "database", "postgresql"),
@@ -139,7 +139,7 @@ def test_cli_on_a_small_generated_sample(tmp_path):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # epsilon = inf: the private run is the non-private one, so the two must agree exactly
     completed = subprocess.run(
-        [sys.executable, "-m", "eval.topic_quality", "--data", f"small={path}:4", "--seeds", "2", "--set",
+        [sys.executable, "-m", "eval.utility.topic_quality", "--data", f"small={path}:4", "--seeds", "2", "--set",
          "epsilon=inf", "--set", "min_cluster_size=5", "--output", str(tmp_path / "out"), "--label", "t"],
         cwd=repo, env=dict(os.environ, PYTHONPATH=repo, HF_HUB_OFFLINE="1"), capture_output=True, text=True,
         timeout=600)

@@ -1,12 +1,12 @@
-"""eval/utility_metrics.py on tiny hand-made inputs with known answers."""
+"""eval/utility/utility_metrics.py on tiny hand-made inputs with known answers."""
 
 import math
 
 import numpy as np
 import pytest
 
-from eval import utility_metrics as um
-from eval.llm_judge import SummaryJudge
+from eval.utility import utility_metrics as um
+from eval.utility.llm_judge import SummaryJudge
 
 
 def test_jaccard_known_values():

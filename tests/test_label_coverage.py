@@ -1,4 +1,4 @@
-"""eval/label_coverage.py's vote ceiling: the exact whole-set votes obey the job's user-level bound."""
+"""eval/utility/label_coverage.py's vote ceiling: the exact whole-set votes obey the job's user-level bound."""
 
 import math
 
@@ -6,8 +6,8 @@ import pytest
 
 from core.records import Conversation, Message
 from eval.data import Dataset, TextEmbedder
-from eval.label_coverage import whole_set_votes
 from eval.urania_inprocess import UraniaConfig
+from eval.utility.label_coverage import whole_set_votes
 
 
 @pytest.mark.slow

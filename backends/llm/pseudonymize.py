@@ -13,7 +13,7 @@ Replaced: the types in PII_ENTITIES, each occurrence of the same value by the sa
 one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>" (or, with pseudonyms="surrogate", a
 person's name by a made-up one of the same gender: backends/llm/surrogates.py). Kept on purpose,
 because they carry the topic: nationalities and religions (NRP), places (LOCATION: countries, cities), organisations and
-products (spaCy's ORG fires on tools such as "Python" or "MacBook"; see eval/pseudonymization.py for
+products (spaCy's ORG fires on tools such as "Python" or "MacBook"; see eval/pii/pseudonymization.py for
 the measured cost of replacing them), languages, dates. URLs are replaced only when they carry a path
 or query (an identifier); a bare domain like python.org is a topic. Street addresses are replaced.
 """
@@ -68,7 +68,7 @@ class Pseudonymizer:
         self.pseudonyms = pseudonyms
         # The PII model's person names (backends/llm/name_model.py) on top of spaCy's and the rules'.
         self.name_model = name_model
-        # Another spaCy pipeline's directory instead of SPACY_PACKAGE (eval/pii_recall.py measures en_core_web_md).
+        # Another spaCy pipeline's directory instead of SPACY_PACKAGE (eval/pii/pii_recall.py measures en_core_web_md).
         self.spacy_model_path = spacy_model_path
         self.name_rules = name_rules
         self.min_score = min_score

@@ -1,6 +1,6 @@
 """Do semantic pseudonyms help the LLM steps? Facet and keyword agreement with an un-pseudonymized run.
 
-Requests with people in them (the labelled set of eval/pii_corpus.py, each text one single-turn
+Requests with people in them (the labelled set of eval/pii/pii_corpus.py, each text one single-turn
 conversation) go through the job's LLM facet and keyword steps three times: without
 pseudonymization (the reference), with typed pseudonyms ("<PERSON_1>", the default) and with
 surrogates (a made-up name of the same gender, backends/llm/surrogates.py). Per condition it prints:
@@ -14,7 +14,7 @@ surrogates (a made-up name of the same gender, backends/llm/surrogates.py). Per 
   every condition it failed in, and of the reference's comparisons.
 The model is deterministic at temperature 0, so the reference is one run.
 
-    PYTHONPATH=. python -m eval.pseudonym_agreement --examples 150 --llm_backend local --llm_model qwen2.5-coder-0.5b
+    PYTHONPATH=. python -m eval.pii.pseudonym_agreement --examples 150 --llm_backend local --llm_model qwen2.5-coder-0.5b
 
 It also prints the paired difference surrogate - typed per metric, with a bootstrap interval over
 the conversations.
@@ -29,7 +29,8 @@ import numpy as np
 
 from backends.llm.config import LLMConfig
 from core.records import Conversation, Message
-from eval.pii_corpus import SPLITS, generate
+from dp_ops.dp_kmeans import normalise_rows
+from eval.pii.pii_corpus import SPLITS, generate
 from transforms.record_isolation import run_isolated
 
 CONDITIONS = {"reference (no pseudonyms)": (False, "typed"), "typed": (True, "typed"), "surrogate": (True, "surrogate")}
@@ -88,7 +89,7 @@ def per_conversation(reference, candidate) -> dict[str, np.ndarray]:
         return np.array([score(a, b) if a is not None and b is not None else np.nan for a, b in zip(ref_picks, picks)],
                         dtype=float)
 
-    return {"facet_cosine": np.where(scored, np.sum(_unit(ref_emb) * _unit(emb), axis=1), np.nan),
+    return {"facet_cosine": np.where(scored, np.sum(normalise_rows(ref_emb) * normalise_rows(emb), axis=1), np.nan),
             "keyword_jaccard": per_pair(lambda a, b: len(set(a) & set(b)) / max(1, len(set(a) | set(b)))),
             "same_first_keyword": per_pair(lambda a, b: bool(a) and bool(b) and a[0] == b[0])}
 
@@ -119,10 +120,6 @@ def paired_difference(a: np.ndarray, b: np.ndarray, resamples: int = 2000, seed:
     rng = np.random.default_rng(seed)
     means = differences[rng.integers(0, len(differences), (resamples, len(differences)))].mean(axis=1)
     return float(differences.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def main(argv=None) -> None:

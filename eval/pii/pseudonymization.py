@@ -5,7 +5,7 @@ Prints, for the shipped configuration and for one that also replaces ORGANIZATIO
 - topic entities wrongly replaced: labelled topic-bearing words (languages, countries, products,
   programming tools) that the pseudonymizer removed.
 
-    PYTHONPATH=. python eval/pseudonymization.py
+    python -m eval.pii.pseudonymization
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 
 from backends.llm.pseudonymize import PII_ENTITIES, Pseudonymizer
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "pii_labelled.jsonl")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pii_labelled.jsonl")
 
 
 def evaluate(pseudonymizer: Pseudonymizer, examples: list[dict]) -> dict:

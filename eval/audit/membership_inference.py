@@ -11,7 +11,7 @@ the attacker learns nothing. The data set is embedded once (eval/data.py cache) 
 those vectors; the DP runs go through eval/urania_inprocess.py (the job's own mechanism code; what is
 shared and what differs is listed there).
 
-    python -m eval.membership_inference --data ../shared/data/hh_rlhf_harmless_test.jsonl --runs 400 --n 100
+    python -m eval.audit.membership_inference --data ../shared/data/hh_rlhf_harmless_test.jsonl --runs 400 --n 100
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import time
 import numpy as np
 
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
-from eval.simple_clio import run_simple_clio
-from eval.topic_quality import config_overrides
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility_metrics import released_texts, report_summaries
+from eval.utility.simple_clio import run_simple_clio
+from eval.utility.topic_quality import config_overrides
+from eval.utility.utility_metrics import released_texts, report_summaries
 
 # Invented for this benchmark: a rare, identifying, sensitive request.
 SENSITIVE_CONVERSATION = (

@@ -11,7 +11,7 @@ and new:
                 expected keywords), e.g. "Sql, postgresql and vegetables";
   duplicates    topics whose name another topic also has.
 
-    python -m eval.topic_names --data /work/evaldata/gen5k.jsonl --num_clusters 50 --seeds 0 1 2 [--show 10]
+    python -m eval.utility.topic_names --data /work/evaldata/gen5k.jsonl --num_clusters 50 --seeds 0 1 2 [--show 10]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.data import embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility_metrics import group_purity
+from eval.utility.utility_metrics import group_purity
 from transforms.topic_hierarchy import group_labels, number_of_groups, topic_vectors
 
 THEME_OF_PLANTED = {topic.name: topic.theme for topic in PLANTED_TOPICS}
@@ -42,7 +42,7 @@ def planted_topic_of_cluster(assignments: dict[str, int], planted: dict[str, str
 
 
 def hierarchy_purity(report: dict, planted_topic_of_cluster: dict[int, str]) -> dict:
-    """{"purity", "groups"} of report["hierarchy"]: eval.utility_metrics.group_purity with each topic
+    """{"purity", "groups"} of report["hierarchy"]: eval.utility.utility_metrics.group_purity with each topic
     weighed by its noisy size (the old and new reports share sizes, so they compare like for like)."""
     groups = report["hierarchy"]["groups"]
     themes = {cluster: THEME_OF_PLANTED[planted] for cluster, planted in planted_topic_of_cluster.items()}

@@ -1,4 +1,4 @@
-"""Span-level recall of the pseudonymizer on the generated labelled set (eval/pii_corpus.py).
+"""Span-level recall of the pseudonymizer on the generated labelled set (eval/pii/pii_corpus.py).
 
 A private entity (a private person's name, e-mail, phone) counts as replaced when the detector's
 spans cover every one of its letters and digits (a first name replaced with the surname left in the
@@ -6,8 +6,8 @@ text is a miss); a "keep" entity (public figure, organisation, product, place) c
 when no detected span touches it. Cost is wall time per text of `Pseudonymizer.detect`, after a
 warm-up, on this shared machine.
 
-    PYTHONPATH=. python -m eval.pii_recall --split heldout
-    PYTHONPATH=. python -m eval.pii_recall --split heldout --configs current,rules,default --show_misses 20
+    PYTHONPATH=. python -m eval.pii.pii_recall --split heldout
+    PYTHONPATH=. python -m eval.pii.pii_recall --split heldout --configs current,rules,default --show_misses 20
 
 With --names_free FILE (conversations JSONL without people in them, e.g. a generate_sample output),
 it also counts the texts (a conversation's user turns) in which a configuration finds a PERSON:
@@ -21,7 +21,7 @@ import collections
 import time
 
 from backends.llm.pseudonymize import Pseudonymizer
-from eval.pii_corpus import KEEP_KINDS, PRIVATE_KINDS, SPLITS, generate
+from eval.pii.pii_corpus import KEEP_KINDS, PRIVATE_KINDS, SPLITS, generate
 from eval.tables import count_share
 
 
@@ -62,7 +62,7 @@ def evaluate_spans(detect, examples: list[dict]) -> dict:
 def configurations(args) -> dict:
     """name -> a function building (detector with .detect, note). Built only when asked for."""
     def gazetteer(base):
-        from eval.pii_detectors import GazetteerDetector, load_names_dataset
+        from eval.pii.pii_detectors import GazetteerDetector, load_names_dataset
         first, last, seconds = load_names_dataset(args.gazetteer_rank)
         note = (f"names-dataset top-{args.gazetteer_rank} per country: {len(first)} first, {len(last)} last names,"
                 f" {seconds:.1f} s to derive, peak RSS {_peak_rss_mb():.0f} MB")
@@ -70,7 +70,7 @@ def configurations(args) -> dict:
 
     def llm(base):
         from backends.llm.local_client import LocalChatClient
-        from eval.pii_detectors import LLMSecondOpinion
+        from eval.pii.pii_detectors import LLMSecondOpinion
         return LLMSecondOpinion(base, LocalChatClient(args.llm_model, threads=1)), f"{args.llm_model}, 1 thread"
 
     def md_path():

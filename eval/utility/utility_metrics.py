@@ -5,11 +5,11 @@ Lexical (each a Jaccard index |A & B| / |A | B| of feature sets extracted from a
 tokens and 2-grams. Semantic: topic overlap (share of private topics whose nearest baseline summary
 has cosine >= a threshold, and share of baseline topics so matched) and embedding proximity (mean
 and median cosine of each private summary to its nearest baseline summary). With an LLM judge
-(SummaryJudge; eval/llm_judge.py with --llm_backend openai|vertex|local), the comparative 1-5 rating
+(SummaryJudge; eval/utility/llm_judge.py with --llm_backend openai|vertex|local), the comparative 1-5 rating
 and the binary preference, the two summaries shown in random order. A summary is a topic's
 "name. description. keywords".
 
-    python -m eval.utility_metrics --private out/sample/release/report.json \
+    python -m eval.utility.utility_metrics --private out/sample/release/report.json \
         --baseline out/clio/non_private_baseline/release/report.json \
         [--llm_backend openai --llm_base_url http://host:8000/v1 --llm_model NAME]
 """
@@ -26,7 +26,7 @@ import statistics
 
 import numpy as np
 
-from eval.llm_judge import (
+from eval.utility.llm_judge import (
     SummaryJudge,
     add_llm_arguments,
     judge_from_args,

@@ -5,7 +5,7 @@ clusters mean something; a fraction of them (default 0.6) get a unique secret wr
 first user turn: an e-mail address name.surname.NNNNN@example.com, a phone number, a street address
 or a short unique phrase. Every canary occurs in exactly one conversation and is invented here.
 
-    python -m eval.canary_generator --output eval/results/canary_sample --conversations 3000 --users 1100
+    python -m eval.audit.canary_generator --output eval/results/canary_sample --conversations 3000 --users 1100
 
 writes conversations.jsonl, canaries.jsonl (conversation_id, user_id, kind, canary, planted_topic:
 private, the benchmark's answer key) and canaries.txt (one canary per line: the job's --canary_file).

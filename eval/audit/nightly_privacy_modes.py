@@ -23,7 +23,7 @@ composes to exactly that cap (dp-accounting's PLD accountant):
 
 For each mode the script prints the per-night noise, then runs the job's mechanisms in-process
 (eval.urania_inprocess.run_urania, with the mode's calibration) on the users that enter one night, at
-a few scales of users per night, and reports per-night topic quality with eval.topic_quality's
+a few scales of users per night, and reports per-night topic quality with eval.utility.topic_quality's
 metrics: planted topics recovered (named with an expected keyword: topic_quality's named_strict),
 NMI against the planted topics (all kept conversations, unreleased topics as one label: nmi_kept;
 and over released topics only: nmi_released), and topics labelled by their own DP votes.
@@ -33,7 +33,7 @@ eval.data); a scale is a keyed subset of its users (nested: the 600 users are am
 Seeds vary the night's key (which users are sampled, which cohort runs), contribution bounding and
 noise.
 
-    python -m eval.nightly_privacy_modes --scales 600,2000,6000 --seeds 3
+    python -m eval.audit.nightly_privacy_modes --scales 600,2000,6000 --seeds 3
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ import argparse
 import dataclasses
 import math
 import os
-import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 
@@ -58,9 +57,9 @@ from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_j
 from dp_ops.nightly_plan import nights_per_window, plan_nights
 from dp_ops.sampling import keyed_uniform
 from eval.data import RESULTS_DIR, embed_cached, load_dataset, planted_topics
-from eval.tables import write_csv
-from eval.topic_quality import composition, config_overrides, nmi, planted_named, with_unreleased
+from eval.tables import cell, mean, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
+from eval.utility.topic_quality import composition, config_overrides, nmi, planted_named, with_unreleased
 
 OUTPUT_DIR = os.path.join(RESULTS_DIR, "nightly_modes")
 SAMPLE_PURPOSE = "nightly user sample"
@@ -239,7 +238,7 @@ def noise_figures(night: NightCalibration) -> dict:
 # ---- per-night topic quality ----
 
 def night_quality(report: dict, planted: dict[str, str]) -> dict:
-    """eval.topic_quality's figures for one release: planted topics recovered (named_strict), NMI with
+    """eval.utility.topic_quality's figures for one release: planted topics recovered (named_strict), NMI with
     the planted topics (nmi_kept, nmi_released), topics released and labelled by their DP votes."""
     assignments = report["_private"]["assignments"]
     topics = report["topics"]
@@ -293,10 +292,6 @@ def measure(dataset, embeddings: np.ndarray, planted: dict[str, str], nights: Se
 
 # ---- tables ----
 
-def _opt(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def noise_table(nights: Sequence[NightCalibration]) -> str:
     lines = ["| mode | users a night | nights composed / window | night ε (own δ) | window ε (window δ) | "
              "k-means z | votes z | user count z | sizes noise | night's Gaussians as one z | k-means z / rate |",
@@ -305,14 +300,13 @@ def noise_table(nights: Sequence[NightCalibration]) -> str:
         noise = noise_figures(night)
         lines.append(f"| {night.mode.name} | {night.mode.rate:.3g} | {night.nights_counted} | {night.night_epsilon:.2f} | "
                      f"{night.window_epsilon:.2f} | {noise['clustering_z']:.3f} | {noise['votes_z']:.3f} | "
-                     f"{_opt(noise['user_count_z'], '.1f')} | {noise['sizes']} | {_opt(noise['gaussians_z'], '.3f')} | "
+                     f"{cell(noise['user_count_z'], '.1f')} | {noise['sizes']} | {cell(noise['gaussians_z'], '.3f')} | "
                      f"{noise['clustering_z'] / night.mode.rate:.2f} |")
     return "\n".join(lines)
 
 
 def _mean(rows: Sequence[dict], key: str) -> float | None:
-    values = [r[key] for r in rows if r[key] is not None]
-    return statistics.fmean(values) if values else None
+    return mean(r[key] for r in rows)
 
 
 def quality_table(rows: Sequence[dict]) -> str:
@@ -330,7 +324,7 @@ def quality_table(rows: Sequence[dict]) -> str:
             if _mean(group, "recovered") == best:
                 recovered = f"**{recovered}**"
             lines.append(f"| {scale:,} | {mode} | {_mean(group, 'users'):,.0f} | {recovered}{spread} | "
-                         f"{_opt(_mean(group, 'nmi_kept'), '.3f')} | {_opt(_mean(group, 'nmi_released'), '.3f')} | "
+                         f"{cell(_mean(group, 'nmi_kept'), '.3f')} | {cell(_mean(group, 'nmi_released'), '.3f')} | "
                          f"{_mean(group, 'labelled_by_votes'):.1f} / {_mean(group, 'released'):.1f} |")
     return "\n".join(lines)
 

@@ -29,8 +29,8 @@ Generated data, against the planted topics:
   planted topic's, each group's theme the one holding most of its conversations, purity the share
   of conversations (over all groups) in their group's theme.
 
-    python -m eval.topic_quality --preset planted_and_real --seeds 3 --skip_uncached [--evaldata DIR]
-    python -m eval.topic_quality --data gen20k=../evaldata/gen20k.jsonl:30 --seeds 3 --set projection_dim=64
+    python -m eval.utility.topic_quality --preset planted_and_real --seeds 3 --skip_uncached [--evaldata DIR]
+    python -m eval.utility.topic_quality --data gen20k=../evaldata/gen20k.jsonl:30 --seeds 3 --set projection_dim=64
 
 --set KEY=VALUE (repeatable) overrides any UraniaConfig field, typed from its annotation ("inf",
 "none" accepted where they fit), so options the job gains are measurable without editing this file.
@@ -60,9 +60,9 @@ from core.report import VOTE_SOURCES
 from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset, planted_topics
 from eval.tables import short_number, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility_metrics import group_purity
+from eval.utility.utility_metrics import group_purity
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNRELEASED = "not released"
 MIXED_THRESHOLDS = (0.2, 0.3)
 UNTABULATED = ("seconds",)  # in the CSV only: the first run of a process also loads the models

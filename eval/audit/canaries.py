@@ -1,6 +1,6 @@
 """The canary leakage benchmark (CanaryBench protocol).
 
-Run a pipeline on conversations with planted canaries (eval/canary_generator.py), then scan every
+Run a pipeline on conversations with planted canaries (eval/audit/canary_generator.py), then scan every
 file the pipeline wrote under release/ (and private/release.pending/, private/release.rejected/: what it
 would have published, whatever the release gate then decided) for each canary verbatim (case-insensitive) and
 for PII-like regex hits (the release gate's patterns). Reported:
@@ -13,8 +13,8 @@ for PII-like regex hits (the release gate's patterns). Reported:
 - the synthetic exemplars the reports released (issue 17): the check above covers them like any
   released string, and their count shows it was not run on a release without any.
 
-    python -m eval.canaries --pipeline urania|simple_clio --data eval/results/canary_sample [--k_min 5 --redact]
-    python -m eval.canaries --pipeline urania --gate --output OUT -- --exemplars_per_topic 3
+    python -m eval.audit.canaries --pipeline urania|simple_clio --data eval/results/canary_sample [--k_min 5 --redact]
+    python -m eval.audit.canaries --pipeline urania --gate --output OUT -- --exemplars_per_topic 3
 
 With --data pointing at a folder that does not exist yet, the canary sample is generated there first.
 For `urania`, arguments this script does not know (or everything after `--`) are the job's own flags
@@ -149,8 +149,8 @@ def run_pipeline(pipeline: str, data_dir: str, output: str, num_clusters: int, s
         if completed.returncode not in (0, 5):
             sys.stderr.write(completed.stderr[-3000:])
         return output, completed.returncode
-    from eval import simple_clio
     from eval.data import embed_cached, load_dataset
+    from eval.utility import simple_clio
     dataset = load_dataset(conversations)
     report = simple_clio.run_simple_clio(dataset.conversation_ids, dataset.user_ids, dataset.facets,
                                          embed_cached(dataset.facets), num_clusters, seed, k_min=k_min, redact=redact)
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                "through unchanged, e.g. -- --exemplars_per_topic 3.")
     parser.add_argument("--pipeline", choices=("urania", "simple_clio"), required=True)
     parser.add_argument("--data", default=os.path.join("eval", "results", "canary_sample"),
-                        help="folder from eval.canary_generator (generated here if missing)")
+                        help="folder from eval.audit.canary_generator (generated here if missing)")
     parser.add_argument("--output", default=None, help="run folder (default: DATA/run-PIPELINE)")
     parser.add_argument("--conversations", type=int, default=3000, help="when generating")
     parser.add_argument("--users", type=int, default=1100, help="when generating")
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.pipeline != "urania":
         parser.error(f"job flags {' '.join(extra)} are for --pipeline urania only")
     if not os.path.exists(os.path.join(args.data, "canaries.jsonl")):
-        from eval.canary_generator import write_canary_sample
+        from eval.audit.canary_generator import write_canary_sample
         write_canary_sample(args.data, args.conversations, args.users, args.seed, args.fraction)
     with open(os.path.join(args.data, "canaries.jsonl")) as handle:
         canaries = [json.loads(line) for line in handle if line.strip()]

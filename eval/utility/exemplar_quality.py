@@ -1,7 +1,7 @@
 """How well the synthetic exemplars (issue 17, backends/exemplars.py) fit their topics: the figures of
 docs/evaluation.md, "Synthetic exemplars (issue 17)".
 
-    python -m eval.exemplar_quality --data gen5k=/work/evaldata/gen5k.jsonl \
+    python -m eval.utility.exemplar_quality --data gen5k=/work/evaldata/gen5k.jsonl \
         --data arena=/work/shared/data/arena_hard_v2_prompts.jsonl:15 --seeds 0 1 2 \
         [--writer offline|local] [--reader none|local] [--llm_model qwen2.5-coder-0.5b] [--json OUT]
 
@@ -52,9 +52,9 @@ from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
 from beam_jobs.options import ClusteringParams, default_timeout_s
 from eval.data import TextEmbedder, embed_cached, load_dataset, planted_topics
-from eval.tables import cell
-from eval.topic_quality import config_overrides
+from eval.tables import cell, mean
 from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.utility.topic_quality import config_overrides
 
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
 
@@ -263,11 +263,6 @@ def read_blind(reader: TopicReader, topics: list[dict], scores: dict[int, TopicS
     return dict(sorted(picked_numbers.items()))
 
 
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
-    return statistics.fmean(values) if values else None
-
-
 def run_figures(topics: list[dict], scores: dict[int, TopicScore], evolutions: dict) -> dict:
     """One run's figures: means over the scored topics."""
     values = list(scores.values())
@@ -279,25 +274,25 @@ def run_figures(topics: list[dict], scores: dict[int, TopicScore], evolutions: d
         "released": len(topics),
         "scored": len(values),
         "exemplars": sum(len(t.get("exemplars", [])) for t in topics),
-        "evolved": _mean(s.evolved for s in values),
-        "first_draft": _mean(s.first_draft for s in values),
-        "other_topic": _mean(s.other_topic for s in values),
-        "keywords": _mean(s.keywords for s in values),
-        "members": _mean(s.members for s in values),
-        "ceiling": _mean(s.ceiling for s in values),
-        "beats_first": _mean(float(s.evolved > s.first_draft) for s in values if not np.isnan(s.first_draft)),
-        "beats_other": _mean(float(s.evolved > s.other_topic) for s in values if not np.isnan(s.other_topic)),
-        "planted_evolved": _mean(s.planted_evolved for s in values),
-        "planted_first": _mean(s.planted_first for s in values),
-        "name_embedding": _mean(float(h) for s in values for h in s.name_hits),
+        "evolved": mean(s.evolved for s in values),
+        "first_draft": mean(s.first_draft for s in values),
+        "other_topic": mean(s.other_topic for s in values),
+        "keywords": mean(s.keywords for s in values),
+        "members": mean(s.members for s in values),
+        "ceiling": mean(s.ceiling for s in values),
+        "beats_first": mean(float(s.evolved > s.first_draft) for s in values if not np.isnan(s.first_draft)),
+        "beats_other": mean(float(s.evolved > s.other_topic) for s in values if not np.isnan(s.other_topic)),
+        "planted_evolved": mean(s.planted_evolved for s in values),
+        "planted_first": mean(s.planted_first for s in values),
+        "name_embedding": mean(float(h) for s in values for h in s.name_hits),
         "chance": 1 / len(topics) if topics else None,
         "reader": statistics.fmean(answered) if answered else None,
         "reader_asked": sum(len(s.reader_hits) for s in values),
         "reader_answered": len(answered),
         # the evolution's own objective: cosine with the DP centre in the clustering space
-        "centre_evolved": _mean(_mean(x.similarity for x in e.exemplars) for e in evolutions.values()),
-        "centre_first": _mean(_mean(x.similarity for x in e.first_draft) for e in evolutions.values()),
-        "unchanged": _mean(float([x.text for x in e.exemplars] == [x.text for x in e.first_draft])
+        "centre_evolved": mean(mean(x.similarity for x in e.exemplars) for e in evolutions.values()),
+        "centre_first": mean(mean(x.similarity for x in e.first_draft) for e in evolutions.values()),
+        "unchanged": mean(float([x.text for x in e.exemplars] == [x.text for x in e.first_draft])
                            for e in evolutions.values() if e.exemplars),
         "candidates_scored": sum(e.candidates_scored for e in evolutions.values()),
         "dropped": dict(dropped),
@@ -397,22 +392,22 @@ def main(argv: list[str] | None = None) -> None:
                                "reader_seconds": reader_seconds[-1] if reader_seconds else None, **figures,
                                "topics": [{"name": t["name"], "keywords": t["keywords"],
                                            "exemplars": t.get("exemplars", [])} for t in report["topics"]]})
-            mean = lambda key: _mean(r[key] for r in rows)  # noqa: E731
-            planted_cell = (f"{cell(mean('planted_evolved'), '.2f')}/{cell(mean('planted_first'), '.2f')}"
+            avg = lambda key: mean(r[key] for r in rows)  # noqa: E731
+            planted_cell = (f"{cell(avg('planted_evolved'), '.2f')}/{cell(avg('planted_first'), '.2f')}"
                             if planted else "-")
-            reader_cell = (f"{cell(mean('reader'), '.2f')} {sum(r['reader_answered'] for r in rows)}"
+            reader_cell = (f"{cell(avg('reader'), '.2f')} {sum(r['reader_answered'] for r in rows)}"
                            f"/{sum(r['reader_asked'] for r in rows)}" if reader else "-")
-            print(f"{name:8} {k:>3} {mean('scored'):>4.1f}/{mean('released'):<4.1f} {cell(mean('evolved')):>7} "
-                  f"{cell(mean('first_draft')):>6} {cell(mean('other_topic')):>6} {cell(mean('keywords')):>6} "
-                  f"{cell(mean('members')):>7} {cell(mean('ceiling'), '.2f'):>5} {cell(mean('beats_first'), '.2f'):>6} "
-                  f"{cell(mean('beats_other'), '.2f'):>6} {planted_cell:>11} {cell(mean('name_embedding'), '.2f'):>9} "
-                  f"{reader_cell:>11} {cell(mean('chance'), '.3f'):>6} {statistics.fmean(run_seconds):>6.1f} "
+            print(f"{name:8} {k:>3} {avg('scored'):>4.1f}/{avg('released'):<4.1f} {cell(avg('evolved')):>7} "
+                  f"{cell(avg('first_draft')):>6} {cell(avg('other_topic')):>6} {cell(avg('keywords')):>6} "
+                  f"{cell(avg('members')):>7} {cell(avg('ceiling'), '.2f'):>5} {cell(avg('beats_first'), '.2f'):>6} "
+                  f"{cell(avg('beats_other'), '.2f'):>6} {planted_cell:>11} {cell(avg('name_embedding'), '.2f'):>9} "
+                  f"{reader_cell:>11} {cell(avg('chance'), '.3f'):>6} {statistics.fmean(run_seconds):>6.1f} "
                   f"{cell(statistics.fmean(reader_seconds) if reader_seconds else None, '.1f'):>8}")
             dropped = sum((collections.Counter(r["dropped"]) for r in rows), collections.Counter())
             llm = sum((collections.Counter(r.get("writer_llm", {})) for r in rows), collections.Counter())
-            print(f"{'':8} centre cosine (clustering space) evolved {cell(mean('centre_evolved'))}, first draft "
-                  f"{cell(mean('centre_first'))}; topics whose exemplars are the first draft's "
-                  f"{cell(mean('unchanged'), '.2f')}")
+            print(f"{'':8} centre cosine (clustering space) evolved {cell(avg('centre_evolved'))}, first draft "
+                  f"{cell(avg('centre_first'))}; topics whose exemplars are the first draft's "
+                  f"{cell(avg('unchanged'), '.2f')}")
             print(f"{'':8} candidates scored {statistics.fmean(r['candidates_scored'] for r in rows):.0f}/run, "
                   f"dropped {dict(dropped) or 'none'}"
                   + (f"; writer calls {llm['calls']}, failures {llm['failures']}, fallbacks {llm['fallbacks']}, "

@@ -11,7 +11,7 @@ privacy audits measure, so this output must never be published.
 The optional defence (`--k_min`, `--redact`): drop clusters with fewer than k_min distinct users and
 replace PII-regex matches (the release gate's patterns) in every summary.
 
-    python -m eval.simple_clio --input sample/conversations.jsonl --output out/clio --num_clusters 50
+    python -m eval.utility.simple_clio --input sample/conversations.jsonl --output out/clio --num_clusters 50
 
 writes OUTPUT/non_private_baseline/release/report.json (the job's report format, "privacy":
 {"differentially_private": false, ...}) and OUTPUT/non_private_baseline/private/assignments.jsonl.

@@ -27,7 +27,7 @@ class JudgeFailure(Exception):
 
 
 class SummaryJudge(abc.ABC):
-    """Compares two topic summaries (eval/llm_judge.py implements it with an LLM; none is offline)."""
+    """Compares two topic summaries (eval/utility/llm_judge.py implements it with an LLM; none is offline)."""
 
     @abc.abstractmethod
     def compare(self, first: str, second: str) -> tuple[int, int, int]:

@@ -1,4 +1,4 @@
-"""A seeded, labelled set of chatbot requests for measuring pseudonymization (eval/pii_recall.py).
+"""A seeded, labelled set of chatbot requests for measuring pseudonymization (eval/pii/pii_recall.py).
 
 Made-up requests of the kinds real users send (e-mails, letters, CVs, support tickets, medical and
 legal questions, role-play, meeting notes, questions about public figures), filled with:
@@ -16,7 +16,7 @@ own split's templates and names: tune rules on "tune", report on "heldout", whic
 and names the rules were not written against. The same seed gives the same examples (Faker is
 pinned in requirements.txt). Everything here is invented; no real data.
 
-    python -m eval.pii_corpus --split heldout --examples 5 --output -
+    python -m eval.pii.pii_corpus --split heldout --examples 5 --output -
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Can the labels of a released report be trusted? Figures read from report.json files alone.
 
-    python -m eval.label_trust out/sample/release/report.json [more reports ...]
+    python -m eval.utility.label_trust out/sample/release/report.json [more reports ...]
 
 For each report (public data only) it prints:
   named by votes         topics whose keywords or category are their own DP votes (`label_source`

@@ -1,4 +1,4 @@
-"""Candidate additions to the pseudonymizer's name detection, measured by eval/pii_recall.py.
+"""Candidate additions to the pseudonymizer's name detection, measured by eval/pii/pii_recall.py.
 
 Each wraps a `Pseudonymizer.detect` and adds PERSON spans:
 - `GazetteerDetector`: first and last names from the names-dataset package (names-dataset 3.3.1,
@@ -6,7 +6,7 @@ Each wraps a `Pseudonymizer.detect` and adds PERSON spans:
   after "to"/"for"/"with" or opening a sentence before "'s";
 - `LLMSecondOpinion`: the local LLM (backends/llm/local_client.py) asked for the private people's
   names in the text, each found verbatim.
-Neither is shipped; eval/pii_recall.py prints what each buys and costs.
+Neither is shipped; eval/pii/pii_recall.py prints what each buys and costs.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Nightly runs over a generated stream with planted trends: budget, trend flags and lineage stability.
 
-    python -m eval.nightly_stream                      # 60 nights x ~1,000 conversations, 3,000 users
-    python -m eval.nightly_stream --warm_start both    # the same, cold and warm-started, side by side
+    python -m eval.utility.nightly_stream                      # 60 nights x ~1,000 conversations, 3,000 users
+    python -m eval.utility.nightly_stream --warm_start both    # the same, cold and warm-started, side by side
 
 Generates (or reuses) a stream with beam_jobs.generate_stream (--stream; planted.json is the ground
 truth, read here only to score), embeds each night's conversations once (eval/data.py's cache), and
@@ -74,8 +74,8 @@ from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, Le
 from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.nightly_plan import NightlyPlan, plan_nights
 from eval.data import DEFAULT_CACHE_DIR, RESULTS_DIR, embed_cached, load_dataset, planted_topics
-from eval.topic_quality import config_overrides, nmi
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
+from eval.utility.topic_quality import config_overrides, nmi
 
 DEFAULT_STREAM = os.path.join(RESULTS_DIR, "stream")
 FLAG_STATUSES = ("new", "emerging", "growing")
@@ -415,7 +415,7 @@ def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
 
 def night_quality(nights: list[Night], reports: dict[str, dict]) -> dict:
     """Per-night topic quality: NMI of the DP clusters against the planted topics (kept conversations,
-    eval/topic_quality.nmi) and released topics, averaged over the run nights."""
+    eval/utility/topic_quality.nmi) and released topics, averaged over the run nights."""
     scores, released = [], []
     for night in nights:
         if night.date not in reports:

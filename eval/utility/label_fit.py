@@ -1,9 +1,10 @@
 """Label fit (issue 27, item 4): do the released labels describe their own topic's conversations
 better than the run's other labels, judged by an embedding model the job does not use?
 
-    python -m eval.label_fit --seeds 0 1 \
+    python -m eval.utility.label_fit --seeds 0 1 \
         --data real=../shared/data/arena_hard_v2_prompts.jsonl,../shared/data/hh_rlhf_harmless_test.jsonl:20
-    python -m eval.label_fit --data gen=/tmp/lf/gen.jsonl:20 --seeds 0 [--judge_model all-mpnet-base-v2] [--set FIELD=VALUE]
+    python -m eval.utility.label_fit --data gen=/tmp/lf/gen.jsonl:20 --seeds 0 [--judge_model all-mpnet-base-v2] \
+        [--set FIELD=VALUE]
 
 `--data NAME=PATH:K` (repeatable; PATH may be several files joined by commas, read in that order as
 one data set; K the number of clusters). For each data set and seed it runs the in-process URANIA
@@ -42,8 +43,8 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from dp_ops.dp_kmeans import normalise_rows
 from eval.data import Dataset, TextEmbedder, embed_cached, load_dataset
-from eval.topic_quality import config_overrides
 from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.utility.topic_quality import config_overrides
 
 JUDGE_MODEL = "all-mpnet-base-v2"
 REFERENCE_TERMS = 5

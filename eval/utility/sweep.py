@@ -3,11 +3,11 @@
 For each (epsilon_clustering, epsilon_keywords) in 10/5, 8/4, 4/2, 2/1 and inf (every mechanism off),
 runs URANIA in-process (eval/urania_inprocess.py: the job's mechanisms on cached embeddings;
 epsilon_size stays at the job's default 1.0 in the private configurations) and compares its labelled
-topics with SIMPLE-CLIO's on the same data (eval/utility_metrics.py). Writes a markdown and a CSV
+topics with SIMPLE-CLIO's on the same data (eval/utility/utility_metrics.py). Writes a markdown and a CSV
 table and a plot of the metrics and of the number of released clusters against epsilon. With
 --llm_backend openai|vertex|local, the LLM judge's mean ratings and preference are extra columns.
 
-    python -m eval.sweep --data ../shared/data/hh_rlhf_harmless_test.jsonl --num_clusters 30
+    python -m eval.utility.sweep --data ../shared/data/hh_rlhf_harmless_test.jsonl --num_clusters 30
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import time
 
 from beam_jobs.options import PrivacyParams
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
-from eval.simple_clio import run_simple_clio
 from eval.tables import cell, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility_metrics import report_summaries, utility_metrics
+from eval.utility.simple_clio import run_simple_clio
+from eval.utility.utility_metrics import report_summaries, utility_metrics
 
 PAPER_CONFIGS = ((10.0, 5.0), (8.0, 4.0), (4.0, 2.0), (2.0, 1.0), (math.inf, math.inf))
 COLUMNS = ("eps_c/eps_hist", "epsilon_total", "released", "labelled", "jaccard_key_phrases", "jaccard_noun_chunks",
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--min_cluster_size", type=float, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "sweep"))
-    from eval.llm_judge import add_llm_arguments, judge_from_args
+    from eval.utility.llm_judge import add_llm_arguments, judge_from_args
     add_llm_arguments(parser)
     args = parser.parse_args(argv)
     judge = judge_from_args(args, parser)

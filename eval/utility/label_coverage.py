@@ -1,7 +1,7 @@
 """How many released topics get a label, and how good the labels are: the figures behind the
 keyword-histogram choices (docs/privacy.md, "Keyword histograms").
 
-    python -m eval.label_coverage --data gen5k=/work/evaldata/gen5k.jsonl:50 --seeds 0 1 2 \
+    python -m eval.utility.label_coverage --data gen5k=/work/evaldata/gen5k.jsonl:50 --seeds 0 1 2 \
         [--users 900] [--set keyword_votes=count --set samples_per_cluster=200 ...]
 
 For each data set (NAME=PATH:K, K the number of clusters) and seed it runs the in-process URANIA
@@ -35,8 +35,8 @@ from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 from dp_ops.keyword_votes import conversation_votes
 from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics, with_users
-from eval.topic_quality import config_overrides, mentions
 from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_urania
+from eval.utility.topic_quality import config_overrides, mentions
 
 
 def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:

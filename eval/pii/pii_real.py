@@ -11,15 +11,15 @@ labelling rule is in docs/evaluation.md ("Private names in real prompts").
 Labels: private_person (to be replaced), public_figure, fictional_character, place (to be kept
 intact), ambiguous (not scored). A private person counts as replaced when the detected spans cover
 every one of its letters and digits; a kept entity counts as intact when no detected span touches it
-(eval/pii_recall.py's rules). Each conversation is detected as the job pseudonymizes it: all of its
+(eval/pii/pii_recall.py's rules). Each conversation is detected as the job pseudonymizes it: all of its
 messages together, so a name found in one turn is replaced where it recurs.
 
 The split (by a hash of the conversation id) is fixed in the file: "dev" is the half whose misses the
 rules were written against, "heldout" the half only scored. --show_misses prints real text: it only
 shows the dev split's, and writes nothing.
 
-    .venv/bin/python -m eval.pii_real --configs current,default
-    .venv/bin/python -m eval.pii_real --configs default --show_misses 50
+    .venv/bin/python -m eval.pii.pii_real --configs current,default
+    .venv/bin/python -m eval.pii.pii_real --configs default --show_misses 50
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import json
 import os
 import time
 
-from eval.pii_recall import configurations, covered, touched
+from eval.pii.pii_recall import configurations, covered, touched
 from eval.tables import count_share
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LABELS = os.path.join(ROOT, "eval", "data", "pii_real_labels.jsonl")
 DATA_DIR = os.path.join(ROOT, "..", "shared", "data")
 SOURCES = {"hh_harmless-": "hh_rlhf_harmless_test.jsonl", "arena_v2-": "arena_hard_v2_prompts.jsonl"}
@@ -144,7 +144,7 @@ def main(argv=None) -> None:
     parser.add_argument("--labels", default=LABELS)
     parser.add_argument("--data_dir", default=DATA_DIR, help="folder with the shared data sets (default ../shared/data)")
     parser.add_argument("--configs", default="default",
-                        help="comma-separated, of eval/pii_recall.py's: current, rules, model, default, ...")
+                        help="comma-separated, of eval/pii/pii_recall.py's: current, rules, model, default, ...")
     parser.add_argument("--show_misses", type=int, default=0, help="print up to N misses per kind of the dev split")
     args = parser.parse_args(argv)
     try:
