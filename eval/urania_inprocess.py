@@ -148,7 +148,7 @@ def _joint_calibration_for(epsilon: float, epsilon_weights: str, delta: float, k
 
 def stage_requests(config: UraniaConfig) -> list:
     """The job's DP stages for this config as calibration requests (what joint_calibration calibrates,
-    and what a nightly plan calibrates over a window: eval/nightly_stream.py, eval/nightly_privacy_modes.py)."""
+    and what a nightly plan calibrates over a window: eval/utility/nightly_stream.py, eval/audit/nightly_privacy_modes.py)."""
     privacy = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
                               config.keyword_noise, config.max_keyword_partitions_per_user)
     return _requests(privacy, config.kmeans_iterations, config.max_conversations_per_user, config.counts_users)
@@ -278,7 +278,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     """The report the job would release for these conversations, plus `_private` (assignments; the
     released centres and, with exemplars, each topic's Evolution for evaluation). `exemplar_writer`:
     with config.exemplars_per_topic, the writer (default: the offline template writer). `joint`: a
-    precomputed calibration of the stages' noise (a nightly plan's, eval/nightly_privacy_modes.py) used
+    precomputed calibration of the stages' noise (a nightly plan's, eval/audit/nightly_privacy_modes.py) used
     instead of calibrating config.epsilon; its cluster sizes may be a Gaussian count. `previous_reports`:
     the earlier nights' released reports, oldest first (as this returns them, or the job writes them):
     as the job's --warm_start auto, k-means starts from the latest one's centres (if config.warm_start

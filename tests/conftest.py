@@ -1,6 +1,4 @@
 import os
-import pickle
-import uuid
 
 # Before anything imports google-auth (it reads these at import time): never probe the GCE metadata
 # server (a link-local address) for credentials; tests talk to loopback only.
@@ -10,7 +8,8 @@ os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import apache_beam as beam  # noqa: E402
-import pytest  # noqa: E402
+from apache_beam.testing.test_pipeline import TestPipeline  # noqa: E402
+from apache_beam.testing.util import BeamAssertException, assert_that  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 # CI draws the same examples on every run (a red CI must be reproducible, and must not come and go
@@ -20,36 +19,42 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-def local_pipeline() -> beam.Pipeline:
-    # The DirectRunner's in-process engine, without its Prism attempt (see beam_jobs.insights).
-    return beam.Pipeline(runner="FnApiRunner")
+def local_pipeline() -> TestPipeline:
+    # The DirectRunner's in-process engine, without its Prism attempt (see beam_jobs.insights). A TestPipeline: it
+    # runs when its `with` block ends and fails there if an assert_that does. argv=[]: its options never come from
+    # pytest's command line.
+    return TestPipeline(runner="FnApiRunner", argv=[])
 
 
-class Collector:
-    """Runs a pipeline and hands back the contents of chosen PCollections."""
+def checked(check):
+    """A matcher for assert_that: `check` gets the PCollection's elements (a list) and checks them with plain asserts;
+    a failed one raises BeamAssertException with pytest's message, which shows the values involved."""
 
-    def __init__(self, folder):
-        self._folder = folder
-        self._paths = {}
+    def match(actual):
+        try:
+            check(actual)
+        except AssertionError as failure:
+            raise BeamAssertException(f"{getattr(check, '__name__', 'check')}: {failure}") from failure
 
-    def __call__(self, pcoll, name: str):
-        path = os.path.join(self._folder, f"{name}-{uuid.uuid4().hex}.pkl")
-        self._paths[name] = path
-
-        def dump(items):
-            with open(path, "wb") as handle:
-                pickle.dump(items, handle)
-
-        _ = pcoll | f"collect {name}" >> beam.combiners.ToList() | f"dump {name}" >> beam.Map(dump)
-
-    def result(self, name: str):
-        with open(self._paths[name], "rb") as handle:
-            return pickle.load(handle)
+    return match
 
 
-@pytest.fixture
-def collector(tmp_path):
-    return Collector(str(tmp_path))
+def assert_together(check, label: str, **pcolls):
+    """assert_that on several PCollections at once: check(**{name: list of that PCollection's elements}), with plain
+    asserts as in `checked`. For what compares the PCollections with one another."""
+    names = list(pcolls)
+    tagged = [pcoll | f"{label}: tag {name}" >> beam.Map(lambda element, name=name: (name, element))
+              for name, pcoll in pcolls.items()]
+    gathered = (tagged | f"{label}: flatten" >> beam.Flatten() | f"{label}: gather" >> beam.combiners.ToList()
+                | f"{label}: by name" >> beam.Map(
+                    lambda pairs: {name: [element for tag, element in pairs if tag == name] for name in names}))
+
+    def together(actual):
+        (by_name,) = actual
+        check(**by_name)
+
+    together.__name__ = getattr(check, "__name__", "check")
+    assert_that(gathered, checked(together), label=label)
 
 
 class PoisonedProposer:

@@ -2,10 +2,11 @@ import collections
 
 import apache_beam as beam
 import pytest
+from apache_beam.testing.util import assert_that
 
 from core.records import Conversation, Message
 from dp_ops.contribution_bounding import bounding_rank, keep_first
-from tests.conftest import local_pipeline
+from tests.conftest import assert_together, checked, local_pipeline
 from transforms.bound_contributions import BoundUserContributions
 
 
@@ -14,32 +15,44 @@ def _conversations(counts: dict[str, int]):
             for user, n in counts.items() for i in range(n)]
 
 
-def _bound(conversations, limit, seed, collector, name="kept"):
+def _bound(conversations, limit, seed, check):
+    """Bounds the conversations in a pipeline; check(the kept conversations) runs as its assert_that."""
     with local_pipeline() as pipeline:
         kept = pipeline | beam.Create(conversations) | BoundUserContributions(limit, seed)
-        collector(kept, name)
-    return collector.result(name)
+        assert_that(kept, checked(check), label="kept")
 
 
-def test_user_with_many_conversations_is_capped_at_c(collector):
-    kept = _bound(_conversations({"heavy": 40, "light": 2}), limit=5, seed=1, collector=collector)
-    per_user = collections.Counter(k.conversation.user_id for k in kept)
-    assert per_user == {"heavy": 5, "light": 2}
+def test_user_with_many_conversations_is_capped_at_c():
+    def capped(kept):
+        per_user = collections.Counter(k.conversation.user_id for k in kept)
+        assert per_user == {"heavy": 5, "light": 2}
+
+    _bound(_conversations({"heavy": 40, "light": 2}), limit=5, seed=1, check=capped)
 
 
-def test_weights_of_each_user_sum_to_one(collector):
-    kept = _bound(_conversations({"a": 9, "b": 3, "c": 1}), limit=4, seed=2, collector=collector)
-    totals = collections.defaultdict(float)
-    for k in kept:
-        totals[k.conversation.user_id] += k.weight
-    assert totals == pytest.approx({"a": 1.0, "b": 1.0, "c": 1.0})
+def test_weights_of_each_user_sum_to_one():
+    def sum_to_one(kept):
+        totals = collections.defaultdict(float)
+        for k in kept:
+            totals[k.conversation.user_id] += k.weight
+        assert totals == pytest.approx({"a": 1.0, "b": 1.0, "c": 1.0})
+
+    _bound(_conversations({"a": 9, "b": 3, "c": 1}), limit=4, seed=2, check=sum_to_one)
 
 
-def test_same_seed_keeps_same_conversations(collector):
+def test_same_seed_keeps_same_conversations():
     data = _conversations({"heavy": 30})
-    first = {k.conversation.conversation_id for k in _bound(data, 5, 7, collector, "first")}
-    second = {k.conversation.conversation_id for k in _bound(list(reversed(data)), 5, 7, collector, "second")}
-    assert first == second
+
+    def kept_ids(pipeline, name, rows):
+        return (pipeline | f"create {name}" >> beam.Create(rows) | f"bound {name}" >> BoundUserContributions(5, 7)
+                | f"ids {name}" >> beam.Map(lambda k: k.conversation.conversation_id))
+
+    def same(first, second):
+        assert set(first) == set(second)
+
+    with local_pipeline() as pipeline:
+        assert_together(same, "same kept", first=kept_ids(pipeline, "first", data),
+                        second=kept_ids(pipeline, "second", list(reversed(data))))
 
 
 def test_choice_is_uniform_across_seeds():
@@ -63,12 +76,16 @@ def test_the_rule_kept_on_parts_then_on_their_union_keeps_what_it_keeps_on_all()
     assert [cid for _, cid in whole] == sorted((cid for _, cid in ranked), key=lambda c: bounding_rank(5, c))[:4]
 
 
-def test_the_transform_keeps_what_the_rule_keeps_from_all_of_a_users_conversations(collector):
+def test_the_transform_keeps_what_the_rule_keeps_from_all_of_a_users_conversations():
     data = _conversations({"heavy": 40, "light": 3})
-    kept = {k.conversation.conversation_id for k in _bound(data, 5, 3, collector)}
     expected = {cid for user in ("heavy", "light") for _, cid in keep_first(
         ((bounding_rank(3, c.conversation_id), c.conversation_id) for c in data if c.user_id == user), 5)}
-    assert kept == expected and len(kept) == 8
+
+    def as_the_rule(kept):
+        kept = {k.conversation.conversation_id for k in kept}
+        assert kept == expected and len(kept) == 8
+
+    _bound(data, 5, 3, as_the_rule)
 
 
 def test_limit_must_be_positive():

@@ -3,6 +3,7 @@
 import apache_beam as beam
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that, equal_to
 
 from beam_jobs.options import DEFAULT_EPSILON_WEIGHTS, ClusteringParams, PrivacyParams, insights_params
 from core.records import ConversationBlock
@@ -11,7 +12,7 @@ from dp_ops.dp_events import composed_epsilon
 from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms import dp_kmeans as dp_kmeans_transform
 from transforms.dp_kmeans import DPKMeans
 from transforms.dp_stage_specs import StageSettings, stage_requests
@@ -146,7 +147,7 @@ def _blocks(points: np.ndarray, weights: np.ndarray, users: list[str], block_siz
 
 
 @pytest.mark.parametrize("hint", [None, 280])
-def test_the_beam_stage_clusters_at_the_dimension_the_in_process_fit_chooses(collector, hint):
+def test_the_beam_stage_clusters_at_the_dimension_the_in_process_fit_chooses(hint):
     # 300 users with 1-3 conversations each: weights 1/n sum to 300.
     rng = np.random.default_rng(2)
     users = [f"u{i}" for i in range(300) for _ in range(1 + i % 3)]
@@ -168,7 +169,6 @@ def test_the_beam_stage_clusters_at_the_dimension_the_in_process_fit_chooses(col
                      user_count=None if hint else DPUserCount(noise, None, noise_seed=6), expected_users=hint)
     with local_pipeline() as pipeline:
         output = pipeline | beam.Create(_blocks(points, weights, users, 100)) | stage
-        collector(output.centres, "centres")
-        collector(output.active_dim, "dim")
-    assert collector.result("dim") == [active]
-    np.testing.assert_allclose(collector.result("centres")[0], expected, atol=1e-5)
+        assert_that(output.active_dim, equal_to([active]), label="dim")
+        assert_that(output.centres, checked(lambda centres: np.testing.assert_allclose(centres[0], expected, atol=1e-5)),
+                    label="centres")

@@ -4,70 +4,88 @@
 import apache_beam as beam
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that, equal_to
 
 from dp_ops.dp_counts import DPCountParams, noise_upper_quantile, release_floor
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms.dp_cluster_sizes import cluster_size_params, keep_large_clusters
 from transforms.dp_count import DPCountPerPartition
 from transforms.keyword_histograms import keyword_count_params
 
 
-def _noisy_counts(pairs, params, partitions, collector, name="counts"):
+def _noisy_counts(pairs, params, partitions, check):
+    """Counts the pairs in a pipeline; check(the noisy counts as a dict, the stage's spend) runs as its assert_that."""
     stage = DPCountPerPartition(params, partitions, "test", None)
     with local_pipeline() as pipeline:
-        counts = pipeline | f"create {name}" >> beam.Create(pairs) | stage
-        collector(counts, name)
-    return dict(collector.result(name)), stage.spend
+        counts = pipeline | beam.Create(pairs) | stage
+        spend = stage.spend  # set when the stage is applied, before the run
+
+        def released(noisy_counts):
+            check(dict(noisy_counts), spend)
+
+        released.__name__ = check.__name__  # a failure names the test's check
+        assert_that(counts, checked(released), label="counts")
 
 
-def test_cluster_size_noise_is_laplace_with_scale_c_over_epsilon(collector):
+def test_cluster_size_noise_is_laplace_with_scale_c_over_epsilon():
     # 2000 partitions, each with 10 contributions from distinct users.
     params = cluster_size_params(epsilon=1.0, max_conversations_per_user=5)
     pairs = [(f"u{p}-{i}", p) for p in range(2000) for i in range(10)]
-    counts, spend = _noisy_counts(pairs, params, list(range(2000)), collector)
-    errors = np.array([counts[p] - 10 for p in range(2000)])
-    assert spend.noise["kind"] == "laplace" and spend.noise["scale"] == pytest.approx(5.0)
-    assert errors.std() == pytest.approx(spend.noise["std"], rel=0.12)  # SE of a Laplace std ~ 3%
-    assert abs(errors.mean()) < 0.6
-    assert spend.epsilon == pytest.approx(1.0) and spend.delta == 0 and spend.sensitivity == 5
+
+    def laplace(counts, spend):
+        errors = np.array([counts[p] - 10 for p in range(2000)])
+        assert spend.noise["kind"] == "laplace" and spend.noise["scale"] == pytest.approx(5.0)
+        assert errors.std() == pytest.approx(spend.noise["std"], rel=0.12)  # SE of a Laplace std ~ 3%
+        assert abs(errors.mean()) < 0.6
+        assert spend.epsilon == pytest.approx(1.0) and spend.delta == 0 and spend.sensitivity == 5
+
+    _noisy_counts(pairs, params, list(range(2000)), laplace)
 
 
-def test_keyword_noise_is_gaussian_with_the_reported_sigma(collector):
+def test_keyword_noise_is_gaussian_with_the_reported_sigma():
     params = keyword_count_params(epsilon=2.0, delta=5e-7, noise="gaussian", max_partitions_per_user=10)
     partitions = [(c, f"kw{k}") for c in range(20) for k in range(100)]
     pairs = [(f"user-{c}-{k}", (c, f"kw{k}")) for c, k in ((c, k) for c in range(20) for k in range(100))]
-    counts, spend = _noisy_counts(pairs, params, partitions, collector)
-    errors = np.array([counts[p] - 1 for p in partitions])
-    assert spend.noise["kind"] == "gaussian"
-    assert spend.sensitivity == pytest.approx(np.sqrt(10))
-    assert errors.std() == pytest.approx(spend.noise["sigma"], rel=0.08)
-    assert spend.epsilon == pytest.approx(2.0) and spend.delta == pytest.approx(5e-7)
+
+    def gaussian(counts, spend):
+        errors = np.array([counts[p] - 1 for p in partitions])
+        assert spend.noise["kind"] == "gaussian"
+        assert spend.sensitivity == pytest.approx(np.sqrt(10))
+        assert errors.std() == pytest.approx(spend.noise["sigma"], rel=0.08)
+        assert spend.epsilon == pytest.approx(2.0) and spend.delta == pytest.approx(5e-7)
+
+    _noisy_counts(pairs, params, partitions, gaussian)
 
 
-def test_one_user_repeating_a_partition_moves_it_by_at_most_the_bound(collector):
+def test_one_user_repeating_a_partition_moves_it_by_at_most_the_bound():
     # A single user with 500 contributions to one cluster counts at most C=5 there (epsilon large so
     # the noise is negligible).
     params = cluster_size_params(epsilon=200.0, max_conversations_per_user=5)
     pairs = [("spammer", 0)] * 500 + [(f"u{i}", 1) for i in range(30)]
-    counts, _ = _noisy_counts(pairs, params, [0, 1, 2], collector)
-    assert counts[0] == pytest.approx(5, abs=1)
-    assert counts[1] == pytest.approx(30, abs=1)
-    assert counts[2] == pytest.approx(0, abs=1)  # public partition without data is still released
+
+    def bounded(counts, _):
+        assert counts[0] == pytest.approx(5, abs=1)
+        assert counts[1] == pytest.approx(30, abs=1)
+        assert counts[2] == pytest.approx(0, abs=1)  # public partition without data is still released
+
+    _noisy_counts(pairs, params, [0, 1, 2], bounded)
 
 
-def test_keyword_histogram_counts_a_user_once_per_pair(collector):
+def test_keyword_histogram_counts_a_user_once_per_pair():
     params = keyword_count_params(epsilon=500.0, delta=1e-6, noise="gaussian", max_partitions_per_user=10)
     pairs = [("fan", (0, "python"))] * 50 + [(f"u{i}", (0, "rust")) for i in range(7)]
-    counts, _ = _noisy_counts(pairs, params, [(0, "python"), (0, "rust")], collector)
-    assert counts[(0, "python")] == pytest.approx(1, abs=0.5)
-    assert counts[(0, "rust")] == pytest.approx(7, abs=0.5)
+
+    def once_per_pair(counts, _):
+        assert counts[(0, "python")] == pytest.approx(1, abs=0.5)
+        assert counts[(0, "rust")] == pytest.approx(7, abs=0.5)
+
+    _noisy_counts(pairs, params, [(0, "python"), (0, "rust")], once_per_pair)
 
 
-def test_clusters_below_tau_are_dropped(collector):
+def test_clusters_below_tau_are_dropped():
     with local_pipeline() as pipeline:
         sizes = pipeline | beam.Create([(0, 24.9), (1, 25.0), (2, 300.0), (3, -4.0)])
-        collector(keep_large_clusters(sizes, 25), "kept")
-    assert sorted(collector.result("kept")) == [(1, 25.0), (2, 300.0)]
+        assert_that(keep_large_clusters(sizes, 25), equal_to([(1, 25.0), (2, 300.0)]), label="kept")
 
 
 def test_release_floor_keeps_pure_noise_out_of_almost_every_group():

@@ -1,9 +1,10 @@
 import apache_beam as beam
 import numpy as np
+from apache_beam.testing.util import assert_that
 
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms.assign_clusters import AssignClusters
 from transforms.dp_kmeans import DPKMeans
 
@@ -18,28 +19,30 @@ def _blocks(points: np.ndarray, weights: np.ndarray, block_size: int):
     return blocks
 
 
-def test_beam_transform_releases_the_same_centres_as_the_reference_implementation(collector):
+def test_beam_transform_releases_the_same_centres_as_the_reference_implementation():
     rng = np.random.default_rng(0)
     points = dk.normalise_rows(rng.standard_normal((1200, 48))).astype(np.float32)
     weights = rng.choice([1.0, 0.5, 0.25], size=len(points))
     params = dk.DPKMeansParams(num_clusters=7, epsilon=2.0, delta=1e-6, input_dim=48, projection_dim=16,
                                iterations=3, seed=4)
     expected, _ = dk.fit_dp_kmeans(points, weights, params, noise_seed=9)
+    expected_labels = dk.assign_nearest(dk.project_points(points, dk.clustering_basis(params)), expected)
+
+    def same_centres(centres):
+        (released,) = centres
+        assert released.shape == (7, 16)
+        np.testing.assert_allclose(released, expected, atol=1e-5)
+
+    def same_labels(assigned):
+        labels = np.concatenate([b.cluster_ids for b in sorted(assigned, key=lambda b: int(b.conversation_ids[0][1:]))])
+        np.testing.assert_array_equal(labels, expected_labels)
 
     kmeans = DPKMeans(params, None, noise_seed=9)
     with local_pipeline() as pipeline:
         clustering = pipeline | beam.Create(_blocks(points, weights, 100)) | kmeans
         assigned = clustering.projected_blocks | AssignClusters(clustering.centres)
-        collector(clustering.centres, "centres")
-        collector(assigned, "assigned")
-
-    (released,) = collector.result("centres")
-    assert released.shape == (7, 16)
-    np.testing.assert_allclose(released, expected, atol=1e-5)
-    labels = np.concatenate([b.cluster_ids for b in sorted(collector.result("assigned"),
-                                                            key=lambda b: int(b.conversation_ids[0][1:]))])
-    np.testing.assert_array_equal(labels, dk.assign_nearest(dk.project_points(points, dk.clustering_basis(params)),
-                                                            expected))
+        assert_that(clustering.centres, checked(same_centres), label="centres")
+        assert_that(assigned, checked(same_labels), label="assigned")
 
 
 def test_spend_is_known_before_the_pipeline_runs():
@@ -48,15 +51,18 @@ def test_spend_is_known_before_the_pipeline_runs():
     assert stage.spend.stage == "clustering" and 1.45 < stage.spend.epsilon <= 1.5
 
 
-def test_an_empty_input_still_releases_one_set_of_pure_noise_centres(collector):
+def test_an_empty_input_still_releases_one_set_of_pure_noise_centres():
     # No points: every release is noise only, exactly as the reference computes it; the stage must
     # still emit its one singleton (the assignment stage reads it as a side input).
     params = dk.DPKMeansParams(num_clusters=5, epsilon=1.0, delta=1e-6, input_dim=24, projection_dim=8,
                                iterations=2, seed=3)
     expected, _ = dk.fit_dp_kmeans(np.zeros((0, 24), dtype=np.float32), np.zeros(0), params, noise_seed=11)
+
+    def pure_noise(centres):
+        (released,) = centres
+        np.testing.assert_allclose(released, expected, atol=1e-6)
+        assert np.allclose(np.linalg.norm(released, axis=1), 1.0)
+
     with local_pipeline() as pipeline:
         no_blocks = pipeline | beam.Create([]).with_output_types(ConversationBlock)
-        collector((no_blocks | DPKMeans(params, None, noise_seed=11)).centres, "centres")
-    (released,) = collector.result("centres")
-    np.testing.assert_allclose(released, expected, atol=1e-6)
-    assert np.allclose(np.linalg.norm(released, axis=1), 1.0)
+        assert_that((no_blocks | DPKMeans(params, None, noise_seed=11)).centres, checked(pure_noise), label="centres")

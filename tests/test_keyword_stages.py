@@ -1,11 +1,12 @@
 import apache_beam as beam
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that
 
 from backends.interfaces import KeywordSelector
 from core.records import ConversationBlock
 from dp_ops.sampling import keyed_uniform, keyword_sampling_rate, poisson_keep
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms.keyword_histograms import SelectKeywords, sample_block
 from transforms.voted_labels import top_keywords
 
@@ -24,15 +25,17 @@ def _block(n: int, cluster_ids):
                              cluster_ids=np.array(cluster_ids, dtype=np.int64))
 
 
-def test_keywords_outside_k_never_reach_the_histogram(collector):
+def test_keywords_outside_k_never_reach_the_histogram():
     keywords = ("python", "rust", "go programming", "sql", "java", "css")
+
+    def only_keywords_in_k(pairs):
+        assert {kw for _, (_, kw) in pairs} == {"python", "rust", "go programming"}
+        assert len(pairs) == 4 * 3  # deduplicated, then capped at max_keywords per conversation
+
     with local_pipeline() as pipeline:
         pairs = (pipeline | beam.Create([_block(4, [0, 0, 1, 1])])
                  | SelectKeywords(_MisbehavingSelector(), keywords, max_keywords=3))
-        collector(pairs.output, "pairs")
-    pairs = collector.result("pairs")
-    assert {kw for _, (_, kw) in pairs} == {"python", "rust", "go programming"}
-    assert len(pairs) == 4 * 3  # deduplicated, then capped at max_keywords per conversation
+        assert_that(pairs.output, checked(only_keywords_in_k), label="pairs")
 
 
 def test_sampling_rate_is_m_over_noisy_size_capped_at_one():

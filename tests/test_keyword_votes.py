@@ -7,6 +7,7 @@ import apache_beam as beam
 import dp_accounting
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that
 
 from core.records import ConversationBlock
 from dp_ops import keyword_votes as kv
@@ -14,7 +15,7 @@ from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords
 from transforms.voted_labels import label_keywords
@@ -108,21 +109,24 @@ class _FirstKeywords:
         return [["k1", "k2", "k3"][:max_keywords] for _ in facets]
 
 
-def test_beam_stage_releases_every_kept_partition_with_the_seeded_noise(collector):
+def test_beam_stage_releases_every_kept_partition_with_the_seeded_noise():
     block = ConversationBlock(["c0", "c1", "c2"], ["u0", "u0", "u1"], np.array([0.5, 0.5, 1.0]), ["x"] * 3,
                               np.zeros((3, 4), dtype=np.float32), cluster_ids=np.array([0, 2, 2], dtype=np.int64))
     budget = RunBudget(1e-6)
+    exact = np.zeros((3, len(KEYWORDS)))
+    exact[0, 1], exact[2, 1] = 0.5, 1.5
+    expected = kv.noisy_vote_sums(exact, 1.5, noise_seed=5)
+
+    def seeded_noise_on_every_kept_partition(released):
+        histogram = dict(released)
+        assert set(histogram) == {(c, k) for c in (0, 2) for k in KEYWORDS}
+        assert all(histogram[(c, k)] == pytest.approx(expected[c, j]) for c in (0, 2) for j, k in enumerate(KEYWORDS))
+
     with local_pipeline() as pipeline:
         votes = pipeline | beam.Create([block]) | SelectKeywords(_FirstKeywords(), KEYWORDS, 1, weighted=True)
         kept = pipeline | "kept" >> beam.Create([0, 2])
         stage = DPKeywordVotes(3, KEYWORDS, 1.5, 1e-6, kept, budget, noise_seed=5)
-        collector(votes.output | stage, "histogram")
-    histogram = dict(collector.result("histogram"))
-    exact = np.zeros((3, len(KEYWORDS)))
-    exact[0, 1], exact[2, 1] = 0.5, 1.5
-    expected = kv.noisy_vote_sums(exact, 1.5, noise_seed=5)
-    assert set(histogram) == {(c, k) for c in (0, 2) for k in KEYWORDS}
-    assert all(histogram[(c, k)] == pytest.approx(expected[c, j]) for c in (0, 2) for j, k in enumerate(KEYWORDS))
+        assert_that(votes.output | stage, checked(seeded_noise_on_every_kept_partition), label="histogram")
     assert stage.registered and [s.stage for s in budget.entries] == ["keyword_histograms"]
 
 

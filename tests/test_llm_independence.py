@@ -9,6 +9,7 @@ import re
 import apache_beam as beam
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that, equal_to, is_empty
 
 from backends import factory
 from backends.llm.config import LLMConfig
@@ -25,7 +26,7 @@ from backends.llm.steps import (
 )
 from backends.offline import UserTurnsFacetExtractor
 from core.records import Conversation, ConversationBlock, DeadLetter, Message, WeightedConversation
-from tests.conftest import local_pipeline
+from tests.conftest import assert_together, checked, local_pipeline
 from tests.llm_server import FakeChatServer
 from transforms.extract_facets import ExtractFacets
 from transforms.keyword_histograms import SelectKeywords
@@ -215,56 +216,66 @@ def test_a_call_that_fails_for_a_while_is_retried_with_long_waits_and_gets_the_m
     assert len(sleeps) == 3 and all(ceiling / 2 <= s <= ceiling for s, ceiling in zip(sleeps, (4, 8, 16)))
 
 
-def _facets_and_dead_letters(collector, server, conversations, name):
+def _facets(pipeline, server, conversations, name):
     extractor = LLMFacetExtractor(_server_config(server))
-    with local_pipeline() as pipeline:
-        out = (pipeline | beam.Create([WeightedConversation(c, 1.0) for c in conversations])
-               | ExtractFacets(extractor))
-        collector(out.output, name + "-facets")
-        collector(out.dead_letter, name + "-dead")
-    return sorted(collector.result(name + "-facets"), key=lambda f: f.conversation_id), collector.result(name + "-dead")
+    return (pipeline | f"create {name}" >> beam.Create([WeightedConversation(c, 1.0) for c in conversations])
+            | f"facets {name}" >> ExtractFacets(extractor))
 
 
 def test_a_conversation_whose_calls_all_fail_is_dead_lettered_and_the_others_get_what_they_get_without_it(
-        collector, monkeypatch):
+        monkeypatch):
     good = [_conversation(i, f"question {i} about sourdough and python") for i in range(6)]
     broken = _conversation(99, "broken request about cooking")
-    with FakeChatServer() as server:
-        monkeypatch.setattr(server, "fault_for", lambda body, attempt: "500" if b"broken" in body else None)
-        with_it, dead = _facets_and_dead_letters(collector, server, good[:3] + [broken] + good[3:], "with")
-        requests_with_it = len(server.log)
-        without_it, none = _facets_and_dead_letters(collector, server, good, "without")
-    assert with_it == without_it and not none
-    assert all(f.text.startswith("The user asks: question") for f in with_it)  # the model's answers only
-    (letter,) = dead
-    assert isinstance(letter, DeadLetter) and letter.conversation_id == "c99" and letter.reason == "facet_failed"
-    assert letter.stage == "facets" and "LLMCallFailed" in letter.detail and "retries_exhausted" in letter.detail
+
+    def the_others_get_what_they_get_without_it(with_it, without_it):
+        with_it, without_it = (sorted(facets, key=lambda f: f.conversation_id) for facets in (with_it, without_it))
+        assert with_it == without_it
+        assert all(f.text.startswith("The user asks: question") for f in with_it)  # the model's answers only
+
+    def only_the_broken_one(dead):
+        (letter,) = dead
+        assert isinstance(letter, DeadLetter) and letter.conversation_id == "c99" and letter.reason == "facet_failed"
+        assert letter.stage == "facets" and "LLMCallFailed" in letter.detail and "retries_exhausted" in letter.detail
+
+    # Both runs in one pipeline, each with its own server: a server's log is its run's requests.
+    with FakeChatServer() as server, FakeChatServer() as server_without:
+        for each in (server, server_without):
+            monkeypatch.setattr(each, "fault_for", lambda body, attempt: "500" if b"broken" in body else None)
+        with local_pipeline() as pipeline:
+            with_it = _facets(pipeline, server, good[:3] + [broken] + good[3:], "with")
+            without_it = _facets(pipeline, server_without, good, "without")
+            assert_together(the_others_get_what_they_get_without_it, "facets",
+                            with_it=with_it.output, without_it=without_it.output)
+            assert_that(with_it.dead_letter, checked(only_the_broken_one), label="dead with it")
+            assert_that(without_it.dead_letter, is_empty(), label="dead without it")
     # every conversation was asked once (the broken one three times: two retries), none again
-    assert requests_with_it == 7 + 2
+    assert len(server.log) == 7 + 2
 
 
-def test_a_facet_whose_selection_fails_is_dead_lettered_and_the_other_votes_are_unchanged(collector, monkeypatch):
+def test_a_facet_whose_selection_fails_is_dead_lettered_and_the_other_votes_are_unchanged(monkeypatch):
     facets = ["I love python and rust", "broken", "sourdough and travel"]
+    votes = [("u0", (0, "python")), ("u0", (0, "rust")), ("u2", (0, "sourdough")), ("u2", (0, "travel"))]
 
-    def pairs(server, rows, name):
+    def pairs(pipeline, server, rows, name):
         selector = LLMKeywordSelector(_server_config(server), K, mapper=ExactKeywordMapper(K))
         block = ConversationBlock([f"c{i}" for i in rows], [f"u{i}" for i in rows], np.ones(len(rows)),
                                   [facets[i] for i in rows], np.zeros((len(rows), 4), dtype=np.float32),
                                   cluster_ids=np.zeros(len(rows), dtype=int))
-        with local_pipeline() as pipeline:
-            out = pipeline | beam.Create([block]) | SelectKeywords(selector, K, max_keywords=5)
-            collector(out.output, name)
-            collector(out.dead_letter, name + "-dead")
-        return sorted(collector.result(name)), collector.result(name + "-dead")
+        return (pipeline | f"create {name}" >> beam.Create([block])
+                | f"select {name}" >> SelectKeywords(selector, K, max_keywords=5))
+
+    def only_the_broken_one(dead):
+        assert [(d.conversation_id, d.reason) for d in dead] == [("c1", "keyword_selection_failed")]
+        assert "malformed_output" in dead[0].detail
 
     with FakeChatServer() as server:
         monkeypatch.setattr(server, "fault_for", lambda body, attempt: "garbage" if b"broken" in body else None)
-        with_it, dead = pairs(server, [0, 1, 2], "with")
-        without_it, _ = pairs(server, [0, 2], "without")
-    assert with_it == without_it == [("u0", (0, "python")), ("u0", (0, "rust")),
-                                     ("u2", (0, "sourdough")), ("u2", (0, "travel"))]
-    assert [(d.conversation_id, d.reason) for d in dead] == [("c1", "keyword_selection_failed")]
-    assert "malformed_output" in dead[0].detail
+        with local_pipeline() as pipeline:
+            with_it = pairs(pipeline, server, [0, 1, 2], "with")
+            without_it = pairs(pipeline, server, [0, 2], "without")
+            assert_that(with_it.output, equal_to(votes), label="votes with it")
+            assert_that(without_it.output, equal_to(votes), label="votes without it")
+            assert_that(with_it.dead_letter, checked(only_the_broken_one), label="dead with it")
 
 
 def test_whether_a_step_uses_the_model_is_decided_for_the_run_not_per_record(monkeypatch):
@@ -311,7 +322,7 @@ def test_records_with_the_same_prompt_each_keep_their_own_calls_result(monkeypat
     assert answered == [("The user asks: hello", None), ("The user asks: how do rust lifetimes work", None)]
 
 
-def test_a_keyword_proposal_whose_call_fails_is_dead_lettered_and_counted(collector, monkeypatch):
+def test_a_keyword_proposal_whose_call_fails_is_dead_lettered_and_counted(monkeypatch):
     from core.records import Facet
     from transforms.propose_keywords import ProposeKeywords
     facets = [Facet("c0", "u0", 1.0, "sourdough starter feeding"), Facet("bad", "u1", 1.0, "broken request"),
@@ -323,11 +334,14 @@ def test_a_keyword_proposal_whose_call_fails_is_dead_lettered_and_counted(collec
         with pytest.raises(LLMCallFailed, match="1 of 1 keyword_proposals call.*retries_exhausted"):
             proposer.propose(["broken request"], 3)  # fails alone: no empty proposal in its place
         assert proposer.counters.totals["failures"] == 1 and proposer.counters.totals["fallbacks"] == 0
+
+        def only_the_failed_call(dead):
+            (letter,) = dead
+            assert (letter.stage, letter.reason, letter.conversation_id) == (
+                "propose_keywords", "keyword_proposal_failed", "bad")
+            assert "LLMCallFailed" in letter.detail and "retries_exhausted" in letter.detail
+
         with local_pipeline() as pipeline:
             out = pipeline | beam.Create(facets) | ProposeKeywords(LLMKeywordProposer(_server_config(server)), 3)
-            collector(out.output, "proposed")
-            collector(out.dead_letter, "proposed-dead")
-    assert sorted(collector.result("proposed")) == [("u0", ("sourdough", 1.0)), ("u2", ("rust", 1.0))]
-    (letter,) = collector.result("proposed-dead")
-    assert (letter.stage, letter.reason, letter.conversation_id) == ("propose_keywords", "keyword_proposal_failed", "bad")
-    assert "LLMCallFailed" in letter.detail and "retries_exhausted" in letter.detail
+            assert_that(out.output, equal_to([("u0", ("sourdough", 1.0)), ("u2", ("rust", 1.0))]), label="proposed")
+            assert_that(out.dead_letter, checked(only_the_failed_call), label="proposed dead")

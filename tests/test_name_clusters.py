@@ -1,12 +1,13 @@
 """NameClusters: topics named from their released keywords and categories, every name distinct."""
 
 import apache_beam as beam
+from apache_beam.testing.util import assert_that
 
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import APPROXIMATE, NO_LABEL, UNVERIFIED, VOTED
 from backends.offline import KeywordClusterNamer
 from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms.name_clusters import NameClusters, distinct_names, name_topic
 
 CATEGORY_OF = {"python": "Python coding", "unit testing": "Python coding", "django": "Python coding",
@@ -54,19 +55,24 @@ def test_distinct_names_stay_within_ten_words_and_are_deterministic():
     assert distinct_names(dict(reversed(list(named.items()))), CATEGORY_OF) == result
 
 
-def test_the_stage_names_each_topic_and_makes_the_names_distinct(collector):
+def test_the_stage_names_each_topic_and_makes_the_names_distinct():
     keyword_lists = [["python", "unit testing", "django"], ["python", "unit testing", "flask"], ["fever"]]
     categories = KeywordCategories(CATEGORY_OF)
+    expected = {c: {**t, "label_source": HISTOGRAM_SOURCE, "label_evidence": VOTED}
+                for c, t in _named(keyword_lists).items()}
+    expected = distinct_names(expected, CATEGORY_OF)
+    fever = {"name": "Health: fever", "keywords": ["fever"], "label_source": HISTOGRAM_SOURCE,
+             "label_evidence": VOTED, "description": KeywordClusterNamer(categories).name(["fever"])[1]}
+
+    def named_and_distinct(named):
+        result = dict(named)
+        assert result == expected
+        assert result[2] == fever
+
     with local_pipeline() as pipeline:
         named = (pipeline | beam.Create([(c, (k, HISTOGRAM_SOURCE, None)) for c, k in enumerate(keyword_lists)])
                  | NameClusters(KeywordClusterNamer(categories), categories))
-        collector(named, "named")
-    result = dict(collector.result("named"))
-    expected = {c: {**t, "label_source": HISTOGRAM_SOURCE, "label_evidence": VOTED}
-                for c, t in _named(keyword_lists).items()}
-    assert result == distinct_names(expected, CATEGORY_OF)
-    assert result[2] == {"name": "Health: fever", "keywords": ["fever"], "label_source": HISTOGRAM_SOURCE,
-                         "label_evidence": VOTED, "description": KeywordClusterNamer(categories).name(["fever"])[1]}
+        assert_that(named, checked(named_and_distinct), label="named")
 
 
 def test_a_label_says_how_far_it_rests_on_the_topics_own_votes():

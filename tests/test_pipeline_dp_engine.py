@@ -4,12 +4,13 @@ import apache_beam as beam
 import numpy as np
 import pipeline_dp
 import pytest
+from apache_beam.testing.util import assert_that
 
 from dp_ops import dp_counts, partition_selection
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.partition_selection import TermSelectionParams
 from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms.dp_count import DPCountPerPartition
 
 
@@ -30,12 +31,15 @@ def test_local_backend_counts_every_public_partition_with_the_noise_it_reports()
     assert errors.std() == pytest.approx(spend.noise["std"], rel=0.12)
 
 
-def test_the_beam_stage_reports_the_spend_the_local_backend_does(collector):
+def test_the_beam_stage_reports_the_spend_the_local_backend_does():
     params = _count_params()
     stage = DPCountPerPartition(params, [0, 1], "COUNT", None)
+
+    def both_partitions(counts):
+        assert len(counts) == 2
+
     with local_pipeline() as pipeline:
-        collector(pipeline | beam.Create([("u", 0)]) | stage, "counts")
-    assert len(collector.result("counts")) == 2
+        assert_that(pipeline | beam.Create([("u", 0)]) | stage, checked(both_partitions), label="counts")
     _, local = release_with_pipeline_dp([("u", 0)], pipeline_dp.LocalBackend(), params, params.aggregate_params(),
                                         dp_counts.spend_from_accountant, "COUNT", public_partitions=[0, 1])
     assert stage.spend == local

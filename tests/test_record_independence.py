@@ -19,13 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from apache_beam.testing.util import assert_that, equal_to, is_empty
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backends.offline import UserTurnsFacetExtractor
 from beam_jobs.generate_sample import generate_records
 from core.records import Conversation, DeadLetter
-from tests.conftest import PoisonedProposer, local_pipeline
+from tests.conftest import PoisonedProposer, assert_together, checked, local_pipeline
 from transforms.bound_contributions import BoundUserContributions
 from transforms.embed import EmbedConversations
 from transforms.extract_facets import ExtractFacets
@@ -231,7 +232,7 @@ def test_ranges_neither_lose_nor_repeat_a_line_at_any_split_size(tmp_path_factor
     assert offsets == dead_positions
 
 
-def test_a_large_file_is_read_as_several_ranges_spread_over_workers(tmp_path, collector):
+def test_a_large_file_is_read_as_several_ranges_spread_over_workers(tmp_path):
     path = tmp_path / "input.jsonl"
     _write(path, BASE_LINES)
     parts = split_file(str(path), path.stat().st_size, 256 * 1024)
@@ -239,9 +240,8 @@ def test_a_large_file_is_read_as_several_ranges_spread_over_workers(tmp_path, co
     assert all(a.end == b.start for a, b in zip(parts, parts[1:]))
     with local_pipeline() as pipeline:
         result = pipeline | ReadConversations(str(path), split_bytes=256 * 1024)
-        collector(result.valid | beam.Map(lambda c: c.conversation_id), "ids")
-    ids = collector.result("ids")
-    assert sorted(ids) == sorted(r["conversation_id"] for r in BASE_RECORDS)
+        assert_that(result.valid | beam.Map(lambda c: c.conversation_id),
+                    equal_to([r["conversation_id"] for r in BASE_RECORDS]), label="ids")
 
 
 def test_a_line_far_over_the_cap_is_dead_lettered_with_its_true_size_without_holding_it(tmp_path):
@@ -326,7 +326,7 @@ def test_a_file_that_vanishes_is_dead_lettered_with_its_size(tmp_path):
 
 # --- Parquet rows with wrong or nested types ----------------------------------------------------------
 
-def test_parquet_rows_with_wrong_or_nested_types_dead_letter_themselves_only(tmp_path, collector):
+def test_parquet_rows_with_wrong_or_nested_types_dead_letter_themselves_only(tmp_path):
     good = [dict(r) for r in BASE_RECORDS[:6]]
     for r in good:
         r.pop("planted_topic")
@@ -343,16 +343,16 @@ def test_parquet_rows_with_wrong_or_nested_types_dead_letter_themselves_only(tmp
     }
     for name, table in tables.items():
         pq.write_table(table, str(tmp_path / name), row_group_size=2)
-    with local_pipeline() as pipeline:
-        result = pipeline | ReadConversations(str(tmp_path / "*.parquet"), split_bytes=1)
-        collector(result.valid | beam.Map(lambda c: c.conversation_id), "valid")
-        collector(result.dead_letter | beam.Map(lambda d: (d.source.rsplit("/", 1)[-1], d.reason, d.line)), "dead")
-    valid, dead = collector.result("valid"), collector.result("dead")
-    assert sorted(valid) == sorted(columns["conversation_id"] * 2)  # ok and deep (an ignored nested column)
     expected = {"user_struct.parquet": "missing_user_id", "content_int.parquet": "bad_messages",
                 "messages_strings.parquet": "bad_messages", "timestamp_int.parquet": "bad_timestamp",
                 "id_list.parquet": "missing_conversation_id"}
-    assert sorted(dead) == sorted((name, reason, row) for name, reason in expected.items() for row in range(1, 7))
+    with local_pipeline() as pipeline:
+        result = pipeline | ReadConversations(str(tmp_path / "*.parquet"), split_bytes=1)
+        assert_that(result.valid | beam.Map(lambda c: c.conversation_id),
+                    equal_to(columns["conversation_id"] * 2), label="valid")  # ok and deep (an ignored nested column)
+        assert_that(result.dead_letter | beam.Map(lambda d: (d.source.rsplit("/", 1)[-1], d.reason, d.line)),
+                    equal_to([(name, reason, row) for name, reason in expected.items() for row in range(1, 7)]),
+                    label="dead")
 
 
 # --- the per-record steps and the whole job -----------------------------------------------------------
@@ -361,43 +361,48 @@ SMALL_RECORDS = list(generate_records(48, 14, seed=5))
 SMALL_LINES = [_line(record) for record in SMALL_RECORDS]
 
 
-def _per_record_outcomes(path: str, collector) -> dict:
-    """conversation id -> (facet, embedding) after reading, bounding, facets and embedding, as the job does."""
-    with local_pipeline() as pipeline:
-        records = pipeline | ReadConversations(path)
-        kept = records.valid | BoundUserContributions(3, seed=1)
-        facets = kept | ExtractFacets(UserTurnsFacetExtractor())
-        blocks = facets.output | EmbedConversations("all-MiniLM-L6-v2", block_size=8, encode_batch_size=4)
-        collector(blocks.output | beam.FlatMap(
-            lambda b: [(c, f, e) for c, f, e in zip(b.conversation_ids, b.facets, b.embeddings)]), "rows")
-    return {cid: (facet, vector) for cid, facet, vector in collector.result("rows")}
+def _per_record_outcomes(pipeline, path: str, name: str):
+    """(conversation id, facet, embedding) of each conversation after reading, bounding, facets and embedding, as
+    the job does."""
+    records = pipeline | f"read {name}" >> ReadConversations(path)
+    kept = records.valid | f"bound {name}" >> BoundUserContributions(3, seed=1)
+    facets = kept | f"facets {name}" >> ExtractFacets(UserTurnsFacetExtractor())
+    blocks = facets.output | f"embed {name}" >> EmbedConversations("all-MiniLM-L6-v2", block_size=8,
+                                                                    encode_batch_size=4)
+    return blocks.output | f"rows {name}" >> beam.FlatMap(
+        lambda b: [(c, f, e) for c, f, e in zip(b.conversation_ids, b.facets, b.embeddings)])
 
 
 @pytest.fixture(scope="module")
-def small_baseline(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("baseline")
-    path = str(folder / "input.jsonl")
+def small_input(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("baseline") / "input.jsonl")
     _write(path, SMALL_LINES)
-    from tests.conftest import Collector
-    return _per_record_outcomes(path, Collector(str(folder)))
+    return path
+
+
+def _keep_their_facet_and_embedding(baseline, inserted):
+    baseline = {cid: (facet, vector) for cid, facet, vector in baseline}
+    base = {cid: (facet, vector) for cid, facet, vector in inserted if not cid.startswith("adv-")}
+    assert base.keys() == baseline.keys()  # the same conversations kept by bounding
+    for cid, (facet, vector) in baseline.items():
+        assert base[cid][0] == facet
+        assert np.max(np.abs(base[cid][1] - vector)) <= 1e-5
 
 
 @pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                               HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(insertions=_insertions(len(SMALL_LINES), 4))
-def test_valid_records_keep_their_kept_facet_and_embedding_whatever_is_inserted(tmp_path_factory, small_baseline,
+def test_valid_records_keep_their_kept_facet_and_embedding_whatever_is_inserted(tmp_path_factory, small_input,
                                                                                 insertions):
     folder = tmp_path_factory.mktemp("adversarial")
     path = str(folder / "input.jsonl")
     _write(path, _with_insertions(SMALL_LINES, insertions))
-    from tests.conftest import Collector
-    outcomes = _per_record_outcomes(path, Collector(str(folder)))
-    base = {cid: outcome for cid, outcome in outcomes.items() if not cid.startswith("adv-")}
-    assert base.keys() == small_baseline.keys()  # the same conversations kept by bounding
-    for cid, (facet, vector) in small_baseline.items():
-        assert base[cid][0] == facet
-        assert np.max(np.abs(base[cid][1] - vector)) <= 1e-5
+    # The input without the insertions and with them, side by side in one pipeline.
+    with local_pipeline() as pipeline:
+        assert_together(_keep_their_facet_and_embedding, "outcomes",
+                        baseline=_per_record_outcomes(pipeline, small_input, "baseline"),
+                        inserted=_per_record_outcomes(pipeline, path, "inserted"))
 
 
 def _run_job(path: str, output: str) -> int:
@@ -480,39 +485,48 @@ class _PoisonedExtractor(UserTurnsFacetExtractor):
 
 
 @pytest.mark.parametrize("batch_size", [1, 4])
-def test_a_facet_that_raises_dead_letters_its_conversation_only(collector, batch_size):
+def test_a_facet_that_raises_dead_letters_its_conversation_only(batch_size):
     from core.records import Message, WeightedConversation
     conversations = [WeightedConversation(Conversation(f"c{i}", f"u{i}", None,
                                                        (Message("user", f"question {i}" + (" POISON" if i == 5 else "")),)),
                                           1.0) for i in range(10)]
+
+    def only_the_poisoned_one(dead_letters):
+        [dead] = dead_letters
+        assert (dead.stage, dead.reason, dead.conversation_id) == ("facets", "facet_failed", "c5")
+        assert "cannot summarise" in dead.detail
+
     with local_pipeline() as pipeline:
         facets = pipeline | beam.Create(conversations) | ExtractFacets(_PoisonedExtractor(batch_size))
-        collector(facets.output | beam.Map(lambda f: (f.conversation_id, f.text)), "facets")
-        collector(facets.dead_letter, "dead")
-    assert sorted(collector.result("facets")) == sorted((f"c{i}", f"question {i}") for i in range(10) if i != 5)
-    [dead] = collector.result("dead")
-    assert (dead.stage, dead.reason, dead.conversation_id) == ("facets", "facet_failed", "c5")
-    assert "cannot summarise" in dead.detail
+        assert_that(facets.output | beam.Map(lambda f: (f.conversation_id, f.text)),
+                    equal_to([(f"c{i}", f"question {i}") for i in range(10) if i != 5]), label="facets")
+        assert_that(facets.dead_letter, checked(only_the_poisoned_one), label="dead")
 
 
 @pytest.mark.slow
-def test_a_text_the_model_cannot_embed_is_dead_lettered_alone_and_the_rest_keep_their_vectors(collector):
+def test_a_text_the_model_cannot_embed_is_dead_lettered_alone_and_the_rest_keep_their_vectors():
     from backends.embedding import embed_texts
     from core.records import Facet
     texts = [f"how do I cook rice number {i}" for i in range(7)]
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
     # A lone surrogate gets past nothing upstream now; here it stands for any text the tokenizer rejects.
     facets.insert(3, Facet("bad", "u-bad", 1.0, "rice \ud800"))
+    alone = {f"c{i}": embed_texts("all-MiniLM-L6-v2", [text])[0] for i, text in enumerate(texts)}
+
+    def the_rest_keep_their_vectors(embedded_rows):
+        rows = dict(embedded_rows)
+        assert sorted(rows) == sorted(f"c{i}" for i in range(7))
+        assert max(float(np.max(np.abs(rows[c] - alone[c]))) for c in rows) <= 1e-5
+
+    def only_the_bad_text(dead_letters):
+        [dead] = dead_letters
+        assert (dead.stage, dead.reason, dead.conversation_id) == ("embed", "embedding_failed", "bad")
+
     with local_pipeline() as pipeline:
         embedded = pipeline | beam.Create(facets) | EmbedConversations("all-MiniLM-L6-v2", block_size=8)
-        collector(embedded.output | beam.FlatMap(lambda b: list(zip(b.conversation_ids, b.embeddings))), "rows")
-        collector(embedded.dead_letter, "dead")
-    rows = dict(collector.result("rows"))
-    [dead] = collector.result("dead")
-    assert (dead.stage, dead.reason, dead.conversation_id) == ("embed", "embedding_failed", "bad")
-    assert sorted(rows) == sorted(f"c{i}" for i in range(7))
-    alone = {f"c{i}": embed_texts("all-MiniLM-L6-v2", [text])[0] for i, text in enumerate(texts)}
-    assert max(float(np.max(np.abs(rows[c] - alone[c]))) for c in rows) <= 1e-5
+        assert_that(embedded.output | beam.FlatMap(lambda b: list(zip(b.conversation_ids, b.embeddings))),
+                    checked(the_rest_keep_their_vectors), label="rows")
+        assert_that(embedded.dead_letter, checked(only_the_bad_text), label="dead")
 
 
 class _PoisonedSelector:
@@ -525,46 +539,54 @@ class _PoisonedSelector:
         return [["python"] for _ in facets]
 
 
-def test_a_keyword_selection_that_raises_dead_letters_its_conversation_only(collector):
+def test_a_keyword_selection_that_raises_dead_letters_its_conversation_only():
     from core.records import ConversationBlock
     from transforms.keyword_histograms import SelectKeywords
     block = ConversationBlock([f"c{i}" for i in range(5)], [f"u{i}" for i in range(5)], np.ones(5),
                               ["a", "b", "POISON", "d", "e"], np.zeros((5, 4), dtype=np.float32),
                               cluster_ids=np.array([0, 0, 1, 1, 1]))
+
+    def only_the_poisoned_one(dead_letters):
+        [dead] = dead_letters
+        assert (dead.stage, dead.reason, dead.conversation_id) == ("select_keywords", "keyword_selection_failed", "c2")
+
     with local_pipeline() as pipeline:
         selection = pipeline | beam.Create([block]) | SelectKeywords(_PoisonedSelector(), ("python",), 3)
-        collector(selection.output, "pairs")
-        collector(selection.dead_letter, "dead")
-    assert sorted(collector.result("pairs")) == [("u0", (0, "python")), ("u1", (0, "python")),
-                                                 ("u3", (1, "python")), ("u4", (1, "python"))]
-    [dead] = collector.result("dead")
-    assert (dead.stage, dead.reason, dead.conversation_id) == ("select_keywords", "keyword_selection_failed", "c2")
+        assert_that(selection.output, equal_to([("u0", (0, "python")), ("u1", (0, "python")),
+                                                ("u3", (1, "python")), ("u4", (1, "python"))]), label="pairs")
+        assert_that(selection.dead_letter, checked(only_the_poisoned_one), label="dead")
 
 
-def _proposals(collector, facets, name):
+def _proposals(pipeline, facets, name):
     from transforms.propose_keywords import ProposeKeywords
-    with local_pipeline() as pipeline:
-        proposer = PoisonedProposer(raise_on="POISON", broken_on="BROKEN")
-        proposed = pipeline | beam.Create(facets) | ProposeKeywords(proposer, 3)
-        collector(proposed.output, name)
-        collector(proposed.dead_letter, name + "-dead")
-    return sorted(collector.result(name)), collector.result(name + "-dead")
+    proposer = PoisonedProposer(raise_on="POISON", broken_on="BROKEN")
+    return pipeline | f"create {name}" >> beam.Create(facets) | f"propose {name}" >> ProposeKeywords(proposer, 3)
 
 
-def test_a_keyword_proposal_that_fails_dead_letters_its_conversation_only(collector):
+def test_a_keyword_proposal_that_fails_dead_letters_its_conversation_only():
     from core.records import Facet
     clean = [Facet(f"c{i}", f"u{i % 4}", 1.0, f"sourdough bread baking question {i} oven starter") for i in range(12)]
     poisoned = clean[:3] + [Facet("bad", "u-bad", 1.0, "bread POISON")] + clean[3:8] + [
         Facet("odd", "u1", 1.0, "bread BROKEN")] + clean[8:]
-    baseline, none = _proposals(collector, clean, "clean")
-    pairs, dead = _proposals(collector, poisoned, "poisoned")
-    assert none == [] and baseline
-    # Every other conversation proposes exactly what it proposes without the failing ones.
-    assert pairs == baseline
-    assert sorted((d.stage, d.reason, d.conversation_id) for d in dead) == [
-        ("propose_keywords", "keyword_proposal_failed", "bad"), ("propose_keywords", "keyword_proposal_failed", "odd")]
-    details = {d.conversation_id: d.detail for d in dead}
-    assert "the proposer broke" in details["bad"] and "NoneType" in details["odd"]
+
+    def the_others_propose_what_they_do_without_them(baseline, pairs):
+        assert baseline
+        # Every other conversation proposes exactly what it proposes without the failing ones.
+        assert sorted(pairs) == sorted(baseline)
+
+    def only_the_failing_ones(dead):
+        assert sorted((d.stage, d.reason, d.conversation_id) for d in dead) == [
+            ("propose_keywords", "keyword_proposal_failed", "bad"),
+            ("propose_keywords", "keyword_proposal_failed", "odd")]
+        details = {d.conversation_id: d.detail for d in dead}
+        assert "the proposer broke" in details["bad"] and "NoneType" in details["odd"]
+
+    with local_pipeline() as pipeline:
+        baseline, proposed = _proposals(pipeline, clean, "clean"), _proposals(pipeline, poisoned, "poisoned")
+        assert_that(baseline.dead_letter, is_empty(), label="dead without them")
+        assert_together(the_others_propose_what_they_do_without_them, "proposals",
+                        baseline=baseline.output, pairs=proposed.output)
+        assert_that(proposed.dead_letter, checked(only_the_failing_ones), label="dead")
 
 
 def test_the_private_writers_never_fail_on_a_row():

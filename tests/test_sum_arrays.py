@@ -1,20 +1,24 @@
 import apache_beam as beam
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that
 
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from transforms.dp_document_frequencies import _CountUsersFn
 from transforms.sum_arrays import SumArraysFn
 
 
-def test_arrays_are_summed_element_wise_across_bundles(collector):
+def test_arrays_are_summed_element_wise_across_bundles():
     arrays = [np.full((2, 3), float(i)) for i in range(40)]
+
+    def summed(totals):
+        (released,) = totals
+        np.testing.assert_array_equal(released, np.full((2, 3), float(sum(range(40)))))
+
     with local_pipeline() as pipeline:
         total = (pipeline | beam.Create(arrays) | beam.Reshuffle()
                  | beam.CombineGlobally(SumArraysFn((2, 3))).without_defaults())
-        collector(total, "total")
-    (released,) = collector.result("total")
-    np.testing.assert_array_equal(released, np.full((2, 3), float(sum(range(40)))))
+        assert_that(total, checked(summed), label="total")
 
 
 def test_no_input_sums_to_zeros_and_a_wrong_shape_is_refused():

@@ -4,13 +4,14 @@
 import apache_beam as beam
 import numpy as np
 import pytest
+from apache_beam.testing.util import assert_that, equal_to
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import APPROXIMATE, UNVERIFIED, UNVERIFIED_GROUP, VOTED
 from backends.offline import KeywordClusterNamer
 from core.report import report_topics
-from tests.conftest import local_pipeline
+from tests.conftest import checked, local_pipeline
 from tests.report_fixtures import THEME_OF_KEYWORD, THEMES, theme_centres, theme_embed, themed_topics
 from transforms.topic_hierarchy import (
     METHOD,
@@ -182,24 +183,31 @@ def test_topic_vectors_average_name_and_keywords():
     assert vectors[0, 2] > vectors[0, 0] > 0  # health (name and one keyword) outweighs code (one keyword)
 
 
-def test_the_stage_builds_the_hierarchy_of_the_report_topics_from_named_topics_sizes_and_centres(collector):
+def test_the_stage_builds_the_hierarchy_of_the_report_topics_from_named_topics_sizes_and_centres():
     topics = themed_topics()
     centres = theme_centres(topics)
     named = [(t["id"], {"name": t["name"], "description": "", "keywords": t["keywords"]}) for t in topics]
     named[-1][1]["label_evidence"] = UNVERIFIED  # report_topics carries it to the grouping
     sizes = [(t["id"], t["size"] + 0.3) for t in topics]
     categories = KeywordCategories(THEME_OF_KEYWORD)
+    released = [{**t, "label_evidence": dict(named)[t["id"]].get("label_evidence", VOTED)}
+                for t in report_topics(dict(named), dict(sizes))]
+    expected = build_hierarchy(released, centres, THEME_OF_KEYWORD, NAMER)
+
+    def the_report_topics_hierarchy(hierarchies):
+        (hierarchy,) = hierarchies
+        assert hierarchy == expected
+        assert len(hierarchy["groups"]) == 4
+        assert [g["topic_ids"] for g in hierarchy["groups"] if g["name"] == UNVERIFIED_GROUP] == [[named[-1][0]]]
+
     with local_pipeline() as pipeline:
         kept_sizes = pipeline | "sizes" >> beam.Create(sizes)
         released_centres = pipeline | "centres" >> beam.Create([centres])
+        hierarchies = {}
         for name, rows in (("all", named), ("none", [])):
             topics_in = pipeline | f"named {name}" >> beam.Create(rows)
-            collector(topics_in | f"hierarchy {name}" >> BuildTopicHierarchy(kept_sizes, released_centres,
-                                                                             categories, NAMER), name)
-    (hierarchy,) = collector.result("all")
-    released = [{**t, "label_evidence": dict(named)[t["id"]].get("label_evidence", VOTED)}
-                for t in report_topics(dict(named), dict(sizes))]
-    assert hierarchy == build_hierarchy(released, centres, THEME_OF_KEYWORD, NAMER)
-    assert len(hierarchy["groups"]) == 4
-    assert [g["topic_ids"] for g in hierarchy["groups"] if g["name"] == UNVERIFIED_GROUP] == [[named[-1][0]]]
-    assert collector.result("none") == [{"method": hierarchy["method"], "groups": []}]
+            hierarchies[name] = topics_in | f"hierarchy {name}" >> BuildTopicHierarchy(kept_sizes, released_centres,
+                                                                                       categories, NAMER)
+        assert_that(hierarchies["all"], checked(the_report_topics_hierarchy), label="all")
+        # no topics: the same method (the one the full hierarchy states, as checked above), no groups
+        assert_that(hierarchies["none"], equal_to([{"method": expected["method"], "groups": []}]), label="none")
