@@ -39,6 +39,20 @@ def checked(check):
     return match
 
 
+def check_dp_stage(stage, elements, check) -> None:
+    """Runs the DP `stage` on `elements` in a pipeline; check(its release as a dict, the stage's spend) runs as its
+    assert_that. The spend is set when the stage is applied, before the run, so it is read there."""
+    with local_pipeline() as pipeline:
+        released = pipeline | beam.Create(elements) | stage
+        spend = stage.spend
+
+        def release(pairs):
+            check(dict(pairs), spend)
+
+        release.__name__ = getattr(check, "__name__", "check")  # a failure names the test's check
+        assert_that(released, checked(release), label="release")
+
+
 def assert_together(check, label: str, **pcolls):
     """assert_that on several PCollections at once: check(**{name: list of that PCollection's elements}), with plain
     asserts as in `checked`. For what compares the PCollections with one another."""

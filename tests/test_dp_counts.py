@@ -7,7 +7,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from dp_ops.dp_counts import DPCountParams, noise_upper_quantile, release_floor
-from tests.conftest import checked, local_pipeline
+from tests.conftest import check_dp_stage, local_pipeline
 from transforms.dp_cluster_sizes import cluster_size_params, keep_large_clusters
 from transforms.dp_count import DPCountPerPartition
 from transforms.keyword_histograms import keyword_count_params
@@ -15,16 +15,7 @@ from transforms.keyword_histograms import keyword_count_params
 
 def _noisy_counts(pairs, params, partitions, check):
     """Counts the pairs in a pipeline; check(the noisy counts as a dict, the stage's spend) runs as its assert_that."""
-    stage = DPCountPerPartition(params, partitions, "test", None)
-    with local_pipeline() as pipeline:
-        counts = pipeline | beam.Create(pairs) | stage
-        spend = stage.spend  # set when the stage is applied, before the run
-
-        def released(noisy_counts):
-            check(dict(noisy_counts), spend)
-
-        released.__name__ = check.__name__  # a failure names the test's check
-        assert_that(counts, checked(released), label="counts")
+    check_dp_stage(DPCountPerPartition(params, partitions, "test", None), pairs, check)
 
 
 def test_cluster_size_noise_is_laplace_with_scale_c_over_epsilon():

@@ -23,7 +23,7 @@ from dp_ops.tfidf import (
     top_tfidf_terms,
     user_term_counts,
 )
-from tests.conftest import checked, local_pipeline
+from tests.conftest import check_dp_stage, checked, local_pipeline
 from transforms.dp_document_frequencies import DPDocumentFrequencies
 from transforms.dp_select_terms import DPSelectTerms
 from transforms.nominate_terms import NominateTerms
@@ -33,16 +33,7 @@ from transforms.propose_keywords import proposal_weight
 def _select(pairs, check, **params):
     """Selects terms in a pipeline; check(the released terms as a dict, the stage's spend) runs as its assert_that."""
     params = TermSelectionParams(stage="keyword_set", **params)
-    with local_pipeline() as pipeline:
-        select = DPSelectTerms(params, None)
-        released = pipeline | beam.Create(pairs) | select
-        spend = select.spend  # set when the stage is applied, before the run
-
-        def selected(terms):
-            check(dict(terms), spend)
-
-        selected.__name__ = check.__name__  # a failure names the test's check
-        assert_that(released, checked(selected), label="released")
+    check_dp_stage(DPSelectTerms(params, None), pairs, check)
 
 
 @pytest.mark.parametrize("strategy", ["gaussian", "truncated_geometric"])
