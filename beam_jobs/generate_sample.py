@@ -10,6 +10,13 @@ carries a unique made-up ticket code in its first user turn: a stand-in for text
 wrote, which tests look for in the released artifacts. Each valid record also carries
 `planted_topic` (ignored by the pipeline) for measuring topic recovery.
 
+`--lengths real` lengthens conversations to a realistic spread: each draws a target length for its
+user text from a log-normal fitted to the shared real sets (arena-hard v2 and hh-rlhf harmless, 3,062
+conversations: median 139 characters, 90th percentile 533, a long tail), and gets more on-topic user
+turns until it reaches it; the planted conversation is the floor, so 3,000 such conversations measure
+median ~220 characters, 90th percentile ~640, 99th ~1,900. The default keeps the planted conversations' own lengths (median ~160,
+90th percentile ~235), which the tests and the evaluation data use. The scale bench uses `real`.
+
 `--malformed N` appends N invalid lines cycling through every kind of bad input the pipeline must
 dead-letter (bad JSON, invalid UTF-8, missing ids, wrong types, no user message, oversized records).
 """
@@ -77,6 +84,25 @@ def conversation_messages(topic: PlantedTopic, rng: random.Random, ticket: str) 
     return messages
 
 
+# log(characters of user text) ~ Normal(mean, std), measured on the shared real sets (only these two
+# summary figures are kept here, no text).
+REAL_LOG_LENGTH = (5.02, 1.08)
+LENGTHS = ("planted", "real")
+
+
+def lengthen(messages: list[dict], topic: PlantedTopic, rng: random.Random, target_chars: int) -> list[dict]:
+    """`messages` with more of `topic`'s user turns (and replies) appended until its user text reaches
+    `target_chars`; a conversation already that long is returned as it is."""
+    lengthened = list(messages)
+    user_chars = sum(len(m["content"]) for m in messages if m["role"] == "user")
+    while user_chars < target_chars:
+        turn = _fill(rng.choice(topic.followups + topic.openers), topic, rng)
+        lengthened += [{"role": "user", "content": turn},
+                       {"role": "assistant", "content": rng.choice(_ASSISTANT_REPLIES).format(hint=rng.choice(_HINTS))}]
+        user_chars += len(turn)
+    return lengthened
+
+
 def user_activity_weights(num_users: int, rng: random.Random) -> list[float]:
     """One activity weight per user (beam_jobs.generate_stream reuses it for its recurring users)."""
     # Pareto-distributed activity: a heavy tail of very active users, as in real logs.
@@ -85,15 +111,19 @@ def user_activity_weights(num_users: int, rng: random.Random) -> list[float]:
 
 def generate_records(num_conversations: int, num_users: int, seed: int,
                      start_date: dt.date = dt.date(2026, 11, 1), days: int = 1,
-                     topics: int | None = None) -> Iterator[dict]:
+                     topics: int | None = None, lengths: str = "planted") -> Iterator[dict]:
     """Yields valid conversation records (dicts) with a `planted_topic` field, drawn from the first
-    `topics` planted topics (default: all of them)."""
+    `topics` planted topics (default: all of them). `lengths`: "planted" or "real" (see the module
+    docstring); "real" draws from its own random stream, so the records are otherwise the same."""
     if num_users < 1 or num_conversations < 0:
         raise ValueError("need at least one user and a non-negative number of conversations")
     if topics is not None and not 2 <= topics <= len(PLANTED_TOPICS):
         raise ValueError(f"topics must be in [2, {len(PLANTED_TOPICS)}], got {topics}")
+    if lengths not in LENGTHS:
+        raise ValueError(f"lengths must be one of {LENGTHS}, got {lengths!r}")
     planted = PLANTED_TOPICS[:topics]
     rng = random.Random(seed)
+    length_rng = random.Random(f"lengths-{seed}")
     users = [f"user-{i:06d}" for i in range(num_users)]
     weights = user_activity_weights(num_users, rng)
     # Each user mostly talks about one or two favourite topics.
@@ -106,11 +136,15 @@ def generate_records(num_conversations: int, num_users: int, seed: int,
         else:
             topic = rng.choice(planted)
         timestamp = start + dt.timedelta(seconds=rng.randrange(days * 86400))
+        messages = conversation_messages(topic, rng, ticket_code(rng))
+        if lengths == "real":
+            target = round(length_rng.lognormvariate(*REAL_LOG_LENGTH))
+            messages = lengthen(messages, topic, length_rng, target)
         yield {
             "conversation_id": f"conv-{seed}-{index:07d}",
             "user_id": user_id,
             "timestamp": timestamp.isoformat().replace("+00:00", "Z"),
-            "messages": conversation_messages(topic, rng, ticket_code(rng)),
+            "messages": messages,
             "source": "urania-beam synthetic sample",
             "planted_topic": topic.name,
         }
@@ -144,12 +178,12 @@ def malformed_line(kind: str, index: int) -> bytes:
 
 
 def write_sample(path: str, num_conversations: int, num_users: int, seed: int,
-                 malformed: int = 0, days: int = 1, topics: int | None = None) -> int:
+                 malformed: int = 0, days: int = 1, topics: int | None = None, lengths: str = "planted") -> int:
     """Writes the sample as JSON Lines (gzip if path ends in .gz); returns the number of lines."""
     opener = gzip.open if path.endswith(".gz") else open
     lines = 0
     with opener(path, "wb") as out:
-        for record in generate_records(num_conversations, num_users, seed, days=days, topics=topics):
+        for record in generate_records(num_conversations, num_users, seed, days=days, topics=topics, lengths=lengths):
             out.write(json.dumps(record).encode() + b"\n")
             lines += 1
         for i in range(malformed):
@@ -168,11 +202,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--days", type=int, default=1, help="spread timestamps over this many days")
     parser.add_argument("--topics", type=int, default=None,
                         help=f"draw from the first N planted topics (default: all {len(PLANTED_TOPICS)})")
+    parser.add_argument("--lengths", choices=LENGTHS, default="planted",
+                        help="planted: the planted conversations' lengths; real: a long-tailed spread like real logs")
     args = parser.parse_args(argv)
     import os
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     lines = write_sample(args.output, args.conversations, args.users, args.seed, args.malformed, args.days,
-                         args.topics)
+                         args.topics, args.lengths)
     print(f"wrote {lines} lines ({args.conversations} conversations, {args.malformed} malformed) to {args.output}")
 
 

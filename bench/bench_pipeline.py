@@ -1,26 +1,43 @@
-"""End-to-end and per-stage throughput of the insights job on generated data (offline backends).
+"""The insights job's scale curve on generated data (offline backends): wall time, conversations/s,
+peak RSS of every process, time per stage, and the machine's plain SentenceTransformer.encode rate on
+the same texts, measured in the same run as the physical reference.
 
-    .venv/bin/python bench/bench_pipeline.py --conversations 5000
-    .venv/bin/python bench/bench_pipeline.py --conversations 5000 -- --direct_running_mode=multi_processing
+    .venv/bin/python bench/bench_pipeline.py --sizes 10000 100000 1000000 --engines direct dask \\
+        --plot docs/scale_curve.png --csv docs/scale_curve.csv
+    .venv/bin/python bench/bench_pipeline.py --sizes 5000 -- --num_clusters 30   # extra job flags after --
 
-Generates N conversations, runs `python -m beam_jobs.insights` in a child process (so its peak
-memory can be read), and prints conversations/s per stage (from the job's stage_micros metrics,
-i.e. processing time summed over workers) and end to end (wall clock), plus the child's peak RSS.
+For each size it generates N conversations from 0.4 N users (heavy-tailed activity, `--lengths real`:
+beam_jobs/generate_sample.py) once, then runs `python -m beam_jobs.insights` in a child process on each
+engine: `direct` (the DirectRunner's in-process engine) and `dask` (Beam's DaskRunner on a local
+dask.distributed cluster of 2 worker processes, 1 thread each). A sampler reads the RSS of the job's
+process, its children and the Dask workers every 0.5 s and keeps each process's peak. Stage times are
+the job's stage_micros metrics (processing time summed over workers, private/run_stats.json).
+
+The encode reference embeds the first `--encode_sample` kept conversations' facets (the offline facet
+extractor's text) with the model's own `encode` (batch 64, every core), in this process, before the
+runs: end-to-end throughput is reported against it (the issue's bar: >= 0.8x at 100k and 1M).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+ENGINES = ("direct", "dask")
+DASK_WORKERS = 2
+USERS_PER_CONVERSATION = 0.4  # the issue's 1M conversations from 400,000 users
 
 
 def cpu_model() -> str:
@@ -33,40 +50,190 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+class PeakMemory:
+    """Samples the RSS of a set of processes (and their children) until stopped; keeps each one's peak."""
+
+    def __init__(self, roots, interval: float = 0.5):
+        import psutil
+        self._psutil = psutil
+        self._roots = list(roots)
+        self._interval = interval
+        self.peaks: dict[int, tuple[str, int]] = {}  # pid -> (role, bytes)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def watch(self, pid: int, role: str) -> None:
+        self._roots.append((pid, role))
+
+    def _sample(self) -> None:
+        for pid, role in list(self._roots):
+            try:
+                root = self._psutil.Process(pid)
+                processes = [(root, role)] + [(child, f"{role} child") for child in root.children(recursive=True)]
+            except self._psutil.NoSuchProcess:
+                continue
+            for process, name in processes:
+                try:
+                    rss = process.memory_info().rss
+                except self._psutil.NoSuchProcess:
+                    continue
+                if rss > self.peaks.get(process.pid, ("", 0))[1]:
+                    self.peaks[process.pid] = (name, rss)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *unused):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+def generate(path: str, conversations: int, seed: int) -> None:
+    if os.path.exists(path):
+        return
+    users = max(1, round(conversations * USERS_PER_CONVERSATION))
+    subprocess.run([sys.executable, "-m", "beam_jobs.generate_sample", "--output", path, "--conversations",
+                    str(conversations), "--users", str(users), "--seed", str(seed), "--lengths", "real"],
+                   check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+
+
+def encode_rate(path: str, sample: int, max_per_user: int = 5) -> float:
+    """Conversations/s of the model's plain encode on the facets of the first `sample` conversations
+    (at most `max_per_user` per user, as bounding keeps), every core."""
+    import torch
+
+    from backends import embedding
+    from backends.offline import UserTurnsFacetExtractor
+    from core.records import Conversation
+    from transforms.validation import parse_record
+
+    extractor, per_user, texts = UserTurnsFacetExtractor(), {}, []
+    with open(path, "rb") as lines:
+        for number, line in enumerate(lines):
+            conversation = parse_record(line.rstrip(b"\n"), path, number)
+            if not isinstance(conversation, Conversation):
+                continue
+            if per_user.get(conversation.user_id, 0) >= max_per_user:
+                continue
+            per_user[conversation.user_id] = per_user.get(conversation.user_id, 0) + 1
+            texts.append(extractor.extract(conversation))
+            if len(texts) >= sample:
+                break
+    torch.set_num_threads(os.cpu_count() or 1)
+    model = embedding.load_model(embedding.DEFAULT_EMBEDDING_MODEL)
+    model.encode(texts[:64], batch_size=64)  # warm-up
+    started = time.perf_counter()
+    model.encode(texts, batch_size=64)
+    return len(texts) / (time.perf_counter() - started)
+
+
+@contextmanager
+def engine_flags(engine: str, memory: PeakMemory):
+    if engine == "direct":
+        yield []
+        return
+    from dask.distributed import LocalCluster
+    with LocalCluster(n_workers=DASK_WORKERS, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        for number, worker in enumerate(cluster.workers.values()):
+            memory.watch(worker.process.pid, f"dask worker {number + 1}")
+        yield ["--runner", "beam_jobs.dask_runner.PersistingDaskRunner", "--dask_client_address",
+               cluster.scheduler_address]
+
+
+def run_job(engine: str, data: str, output: str, seed: int, job_args: list[str]) -> dict:
+    memory = PeakMemory([])
+    with memory, engine_flags(engine, memory) as flags:
+        command = [sys.executable, "-m", "beam_jobs.insights", "--input", data, "--output", output,
+                   "--seed", str(seed), "--progress", "off", *flags, *job_args]
+        started = time.perf_counter()
+        job = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        memory.watch(job.pid, "job")
+        _, stderr = job.communicate()
+        wall = time.perf_counter() - started
+    if job.returncode != 0:
+        raise RuntimeError(f"{engine} run failed ({job.returncode}):\n{stderr.decode(errors='replace')[-3000:]}")
+    stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
+    peaks = sorted(memory.peaks.values(), key=lambda entry: -entry[1])
+    return {"wall": wall, "stats": stats, "peaks": peaks}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--conversations", type=int, default=5000)
-    parser.add_argument("--users", type=int, default=None, help="default: 36%% of conversations")
+    parser.add_argument("--sizes", "--conversations", dest="sizes", type=int, nargs="+", default=[5000],
+                        help="conversations per run, one run per size and engine")
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=["direct"])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--encode_sample", type=int, default=4000)
+    parser.add_argument("--workdir", default=None, help="where the generated data and outputs go (reused)")
+    parser.add_argument("--csv", default=None)
+    parser.add_argument("--plot", default=None, help="PNG of throughput and peak memory against n")
     parser.add_argument("job_args", nargs="*", help="extra flags for the job, after --")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="urania-bench-")
-    data = os.path.join(workdir, "conversations.jsonl")
-    output = os.path.join(workdir, "out")
-    users = args.users or max(1, int(args.conversations * 0.36))
-    subprocess.run([sys.executable, "-m", "beam_jobs.generate_sample", "--output", data, "--conversations",
-                    str(args.conversations), "--users", str(users), "--seed", str(args.seed)], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
-    command = [sys.executable, "-m", "beam_jobs.insights", "--input", data, "--output", output,
-               "--seed", str(args.seed), *args.job_args]
-    started = time.perf_counter()
-    subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - started
-    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
-    kept = stats["conversations_after_bounding"]
+    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, python {platform.python_version()}; workdir {workdir}")
+    rows = []
+    for size in args.sizes:
+        data = os.path.join(workdir, f"conversations-{size}.jsonl")
+        generate(data, size, args.seed)
+        encode = encode_rate(data, min(size, args.encode_sample))
+        print(f"\n== {size:,} conversations; plain encode: {encode:,.1f} conversations/s "
+              f"(first {min(size, args.encode_sample):,} kept facets)")
+        for engine in args.engines:
+            result = run_job(engine, data, os.path.join(workdir, f"out-{size}-{engine}"), args.seed, args.job_args)
+            stats, wall = result["stats"], result["wall"]
+            kept = stats["conversations_after_bounding"]
+            rate = kept / wall
+            by_role: dict[str, int] = {}
+            for role, rss in result["peaks"]:
+                by_role[role] = max(by_role.get(role, 0), rss)
+            print(f"-- {engine}: {stats['read']:,} read, {kept:,} kept, {stats['users']:,} users; wall {wall:,.0f} s, "
+                  f"{rate:,.1f} kept conversations/s = {rate / encode:.2f}x plain encode")
+            print("   peak RSS: " + ", ".join(f"{role} {rss / 2**30:.2f} GiB" for role, rss in sorted(by_role.items())))
+            stage_total = sum(stats["stage_seconds"].values()) or 1.0
+            print(f"   {'stage':<22}{'seconds':>10}{'share':>8}{'conv/s':>12}")
+            for stage, seconds in sorted(stats["stage_seconds"].items(), key=lambda kv: -kv[1]):
+                print(f"   {stage:<22}{seconds:>10.1f}{seconds / stage_total:>8.0%}"
+                      f"{(f'{kept / seconds:,.0f}' if seconds > 0 else '-'):>12}")
+            rows.append({"engine": engine, "conversations": size, "kept": kept, "users": stats["users"],
+                         "wall_s": round(wall, 1), "kept_per_s": round(rate, 1), "encode_per_s": round(encode, 1),
+                         "vs_encode": round(rate / encode, 3),
+                         "peak_rss_gib_max_process": round(max(by_role.values()) / 2**30, 2),
+                         "peak_rss_gib_job": round(by_role.get("job", 0) / 2**30, 2),
+                         "stage_seconds": json.dumps({k: round(v, 1) for k, v in stats["stage_seconds"].items()})})
+    if args.csv:
+        with open(args.csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    if args.plot:
+        plot(rows, args.plot)
 
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, python {platform.python_version()}")
-    print(f"command: {' '.join(command[1:])}")
-    print(f"input: {stats['read']} conversations read, {kept} after bounding (C=5), {stats['users']} users")
-    print(f"{'stage':<22}{'seconds':>10}{'share':>8}{'conv/s':>12}")
-    stage_total = sum(stats["stage_seconds"].values()) or 1.0
-    for stage, seconds in sorted(stats["stage_seconds"].items(), key=lambda kv: -kv[1]):
-        rate = f"{kept / seconds:,.0f}" if seconds > 0 else "-"
-        print(f"{stage:<22}{seconds:>10.2f}{seconds / stage_total:>8.0%}{rate:>12}")
-    print(f"{'end to end (wall)':<22}{wall:>10.2f}{'':>8}{stats['read'] / wall:>12,.1f}  (read conversations/s)")
-    print(f"job wall inside run(): {stats['wall_seconds']:.2f} s; peak RSS of the job process: {peak_mib:,.0f} MiB")
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, (speed, memory) = plt.subplots(1, 2, figsize=(9, 3.5))
+    for engine in sorted({row["engine"] for row in rows}):
+        mine = sorted((row for row in rows if row["engine"] == engine), key=lambda row: row["conversations"])
+        sizes = [row["conversations"] for row in mine]
+        speed.plot(sizes, [row["kept_per_s"] for row in mine], marker="o", label=f"job, {engine}")
+        memory.plot(sizes, [row["peak_rss_gib_max_process"] for row in mine], marker="o", label=engine)
+    encode = sorted({(row["conversations"], row["encode_per_s"]) for row in rows})
+    speed.plot([n for n, _ in encode], [r for _, r in encode], linestyle="--", color="grey", label="plain encode")
+    for axis, title in ((speed, "kept conversations / s"), (memory, "peak RSS of one process (GiB)")):
+        axis.set_xscale("log")
+        axis.set_xlabel("conversations")
+        axis.set_title(title)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":

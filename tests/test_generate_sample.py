@@ -1,8 +1,11 @@
 import collections
 import json
 
+import numpy as np
+import pytest
+
 from backends.keyword_set import load_keyword_set
-from beam_jobs.generate_sample import MALFORMED_KINDS, main
+from beam_jobs.generate_sample import MALFORMED_KINDS, generate_records, main
 from beam_jobs.sample_topics import PLANTED_TOPICS
 
 
@@ -36,3 +39,24 @@ def test_topics_limits_the_sample_to_the_first_planted_topics(tmp_path):
     main(["--output", str(path), "--conversations", "2000", "--users", "300", "--seed", "2", "--topics", "20"])
     planted = {json.loads(line)["planted_topic"] for line in path.read_bytes().splitlines()}
     assert planted == {topic.name for topic in PLANTED_TOPICS[:20]}
+
+
+def _user_chars(record: dict) -> int:
+    return sum(len(m["content"]) for m in record["messages"] if m["role"] == "user")
+
+
+def test_real_lengths_add_a_long_tail_and_change_nothing_else():
+    planted = list(generate_records(3000, 1000, seed=5))
+    real = list(generate_records(3000, 1000, seed=5, lengths="real"))
+    assert real == list(generate_records(3000, 1000, seed=5, lengths="real"))  # deterministic
+    for before, after in zip(planted, real):
+        assert {k: v for k, v in before.items() if k != "messages"} == {k: v for k, v in after.items() if k != "messages"}
+        assert after["messages"][:len(before["messages"])] == before["messages"]  # only appended turns
+        assert all(m["role"] in ("user", "assistant") for m in after["messages"][len(before["messages"]):])
+    planted_lengths = np.array([_user_chars(r) for r in planted])
+    real_lengths = np.array([_user_chars(r) for r in real])
+    # The log-normal's tail (real logs: 90th percentile 533, 99th 5,579 characters) on the planted floor.
+    assert np.percentile(planted_lengths, 99) < 400
+    assert 450 < np.percentile(real_lengths, 90) < 900 and np.percentile(real_lengths, 99) > 1200
+    with pytest.raises(ValueError, match="lengths"):
+        next(generate_records(10, 5, seed=1, lengths="long"))
