@@ -19,9 +19,12 @@ runs one text at a time at its own length: dynamic quantisation scales activatio
 over the whole batch, so even in a fixed shape a vector would depend on its neighbours. The cost
 against padded, length-sorted batches is in docs/performance.md (bench/bench_embedding.py).
 
-The result can depend on the thread count and the device (both fixed for a run, never by the data);
-the code is device-agnostic (inputs go to the model's device), and on a GPU machine the same test
-asserts the same bit-identity.
+**Devices** (--embedding_device): the torch backend runs on "cpu" (the default) or "cuda"; the ONNX
+backends run on the CPU only. The result can depend on the thread count and the device (both fixed
+for a run, never by the data): a CUDA vector may differ from the CPU one in its last bits, never by
+its neighbours. The fixed shapes hold on CUDA too (cuBLAS, like MKL, picks its kernel by shape), and
+load_model makes the CUDA kernels deterministic for a given shape (_deterministic_cuda); the same
+bit-identity tests run on CUDA when a GPU is present.
 """
 
 from __future__ import annotations
@@ -49,13 +52,14 @@ _ASSEMBLED_MODELS = {
 }
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
+DEVICES = ("cpu", "cuda")  # fixed for a run (--embedding_device), never chosen by the data
 
 # The fixed batch shapes (see the module docstring; measured in docs/performance.md).
 BUCKET_STEP = 8  # token counts are rounded up to a multiple of this (capped at the model's maximum)
 BATCH_TOKENS = 256  # a batch of bucket length L has BATCH_TOKENS // L rows (at least 1)
 _NO_LIMIT = 1 << 30  # the bucket cap of a model without a maximum length (never the batch's longest text)
 
-_models: dict[str, object] = {}
+_models: dict[tuple[str, str], object] = {}  # (model name, device)
 _onnx_models: dict[tuple[str, str], "_OnnxEncoder"] = {}
 _lock = threading.Lock()
 
@@ -84,18 +88,58 @@ def resolve_model_path(name: str) -> str:
     return str(module.get_model_path())
 
 
-def load_model(name: str):
-    """The SentenceTransformer for `name`, loaded once per process and shared by its threads."""
+def check_device(device: str, backend: str = "torch") -> None:
+    """Raises ValueError unless `device` can run `backend` in this process (a CUDA device must be visible)."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown embedding device {device!r}; expected one of {', '.join(DEVICES)}")
+    if device == "cpu":
+        return
+    if backend != "torch":
+        raise ValueError(f"--embedding_device={device} runs the torch backend only; --embedding_backend={backend} "
+                         "(onnxruntime) runs on the CPU: use --embedding_backend=torch or --embedding_device=cpu")
+    import torch
+    if not torch.cuda.is_available():
+        raise ValueError(f"--embedding_device={device}: torch sees no CUDA device here (torch.cuda.is_available() "
+                         f"is False; torch {torch.__version__}, built for CUDA {torch.version.cuda}): run on a GPU "
+                         "machine with a CUDA build of torch, or use --embedding_device=cpu")
+
+
+def _deterministic_cuda() -> None:
+    """CUDA kernels that give the same bits for the same inputs and shape, run after run.
+
+    The fixed batch shapes make a text's shapes depend on its own length only; what remains is
+    whether a kernel's result depends on anything but its inputs. cuBLAS can split a product's
+    reductions over streams and workspaces nondeterministically unless CUBLAS_WORKSPACE_CONFIG fixes its
+    workspace (read when cuBLAS is first used, so set before the model runs; an operator's own value
+    is kept); use_deterministic_algorithms makes torch pick deterministic kernels (and raise, rather
+    than silently vary, for an op that has none); cuDNN's autotuner would choose algorithms by timing.
+    Process-wide, and set only when a model goes to CUDA, so CPU runs are untouched."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    import torch
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+
+
+def load_model(name: str, device: str = "cpu"):
+    """The SentenceTransformer for `name` on `device`, loaded once per process and device and shared by
+    its threads."""
     with _lock:
-        if name not in _models:
+        if (name, device) not in _models:
+            try:
+                check_device(device)
+            except ValueError as error:  # on a worker: the machine lacks the device the run was launched for
+                raise RuntimeError(str(error)) from None
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            if device == "cuda":
+                _deterministic_cuda()
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as transformers_logging
             transformers_logging.disable_progress_bar()
-            model = SentenceTransformer(resolve_model_path(name), device="cpu")
+            model = SentenceTransformer(resolve_model_path(name), device=device)
             model.eval()
-            _models[name] = model
-        return _models[name]
+            _models[(name, device)] = model
+        return _models[(name, device)]
 
 
 def bucket_length(tokens: int, max_length: int) -> int:
@@ -165,14 +209,18 @@ def _encode_torch(model, texts: list[str]) -> np.ndarray:
     return out
 
 
-def embed_texts(name: str, texts: list[str], batch_size: int = 64, backend: str = "torch") -> np.ndarray:
+def embed_texts(name: str, texts: list[str], batch_size: int = 64, backend: str = "torch",
+                device: str = "cpu") -> np.ndarray:
     """Unit-normalised float32 embeddings, one row per text, each bit-identical to the text's vector alone.
 
     `batch_size` is accepted for compatibility and ignored: a text's batch shape is fixed by its own
-    token count (fixed_shape_batches), never by the caller or the other texts."""
+    token count (fixed_shape_batches), never by the caller or the other texts. `device`: the torch
+    backend's ("cpu" or "cuda"); the ONNX backends run on the CPU only."""
     if backend != "torch":
+        if device != "cpu":
+            check_device(device, backend)  # raises: the ONNX backends are CPU-only
         return load_onnx_model(name, backend).encode(texts, batch_size)
-    return _encode_torch(load_model(name), list(texts))
+    return _encode_torch(load_model(name, device), list(texts))
 
 
 class _OnnxEncoder:

@@ -33,11 +33,14 @@ def make_facet_extractor(max_chars: int, llm: LLMConfig | None) -> FacetExtracto
 
 
 def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_similarity: float,
-                          embedding_backend: str, llm: LLMConfig | None) -> KeywordSelector:
+                          embedding_backend: str, llm: LLMConfig | None,
+                          embedding_device: str = "cpu") -> KeywordSelector:
     if llm is None or not llm.uses("keywords"):
-        return EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend)
+        return EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend,
+                                        device=embedding_device)
     from backends.llm.steps import LLMKeywordSelector
-    return LLMKeywordSelector(llm, keywords, embedding_model=embedding_model, embedding_backend=embedding_backend)
+    return LLMKeywordSelector(llm, keywords, embedding_model=embedding_model, embedding_backend=embedding_backend,
+                              embedding_device=embedding_device)
 
 
 def make_cluster_namer(llm: LLMConfig | None, categories: KeywordCategories | None = None) -> ClusterNamer:

@@ -47,21 +47,23 @@ class KeywordCategories:
     missing categories from the bundled set (nearest keyword by embedding) when a model is given."""
 
     def __init__(self, category_of: dict[str, str | None], embedding_model: str | None = None,
-                 embedding_backend: str = "torch", sensitive: frozenset[str] = frozenset()):
+                 embedding_backend: str = "torch", sensitive: frozenset[str] = frozenset(),
+                 embedding_device: str = "cpu"):
         self._given = dict(category_of)
         self.sensitive = frozenset(sensitive)
         self.embedding_model = embedding_model
         self.embedding_backend = embedding_backend
+        self.embedding_device = embedding_device
         self._resolved: dict[str, str | None] | None = None
 
     @classmethod
     def of_keyword_set(cls, keyword_set, embedding_model: str | None = None,
-                       embedding_backend: str = "torch") -> KeywordCategories:
+                       embedding_backend: str = "torch", embedding_device: str = "cpu") -> KeywordCategories:
         """The set's categories; sensitive are those it marks and those the bundled set marks (a set
         without categories takes the bundled set's, so a bundled category keeps its mark)."""
         from backends.keyword_set import load_keyword_set
         sensitive = keyword_set.sensitive_categories | load_keyword_set().sensitive_categories
-        return cls(keyword_set.category_of(), embedding_model, embedding_backend, sensitive)
+        return cls(keyword_set.category_of(), embedding_model, embedding_backend, sensitive, embedding_device)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -81,7 +83,8 @@ class KeywordCategories:
         if missing and self.embedding_model is not None:
             from backends.embedding import embed_texts
             resolved.update(nearest_bundled_categories(
-                missing, lambda texts: embed_texts(self.embedding_model, texts, backend=self.embedding_backend)))
+                missing, lambda texts: embed_texts(self.embedding_model, texts, backend=self.embedding_backend,
+                                                  device=self.embedding_device)))
         self._resolved = resolved
 
     @property

@@ -38,17 +38,18 @@ class EmbeddingKeywordSelector(KeywordSelector):
     """The keywords whose embeddings are nearest the conversation's, above a similarity floor."""
 
     def __init__(self, keywords: tuple[str, ...], model_name: str, min_similarity: float = 0.3,
-                 backend: str = "torch"):
+                 backend: str = "torch", device: str = "cpu"):
         self.keywords = tuple(keywords)
         self.model_name = model_name
-        self.backend = backend  # the conversations' backend, so keywords land in the same space
+        self.backend = backend  # the conversations' backend and device, so keywords land in the same space
+        self.device = device
         self.min_similarity = min_similarity
         self._keyword_embeddings: np.ndarray | None = None
 
     def setup(self) -> None:
         if self._keyword_embeddings is None:
             self._keyword_embeddings = embedding.embed_texts(self.model_name, list(self.keywords),
-                                                            backend=self.backend)
+                                                            backend=self.backend, device=self.device)
 
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
         self.setup()

@@ -218,7 +218,8 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
     previous = previous_nights(context, embedding.embedding_model, embedding_dim, clustering.warm_start == "auto")
     # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
-    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend)
+    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
+                                                   embedding.embedding_device)
     # The run's one LLMConfig for its steps; run() preflighted the backend before any data was read.
     llm = params.llm.config(preflight=False)
     namer = factory.make_cluster_namer(llm, categories)
@@ -230,7 +231,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(reading.facet_max_chars, llm))
     embedded = facets.output | "embed conversations" >> EmbedConversations(
         embedding.embedding_model, embedding.embedding_block_size, backend=embedding.embedding_backend,
-        threads=embedding.embedding_threads)
+        threads=embedding.embedding_threads, device=embedding.embedding_device)
     kmeans = embedded.output | "DP k-means" >> DPKMeans(
         DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
                        noise_multiplier=joint.stages["clustering"].noise_multiplier, input_dim=embedding_dim,
@@ -250,15 +251,16 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     keywords = assigned | "topic keywords" >> TopicKeywords(
         keyword_settings(params), vote_noise(params, joint), budget, keyword_set.keywords, categories,
         embedding.embedding_model, embedding.embedding_backend, llm, kept_sizes, kept_ids, kmeans.centres,
-        kmeans.basis, kmeans.active_dim)
+        kmeans.basis, kmeans.active_dim, embedding_device=embedding.embedding_device)
     named = keywords.labels | "name clusters" >> NameClusters(namer, categories)
     hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, kmeans.centres, categories, namer)
     # Post-processing of the released topics and DP centres: no budget (transforms/write_exemplars.py).
     exemplars = params.exemplars
-    released_topics = named | "synthetic exemplars" >> WriteExemplars(
+    released_topics = (named | "synthetic exemplars" >> WriteExemplars(
         factory.make_exemplar_writer(llm), embedding.embedding_model, embedding.embedding_backend,
         exemplars.exemplars_per_topic, exemplars.exemplar_candidates, exemplars.exemplar_rounds, kmeans.centres,
-        kmeans.basis, kmeans.active_dim) if exemplars.exemplars_per_topic else named
+        kmeans.basis, kmeans.active_dim, embedding_device=embedding.embedding_device)
+        if exemplars.exemplars_per_topic else named)
     # Every DP stage is applied by now, so the budget holds all of them.
     require_registered_dp_stages(pipeline)
     warm_started = previous.warm_centres is not None

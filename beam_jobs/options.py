@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, Pi
 
 from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
+from backends.embedding import DEVICES as EMBEDDING_DEVICES
 from backends.llm.pseudonymize import PSEUDONYM_KINDS
 from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
@@ -238,6 +239,12 @@ class EmbeddingParams(Params):
         "speed, mean cosine ~0.96 to torch's vectors). "
         "The ONNX file is exported offline on first use. See docs/performance.md.",
         choices=EMBEDDING_BACKENDS, public=True)
+    embedding_device: str = flag(
+        "cpu", "Where the torch embedding model runs: cpu (default) or cuda (a GPU; torch backend only, the "
+               "ONNX backends run on the CPU). Fixed for the run before any data is read; refused at launch "
+               "when no CUDA device is visible (on Dataflow: when no worker_accelerator is requested). Each "
+               "vector is still independent of its batch; it may differ from the CPU one in its last bits. "
+               "See docs/production.md (GPU workers).", choices=EMBEDDING_DEVICES)
     embedding_threads: int = flag(
         0, "Threads each worker process gives the embedding model. 0 (default) = auto: 1 on Dataflow "
            "(one SDK process per vCPU; all cores with the no_use_multiple_sdk_containers experiment), cores / "
@@ -251,6 +258,10 @@ class EmbeddingParams(Params):
     def __post_init__(self):
         check(self.embedding_threads >= 0, "--embedding_threads must be >= 0 (0 = auto)")
         check(self.embedding_block_size >= 1, "--embedding_block_size must be >= 1")
+        check(self.embedding_device == "cpu" or self.embedding_backend == "torch",
+              f"--embedding_device={self.embedding_device} runs the torch backend only; "
+              f"--embedding_backend={self.embedding_backend} (onnxruntime) runs on the CPU: use "
+              "--embedding_backend=torch or --embedding_device=cpu")
 
 
 # Keyword selectors that cost nothing per conversation: they see every conversation (sampling rate 1).
@@ -663,11 +674,38 @@ def insights_params(options: PipelineOptions) -> InsightsParams:
     before any pipeline is built."""
     for name, what in REQUIRED_FLAGS.items():
         check(bool(getattr(options, name)), f"--{name} is required: {what}")
+    embedding = params_from(options, EmbeddingParams)
+    check_embedding_device(embedding, options)
     return InsightsParams(reading=params_from(options, ReadingParams), privacy=params_from(options, PrivacyParams),
                           clustering=params_from(options, ClusteringParams),
-                          embedding=params_from(options, EmbeddingParams), keywords=params_from(options, KeywordParams),
+                          embedding=embedding, keywords=params_from(options, KeywordParams),
                           exemplars=params_from(options, ExemplarParams), llm=params_from(options, LLMParams),
                           run=params_from(options, RunParams))
+
+
+def requests_worker_gpus(pipeline_options: PipelineOptions) -> bool:
+    """Whether a Dataflow job asks for GPU workers: a worker_accelerator service option (or experiment,
+    which is how `gcloud dataflow flex-template run --additional-experiments` passes it)."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+    requested = [*(pipeline_options.view_as(GoogleCloudOptions).dataflow_service_options or []),
+                 *(pipeline_options.view_as(DebugOptions).experiments or [])]
+    return any(str(option).strip().startswith("worker_accelerator=") for option in requested)
+
+
+def check_embedding_device(embedding: EmbeddingParams, pipeline_options: PipelineOptions) -> None:
+    """--embedding_device=cuda where the model will run: on Dataflow the workers, not this launcher, hold
+    the GPU, so the job must request one (worker_accelerator); elsewhere the model runs in this machine's
+    processes, so torch must see a CUDA device here. A bad value is a ValueError before any data is read."""
+    if embedding.embedding_device == "cpu":
+        return
+    if runs_on_dataflow(pipeline_options):
+        check(requests_worker_gpus(pipeline_options),
+              f"--embedding_device={embedding.embedding_device} on Dataflow needs GPU workers: "
+              "--dataflow_service_options=\"worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver\" "
+              "and a CUDA image (docs/production.md, GPU workers)")
+        return
+    from backends.embedding import check_device
+    check_device(embedding.embedding_device, embedding.embedding_backend)
 
 
 def runs_on_dataflow(pipeline_options: PipelineOptions) -> bool:

@@ -20,6 +20,13 @@ whose lengths vary far more than the generated ones.
    many other rows of a block change, and by how much, when one record is added to it.
 
     .venv/bin/python bench/bench_embedding.py --conversations 1000 --real 1000 --rounds 5 --skip_stage --old_vs_new torch onnx
+
+4. Devices (--device cuda, on a GPU machine): the batch-invariant torch encoder on the CPU and on CUDA
+   over the same texts, interleaved, in the stage's blocks: conversations/s of each, the speed-up, the
+   largest difference between the two devices' vectors, and whether CUDA gives each text its vector
+   alone; then sections 1-2 run on CUDA. --device_only stops after it.
+
+    .venv/bin/python bench/bench_embedding.py --conversations 2000 --rounds 3 --device cuda --device_only
 """
 
 from __future__ import annotations
@@ -73,7 +80,7 @@ def load_texts(conversations: int, shared_data: list[str], seed: int) -> tuple[l
 
 
 def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
-              encode_batch_size: int) -> tuple[int, np.ndarray]:
+              encode_batch_size: int, device: str = "cpu") -> tuple[int, np.ndarray]:
     """Runs EmbedConversations on the DirectRunner; returns (rows embedded, sum of all vectors)."""
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
     # A scratch file outside the repository (bench/results/ need not exist in a fresh clone).
@@ -81,7 +88,7 @@ def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
     with beam.Pipeline() as pipeline:
         embedded = (pipeline
                     | beam.Create(facets, reshuffle=False)
-                    | EmbedConversations(model_name, block_size, encode_batch_size, backend=backend))
+                    | EmbedConversations(model_name, block_size, encode_batch_size, backend=backend, device=device))
         _ = (embedded.output
              | beam.Map(lambda block: np.concatenate([[len(block)], block.embeddings.sum(axis=0)]))
              | beam.CombineGlobally(SumArraysFn(1 + embedding.embedding_dimension(model_name)))
@@ -172,6 +179,36 @@ def old_vs_new(texts: list[str], model_name: str, backends: list[str], rounds: i
                   f"max |diff| {np.abs(before - after).max():.1e}", flush=True)
 
 
+def cpu_vs_cuda(texts: list[str], model_name: str, rounds: int, block_size: int) -> None:
+    """The batch-invariant torch encoder on each device over the same texts, interleaved, in the stage's blocks."""
+    def in_blocks(device):
+        return np.concatenate([embedding.embed_texts(model_name, texts[s:s + block_size], device=device)
+                               for s in range(0, len(texts), block_size)])
+
+    print(f"devices: torch on the CPU ({torch.get_num_threads()} threads) vs CUDA "
+          f"({torch.cuda.get_device_name(0)}), blocks of {block_size}, {rounds} interleaved rounds:")
+    for device in ("cpu", "cuda"):
+        embedding.embed_texts(model_name, texts[:64], device=device)  # load once
+    wall = {"cpu": [], "cuda": []}
+    vectors = {}
+    for _ in range(rounds):
+        for device in wall:
+            started = time.perf_counter()
+            vectors[device] = in_blocks(device)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            wall[device].append(time.perf_counter() - started)
+    for device, seconds in wall.items():
+        median = statistics.median(seconds)
+        print(f"  {device:<5} {median:7.2f} s {len(texts) / median:8.1f} conv/s  rounds: "
+              f"{', '.join(f'{t:.2f}' for t in seconds)}", flush=True)
+    sample = list(range(0, len(texts), max(1, len(texts) // 50)))
+    alone = np.concatenate([embedding.embed_texts(model_name, [texts[i]], device="cuda") for i in sample])
+    print(f"  cuda / cpu speed-up {statistics.median(wall['cpu']) / statistics.median(wall['cuda']):.2f}x; "
+          f"max |cuda - cpu| {np.abs(vectors['cuda'] - vectors['cpu']).max():.2e}; cuda vector alone == in its "
+          f"block for {len(sample)} sampled texts: {bool((alone == vectors['cuda'][sample]).all())}", flush=True)
+
+
 def purity_and_nmi(vectors: np.ndarray, topics: list[str], seed: int) -> tuple[float, float]:
     from sklearn.cluster import KMeans
     from sklearn.metrics import normalized_mutual_info_score
@@ -196,8 +233,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backends", nargs="*", default=[], help="alternatives to time against torch")
     parser.add_argument("--old_vs_new", nargs="*", default=[],
                         help="backends (torch, onnx) to time old padded batches against the batch-invariant encoder")
+    parser.add_argument("--device", choices=embedding.DEVICES, default="cpu",
+                        help="where torch runs (--embedding_device); cuda also times the CPU on the same texts")
+    parser.add_argument("--device_only", action="store_true", help="with --device cuda: only compare the devices")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    embedding.check_device(args.device)  # a clear error before any text is read
 
     generated, topics, real = load_texts(args.conversations, [p for p in args.shared_data if os.path.exists(p)],
                                          args.seed)
@@ -207,8 +248,9 @@ def main(argv: list[str] | None = None) -> None:
     # A job sees conversations in no particular order: shuffle, so blocks mix short and long texts.
     texts = [texts[i] for i in rng.permutation(len(texts))]
     real_set = set(real)
-    model = embedding.load_model(args.model)
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, python {platform.python_version()}, "
+    model = embedding.load_model(args.model, args.device)
+    gpu = f", GPU {torch.cuda.get_device_name(0)}" if args.device == "cuda" else ""
+    print(f"machine: {os.cpu_count()} cores, {cpu_model()}{gpu}, python {platform.python_version()}, "
           f"torch {torch.__version__} with {torch.get_num_threads()} threads")
     print(f"command: bench/bench_embedding.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     topic_of = dict(zip(generated, topics))
@@ -233,6 +275,10 @@ def main(argv: list[str] | None = None) -> None:
               f"plain; batch-invariant fixed shapes: {new_share:.3f}x plain")
     if args.padding_only:
         return
+    if args.device == "cuda":
+        cpu_vs_cuda(texts, args.model, args.rounds, int(args.stage_configs[0].split(":")[0]))
+        if args.device_only:
+            return
     if args.old_vs_new:
         block, batch = (int(v) for v in args.stage_configs[0].split(":"))
         old_vs_new(texts, args.model, args.old_vs_new, args.rounds, block, batch)
@@ -241,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     reference = plain_encode()  # warm-up, and the vectors every alternative is compared with
     if not args.skip_stage:
         configs = [tuple(int(v) for v in c.split(":")) for c in args.stage_configs]
-        run_stage(texts[:300], args.model, "torch", *configs[0])  # warm-up: Beam imports
+        run_stage(texts[:300], args.model, "torch", *configs[0], args.device)  # warm-up: Beam imports
         times = {c: [] for c in ["plain", *configs]}
         agree = {}
         for _ in range(args.rounds):
@@ -250,11 +296,11 @@ def main(argv: list[str] | None = None) -> None:
                 if config == "plain":
                     plain_encode()
                 else:
-                    rows, total = run_stage(texts, args.model, "torch", *config)
+                    rows, total = run_stage(texts, args.model, "torch", *config, args.device)
                     agree[config] = rows == len(texts) and np.allclose(total, reference.sum(axis=0), atol=1e-2)
                 times[config].append(time.perf_counter() - started)
         plain = statistics.median(times["plain"])
-        print(f"stage vs plain encode, {torch.get_num_threads()} torch threads (median of {args.rounds} "
+        print(f"stage vs plain encode on {args.device}, {torch.get_num_threads()} torch threads (median of {args.rounds} "
               f"interleaved rounds; seconds of each round):")
         for config, seconds in times.items():
             median = statistics.median(seconds)
@@ -274,7 +320,8 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.rounds):
             for name in times:
                 started = time.perf_counter()
-                vectors[name] = embedding.embed_texts(args.model, texts, 32, backend=name)
+                vectors[name] = embedding.embed_texts(args.model, texts, 32, backend=name,
+                                                      device=args.device if name == "torch" else "cpu")
                 times[name].append(time.perf_counter() - started)
         torch_seconds = statistics.median(times["torch"])
         for name in times:

@@ -54,6 +54,91 @@ def test_auto_embedding_threads_follow_the_runners_processes(flags, expected):
     assert resolve_embedding_threads(insights_params(options).embedding, options) == expected
 
 
+def test_embedding_device_defaults_to_cpu_and_cuda_is_checked_before_any_data(monkeypatch):
+    assert insights_params(_options()).embedding.embedding_device == "cpu"
+    with pytest.raises(SystemExit):
+        _options("--embedding_device", "tpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="--embedding_device=cuda: torch sees no CUDA device"):
+        insights_params(_options("--embedding_device", "cuda"))
+    for backend in ("onnx", "onnx-int8"):  # onnxruntime runs on the CPU only, GPU or not
+        with pytest.raises(ValueError, match="--embedding_device=cuda runs the torch backend only"):
+            insights_params(_options("--embedding_device", "cuda", "--embedding_backend", backend))
+        with pytest.raises(ValueError, match="torch backend only"):
+            embedding.embed_texts(embedding.DEFAULT_EMBEDDING_MODEL, ["x"], backend=backend, device="cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert insights_params(_options("--embedding_device", "cuda")).embedding.embedding_device == "cuda"
+
+
+def test_cuda_on_dataflow_needs_gpu_workers_not_a_gpu_in_the_launcher(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the launcher VM has none
+    dataflow = ("--embedding_device", "cuda", "--runner", "DataflowRunner")
+    with pytest.raises(ValueError, match="--embedding_device=cuda on Dataflow needs GPU workers"):
+        insights_params(_options(*dataflow))
+    accelerator = "worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver"
+    for how in ("--dataflow_service_options", "--experiments"):  # the flex-template launch passes experiments
+        assert insights_params(_options(*dataflow, how, accelerator)).embedding.embedding_device == "cuda"
+
+
+class _FakeSentenceTransformer:
+    def __init__(self, path, device=None):
+        self.path, self.device = path, device
+
+    def eval(self):
+        return self
+
+
+def test_the_device_reaches_the_model_and_keys_its_cache(monkeypatch):
+    import sentence_transformers
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", _FakeSentenceTransformer)
+    monkeypatch.setattr(embedding, "_models", {})
+    determinism = []
+    monkeypatch.setattr(embedding, "_deterministic_cuda", lambda: determinism.append(True))
+    name = embedding.DEFAULT_EMBEDDING_MODEL
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="torch sees no CUDA device"):  # a worker without the GPU it needs
+        embedding.load_model(name, "cuda")
+    assert not embedding._models
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    on_gpu, on_cpu = embedding.load_model(name, "cuda"), embedding.load_model(name)
+    assert (on_gpu.device, on_cpu.device) == ("cuda", "cpu") and determinism == [True]  # CPU loads change nothing
+    assert set(embedding._models) == {(name, "cuda"), (name, "cpu")}
+    assert embedding.load_model(name, "cuda") is on_gpu and embedding.load_model(name, "cpu") is on_cpu
+    with pytest.raises(ValueError, match="unknown embedding device"):
+        embedding.check_device("tpu")
+
+
+def test_deterministic_cuda_keeps_an_operators_cublas_workspace(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch, "use_deterministic_algorithms", lambda mode: calls.append(mode))
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", torch.backends.cudnn.benchmark)
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", torch.backends.cudnn.deterministic)
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    embedding._deterministic_cuda()
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8" and calls == [True]
+    assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
+    embedding._deterministic_cuda()
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+
+
+def test_the_pipelines_embedding_callers_pass_the_device_on(monkeypatch):
+    from backends.factory import make_keyword_selector
+    from backends.keyword_categories import KeywordCategories
+    from transforms.embed import _EmbedBatchFn
+    loads, embeds = [], []
+    monkeypatch.setattr(embedding, "load_model", lambda name, device="cpu": loads.append(device))
+    monkeypatch.setattr(embedding, "embed_texts", lambda name, texts, batch_size=64, backend="torch", device="cpu":
+                        embeds.append(device) or np.eye(len(texts), 4, dtype=np.float32))
+    fn = _EmbedBatchFn(embedding.DEFAULT_EMBEDDING_MODEL, 16, "torch", device="cuda")
+    fn.setup()
+    list(fn.process([Facet("c", "u", 1.0, "hello")]))
+    make_keyword_selector(("router",), embedding.DEFAULT_EMBEDDING_MODEL, 0.3, "torch", None, "cuda").setup()
+    KeywordCategories({"router": None}, embedding.DEFAULT_EMBEDDING_MODEL, embedding_device="cuda").setup()
+    assert loads == ["cuda"] and embeds == ["cuda"] * 3
+    assert EmbedConversations("m")._device == "cpu"  # callers that name no device keep the CPU
+
+
 def test_unknown_embedding_backend_is_rejected():
     with pytest.raises(SystemExit):
         _options("--embedding_backend", "tensorrt")
@@ -115,9 +200,16 @@ def test_fixed_batch_shapes_depend_on_each_texts_own_length_only():
     assert embedding.bucket_length(1, 256) == embedding.BUCKET_STEP and embedding.bucket_length(250, 256) == 256
 
 
+# Every backend on the CPU, and the torch backend on CUDA where a GPU is visible: the same assertions.
+_NO_CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
+                              reason="no CUDA device here: run on a GPU machine to assert bit-identity on CUDA")
+BACKEND_DEVICES = [*((backend, "cpu") for backend in embedding.BACKENDS),
+                   pytest.param("torch", "cuda", marks=_NO_CUDA)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", embedding.BACKENDS)
-def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, backend):
+@pytest.mark.parametrize("backend,device", BACKEND_DEVICES)
+def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, backend, device):
     # DP k-means assumes one user's records move only that user's points: a vector must not depend,
     # by a single bit, on the texts batched with it (neighbours, padding to a longer neighbour,
     # position, batch size, how many texts share its length bucket).
@@ -136,25 +228,38 @@ def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, 
     for _ in range(6):  # random compositions: random neighbours, sizes, duplicates and positions
         size = int(rng.integers(1, 80))
         batches.append(([pool[i] for i in rng.integers(0, len(pool), size)], int(rng.integers(1, 65))))
-    alone = {text: embedding.embed_texts(name, [text], backend=backend)[0] for texts, _ in batches for text in texts}
+    alone = {text: embedding.embed_texts(name, [text], backend=backend, device=device)[0]
+             for texts, _ in batches for text in texts}
     for texts, batch_size in batches:
-        vectors = embedding.embed_texts(name, texts, batch_size, backend=backend)
+        vectors = embedding.embed_texts(name, texts, batch_size, backend=backend, device=device)
         for position, (text, vector) in enumerate(zip(texts, vectors)):
-            np.testing.assert_array_equal(vector, alone[text],
-                                          err_msg=f"{backend}: text {position} of {len(texts)}, batch_size {batch_size}")
+            np.testing.assert_array_equal(
+                vector, alone[text], err_msg=f"{backend} on {device}: text {position} of {len(texts)}, "
+                                             f"batch_size {batch_size}")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", embedding.BACKENDS)
-def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, backend):
+@pytest.mark.parametrize("backend,device", BACKEND_DEVICES)
+def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, backend, device):
     name = embedding.DEFAULT_EMBEDDING_MODEL
     rng = np.random.default_rng(11)
     texts = _random_texts(rng, 200)
-    before = embedding.embed_texts(name, texts, backend=backend)
+    before = embedding.embed_texts(name, texts, backend=backend, device=device)
     for extra, position in ((texts[5] + " and one more", 117), ("x", len(texts))):
-        after = embedding.embed_texts(name, texts[:position] + [extra] + texts[position:], backend=backend)
+        after = embedding.embed_texts(name, texts[:position] + [extra] + texts[position:], backend=backend,
+                                      device=device)
         np.testing.assert_array_equal(np.delete(after, position, axis=0), before,
-                                      err_msg=f"{backend}: one record added at {position}")
+                                      err_msg=f"{backend} on {device}: one record added at {position}")
+
+
+@_NO_CUDA
+@pytest.mark.slow
+def test_cuda_vectors_stay_close_to_the_cpu_vectors():
+    # Another device may change the last bits (other kernels), never the meaning.
+    name = embedding.DEFAULT_EMBEDDING_MODEL
+    cpu = embedding.embed_texts(name, TEXTS)
+    cuda = embedding.embed_texts(name, TEXTS, device="cuda")
+    np.testing.assert_allclose(cuda, cpu, atol=1e-4)
 
 
 @pytest.mark.slow

@@ -39,8 +39,10 @@ def _vector_problem(vector: np.ndarray) -> str | None:
 
 
 class _EmbedBatchFn(beam.DoFn):
-    def __init__(self, model_name: str, encode_batch_size: int, backend: str, threads: int = 0):
+    def __init__(self, model_name: str, encode_batch_size: int, backend: str, threads: int = 0,
+                 device: str = "cpu"):
         self._model_name = model_name
+        self._device = device
         self._encode_batch_size = encode_batch_size
         self._backend = backend
         self._threads = threads
@@ -51,7 +53,7 @@ class _EmbedBatchFn(beam.DoFn):
         if self._threads:
             embedding.set_threads(self._threads)
         if self._backend == "torch":
-            embedding.load_model(self._model_name)
+            embedding.load_model(self._model_name, self._device)  # a worker without the device fails here
         else:
             embedding.load_onnx_model(self._model_name, self._backend)
 
@@ -59,7 +61,7 @@ class _EmbedBatchFn(beam.DoFn):
         started = time.perf_counter()
         outcomes = run_isolated(
             lambda batch: embedding.embed_texts(self._model_name, [f.text for f in batch], self._encode_batch_size,
-                                                self._backend),
+                                                self._backend, self._device),
             facets)
         seconds = time.perf_counter() - started
         self._micros.inc(int(seconds * 1e6))
@@ -87,8 +89,9 @@ class EmbedConversations(beam.PTransform):
     """Output: StageOutput of ConversationBlocks and the DeadLetters of texts that could not be embedded."""
 
     def __init__(self, model_name: str, block_size: int = 512, encode_batch_size: int = 16, backend: str = "torch",
-                 threads: int = 0):
+                 threads: int = 0, device: str = "cpu"):
         super().__init__()
+        self._device = device
         self._threads = threads
         self._model_name = model_name
         self._backend = backend
@@ -101,6 +104,6 @@ class EmbedConversations(beam.PTransform):
             | "batch conversations into blocks" >> beam.BatchElements(
                 min_batch_size=self._block_size, max_batch_size=self._block_size)
             | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size, self._backend,
-                                                        self._threads))
+                                                        self._threads, self._device))
         )
         return split_dead_letters(mixed)

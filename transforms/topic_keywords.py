@@ -118,13 +118,14 @@ class TopicKeywords(beam.PTransform):
 
     def __init__(self, settings: KeywordSettings, noise: VoteNoise, budget: RunBudget | None, keywords: tuple[str, ...],
                  categories: KeywordCategories, model_name: str, embedding_backend: str, llm, kept_sizes, kept_ids,
-                 centres, basis, active_dim):
+                 centres, basis, active_dim, embedding_device: str = "cpu"):
         super().__init__()
         if settings.mode not in MODES:
             raise ValueError(f"unknown keyword mode {settings.mode!r}")
         self._settings, self._noise, self._budget = settings, noise, budget
         self._keywords, self._categories = tuple(keywords), categories
         self._model_name, self._embedding_backend, self._llm = model_name, embedding_backend, llm
+        self._embedding_device = embedding_device
         self._kept_sizes, self._kept_ids = kept_sizes, kept_ids
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
         # Category votes: weighted votes only, and only for a keyword set with categories (dp_ops/keyword_votes.py).
@@ -153,7 +154,7 @@ class TopicKeywords(beam.PTransform):
         sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
             self._kept_sizes, settings.samples_per_cluster, settings.seed)
         selector = factory.make_keyword_selector(keywords, self._model_name, settings.min_similarity,
-                                                 self._embedding_backend, self._llm)
+                                                 self._embedding_backend, self._llm, self._embedding_device)
         selection = sampled | "select keywords" >> SelectKeywords(
             selector, keywords,
             settings.keywords_per_vote if settings.weighted else settings.max_keywords_per_conversation,

@@ -22,9 +22,10 @@ COUNTER_NAMESPACE = "exemplars"
 
 class _WriteExemplarsFn(beam.DoFn):
     def __init__(self, writer: ExemplarWriter, model_name: str, embedding_backend: str, count: int,
-                 candidates: int, rounds: int):
+                 candidates: int, rounds: int, embedding_device: str = "cpu"):
         self._writer = writer
         self._model_name, self._embedding_backend = model_name, embedding_backend
+        self._embedding_device = embedding_device
         self._count, self._candidates, self._rounds = count, candidates, rounds
 
     def setup(self):
@@ -38,7 +39,8 @@ class _WriteExemplarsFn(beam.DoFn):
         cluster_id, topic = named_topic
 
         def points_of(texts: list[str]):
-            vectors = embedding.embed_texts(self._model_name, texts, backend=self._embedding_backend)
+            vectors = embedding.embed_texts(self._model_name, texts, backend=self._embedding_backend,
+                                            device=self._embedding_device)
             return mechanism.project_points(vectors, basis, active_dim)
 
         evolution = self._evolve(self._writer, topic, centres[cluster_id], points_of, self._count,
@@ -55,9 +57,10 @@ class WriteExemplars(beam.PTransform):
     k-means projected with (DPKMeansOutput)."""
 
     def __init__(self, writer: ExemplarWriter, model_name: str, embedding_backend: str, count: int, candidates: int,
-                 rounds: int, centres, basis, active_dim):
+                 rounds: int, centres, basis, active_dim, embedding_device: str = "cpu"):
         super().__init__()
-        self._fn = _WriteExemplarsFn(writer, model_name, embedding_backend, count, candidates, rounds)
+        self._fn = _WriteExemplarsFn(writer, model_name, embedding_backend, count, candidates, rounds,
+                                     embedding_device)
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
 
     def expand(self, named_topics):

@@ -47,17 +47,19 @@ class EmbeddingKeywordMapper(ExactKeywordMapper):
     """Exact matches, else the nearest keyword of K by embedding above `min_similarity`."""
 
     def __init__(self, keywords: tuple[str, ...], model_name: str, backend: str = "torch",
-                 min_similarity: float = DEFAULT_MIN_SIMILARITY):
+                 min_similarity: float = DEFAULT_MIN_SIMILARITY, device: str = "cpu"):
         super().__init__(keywords)
         self.model_name = model_name
         self.backend = backend
+        self.device = device
         self.min_similarity = min_similarity
         self._keyword_embeddings: np.ndarray | None = None
 
     def setup(self) -> None:
         if self._keyword_embeddings is None:
             from backends import embedding
-            self._keyword_embeddings = embedding.embed_texts(self.model_name, list(self.keywords), backend=self.backend)
+            self._keyword_embeddings = embedding.embed_texts(self.model_name, list(self.keywords), backend=self.backend,
+                                                             device=self.device)
 
     def nearest(self, words: list[str]) -> list[tuple[str, float]]:
         """(nearest keyword of K, cosine similarity) per word."""
@@ -67,7 +69,8 @@ class EmbeddingKeywordMapper(ExactKeywordMapper):
         from backends import embedding
         from dp_ops.rowwise import rowwise_matmul
         # One word at a time, so a word's vector never depends on the other words (other users') batched with it.
-        vectors = np.concatenate([embedding.embed_texts(self.model_name, [word], backend=self.backend) for word in words])
+        vectors = np.concatenate([embedding.embed_texts(self.model_name, [word], backend=self.backend, device=self.device)
+                                  for word in words])
         similarities = rowwise_matmul(vectors, self._keyword_embeddings.T)
         best = similarities.argmax(axis=1)
         return [(self.keywords[j], float(similarities[i, j])) for i, j in enumerate(best)]

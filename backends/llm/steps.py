@@ -193,10 +193,12 @@ class LLMKeywordSelector(_LLMStep, KeywordSelector):
     step = "keywords"
 
     def __init__(self, config: LLMConfig, keywords: tuple[str, ...], mapper: ExactKeywordMapper | None = None,
-                 embedding_model: str = DEFAULT_EMBEDDING_MODEL, embedding_backend: str = "torch"):
+                 embedding_model: str = DEFAULT_EMBEDDING_MODEL, embedding_backend: str = "torch",
+                 embedding_device: str = "cpu"):
         super().__init__(config)
         self.keywords = tuple(keywords)
-        self.mapper = mapper or EmbeddingKeywordMapper(self.keywords, embedding_model, embedding_backend)
+        self.mapper = mapper or EmbeddingKeywordMapper(self.keywords, embedding_model, embedding_backend,
+                                                       device=embedding_device)
 
     def setup(self) -> None:
         self._setup_llm(uses_private_text=True)
