@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -66,6 +67,9 @@ from transforms.read_conversations import ReadConversations
 from transforms.tfidf_terms import ClippedTermCounts, TopTfidfTerms, UserTermCounts
 from transforms.write_outputs import WriteDeadLetters, WriteRunStats, count_globally
 
+if TYPE_CHECKING:  # no LLM module is imported for the offline backend
+    from backends.llm.config import LLMConfig
+
 log = logging.getLogger("urania.build_keywords")
 
 
@@ -76,9 +80,9 @@ def private_folder(params: BuildKeywordsParams) -> str:
     return params.run.private_output.rstrip("/")
 
 
-def build_params(params: BuildKeywordsParams) -> dict:
-    """The public parameters recorded in the file (no data, no seed)."""
-    builder, llm = params.builder, params.llm.config()
+def build_params(params: BuildKeywordsParams, llm: LLMConfig | None) -> dict:
+    """The public parameters recorded in the file (no data, no seed); `llm`: the run's LLMConfig (None offline)."""
+    builder = params.builder
     recorded = {"refine_to": builder.refine_to, "max_refine_rounds": builder.max_refine_rounds,
                 "refiner": type(factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)).__name__}
     if builder.method in DP_METHODS:
@@ -128,7 +132,7 @@ def _refined(keywords: list[str], refiner, target: int, max_rounds: int) -> list
     return refined
 
 
-def _bounded_facets(pipeline, params: BuildKeywordsParams) -> tuple:
+def _bounded_facets(pipeline, params: BuildKeywordsParams, llm: LLMConfig | None) -> tuple:
     """The private side shared by the DP methods: read + validate, bound to C per user, facets.
     Returns (facets, dead letters so far, exact counts) for `_write_private`."""
     records = pipeline | "read and validate conversations" >> ReadConversations(params.reading.input,
@@ -136,7 +140,7 @@ def _bounded_facets(pipeline, params: BuildKeywordsParams) -> tuple:
     kept = records.valid | "bound user contributions" >> BoundUserContributions(
         params.privacy.max_conversations_per_user, params.run.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(params.reading.facet_max_chars,
-                                                                                   params.llm.config()))
+                                                                                   llm))
     counts = {"valid": count_globally(records.valid, "count valid"),
               "conversations_after_bounding": count_globally(kept, "count kept")}
     return facets.output, [records.dead_letter, facets.dead_letter], counts
@@ -150,9 +154,9 @@ def _write_private(pipeline, params: BuildKeywordsParams, dead_letters: list, co
     pipeline | "write run stats" >> WriteRunStats(folder + "/run_stats.json", counts, dead_letters)
 
 
-def _public_set(pipeline, params: BuildKeywordsParams):
+def _public_set(pipeline, params: BuildKeywordsParams, llm: LLMConfig | None):
     builder = params.builder
-    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, params.llm.config())
+    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)
     return (pipeline
             | "public candidates" >> PublicKeywordCandidates(builder.public_corpus,
                                                              builder.min_public_document_frequency,
@@ -201,14 +205,16 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     if builder.method in DP_METHODS and not charge_date:
         raise ValueError(f"--method {builder.method} needs --date: the last day of its data, its spend's date")
     spends: list[MechanismSpend] = []
+    # The run's one LLMConfig for its steps; run() preflighted the backend before any data was read.
+    llm = params.llm.config()
     # Every DP stage registers here (transforms/dp_stage.py); the file records their spends, which
     # the nightly run's budget composes with its own.
     budget = RunBudget(builder.delta_keyword_set) if builder.method in DP_METHODS else None
     selection = selection_params(params)
-    public = _public_set(pipeline, params) if builder.method in ("public", "hybrid") else None
+    public = _public_set(pipeline, params, llm) if builder.method in ("public", "hybrid") else None
     selected = None
     if builder.method in DP_METHODS:
-        facets, dead_letters, counts = _bounded_facets(pipeline, params)
+        facets, dead_letters, counts = _bounded_facets(pipeline, params, llm)
     if builder.method == "tfidf":
         df_params, selection = tfidf_budget(params)
         user_counts = (facets
@@ -223,7 +229,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     elif builder.method in ("llm", "hybrid"):
         # Record-isolated: a conversation whose proposal fails is dead-lettered alone.
         proposed = facets | "propose keywords" >> ProposeKeywords(
-            factory.make_keyword_proposer(params.llm.config()), builder.terms_per_conversation)
+            factory.make_keyword_proposer(llm), builder.terms_per_conversation)
         dead_letters.append(proposed.dead_letter)
         proposals = proposed.output
         if public is not None:
@@ -242,8 +248,8 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
         selected = selected | "rank by noisy document frequency" >> beam.Map(
             lambda pair, noisy: (pair[0], noisy.frequency(pair[0])), beam.pvalue.AsSingleton(noisy))
 
-    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, params.llm.config())
-    recorded, source, output = build_params(params), source_description(params), params.run.output
+    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)
+    recorded, source, output = build_params(params, llm), source_description(params), params.run.output
     max_keywords, refine_to, max_rounds = builder.max_keywords, builder.refine_to, builder.max_refine_rounds
     method = builder.method
 
@@ -279,9 +285,9 @@ def run(argv: list[str] | None = None) -> int:
         params = build_keywords_params(pipeline_options.view_as(BuildKeywordsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
         date = ledger_date(params.run)
-        llm = params.llm.config()
-        if llm is not None:
-            llm.preflight_remote()  # a remote backend that cannot answer a fixed prompt is a bad option
+        # The one preflight (LLMParams.preflight): the backend's software and model, the pseudonymizer's name
+        # model, the local server's start, the remote backend's fixed call; a failure is a bad option.
+        params.llm.preflight()
     except ValueError as error:
         return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     if params.builder.method in DP_METHODS:

@@ -4,6 +4,8 @@ A group of options is one dataclass (beam_jobs/options.py, beam_jobs/keyword_opt
 field is a flag of the same name (`flag(default, help, ...)`), passed as --name value or, as
 Dataflow and Flex Templates pass it, --name=value. The dataclass checks itself in __post_init__,
 raising a ValueError that names the first bad flag, so a params object is valid once it exists.
+Those checks are of the values only, never of the machine: what the flags need of it (software, a
+model, a project) is checked by a job's preflight at launch (LLMParams.preflight).
 A field declared `public=True` may appear in the released report's configuration; every other
 field stays out of it (paths, seeds, endpoints, operational knobs).
 

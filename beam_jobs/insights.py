@@ -221,7 +221,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
                                                    embedding.embedding_device)
     # The run's one LLMConfig for its steps; run() preflighted the backend before any data was read.
-    llm = params.llm.config(preflight=False)
+    llm = params.llm.config()
     namer = factory.make_cluster_namer(llm, categories)
 
     records = pipeline | "read and validate conversations" >> ReadConversations(context.input_pattern,
@@ -321,9 +321,9 @@ def run(argv: list[str] | None = None) -> int:
     try:
         params = insights_params(pipeline_options.view_as(InsightsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
-        llm = params.llm.config()  # --llm_backend local starts its server here: a model that cannot load is a bad option
-        if llm is not None:
-            llm.preflight_remote()  # a remote backend that cannot answer a fixed prompt is a bad option
+        # The one preflight (LLMParams.preflight): the backend's software and model, the pseudonymizer's name
+        # model, the local server's start, the remote backend's fixed call; a failure is a bad option.
+        params.llm.preflight()
         keyword_set = load_keyword_set(params.keywords.keyword_set)
         canaries = load_canaries(params.run.canary_file)
         context = make_run_context(params.reading.input, params.run.output, params.run.date,

@@ -435,6 +435,27 @@ class LLMParams(Params):
             check(str(self.llm_base_url).startswith(("http://", "https://")),
                   f"--llm_base_url must start with http:// or https://, got {self.llm_base_url!r}")
             check(bool(self.llm_model), "--llm_backend=openai needs --llm_model (the name the server serves)")
+        check(self.pseudonyms is None or self.pseudonymizes,
+              "--pseudonyms needs pseudonymization: a remote backend (openai, vertex) or --pseudonymize on "
+              "with the local backend")
+
+    def preflight(self) -> None:
+        """The job's one preflight step, run once at launch before any data is read (beam_jobs.insights.run,
+        beam_jobs.build_keywords.run), in this order: what the flags need of this machine
+        (`_check_environment`), then the local backend's model server (LLMConfig.preflight: a model that
+        does not load fails here, and the server is kept for the process), then the remote backends' one
+        fixed call (LLMConfig.preflight_remote). It raises ValueError (LLMPreflightError is one), which a
+        job reports as a bad option (exit 2). Parsing the flags (__post_init__) checks only their values,
+        so params can be built on a machine without the backend's software or model."""
+        self._check_environment()
+        config = self.config()
+        if config is not None:
+            config.preflight()
+            config.preflight_remote()
+
+    def _check_environment(self) -> None:
+        """What the flags need of this machine: xllamacpp and the GGUF model for the local backend, a
+        project for vertex, the pseudonymizer's name model when it runs. Part of `preflight`."""
         if self.llm_backend == "local":
             from backends.llm import local_client
             check(local_client.xllamacpp_available(), "--llm_backend=local needs xllamacpp (in requirements.txt)")
@@ -445,12 +466,9 @@ class LLMParams(Params):
         if self.llm_backend == "vertex":
             check(bool(self.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
                   "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
-        check(self.pseudonyms is None or self.pseudonymizes,
-              "--pseudonyms needs pseudonymization: a remote backend (openai, vertex) or --pseudonymize on "
-              "with the local backend")
         if self.pseudonymizes:
             # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
-            # fewer names would be replaced, so the job stops here rather than on its first worker
+            # fewer names would be replaced, so the job stops at launch rather than on its first worker
             from backends.llm.name_model import NameModelMissing, model_directory
             try:
                 model_directory()
@@ -471,19 +489,17 @@ class LLMParams(Params):
         """--llm_timeout_s, or its default for the backend."""
         return self.llm_timeout_s if self.llm_timeout_s is not None else default_timeout_s(self.llm_backend)
 
-    def config(self, preflight: bool = True):
+    def config(self):
         """The backend's LLMConfig (backends/llm/config.py), or None for the offline backend (then
-        no LLM module is imported). With `preflight`, its one preflight step (LLMConfig.preflight):
-        for the local backend that starts this process's model server, so a model that does not load
-        fails here, before any data is read. A job preflights once, at launch; the steps it then
-        builds take a config made with preflight=False (beam_jobs.insights.build_pipeline)."""
+        no LLM module is imported). Building it starts nothing and calls nothing: a job runs `preflight`
+        once at launch, then builds its steps on one config (beam_jobs.insights.build_pipeline)."""
         if self.llm_backend == "offline":
             return None
         from backends.llm.config import LLMConfig
         from backends.llm.vertex_client import DEFAULT_VERTEX_MODEL, vertex_location, vertex_project
         backend = self.llm_backend
         vertex = backend == "vertex"
-        config = LLMConfig(
+        return LLMConfig(
             backend=backend,
             model=self.llm_model or (DEFAULT_VERTEX_MODEL if vertex else ""),
             base_url=self.llm_base_url,
@@ -498,9 +514,6 @@ class LLMParams(Params):
             steps=tuple(s.strip() for s in self.llm_steps.split(",") if s.strip()),
             threads=self.llm_threads,
         )
-        if preflight:
-            config.preflight()
-        return config
 
 
 # --llm_timeout_s's defaults. Local: the 1.5B model computes ~25 prompt tokens/s on one loaded core, so

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from backends.llm import parsing, prompts
-from backends.llm.config import LLMConfig
+from backends.llm.config import PREFLIGHT_PROMPT, LLMConfig
 from backends.llm.parsing import MalformedOutput
 from eval.utility import utility_metrics as um
 from eval.utility.llm_judge import LLMSummaryJudge
@@ -28,6 +28,11 @@ def prefers_marker(prompt: str) -> str:
     a_wins = MARKER in a
     return json.dumps({"rating_a": 5 if a_wins else 1, "rating_b": 1 if a_wins else 5,
                        "preferred": "A" if a_wins else "B"})
+
+
+def _after_the_preflight(answer):
+    """`answer`, for the judgment prompts; OK to the preflight's fixed prompt (LLMParams.preflight)."""
+    return lambda prompt: "OK" if prompt == PREFLIGHT_PROMPT else answer(prompt)
 
 
 def _judge(server, **overrides) -> LLMSummaryJudge:
@@ -165,10 +170,10 @@ def test_utility_metrics_cli_runs_the_judge_with_the_jobs_llm_options(tmp_path, 
     monkeypatch.setattr(um, "noun_chunks", um.tokens)
     private = _write_report(tmp_path / "private.json", [f"{n} {MARKER}" for n in names])
     baseline = _write_report(tmp_path / "baseline.json", names)
-    with FakeChatServer(answer=prefers_marker) as server:
+    with FakeChatServer(answer=_after_the_preflight(prefers_marker)) as server:
         um.main(["--private", private, "--baseline", baseline, "--llm_backend", "openai", "--llm_base_url",
                  server.base_url, "--llm_model", "judge-model", "--pseudonymize", "off", "--llm_max_retries", "0"])
-        assert len(server.requests) == 3
+        assert len(server.requests) == 1 + 3  # the preflight, then one call per pair
     judged = json.loads(capsys.readouterr().out)["llm_judge"]
     assert (judged["judged"], judged["failed"], judged["private_preferred"]) == (3, 0, 1.0)
     assert judged["model"] == "judge-model"
@@ -200,11 +205,11 @@ def test_sweep_cli_judges_every_labelled_topic_of_every_configuration(tmp_path, 
     path = str(tmp_path / "conversations.jsonl")
     write_sample(path, 400, 150, seed=8)
     always_b = json.dumps({"rating_a": 2, "rating_b": 4, "preferred": "B"})
-    with FakeChatServer(answer=lambda prompt: always_b) as server:
+    with FakeChatServer(answer=_after_the_preflight(lambda prompt: always_b)) as server:
         sweep.main(["--data", path, "--num_clusters", "6", "--min_cluster_size", "10", "--output",
                     str(tmp_path / "sweep"), "--llm_backend", "openai", "--llm_base_url", server.base_url,
                     "--llm_model", "judge-model", "--pseudonymize", "off"])
-        requests = len(server.requests)
+        requests = len(server.requests) - 1  # less the launch's preflight call
     assert "| private_preferred |" in capsys.readouterr().out
     with open(tmp_path / "sweep" / "sweep_conversations.csv") as handle:
         rows = list(csv.DictReader(handle))

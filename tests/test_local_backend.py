@@ -25,22 +25,27 @@ def _params(*flags):
     return insights_params(InsightsOptions(["--input", "x", "--output", "y", *flags]))
 
 
-def test_local_backend_explains_what_is_missing(monkeypatch, tmp_path):
+def test_local_backend_explains_what_is_missing_at_its_preflight(monkeypatch, tmp_path):
+    """Parsing the flags does not look at the machine (docs, templates and params build anywhere);
+    LLMParams.preflight, the job's one step at launch, says what is missing."""
+    servers = []
+    monkeypatch.setattr(local_client, "acquire_server", lambda *args: servers.append(args))
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: False)
     with pytest.raises(ValueError, match="needs xllamacpp"):
-        _params("--llm_backend", "local")
+        _params("--llm_backend", "local").llm.preflight()
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: True)
     with pytest.raises(ValueError, match="no model at .*install_local_llm.py"):
-        _params("--llm_backend", "local", "--llm_model", str(tmp_path / "missing.gguf"))
+        _params("--llm_backend", "local", "--llm_model", str(tmp_path / "missing.gguf")).llm.preflight()
     not_gguf = tmp_path / "weights.gguf"
     not_gguf.write_bytes(b"<html>a proxy's error page</html>")
     with pytest.raises(ValueError, match="not a GGUF file"):
-        _params("--llm_backend", "local", "--llm_model", str(not_gguf))
+        _params("--llm_backend", "local", "--llm_model", str(not_gguf)).llm.preflight()
     monkeypatch.setenv("URANIA_MODEL_HOME", str(tmp_path))
     truncated = tmp_path / local_client.LOCAL_MODELS[TEST_MODEL].file
     truncated.write_bytes(b"GGUF" + bytes(100))
     with pytest.raises(ValueError, match="truncated or corrupt"):
-        _params("--llm_backend", "local", "--llm_model", TEST_MODEL)
+        _params("--llm_backend", "local", "--llm_model", TEST_MODEL).llm.preflight()
+    assert servers == []  # the environment is checked before any server starts
 
 
 def test_local_model_names_resolve_under_the_model_home_and_unset_picks_the_first_installed(monkeypatch, tmp_path):
@@ -202,8 +207,8 @@ def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offlin
 
 
 def test_a_run_preflights_its_llm_backend_once_and_its_steps_share_one_config(monkeypatch, tmp_path):
-    """insights.run: one LLMConfig.preflight (the local server's start) at launch; build_pipeline's steps
-    take one config made without a preflight (LLMParams.config(preflight=False))."""
+    """insights.run: one LLMParams.preflight at launch, so one LLMConfig.preflight (the local server's
+    start); build_pipeline's steps take one config, whose making starts nothing (LLMParams.config)."""
     from backends import embedding, factory
     from beam_jobs import insights
 

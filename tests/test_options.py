@@ -187,16 +187,57 @@ def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
 ])
 def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch, extra, pseudonymizes):
     from backends.llm import name_model
+    from backends.llm.config import LLMConfig
     assert _params(*extra).llm.pseudonymizes == pseudonymizes
 
     def missing():
         raise name_model.NameModelMissing("the pseudonymizer's name model is not installed: pip install ...")
     monkeypatch.setattr(name_model, "model_directory", missing)
+    remote_calls = []
+    monkeypatch.setattr(LLMConfig, "preflight_remote", lambda self: remote_calls.append(self))
+    llm = _params(*extra).llm  # parsing the flags does not look for the model
     if pseudonymizes:
         with pytest.raises(ValueError, match="--pseudonymize: the pseudonymizer's name model is not installed"):
-            _params(*extra)
+            llm.preflight()
+        assert remote_calls == []  # the environment is checked before the remote preflight call
     else:
-        assert _params(*extra).llm.pseudonymizes is False
+        llm.preflight()
+        assert len(remote_calls) == (llm.llm_backend != "offline")
+
+
+def test_parsing_the_flags_does_not_look_at_the_machine(monkeypatch):
+    """Only LLMParams.preflight, at a job's launch, checks what the flags need of the machine: params
+    (and the option docs) build without xllamacpp, a model, a project or the name model."""
+    from backends.llm import local_client, name_model
+
+    def unavailable(*args):
+        raise AssertionError("the environment was looked at while parsing the flags")
+    for module, name in ((local_client, "xllamacpp_available"), (local_client, "check_local_model"),
+                         (local_client, "resolve_local_model"), (name_model, "model_directory")):
+        monkeypatch.setattr(module, name, unavailable)
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    assert _params("--llm_backend", "local", "--pseudonymize", "on").llm.llm_backend == "local"
+    assert _params("--llm_backend", "vertex").llm.llm_project is None
+    with pytest.raises(ValueError, match="--llm_backend=vertex needs --llm_project or \\$GOOGLE_CLOUD_PROJECT"):
+        _params("--llm_backend", "vertex", "--pseudonymize", "off").llm.preflight()
+
+
+def test_both_jobs_preflight_once_at_launch_before_reading_data(monkeypatch, tmp_path, capsys):
+    """insights.run and build_keywords.run call LLMParams.preflight once, before looking at --input: a
+    failed preflight is a bad option (exit 2) even where the input matches nothing (else exit 3)."""
+    from backends.llm import local_client
+    from beam_jobs import build_keywords
+    calls = []
+    original = LLMParams.preflight
+    monkeypatch.setattr(LLMParams, "preflight", lambda self: calls.append(self) or original(self))
+    monkeypatch.setattr(local_client, "xllamacpp_available", lambda: False)
+    missing = str(tmp_path / "none-*.jsonl")
+    assert run(["--input", missing, "--output", str(tmp_path / "out"), "--llm_backend", "local"]) == EXIT_BAD_OPTIONS
+    assert "needs xllamacpp" in capsys.readouterr().err and len(calls) == 1
+    assert build_keywords.run(["--method", "llm", "--input", missing, "--output", str(tmp_path / "public" / "kw.json"),
+                               "--private_output", str(tmp_path / "private"), "--date", "2026-11-20",
+                               "--llm_backend", "local"]) == EXIT_BAD_OPTIONS
+    assert "needs xllamacpp" in capsys.readouterr().err and len(calls) == 2
 
 
 def test_surrogate_pseudonyms_reach_the_llm_config_and_need_pseudonymization():
@@ -347,5 +388,4 @@ def test_llm_timeout_defaults_to_a_minute_remote_and_ten_local():
     openai = LLMParams(llm_backend="openai", llm_base_url="http://h/v1", llm_model="m")
     assert openai.timeout_s == 60.0 and dataclasses.replace(openai, llm_timeout_s=5.0).timeout_s == 5.0
     assert LLMParams(llm_backend="vertex", llm_project="p").timeout_s == 60.0
-    # (A local LLMParams checks that the model is installed; the default is the backend's.)
-    assert default_timeout_s("local") == 600.0
+    assert LLMParams(llm_backend="local").timeout_s == default_timeout_s("local") == 600.0

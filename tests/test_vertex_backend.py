@@ -97,5 +97,6 @@ def test_project_and_location_come_from_options_or_the_environment(monkeypatch):
     config = insights_params(options).llm.config()
     assert (config.project, config.location, config.pseudonymize) == ("p-1", "asia-east1", False)
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
-    with pytest.raises(ValueError, match="--llm_project"):
-        insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"]))
+    params = insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"]))
+    with pytest.raises(ValueError, match="--llm_project"):  # at the job's launch, before its remote preflight call
+        params.llm.preflight()

@@ -98,13 +98,16 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def judge_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> LLMSummaryJudge | None:
-    """None for --llm_backend offline; otherwise a judge, after the job's checks of the LLM options."""
+    """None for --llm_backend offline; otherwise a judge, after the job's checks of the LLM options and
+    its one preflight step (LLMParams.preflight: the backend's software and model, the local server, the
+    remote backend's fixed call), before any report is read."""
     if args.llm_backend == "offline":
         return None
     from beam_jobs.flags import params_from
     from beam_jobs.options import LLMParams
     try:
         llm = params_from(args, LLMParams)
+        llm.preflight()
     except ValueError as error:
         if parser is None:
             raise
