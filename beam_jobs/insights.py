@@ -38,6 +38,7 @@ from beam_jobs.options import (
     DEFAULT_EPSILON,
     InsightsOptions,
     InsightsParams,
+    check_embedding_device,
     insights_params,
     resolve_embedding_threads,
     runs_on_dataflow,
@@ -321,8 +322,10 @@ def run(argv: list[str] | None = None) -> int:
     try:
         params = insights_params(pipeline_options.view_as(InsightsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
-        # The one preflight (LLMParams.preflight): the backend's software and model, the pseudonymizer's name
-        # model, the local server's start, the remote backend's fixed call; a failure is a bad option.
+        # The one preflight, before any data is read; a failure is a bad option: the embedding device where
+        # the model will run, then LLMParams.preflight (the backend's software and model, the pseudonymizer's
+        # name model, the local server's start, the remote backend's fixed call).
+        check_embedding_device(params.embedding, pipeline_options)
         params.llm.preflight()
         keyword_set = load_keyword_set(params.keywords.keyword_set)
         canaries = load_canaries(params.run.canary_file)

@@ -687,11 +687,9 @@ def insights_params(options: PipelineOptions) -> InsightsParams:
     before any pipeline is built."""
     for name, what in REQUIRED_FLAGS.items():
         check(bool(getattr(options, name)), f"--{name} is required: {what}")
-    embedding = params_from(options, EmbeddingParams)
-    check_embedding_device(embedding, options)
     return InsightsParams(reading=params_from(options, ReadingParams), privacy=params_from(options, PrivacyParams),
                           clustering=params_from(options, ClusteringParams),
-                          embedding=embedding, keywords=params_from(options, KeywordParams),
+                          embedding=params_from(options, EmbeddingParams), keywords=params_from(options, KeywordParams),
                           exemplars=params_from(options, ExemplarParams), llm=params_from(options, LLMParams),
                           run=params_from(options, RunParams))
 

@@ -10,7 +10,7 @@ from apache_beam.testing.util import assert_that
 
 from backends import embedding
 from backends.offline import EmbeddingKeywordSelector
-from beam_jobs.options import InsightsOptions, insights_params, resolve_embedding_threads
+from beam_jobs.options import InsightsOptions, check_embedding_device, insights_params, resolve_embedding_threads
 from core.records import Facet
 from transforms.embed import EmbedConversations
 
@@ -54,30 +54,47 @@ def test_auto_embedding_threads_follow_the_runners_processes(flags, expected):
     assert resolve_embedding_threads(insights_params(options).embedding, options) == expected
 
 
+def _preflight(*flags):
+    """The job's device check (run at launch, with the LLM preflight), on these flags' params."""
+    options = _options(*flags)
+    params = insights_params(options).embedding
+    check_embedding_device(params, options)
+    return params
+
+
 def test_embedding_device_defaults_to_cpu_and_cuda_is_checked_before_any_data(monkeypatch):
     assert insights_params(_options()).embedding.embedding_device == "cpu"
     with pytest.raises(SystemExit):
         _options("--embedding_device", "tpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="--embedding_device=cuda: torch sees no CUDA device"):
-        insights_params(_options("--embedding_device", "cuda"))
+        _preflight("--embedding_device", "cuda")
     for backend in ("onnx", "onnx-int8"):  # onnxruntime runs on the CPU only, GPU or not
         with pytest.raises(ValueError, match="--embedding_device=cuda runs the torch backend only"):
             insights_params(_options("--embedding_device", "cuda", "--embedding_backend", backend))
         with pytest.raises(ValueError, match="torch backend only"):
             embedding.embed_texts(embedding.DEFAULT_EMBEDDING_MODEL, ["x"], backend=backend, device="cuda")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert insights_params(_options("--embedding_device", "cuda")).embedding.embedding_device == "cuda"
+    assert _preflight("--embedding_device", "cuda").embedding_device == "cuda"
+
+
+def test_the_job_refuses_a_missing_gpu_at_launch_as_a_bad_option(monkeypatch, tmp_path, capsys):
+    from beam_jobs.insights import run
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert run(["--input", str(tmp_path / "none.jsonl"), "--output", str(tmp_path / "out"),
+                "--embedding_device", "cuda"]) == 2
+    assert "torch sees no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_cuda_on_dataflow_needs_gpu_workers_not_a_gpu_in_the_launcher(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the launcher VM has none
     dataflow = ("--embedding_device", "cuda", "--runner", "DataflowRunner")
     with pytest.raises(ValueError, match="--embedding_device=cuda on Dataflow needs GPU workers"):
-        insights_params(_options(*dataflow))
+        _preflight(*dataflow)
     accelerator = "worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver"
     for how in ("--dataflow_service_options", "--experiments"):  # the flex-template launch passes experiments
-        assert insights_params(_options(*dataflow, how, accelerator)).embedding.embedding_device == "cuda"
+        assert _preflight(*dataflow, how, accelerator).embedding_device == "cuda"
 
 
 class _FakeSentenceTransformer:
