@@ -82,7 +82,7 @@ def test_embedding_mapper_maps_each_word_to_its_nearest_keyword_above_the_floor(
     axes = {"python": 0, "rust": 1, "machine learning": 2, "cooking": 3, "travel": 4,
             "deep learning": 2, "baking bread": 3, "unrelated": 5}
 
-    def embed(name, texts, backend="torch"):  # one axis per topic; "baking bread" sits between two
+    def embed(name, texts, backend="torch", device="cpu"):  # one axis per topic; "baking bread" sits between two
         vectors = np.zeros((len(texts), 6), dtype=np.float32)
         for i, text in enumerate(texts):
             vectors[i, axes[text]] = 1.0

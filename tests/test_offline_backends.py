@@ -95,7 +95,7 @@ def test_keywords_without_a_category_take_the_nearest_bundled_keywords_category(
 
 def test_keyword_categories_fill_in_only_the_missing_ones_and_ship_without_them(monkeypatch):
     from backends import embedding
-    monkeypatch.setattr(embedding, "embed_texts", lambda model, texts, backend="torch": np.eye(len(texts)))
+    monkeypatch.setattr(embedding, "embed_texts", lambda model, texts, backend="torch", device="cpu": np.eye(len(texts)))
     categories = KeywordCategories({"python": "Mine", "unknown words": None}, embedding_model="any")
     assert categories.category_of == {"python": "Mine", "unknown words": None}  # nothing near it
     assert pickle.loads(pickle.dumps(categories))._resolved is None
