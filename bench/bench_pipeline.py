@@ -6,10 +6,11 @@ the same texts, measured in the same run as the physical reference.
         --plot docs/scale_curve.png --csv docs/scale_curve.csv
     .venv/bin/python bench/bench_pipeline.py --sizes 5000 -- --num_clusters 30   # extra job flags after --
 
-For each size it generates N conversations from 0.4 N users (heavy-tailed activity, `--lengths real`:
-beam_jobs/generate_sample.py) once, then runs `python -m beam_jobs.insights` in a child process on each
-engine: `direct` (the DirectRunner's in-process engine) and `dask` (Beam's DaskRunner on a local
-dask.distributed cluster of 2 worker processes, 1 thread each). A sampler reads the RSS of the job's
+For each size it generates N conversations from 0.4 N users (heavy-tailed activity, realistic lengths:
+beam_jobs/generate_sample.py --lengths real; both adjustable) once, then runs `python -m
+beam_jobs.insights` in a child process on each engine: `direct` (the DirectRunner's in-process
+engine) and `dask` (Beam's DaskRunner on a local dask.distributed cluster of 2 worker processes, 1
+thread each). A sampler reads the RSS of the job's
 process, its children and the Dask workers every 0.5 s and keeps each process's peak. Stage times are
 the job's stage_micros metrics (processing time summed over workers, private/run_stats.json).
 
@@ -35,9 +36,11 @@ from contextlib import contextmanager
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from beam_jobs.generate_sample import LENGTHS  # noqa: E402
+
 ENGINES = ("direct", "dask")
 DASK_WORKERS = 2
-USERS_PER_CONVERSATION = 0.4  # the 1M conversations from 400,000 users
+USERS_PER_CONVERSATION = 0.4  # the scale issue's 1M conversations from 400,000 users
 
 
 def cpu_model() -> str:
@@ -94,12 +97,12 @@ class PeakMemory:
         self._sample()
 
 
-def generate(path: str, conversations: int, seed: int) -> None:
+def generate(path: str, conversations: int, users_per_conversation: float, lengths: str, seed: int) -> None:
     if os.path.exists(path):
         return
-    users = max(1, round(conversations * USERS_PER_CONVERSATION))
+    users = max(1, round(conversations * users_per_conversation))
     subprocess.run([sys.executable, "-m", "beam_jobs.generate_sample", "--output", path, "--conversations",
-                    str(conversations), "--users", str(users), "--seed", str(seed), "--lengths", "real"],
+                    str(conversations), "--users", str(users), "--seed", str(seed), "--lengths", lengths],
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
@@ -168,6 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", "--conversations", dest="sizes", type=int, nargs="+", default=[5000],
                         help="conversations per run, one run per size and engine")
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=["direct"])
+    parser.add_argument("--users_per_conversation", type=float, default=USERS_PER_CONVERSATION)
+    parser.add_argument("--lengths", choices=LENGTHS, default="real", help="generate_sample --lengths")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--encode_sample", type=int, default=4000)
     parser.add_argument("--workdir", default=None, help="where the generated data and outputs go (reused)")
@@ -179,8 +184,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine: {os.cpu_count()} cores, {cpu_model()}, python {platform.python_version()}; workdir {workdir}")
     rows = []
     for size in args.sizes:
-        data = os.path.join(workdir, f"conversations-{size}.jsonl")
-        generate(data, size, args.seed)
+        data = os.path.join(workdir, f"conversations-{size}-{args.users_per_conversation:g}-{args.lengths}.jsonl")
+        generate(data, size, args.users_per_conversation, args.lengths, args.seed)
         encode = encode_rate(data, min(size, args.encode_sample))
         print(f"\n== {size:,} conversations; plain encode: {encode:,.1f} conversations/s "
               f"(first {min(size, args.encode_sample):,} kept facets)")
@@ -196,7 +201,10 @@ def main(argv: list[str] | None = None) -> None:
                   f"{rate:,.1f} kept conversations/s = {rate / encode:.2f}x plain encode")
             print("   peak RSS: " + ", ".join(f"{role} {rss / 2**30:.2f} GiB" for role, rss in sorted(by_role.items())))
             stage_total = sum(stats["stage_seconds"].values()) or 1.0
-            print(f"   {'stage':<22}{'seconds':>10}{'share':>8}{'conv/s':>12}")
+            if not stats["stage_seconds"]:
+                print("   stage times: none reported (this runner returns no stage_micros metrics)")
+            else:
+                print(f"   {'stage':<22}{'seconds':>10}{'share':>8}{'conv/s':>12}")
             for stage, seconds in sorted(stats["stage_seconds"].items(), key=lambda kv: -kv[1]):
                 print(f"   {stage:<22}{seconds:>10.1f}{seconds / stage_total:>8.0%}"
                       f"{(f'{kept / seconds:,.0f}' if seconds > 0 else '-'):>12}")
