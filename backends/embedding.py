@@ -88,15 +88,21 @@ def resolve_model_path(name: str) -> str:
     return str(module.get_model_path())
 
 
-def check_device(device: str, backend: str = "torch") -> None:
-    """Raises ValueError unless `device` can run `backend` in this process (a CUDA device must be visible)."""
+def check_device_value(device: str, backend: str = "torch") -> None:
+    """Raises ValueError unless `device` is one of DEVICES and can run `backend` (the values alone; the
+    flags' own check, beam_jobs.options.EmbeddingParams)."""
     if device not in DEVICES:
         raise ValueError(f"unknown embedding device {device!r}; expected one of {', '.join(DEVICES)}")
-    if device == "cpu":
-        return
-    if backend != "torch":
+    if device != "cpu" and backend != "torch":
         raise ValueError(f"--embedding_device={device} runs the torch backend only; --embedding_backend={backend} "
                          "(onnxruntime) runs on the CPU: use --embedding_backend=torch or --embedding_device=cpu")
+
+
+def check_device(device: str, backend: str = "torch") -> None:
+    """Raises ValueError unless `device` can run `backend` in this process (a CUDA device must be visible)."""
+    check_device_value(device, backend)
+    if device == "cpu":
+        return
     import torch
     if not torch.cuda.is_available():
         raise ValueError(f"--embedding_device={device}: torch sees no CUDA device here (torch.cuda.is_available() "

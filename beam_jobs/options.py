@@ -18,7 +18,7 @@ import random
 from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, PipelineOptions, StandardOptions
 
 from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
-from backends.embedding import DEFAULT_EMBEDDING_MODEL
+from backends.embedding import DEFAULT_EMBEDDING_MODEL, check_device_value
 from backends.embedding import DEVICES as EMBEDDING_DEVICES
 from backends.llm.pseudonymize import PSEUDONYM_KINDS
 from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
@@ -258,10 +258,7 @@ class EmbeddingParams(Params):
     def __post_init__(self):
         check(self.embedding_threads >= 0, "--embedding_threads must be >= 0 (0 = auto)")
         check(self.embedding_block_size >= 1, "--embedding_block_size must be >= 1")
-        check(self.embedding_device == "cpu" or self.embedding_backend == "torch",
-              f"--embedding_device={self.embedding_device} runs the torch backend only; "
-              f"--embedding_backend={self.embedding_backend} (onnxruntime) runs on the CPU: use "
-              "--embedding_backend=torch or --embedding_device=cpu")
+        check_device_value(self.embedding_device, self.embedding_backend)
 
 
 # Keyword selectors that cost nothing per conversation: they see every conversation (sampling rate 1).
