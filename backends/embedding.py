@@ -11,7 +11,7 @@ to a longer neighbour changes the shapes of its matrix products and reductions, 
 kernel (and so the order of the float additions) by shape: MKL gives a row of a 2-row product other
 bits than the same row of a 4-row one. So the shape a text runs in is chosen from that text alone:
 its token count is rounded up to a multiple of BUCKET_STEP (its bucket length L), and it runs in a
-batch of exactly batch_rows(L) = BATCH_TOKENS // L rows of L tokens, padded and masked, with
+batch of exactly batch_rows(L) = BATCH_TOKENS[device] // L rows of L tokens, padded and masked, with
 missing rows filled by copies of a real row (their output is dropped). Texts of one bucket share
 batches; within a fixed shape each row's result depends only on its own tokens (nothing reduces
 across rows; tested over random neighbours, positions and batch compositions). "onnx-int8" instead
@@ -56,7 +56,11 @@ DEVICES = ("cpu", "cuda")  # fixed for a run (--embedding_device), never chosen 
 
 # The fixed batch shapes (see the module docstring; measured in docs/performance.md).
 BUCKET_STEP = 8  # token counts are rounded up to a multiple of this (capped at the model's maximum)
-BATCH_TOKENS = 256  # a batch of bucket length L has BATCH_TOKENS // L rows (at least 1)
+# A batch of bucket length L has BATCH_TOKENS[device] // L rows (at least 1), fixed per device for a run.
+# A CPU runs batches of ~256 tokens as fast as larger ones and wastes less on copied rows; a GPU needs
+# thousands of tokens a launch to be busy (H200, blocks of 6,000: 268 conv/s at 256, 3,747 at 8,192,
+# 3,520 at 16,384; docs/performance.md, bench/bench_embedding.py --device cuda).
+BATCH_TOKENS = {"cpu": 256, "cuda": 8192}
 _NO_LIMIT = 1 << 30  # the bucket cap of a model without a maximum length (never the batch's longest text)
 
 _models: dict[tuple[str, str], object] = {}  # (model name, device)
@@ -154,18 +158,20 @@ def bucket_length(tokens: int, max_length: int) -> int:
     return max(tokens, min(rounded, max_length))
 
 
-def batch_rows(length: int) -> int:
-    """The rows of every batch of bucket length `length`."""
-    return max(1, BATCH_TOKENS // length)
+def batch_rows(length: int, device: str = "cpu") -> int:
+    """The rows of every batch of bucket length `length` on `device`."""
+    return max(1, BATCH_TOKENS[device] // length)
 
 
-def fixed_shape_batches(lengths: Sequence[int], max_length: int) -> Iterator[tuple[int, int, list[int]]]:
-    """(bucket length L, rows, indices of up to `rows` texts) per batch; every batch of one L has one shape."""
+def fixed_shape_batches(lengths: Sequence[int], max_length: int,
+                        device: str = "cpu") -> Iterator[tuple[int, int, list[int]]]:
+    """(bucket length L, rows, indices of up to `rows` texts) per batch; every batch of one L on one
+    device has one shape."""
     buckets: dict[int, list[int]] = {}
     for index, tokens in enumerate(lengths):
         buckets.setdefault(bucket_length(int(tokens), max_length), []).append(index)
     for length in sorted(buckets):
-        rows, members = batch_rows(length), buckets[length]
+        rows, members = batch_rows(length, device), buckets[length]
         for start in range(0, len(members), rows):
             yield length, rows, members[start:start + rows]
 
@@ -206,7 +212,8 @@ def _encode_torch(model, texts: list[str]) -> np.ndarray:
     out = np.empty((len(texts), dimension), dtype=np.float32)
     model.eval()  # no dropout, whatever another caller (an ONNX export, a fine-tune) left behind
     with torch.inference_mode():
-        for length, rows, members in fixed_shape_batches(lengths, model.max_seq_length or _NO_LIMIT):
+        for length, rows, members in fixed_shape_batches(lengths, model.max_seq_length or _NO_LIMIT,
+                                                         model.device.type):
             packed = _pack(tokens, members, length, rows, pad_token_id)
             batch = {k: torch.from_numpy(v).to(model.device) for k, v in packed.items()}
             vectors = model({**batch, **passthrough})["sentence_embedding"]

@@ -252,8 +252,8 @@ class EmbeddingParams(Params):
            "cores), so worker processes never oversubscribe the cores. The value used is recorded in "
            "private/run_stats.json.", type=int)
     embedding_block_size: int = flag(
-        512, "Conversations per embedding block, the unit that travels as one numpy array (sorted by length "
-             "inside, so larger blocks pad less).", type=int)
+        512, "Conversations per embedding block, the unit that travels as one numpy array. Larger blocks fill "
+             "the fixed-shape batches better; on GPU workers use thousands (docs/performance.md, GPU).", type=int)
 
     def __post_init__(self):
         check(self.embedding_threads >= 0, "--embedding_threads must be >= 0 (0 = auto)")

@@ -38,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -47,23 +48,21 @@ from bench.bench_pipeline import cpu_model  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import apache_beam as beam  # noqa: E402
 import torch  # noqa: E402
 
 from backends import embedding  # noqa: E402
 from backends.offline import UserTurnsFacetExtractor  # noqa: E402
-from beam_jobs.generate_sample import generate_records  # noqa: E402
+from beam_jobs.generate_sample import LENGTHS, generate_records  # noqa: E402
 from core.records import Conversation, Facet  # noqa: E402
-from transforms.embed import EmbedConversations  # noqa: E402
-from transforms.sum_arrays import SumArraysFn  # noqa: E402
 from transforms.validation import parse_record  # noqa: E402
 
 
-def load_texts(conversations: int, shared_data: list[str], seed: int) -> tuple[list[str], list[str], list[str]]:
+def load_texts(conversations: int, shared_data: list[str], seed: int,
+               lengths: str = "planted") -> tuple[list[str], list[str], list[str]]:
     """(generated facets, their planted topics, real facets)."""
     extractor = UserTurnsFacetExtractor(1000)
     generated, topics = [], []
-    for i, record in enumerate(generate_records(conversations, max(1, conversations // 3), seed)):
+    for i, record in enumerate(generate_records(conversations, max(1, conversations // 3), seed, lengths=lengths)):
         parsed = parse_record(record, "generated", i)
         if isinstance(parsed, Conversation):
             generated.append(extractor.extract(parsed))
@@ -82,6 +81,12 @@ def load_texts(conversations: int, shared_data: list[str], seed: int) -> tuple[l
 def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
               encode_batch_size: int, device: str = "cpu") -> tuple[int, np.ndarray]:
     """Runs EmbedConversations on the DirectRunner; returns (rows embedded, sum of all vectors)."""
+    # Imported here: the device comparison (--device_only) runs where only torch is installed (a GPU image).
+    import apache_beam as beam
+
+    from transforms.embed import EmbedConversations
+    from transforms.sum_arrays import SumArraysFn
+
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(texts)]
     # A scratch file outside the repository (bench/results/ need not exist in a fresh clone).
     out = os.path.join(tempfile.gettempdir(), f"urania_stage_sum_{os.getpid()}.npy")
@@ -140,7 +145,7 @@ def old_vs_new(texts: list[str], model_name: str, backends: list[str], rounds: i
         return np.concatenate([encode(texts[s:s + block_size]) for s in range(0, len(texts), block_size)])
 
     print(f"old (sorted, padded batches of {batch_size}) vs new (batch-invariant: fixed shapes, buckets of "
-          f"{embedding.BUCKET_STEP} tokens, {embedding.BATCH_TOKENS} tokens a batch), blocks of {block_size}, "
+          f"{embedding.BUCKET_STEP} tokens, {embedding.BATCH_TOKENS['cpu']} tokens a batch), blocks of {block_size}, "
           f"{torch.get_num_threads()} threads, {rounds} interleaved rounds (wall s; CPU s of this process):")
     for backend in backends:
         variants = {
@@ -179,34 +184,68 @@ def old_vs_new(texts: list[str], model_name: str, backends: list[str], rounds: i
                   f"max |diff| {np.abs(before - after).max():.1e}", flush=True)
 
 
-def cpu_vs_cuda(texts: list[str], model_name: str, rounds: int, block_size: int) -> None:
-    """The batch-invariant torch encoder on each device over the same texts, interleaved, in the stage's blocks."""
-    def in_blocks(device):
-        return np.concatenate([embedding.embed_texts(model_name, texts[s:s + block_size], device=device)
-                               for s in range(0, len(texts), block_size)])
+@contextmanager
+def batch_tokens_set(device: str, tokens: int):
+    """backends.embedding.BATCH_TOKENS[device] (the fixed batch shapes' token budget) set to `tokens` for a while."""
+    saved = embedding.BATCH_TOKENS[device]
+    embedding.BATCH_TOKENS[device] = tokens
+    try:
+        yield
+    finally:
+        embedding.BATCH_TOKENS[device] = saved
 
+
+def cpu_vs_cuda(texts: list[str], model_name: str, rounds: int, block_size: int, batch_tokens: list[int]) -> None:
+    """The batch-invariant torch encoder on the CPU (at its shipped BATCH_TOKENS) and on CUDA (at each of
+    `batch_tokens`) over the same texts, interleaved, in the stage's blocks; plus CUDA's plain encode."""
+    def in_blocks(device, tokens):
+        with batch_tokens_set(device, tokens):
+            vectors = np.concatenate([embedding.embed_texts(model_name, texts[s:s + block_size], device=device)
+                                      for s in range(0, len(texts), block_size)])
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return vectors
+
+    configs = [("cpu", embedding.BATCH_TOKENS["cpu"])] + [("cuda", tokens) for tokens in batch_tokens]
     print(f"devices: torch on the CPU ({torch.get_num_threads()} threads) vs CUDA "
-          f"({torch.cuda.get_device_name(0)}), blocks of {block_size}, {rounds} interleaved rounds:")
+          f"({torch.cuda.get_device_name(0)}), blocks of {block_size}, {rounds} interleaved rounds; "
+          f"BATCH_TOKENS shipped = {embedding.BATCH_TOKENS}:")
     for device in ("cpu", "cuda"):
         embedding.embed_texts(model_name, texts[:64], device=device)  # load once
-    wall = {"cpu": [], "cuda": []}
-    vectors = {}
+    model = embedding.load_model(model_name, "cuda")
+
+    def plain_cuda():  # the physical reference: sentence-transformers' own batching, 256 at a time
+        vectors = model.encode(texts, batch_size=256, normalize_embeddings=True, convert_to_numpy=True,
+                               show_progress_bar=False)
+        torch.cuda.synchronize()
+        return vectors
+
+    wall = {config: [] for config in [*configs, "plain cuda"]}
+    runs = {config: [] for config in configs}
     for _ in range(rounds):
-        for device in wall:
+        for config in wall:
             started = time.perf_counter()
-            vectors[device] = in_blocks(device)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            wall[device].append(time.perf_counter() - started)
-    for device, seconds in wall.items():
-        median = statistics.median(seconds)
-        print(f"  {device:<5} {median:7.2f} s {len(texts) / median:8.1f} conv/s  rounds: "
-              f"{', '.join(f'{t:.2f}' for t in seconds)}", flush=True)
+            vectors = plain_cuda() if config == "plain cuda" else in_blocks(*config)
+            wall[config].append(time.perf_counter() - started)
+            if config != "plain cuda":
+                runs[config].append(vectors)
+    cpu_median = statistics.median(wall[configs[0]])
     sample = list(range(0, len(texts), max(1, len(texts) // 50)))
-    alone = np.concatenate([embedding.embed_texts(model_name, [texts[i]], device="cuda") for i in sample])
-    print(f"  cuda / cpu speed-up {statistics.median(wall['cpu']) / statistics.median(wall['cuda']):.2f}x; "
-          f"max |cuda - cpu| {np.abs(vectors['cuda'] - vectors['cpu']).max():.2e}; cuda vector alone == in its "
-          f"block for {len(sample)} sampled texts: {bool((alone == vectors['cuda'][sample]).all())}", flush=True)
+    for config, seconds in wall.items():
+        median = statistics.median(seconds)
+        name = config if isinstance(config, str) else f"{config[0]} BATCH_TOKENS={config[1]}"
+        line = (f"  {name:<26} {median:7.2f} s {len(texts) / median:8.1f} conv/s ({cpu_median / median:5.2f}x cpu)  "
+                f"rounds: {', '.join(f'{t:.2f}' for t in seconds)}")
+        if not isinstance(config, str):
+            device, tokens = config
+            vectors = runs[config][-1]
+            with batch_tokens_set(device, tokens):
+                alone = np.concatenate([embedding.embed_texts(model_name, [texts[i]], device=device) for i in sample])
+            same_runs = all((v == vectors).all() for v in runs[config])
+            line += (f"\n      max |vs cpu| {np.abs(vectors - runs[configs[0]][-1]).max():.2e}; each of {len(sample)} "
+                     f"sampled texts alone == in its block: {bool((alone == vectors[sample]).all())}; "
+                     f"{rounds} rounds bit-identical: {same_runs}")
+        print(line, flush=True)
 
 
 def purity_and_nmi(vectors: np.ndarray, topics: list[str], seed: int) -> tuple[float, float]:
@@ -236,12 +275,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", choices=embedding.DEVICES, default="cpu",
                         help="where torch runs (--embedding_device); cuda also times the CPU on the same texts")
     parser.add_argument("--device_only", action="store_true", help="with --device cuda: only compare the devices")
+    parser.add_argument("--batch_tokens", type=int, nargs="+", default=[embedding.BATCH_TOKENS["cuda"]],
+                        help="with --device cuda: the fixed batch shapes' token budgets to time CUDA at")
+    parser.add_argument("--lengths", choices=LENGTHS, default="planted",
+                        help="the generated conversations' lengths (beam_jobs/generate_sample.py --lengths)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     embedding.check_device(args.device)  # a clear error before any text is read
 
     generated, topics, real = load_texts(args.conversations, [p for p in args.shared_data if os.path.exists(p)],
-                                         args.seed)
+                                         args.seed, args.lengths)
     rng = np.random.default_rng(args.seed)
     real = [real[i] for i in sorted(rng.permutation(len(real))[:args.real])] if args.real is not None else real
     texts = generated + real
@@ -276,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.padding_only:
         return
     if args.device == "cuda":
-        cpu_vs_cuda(texts, args.model, args.rounds, int(args.stage_configs[0].split(":")[0]))
+        cpu_vs_cuda(texts, args.model, args.rounds, int(args.stage_configs[0].split(":")[0]), args.batch_tokens)
         if args.device_only:
             return
     if args.old_vs_new:

@@ -206,15 +206,19 @@ _WORDS = np.array(("how do I fix my router password bread starter landlord depos
 
 def test_fixed_batch_shapes_depend_on_each_texts_own_length_only():
     rng = np.random.default_rng(3)
-    for lengths in (rng.integers(1, 257, 500), [3], [256] * 7, rng.integers(1, 20, 50)):
-        seen = []
-        for length, rows, members in embedding.fixed_shape_batches(lengths, 256):
-            assert rows == embedding.batch_rows(length) and 1 <= len(members) <= rows
-            for i in members:
-                assert length == embedding.bucket_length(int(lengths[i]), 256) >= lengths[i]
-            seen += members
-        assert sorted(seen) == list(range(len(lengths)))
+    for device in embedding.DEVICES:
+        for lengths in (rng.integers(1, 257, 500), [3], [256] * 7, rng.integers(1, 20, 50)):
+            seen = []
+            for length, rows, members in embedding.fixed_shape_batches(lengths, 256, device):
+                assert rows == embedding.batch_rows(length, device) and 1 <= len(members) <= rows
+                for i in members:
+                    assert length == embedding.bucket_length(int(lengths[i]), 256) >= lengths[i]
+                seen += members
+            assert sorted(seen) == list(range(len(lengths)))
     assert embedding.bucket_length(1, 256) == embedding.BUCKET_STEP and embedding.bucket_length(250, 256) == 256
+    # A GPU runs many rows a launch (the measured budget), a CPU few; each still fixed for its device.
+    assert embedding.batch_rows(64, "cuda") == 128 and embedding.batch_rows(64) == 4
+    assert embedding.batch_rows(256, "cuda") == 32 and embedding.batch_rows(256) == 1
 
 
 # Every backend on the CPU, and the torch backend on CUDA where a GPU is visible: the same assertions.
