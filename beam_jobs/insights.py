@@ -22,6 +22,7 @@ from backends import factory
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import KeywordSet, load_keyword_set
 from beam_jobs import progress
+from beam_jobs.freed_memory import freed_memory_returned
 from beam_jobs.job_runtime import (
     EXIT_BAD_OPTIONS,
     EXIT_BUDGET_REFUSED,
@@ -240,7 +241,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
                        seed=params.run.seed, basis=clustering.projection_basis),
         budget, noise_seed=privacy.noise_seed, model_name=embedding.embedding_model, user_count=user_count,
         expected_users=clustering.expected_users, warm_centres=previous.warm_centres)
-    assigned = kmeans.projected_blocks | "assign conversations to centres" >> AssignClusters(kmeans.centres)
+    assigned = kmeans.blocks | "assign conversations to centres" >> AssignClusters(kmeans)
     noisy_sizes = assigned | "DP cluster sizes" >> DPClusterSizes(
         clustering.num_clusters,
         cluster_size_params(joint.stages["cluster_sizes"].pipeline_dp_budget[0], privacy.max_conversations_per_user),
@@ -301,6 +302,14 @@ def _write_private_outputs(paths, records, dead_letters, kept, assigned, kept_si
                                                         | "sum samples" >> beam.CombineGlobally(sum))
         counts["keyword_pairs_selected"] = count_globally(keyword_pairs, "count keyword pairs")
     pipeline | "write run stats" >> WriteRunStats(paths["run_stats"], counts, dead_letters)
+
+
+def _freed_memory_returned(pipeline_options: PipelineOptions):
+    """For runs whose stages run in this process, hands their freed memory back to the OS as they go."""
+    if progress.runs_in_this_process(pipeline_options.view_as(StandardOptions).runner,
+                                     pipeline_options.view_as(DirectOptions).direct_running_mode):
+        return freed_memory_returned()
+    return contextlib.nullcontext()
 
 
 def _progress(params: InsightsParams, pipeline_options: PipelineOptions):
@@ -364,7 +373,7 @@ def run(argv: list[str] | None = None) -> int:
             return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error), run_id=context.run_id)
     paths = output_paths(context)
     try:
-        with _progress(params, pipeline_options):
+        with _progress(params, pipeline_options), _freed_memory_returned(pipeline_options):
             result = pipeline.run()
             if runs_on_dataflow(pipeline_options):
                 # A Flex Template launcher must return once the job is submitted; the pipeline's own last

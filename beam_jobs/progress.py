@@ -56,15 +56,18 @@ def stages() -> tuple[ProgressStage, ...]:
     return tuple(ordered)
 
 
+def runs_in_this_process(runner: str | None, running_mode: str | None) -> bool:
+    """Whether the runner runs the stages in this process (the DirectRunner's in-process engine)."""
+    return runner in (None, "DirectRunner", "FnApiRunner") and running_mode in (None, "in_memory", "multi_threading")
+
+
 def progress_enabled(mode: str, runner: str | None, running_mode: str | None, remote: bool) -> tuple[bool, str]:
     """(on?, why): auto is on for the DirectRunner's in-process engine, never on Dataflow."""
     if mode == "off":
         return False, "--progress off"
     if remote:
         return False, "Dataflow monitors its own stages"
-    in_process = runner in (None, "DirectRunner", "FnApiRunner") and running_mode in (None, "in_memory",
-                                                                                    "multi_threading")
-    if not in_process:
+    if not runs_in_this_process(runner, running_mode):
         why = (f"--direct_running_mode={running_mode} runs stages in other processes" if running_mode
                else f"runner {runner} runs stages in other processes")
         return False, why

@@ -214,13 +214,14 @@ def main(argv: list[str] | None = None) -> None:
                          "peak_rss_gib_max_process": round(max(by_role.values()) / 2**30, 2),
                          "peak_rss_gib_job": round(by_role.get("job", 0) / 2**30, 2),
                          "stage_seconds": json.dumps({k: round(v, 1) for k, v in stats["stage_seconds"].items()})})
-    if args.csv:
-        with open(args.csv, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-    if args.plot:
-        plot(rows, args.plot)
+        # After every size, so a long last size leaves the curve so far.
+        if args.csv:
+            with open(args.csv, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+        if args.plot:
+            plot(rows, args.plot)
 
 
 def plot(rows: list[dict], path: str) -> None:

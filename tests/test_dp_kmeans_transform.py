@@ -40,7 +40,7 @@ def test_beam_transform_releases_the_same_centres_as_the_reference_implementatio
     kmeans = DPKMeans(params, None, noise_seed=9)
     with local_pipeline() as pipeline:
         clustering = pipeline | beam.Create(_blocks(points, weights, 100)) | kmeans
-        assigned = clustering.projected_blocks | AssignClusters(clustering.centres)
+        assigned = clustering.blocks | AssignClusters(clustering)
         assert_that(clustering.centres, checked(same_centres), label="centres")
         assert_that(assigned, checked(same_labels), label="assigned")
 

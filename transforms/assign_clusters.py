@@ -8,23 +8,34 @@ import apache_beam as beam
 
 from core.records import ConversationBlock
 from dp_ops.dp_kmeans import assign_nearest
+from transforms.dp_kmeans import project_block
 from transforms.stage_timing import timed
 
 
-def _assign(block: ConversationBlock, centres) -> ConversationBlock:
-    return dataclasses.replace(block, cluster_ids=assign_nearest(block.points, centres))
+def _assign(block: ConversationBlock, centres, basis, active_dim: int) -> ConversationBlock:
+    # The same block through the same projection: bit-for-bit the points DP k-means clustered.
+    points = project_block(block, basis, active_dim).points
+    return dataclasses.replace(block, cluster_ids=assign_nearest(points, centres))
 
 
 class AssignClusters(beam.PTransform):
-    """Input: projected ConversationBlocks; side input: the centres. Output: blocks with cluster_ids."""
+    """Input: the ConversationBlocks DP k-means clustered (DPKMeansOutput.blocks); side inputs: its
+    centres, basis and active dimension. Output: the blocks with cluster_ids (and no points).
 
-    def __init__(self, centres):
+    It projects each block again rather than take blocks carrying their points from DP k-means: every
+    block waits in the runner between the clustering passes and this step (on the DirectRunner, in
+    memory), and at the full dimension the points double a block's size (1M generated conversations:
+    1,645 MiB of blocks with points against 873 MiB without; docs/performance.md, "Memory")."""
+
+    def __init__(self, clustering):
         super().__init__()
-        self._centres = centres
+        self._clustering = clustering
 
-    def expand(self, projected_blocks):
-        return projected_blocks | "assign nearest centre" >> beam.Map(
-            timed("assign_clusters", _assign), beam.pvalue.AsSingleton(self._centres))
+    def expand(self, blocks):
+        clustering = self._clustering
+        return blocks | "assign nearest centre" >> beam.Map(
+            timed("assign_clusters", _assign), beam.pvalue.AsSingleton(clustering.centres),
+            beam.pvalue.AsSingleton(clustering.basis), beam.pvalue.AsSingleton(clustering.active_dim))
 
 
 def user_cluster_pairs(block: ConversationBlock):

@@ -88,6 +88,11 @@ def points_and_weights(block: ConversationBlock) -> tuple[np.ndarray, np.ndarray
     return block.points, block.weights
 
 
+def without_points(block: ConversationBlock) -> ConversationBlock:
+    """The block for the assignment stage, which projects it again (AssignClusters says why)."""
+    return dataclasses.replace(block, points=None)
+
+
 def concatenate(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([p for p, _ in pairs]), np.concatenate([w for _, w in pairs])
 
@@ -100,13 +105,13 @@ CLUSTERING_ROWS_PER_ELEMENT = 16384
 
 @dataclasses.dataclass(frozen=True)
 class DPKMeansOutput:
-    """The released centres (a singleton: k x dim, unit rows), the input blocks with `points`
-    filled in (private: for the assignment stage, never released), and the singletons the points
-    were projected with: the basis (input_dim x dim, or None) and the active dimension (DP-derived
-    or public)."""
+    """The released centres (a singleton: k x dim, unit rows) and the singletons the points were
+    projected with: the basis (input_dim x dim, or None) and the active dimension (DP-derived or
+    public), and the input blocks as they came, without points, for the assignment stage, which
+    projects them again with those (AssignClusters)."""
 
     centres: beam.PCollection
-    projected_blocks: beam.PCollection
+    blocks: beam.PCollection
     basis: beam.PCollection
     active_dim: beam.PCollection
 
@@ -142,6 +147,11 @@ class DPKMeans(DPStage):
         active = beam.pvalue.AsSingleton(active_dim)
         projected = blocks | "project to clustering space" >> beam.Map(
             timed("dp_kmeans", project_block), beam.pvalue.AsSingleton(basis), active)
+        # Both readers of the projected blocks run in the projection's own stage, so the blocks with
+        # their points are never held whole: only the points, for the passes, and the blocks without
+        # them, for the assignment. (The assignment does not read `blocks` itself: two readers of one
+        # PCollection may be fused into one stage, and its side input, the centres, comes from this one.)
+        clustered_blocks = projected | "blocks without points" >> beam.Map(without_points)
         points = (
             projected
             | "keep points and weights" >> beam.Map(points_and_weights)
@@ -176,4 +186,4 @@ class DPKMeans(DPStage):
                 | f"{release.label}: noisy sums to centres" >> beam.Map(release.centres, sigma, noise_seed, active,
                                                                          **seeds)
             )
-        return DPKMeansOutput(centres=centres, projected_blocks=projected, basis=basis, active_dim=active_dim)
+        return DPKMeansOutput(centres=centres, blocks=clustered_blocks, basis=basis, active_dim=active_dim)
