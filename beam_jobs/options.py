@@ -244,7 +244,7 @@ class EmbeddingParams(Params):
                "ONNX backends run on the CPU). Fixed for the run before any data is read; refused at launch "
                "when no CUDA device is visible (on Dataflow: when no worker_accelerator is requested). Each "
                "vector is still independent of its batch; it may differ from the CPU one in its last bits. "
-               "See docs/production.md (GPU workers).", choices=EMBEDDING_DEVICES)
+               "See docs/production.md (GPU workers).", choices=EMBEDDING_DEVICES, public=True)
     embedding_threads: int = flag(
         0, "Threads each worker process gives the embedding model. 0 (default) = auto: 1 on Dataflow "
            "(one SDK process per vCPU; all cores with the no_use_multiple_sdk_containers experiment), cores / "

@@ -258,7 +258,8 @@ TODAYS_CONFIG_KEYS = {
     "max_keywords_per_conversation", "max_keyword_partitions_per_user", "keyword_noise", "keyword_mode",
     "keyword_votes", "keywords_per_vote", "category_vote_share", "false_keywords_per_topic", "keyword_candidates",
     "label_fallback",
-    "keyword_set", "embedding_model", "embedding_backend", "llm_backend", "llm_steps", "embedding_dim", "kmeans_iterations",
+    "keyword_set", "embedding_model", "embedding_backend", "embedding_device", "llm_backend", "llm_steps",
+    "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
     "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start"}
 
