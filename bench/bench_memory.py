@@ -37,7 +37,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from beam_jobs.generate_sample import LENGTHS  # noqa: E402
-from bench.bench_pipeline import USERS_PER_CONVERSATION  # noqa: E402
+from bench.bench_pipeline import USERS_PER_CONVERSATION, generate  # noqa: E402
 
 
 def hash_vectors(name, texts, batch_size=64, backend="torch", device="cpu") -> np.ndarray:
@@ -157,10 +157,7 @@ def main(argv: list[str] | None = None) -> None:
           flush=True)
     for size in args.sizes:
         data = os.path.join(workdir, f"conversations-{size}-{args.lengths}.jsonl")
-        if not os.path.exists(data):
-            subprocess.run([sys.executable, "-m", "beam_jobs.generate_sample", "--output", data, "--conversations",
-                            str(size), "--users", str(max(1, round(size * args.users_per_conversation))),
-                            "--seed", "1", "--lengths", args.lengths], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        generate(data, size, args.users_per_conversation, args.lengths, seed=1)
         print(f"\n== {size:,} conversations", flush=True)
         child = [sys.executable, os.path.abspath(__file__), "--child", data, os.path.join(workdir, f"out-{size}"),
                  "--interval", str(args.interval), *(["--no_trim"] if args.no_trim else []), "--", *args.job_args]
