@@ -12,10 +12,19 @@
    A bag that feeds a side input is computed as soon as its transform is built, before any
    main-input consumer is built on it: a consumer of the lazy bag would recompute its upstream graph,
    and a DP stage there (the noisy cluster sizes) would draw its noise a second time.
+   Each of those computations is its own: without more, every one of them recomputed the whole graph
+   upstream of it, the embedding included (the clustering points feed every k-means step, whose
+   centres are side inputs). So a bag read by two or more transforms is persisted on the cluster as
+   soon as it is built, and each reader reuses its partitions: the embedding runs once.
 2. Outputs. The stock runner computes only the bag of the last transform it visits, assuming it is
    connected to the whole graph; in a pipeline with several sinks, the other sinks never run. Here
    every bag that no other transform consumes is computed.
-3. finish_bundle. The stock runner collects a DoFn's outputs before calling finish_bundle, so what
+3. Parallelism. The stock GroupByKey keeps its input's partition count, and the job starts from a
+   `Create` of a few file ranges: one partition, so one worker ran the whole job (embedding
+   included) however large the cluster. Here a GroupByKey spreads its groups over
+   --dask_npartitions partitions, or twice the cluster's worker threads by default, so the stages
+   after the first shuffle (the reader's own, then contribution bounding) use every worker.
+4. finish_bundle. The stock runner collects a DoFn's outputs before calling finish_bundle, so what
    finish_bundle emits is lost: BatchElements' last partial batch (silently dropping conversations)
    and WriteToText's files. Here the outputs are collected after it.
 
@@ -24,6 +33,7 @@ Everything else (the translations of ParDo, GroupByKey, Flatten, ...) is Beam's 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 from apache_beam import pvalue
@@ -31,8 +41,15 @@ from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.common import DoFnInvoker
 from apache_beam.runners.dask import transform_evaluator
 from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
-from apache_beam.runners.dask.overrides import dask_overrides
-from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, DaskBagWindowedIterator, Flatten, NoOp
+from apache_beam.runners.dask.overrides import _GroupByKeyOnly, dask_overrides
+from apache_beam.runners.dask.transform_evaluator import (
+    TRANSLATIONS,
+    DaskBagOp,
+    DaskBagWindowedIterator,
+    Flatten,
+    GroupByKey,
+    NoOp,
+)
 from apache_beam.transforms.sideinputs import SideInputMap
 from dask import bag as db
 
@@ -61,15 +78,31 @@ class _ClosingDaskRunnerResult(DaskRunnerResult):
 
 
 @dataclasses.dataclass
+class _SpreadingGroupByKey(DaskBagOp):
+    """Beam's GroupByKey translation, grouping into `partitions` partitions instead of its input's count."""
+    partitions: int = 1
+
+    def apply(self, input_bag: db.Bag, side_inputs=None) -> db.Bag:
+        # dask's groupby gives as many partitions as its input has.
+        spread = input_bag.repartition(max(input_bag.npartitions, self.partitions))
+        return GroupByKey(self.applied, self.bag_kwargs).apply(spread, side_inputs)
+
+
+@dataclasses.dataclass
 class _PersistingBagVisitor(PipelineVisitor):
     bag_kwargs: dict
+    group_partitions: int
     bags: dict = dataclasses.field(default_factory=dict)
     consumed: set = dataclasses.field(default_factory=set)
     materialised: set = dataclasses.field(default_factory=set)
     side_input_producers: set = dataclasses.field(default_factory=set)
+    shared: set = dataclasses.field(default_factory=set)  # nodes that two or more transforms read
 
     def visit_transform(self, node: AppliedPTransform) -> None:
-        op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
+        if isinstance(node.transform, _GroupByKeyOnly):
+            op = _SpreadingGroupByKey(node, self.bag_kwargs, partitions=self.group_partitions)
+        else:
+            op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
         kwargs = {"input_bag": None, "side_inputs": None}
         inputs = list(node.inputs)
         if inputs:
@@ -95,6 +128,8 @@ class _PersistingBagVisitor(PipelineVisitor):
             # At once, before any main-input consumer is built on the lazy bag: otherwise that consumer
             # recomputes the upstream graph, and a DP stage upstream would draw its noise twice.
             self._materialise(node)
+        elif node in self.shared:
+            self.bags[node] = self.bags[node].persist()
 
     def _materialise(self, node) -> None:
         if node not in self.materialised:
@@ -106,17 +141,26 @@ class _PersistingBagVisitor(PipelineVisitor):
 
 
 @dataclasses.dataclass
-class _SideInputProducers(PipelineVisitor):
-    producers: set = dataclasses.field(default_factory=set)
+class _Readers(PipelineVisitor):
+    """Who reads each transform's output: as a side input, and in all (main and side inputs)."""
+    side_input_producers: set = dataclasses.field(default_factory=set)
+    readers: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def visit_transform(self, node: AppliedPTransform) -> None:
-        self.producers.update(side.pvalue.producer for side in node.side_inputs)
+        producers = [side.pvalue.producer for side in node.side_inputs]
+        self.side_input_producers.update(producers)
+        producers += [value.producer for value in node.inputs if not isinstance(value, pvalue.PBegin)]
+        self.readers.update(set(producers))
+
+    @property
+    def shared(self) -> set:
+        return {node for node, count in self.readers.items() if count >= 2}
 
 
-def _side_input_producers(pipeline) -> set:
-    finder = _SideInputProducers()
-    pipeline.visit(finder)
-    return finder.producers
+def _readers(pipeline) -> _Readers:
+    readers = _Readers()
+    pipeline.visit(readers)
+    return readers
 
 
 class PersistingDaskRunner(DaskRunner):
@@ -132,7 +176,10 @@ class PersistingDaskRunner(DaskRunner):
         bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
         client = ddist.Client(**dask_options)
         pipeline.replace_all(dask_overrides())
-        visitor = _PersistingBagVisitor(bag_kwargs, side_input_producers=_side_input_producers(pipeline))
+        readers = _readers(pipeline)
+        threads = sum(worker["nthreads"] for worker in client.scheduler_info()["workers"].values())
+        visitor = _PersistingBagVisitor(bag_kwargs, bag_kwargs.get("npartitions") or 2 * max(1, threads),
+                                        side_input_producers=readers.side_input_producers, shared=readers.shared)
         pipeline.visit(visitor)
         futures = client.compute(list(dask.optimize(*visitor.leaves())))
         return _ClosingDaskRunnerResult(client, futures)

@@ -215,13 +215,33 @@ def main(argv: list[str] | None = None) -> None:
                          "peak_rss_gib_job": round(by_role.get("job", 0) / 2**30, 2),
                          "stage_seconds": json.dumps({k: round(v, 1) for k, v in stats["stage_seconds"].items()})})
         # After every size, so a long last size leaves the curve so far.
+        curve = with_earlier_rows(args.csv, rows) if args.csv else rows
         if args.csv:
             with open(args.csv, "w", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
                 writer.writeheader()
-                writer.writerows(rows)
+                writer.writerows(curve)
         if args.plot:
-            plot(rows, args.plot)
+            plot(curve, args.plot)
+
+
+NUMERIC_COLUMNS = {"conversations": int, "kept": int, "users": int, "wall_s": float, "kept_per_s": float,
+                   "encode_per_s": float, "vs_encode": float, "peak_rss_gib_max_process": float,
+                   "peak_rss_gib_job": float}
+
+
+def with_earlier_rows(path: str, rows: list[dict]) -> list[dict]:
+    """This run's rows plus the rows already in the CSV at `path` for other (engine, size) pairs, so one
+    size can be re-run (1M takes over an hour) without losing the rest of the curve."""
+    measured = {(row["engine"], row["conversations"]) for row in rows}
+    earlier = []
+    if os.path.exists(path):
+        with open(path, newline="") as handle:
+            for row in csv.DictReader(handle):
+                row = {key: NUMERIC_COLUMNS.get(key, str)(value) for key, value in row.items()}
+                if (row["engine"], row["conversations"]) not in measured:
+                    earlier.append(row)
+    return sorted(earlier + rows, key=lambda row: (row["engine"], row["conversations"]))
 
 
 def plot(rows: list[dict], path: str) -> None:
