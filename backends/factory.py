@@ -1,8 +1,9 @@
-"""Builds the pluggable steps a job asks for: the offline ones, or with an LLMConfig (the job's
---llm_backend other than offline) the LLM ones for the steps it names (--llm_steps). The steps on
-public or DP-released text (names, exemplars, keyword-set refinement) get the offline ones as their
-per-call fallbacks; the steps on records' text (facets, keyword selection, keyword proposals) get
-none: a record whose call fails is dead-lettered, or proposes nothing (backends/llm/steps.py)."""
+"""Builds the pluggable steps a job asks for: the offline ones, or with the run's resolved LLMParams
+(LLMParams.resolved: --llm_backend other than offline) the LLM ones for the steps it names
+(--llm_steps). The steps on public or DP-released text (names, exemplars, keyword-set refinement) get
+the offline ones as their per-call fallbacks; the steps on records' text (facets, keyword selection,
+keyword proposals) get none: a record whose call fails is dead-lettered, or proposes nothing
+(backends/llm/steps.py)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ from backends.offline_exemplars import TemplateExemplarWriter
 from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
 
 if TYPE_CHECKING:  # no LLM module is imported for the offline backend
-    from backends.llm.config import LLMConfig
+    from backends.llm.config import LLMParams
 
 
-def make_facet_extractor(max_chars: int, llm: LLMConfig | None) -> FacetExtractor:
+def make_facet_extractor(max_chars: int, llm: LLMParams | None) -> FacetExtractor:
     if llm is None or not llm.uses("facets"):
         return UserTurnsFacetExtractor(max_chars=max_chars)
     from backends.llm.steps import LLMFacetExtractor
@@ -33,7 +34,7 @@ def make_facet_extractor(max_chars: int, llm: LLMConfig | None) -> FacetExtracto
 
 
 def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_similarity: float,
-                          embedding_backend: str, llm: LLMConfig | None,
+                          embedding_backend: str, llm: LLMParams | None,
                           embedding_device: str = "cpu") -> KeywordSelector:
     if llm is None or not llm.uses("keywords"):
         return EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend,
@@ -43,7 +44,7 @@ def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_s
                               embedding_device=embedding_device)
 
 
-def make_cluster_namer(llm: LLMConfig | None, categories: KeywordCategories | None = None) -> ClusterNamer:
+def make_cluster_namer(llm: LLMParams | None, categories: KeywordCategories | None = None) -> ClusterNamer:
     """`categories`: the keyword set's (KeywordCategories.of_keyword_set), which the offline namer
     names topics by; without them it names a topic by its top keywords."""
     offline = KeywordClusterNamer(categories)
@@ -53,7 +54,7 @@ def make_cluster_namer(llm: LLMConfig | None, categories: KeywordCategories | No
     return LLMClusterNamer(llm, fallback=offline)
 
 
-def make_exemplar_writer(llm: LLMConfig | None) -> ExemplarWriter:
+def make_exemplar_writer(llm: LLMParams | None) -> ExemplarWriter:
     offline = TemplateExemplarWriter()
     if llm is None or not llm.uses("exemplars"):
         return offline
@@ -61,7 +62,7 @@ def make_exemplar_writer(llm: LLMConfig | None) -> ExemplarWriter:
     return LLMExemplarWriter(llm, fallback=offline)
 
 
-def make_keyword_proposer(llm: LLMConfig | None) -> KeywordProposer:
+def make_keyword_proposer(llm: LLMParams | None) -> KeywordProposer:
     """The `llm`/`hybrid` keyword-set methods' proposer."""
     if llm is None:
         return FrequentTermsKeywordProposer()
@@ -69,7 +70,7 @@ def make_keyword_proposer(llm: LLMConfig | None) -> KeywordProposer:
     return LLMKeywordProposer(llm)
 
 
-def make_keyword_set_refiner(embedding_model: str, llm: LLMConfig | None) -> KeywordSetRefiner:
+def make_keyword_set_refiner(embedding_model: str, llm: LLMParams | None) -> KeywordSetRefiner:
     offline = EmbeddingKeywordSetRefiner(embedding_model)
     if llm is None:
         return offline

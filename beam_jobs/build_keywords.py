@@ -68,7 +68,7 @@ from transforms.tfidf_terms import ClippedTermCounts, TopTfidfTerms, UserTermCou
 from transforms.write_outputs import WriteDeadLetters, WriteRunStats, count_globally
 
 if TYPE_CHECKING:  # no LLM module is imported for the offline backend
-    from backends.llm.config import LLMConfig
+    from backends.llm.config import LLMParams
 
 log = logging.getLogger("urania.build_keywords")
 
@@ -80,8 +80,9 @@ def private_folder(params: BuildKeywordsParams) -> str:
     return params.run.private_output.rstrip("/")
 
 
-def build_params(params: BuildKeywordsParams, llm: LLMConfig | None) -> dict:
-    """The public parameters recorded in the file (no data, no seed); `llm`: the run's LLMConfig (None offline)."""
+def build_params(params: BuildKeywordsParams, llm: LLMParams | None) -> dict:
+    """The public parameters recorded in the file (no data, no seed); `llm`: the run's resolved LLMParams
+    (None offline)."""
     builder = params.builder
     recorded = {"refine_to": builder.refine_to, "max_refine_rounds": builder.max_refine_rounds,
                 "refiner": type(factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)).__name__}
@@ -132,7 +133,7 @@ def _refined(keywords: list[str], refiner, target: int, max_rounds: int) -> list
     return refined
 
 
-def _bounded_facets(pipeline, params: BuildKeywordsParams, llm: LLMConfig | None) -> tuple:
+def _bounded_facets(pipeline, params: BuildKeywordsParams, llm: LLMParams | None) -> tuple:
     """The private side shared by the DP methods: read + validate, bound to C per user, facets.
     Returns (facets, dead letters so far, exact counts) for `_write_private`."""
     records = pipeline | "read and validate conversations" >> ReadConversations(params.reading.input,
@@ -154,7 +155,7 @@ def _write_private(pipeline, params: BuildKeywordsParams, dead_letters: list, co
     pipeline | "write run stats" >> WriteRunStats(folder + "/run_stats.json", counts, dead_letters)
 
 
-def _public_set(pipeline, params: BuildKeywordsParams, llm: LLMConfig | None):
+def _public_set(pipeline, params: BuildKeywordsParams, llm: LLMParams | None):
     builder = params.builder
     refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)
     return (pipeline
@@ -205,8 +206,8 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     if builder.method in DP_METHODS and not charge_date:
         raise ValueError(f"--method {builder.method} needs --date: the last day of its data, its spend's date")
     spends: list[MechanismSpend] = []
-    # The run's one LLMConfig for its steps; run() preflighted the backend before any data was read.
-    llm = params.llm.config()
+    # The run's one resolved LLMParams for its steps; run() preflighted the backend before any data was read.
+    llm = params.llm.resolved()
     # Every DP stage registers here (transforms/dp_stage.py); the file records their spends, which
     # the nightly run's budget composes with its own.
     budget = RunBudget(builder.delta_keyword_set) if builder.method in DP_METHODS else None

@@ -222,8 +222,8 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
     categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
                                                    embedding.embedding_device)
-    # The run's one LLMConfig for its steps; run() preflighted the backend before any data was read.
-    llm = params.llm.config()
+    # The run's one resolved LLMParams for its steps; run() preflighted the backend before any data was read.
+    llm = params.llm.resolved()
     namer = factory.make_cluster_namer(llm, categories)
 
     records = pipeline | "read and validate conversations" >> ReadConversations(context.input_pattern,

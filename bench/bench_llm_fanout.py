@@ -13,7 +13,7 @@ import argparse
 import tempfile
 import time
 
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.steps import LLMFacetExtractor
 from core.records import Conversation, Message
 from tests.llm_server import FakeChatServer
@@ -28,8 +28,9 @@ def conversations(n: int) -> list[Conversation]:
 
 def run(server, convs, concurrency: int, cache: str | None = None, timeout_s: float = 2.0) -> tuple[float, dict]:
     """(seconds, the step's call counts and "dead_lettered": conversations whose call failed for good)."""
-    config = LLMConfig(backend="openai", model="m", base_url=server.base_url, max_concurrency=concurrency,
-                       timeout_s=timeout_s, max_retries=3, cache_path=cache, pseudonymize=False, backoff_base_s=0.2)
+    config = LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url,
+                       llm_max_concurrency=concurrency, llm_timeout_s=timeout_s, llm_max_retries=3, llm_cache=cache,
+                       pseudonymize="off", backoff_base_s=0.2)
     extractor = LLMFacetExtractor(config)
     extractor.setup()
     started = time.perf_counter()

@@ -34,7 +34,7 @@ import numpy as np
 
 from backends.keyword_set import load_keyword_set
 from backends.llm import local_client, prompts
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
@@ -43,9 +43,9 @@ from eval.data import embed_cached, load_dataset, planted_topics
 from transforms.record_isolation import run_isolated
 
 
-def _config(model: str, slots: int, threads: int) -> LLMConfig:
-    return LLMConfig(backend="local", model=model, pseudonymize=False, max_retries=1, timeout_s=600,
-                     max_concurrency=slots, threads=threads, prefix_cache=slots == 1)
+def _config(model: str, slots: int, threads: int) -> LLMParams:
+    return LLMParams(llm_backend="local", llm_model=model, pseudonymize="off", llm_max_retries=1, llm_timeout_s=600,
+                     llm_max_concurrency=slots, llm_threads=threads, prefix_cache=slots == 1)
 
 
 def planted_sample(path: str, per_topic: int, calls: int):

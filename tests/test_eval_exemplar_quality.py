@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from backends.exemplars import Evolution, Exemplar
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.parsing import MalformedOutput
 from eval.utility import exemplar_quality as eq
 from tests.llm_server import FakeChatServer
@@ -116,10 +116,9 @@ def test_blind_reader_sees_only_names_and_the_exemplar_and_is_mapped_back_throug
             wanted = "alpha"  # a wrong pick
         return json.dumps({"topic": int(next(n for n, name in names if name == wanted))})
 
-    config = LLMConfig(backend="openai", model="reader", max_retries=0, backoff_base_s=0.0, timeout_s=5.0,
-                       pseudonymize=False)
     with FakeChatServer(answer=answer) as server:
-        config = LLMConfig(**{**config.__dict__, "base_url": server.base_url})
+        config = LLMParams(llm_backend="openai", llm_model="reader", llm_base_url=server.base_url, llm_max_retries=0,
+                           llm_timeout_s=5.0, pseudonymize="off", backoff_base_s=0.0)
         reader = eq.TopicReader(config)
         picked_numbers = eq.read_blind(reader, topics, scores, seed=0)
         prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from backends.llm import parsing, prompts
-from backends.llm.config import PREFLIGHT_PROMPT, LLMConfig
+from backends.llm.config import PREFLIGHT_PROMPT, LLMParams
 from backends.llm.parsing import MalformedOutput
 from eval.utility import utility_metrics as um
 from eval.utility.llm_judge import LLMSummaryJudge
@@ -36,10 +36,10 @@ def _after_the_preflight(answer):
 
 
 def _judge(server, **overrides) -> LLMSummaryJudge:
-    settings = dict(backend="openai", model="judge-model", base_url=server.base_url, max_retries=1,
-                    backoff_base_s=0.0, timeout_s=5.0, pseudonymize=False, max_concurrency=4)
+    settings = dict(llm_backend="openai", llm_model="judge-model", llm_base_url=server.base_url, llm_max_retries=1,
+                    llm_timeout_s=5.0, pseudonymize="off", llm_max_concurrency=4, backoff_base_s=0.0)
     settings.update(overrides)
-    return LLMSummaryJudge(LLMConfig(**settings))
+    return LLMSummaryJudge(LLMParams(**settings))
 
 
 def _pairs(n: int, marker_on_private: bool):
@@ -114,7 +114,7 @@ def test_every_pair_failing_reports_no_rating():
 def test_retryable_faults_are_retried_and_exhausted_ones_fail():
     private, baseline, vp, vb = _pairs(30, marker_on_private=True)
     with FakeChatServer(answer=prefers_marker, fault_rate=0.3, seed=5, hang_s=0.2) as server:
-        result = um.judge_comparison(private, baseline, vp, vb, _judge(server, timeout_s=0.1), seed=0)
+        result = um.judge_comparison(private, baseline, vp, vb, _judge(server, llm_timeout_s=0.1), seed=0)
         expected = server.expected_counts(max_retries=1)
     assert expected["retries"] > 0
     assert result["failed"] == expected["failures"] and result["judged"] == 30 - expected["failures"]
@@ -144,7 +144,7 @@ def test_pseudonymize_on_keeps_pii_of_a_baseline_summary_out_of_the_prompt():
     baseline = ['Travel. "email me at jane.doe.48213@example.com or call 415-555-0199" Keywords: travel.']
     with FakeChatServer(answer=lambda p: '{"rating_a": 3, "rating_b": 3, "preferred": "A"}') as server:
         result = um.judge_comparison(private, baseline, np.ones((1, 2)), np.ones((1, 2)),
-                                     _judge(server, pseudonymize=True), seed=0)
+                                     _judge(server, pseudonymize="on"), seed=0)
         prompt = server.requests[0]["body"]["messages"][-1]["content"]
     assert result["judged"] == 1
     assert "jane.doe.48213@example.com" not in prompt and "415-555-0199" not in prompt

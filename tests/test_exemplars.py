@@ -236,7 +236,7 @@ def test_llm_writer_splits_the_draft_over_keywords_and_rotates_task_kinds():
 
 
 def test_a_failed_exemplar_call_gets_template_candidates_for_its_keyword_only():
-    from backends.llm.config import LLMConfig
+    from backends.llm.config import LLMParams
     from backends.llm.steps import LLMExemplarWriter
     from tests.llm_server import FakeChatServer
 
@@ -247,8 +247,8 @@ def test_a_failed_exemplar_call_gets_template_candidates_for_its_keyword_only():
         return json.dumps({"requests": [f"Tell me about {focus}, please."]})
 
     with FakeChatServer(answer=answer) as server:
-        writer = LLMExemplarWriter(LLMConfig(backend="openai", model="m", base_url=server.base_url, max_retries=0,
-                                             pseudonymize=False))
+        writer = LLMExemplarWriter(LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url,
+                                             llm_max_retries=0, pseudonymize="off"))
         drafted = writer.write(TOPIC, 3)
     assert writer.counters.totals["calls"] == 3 and writer.counters.totals["fallbacks"] == 1
     assert "Tell me about sourdough, please." in drafted and "Tell me about bread flour, please." in drafted

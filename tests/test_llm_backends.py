@@ -14,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from backends.llm import parsing
 from backends.llm.cache import ResponseCache
 from backends.llm.client import ChatClient, Completion, PermanentError, RetryableError
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.fanout import Caller, CallSpec, RetryPolicy
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
 from backends.llm.openai_client import OpenAIChatClient, chat_completions_url
@@ -183,7 +183,8 @@ def test_the_default_retries_wait_long_and_bounded():
     policy, rng = RetryPolicy(), random.Random(2)
     totals = [sum(policy.delay(n, None, rng) for n in range(1, policy.max_retries + 1)) for _ in range(500)]
     assert 30 <= min(totals) and max(totals) <= 60  # a record is given up only after 30-60 s of waiting
-    assert LLMConfig(backend="openai", model="m").make_caller(_ScriptedClient([])).policy == policy
+    default = LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1")
+    assert default.make_caller(_ScriptedClient([])).policy == policy
 
 
 def test_exhausted_retries_permanent_errors_and_malformed_answers_fail_without_raising():
@@ -275,8 +276,8 @@ def test_openai_client_treats_an_unreadable_body_and_a_4xx_as_permanent(monkeypa
 # --- the steps --------------------------------------------------------------------------------------
 
 def _config(server, **kw):
-    return LLMConfig(backend="openai", model="m", base_url=server.base_url, max_concurrency=4, timeout_s=0.5,
-                     max_retries=1, pseudonymize=False, backoff_base_s=0.01, **kw)
+    return LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url, llm_max_concurrency=4,
+                     llm_timeout_s=0.5, llm_max_retries=1, pseudonymize="off", backoff_base_s=0.01, **kw)
 
 
 def _conversation(i, text):
@@ -379,8 +380,8 @@ def test_the_remote_preflight_is_one_caller_call_with_the_configs_retry_policy_a
 
     monkeypatch.setattr(Caller, "call", counting)
     client, sleeps = _ScriptedClient([RetryableError("429"), RetryableError("500"), "OK"]), []
-    config = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", max_retries=3,
-                       backoff_base_s=0.5, timeout_s=5.0, cache_path="/never/written")
+    config = LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1", llm_max_retries=3,
+                       llm_timeout_s=5.0, llm_cache="/never/written", backoff_base_s=0.5)
     config.preflight_remote(client=client, sleep=sleeps.append)
     assert len(calls) == 1 and client.attempts == [0, 1, 2] and len(sleeps) == 2
     caller, spec = calls[0]

@@ -1,7 +1,7 @@
 """The whole job against an OpenAI-compatible server on loopback that fails 30% of requests (429,
 500, a hang past the timeout, or a garbage answer), deterministically by request hash and attempt. A
 conversation whose call fails for good is dead-lettered; a topic whose naming call fails gets the
-offline name. Also: the remote backends' preflight call (LLMConfig.preflight_remote).
+offline name. Also: the remote backends' preflight call (LLMParams.preflight_remote).
 
 The job waits out real retry backoffs (time.sleep; RetryPolicy's production waits are 30-60 s per
 failed call), so the pipeline run here patches in a policy with short waits; the real policy's own
@@ -14,9 +14,9 @@ import os
 import pytest
 
 from backends.keyword_set import load_keyword_set
-from backends.llm import config as llm_config
+from backends.llm import fanout
 from backends.llm.client import Completion, PermanentError, RetryableError
-from backends.llm.config import PREFLIGHT_PROMPT, LLMConfig, LLMPreflightError
+from backends.llm.config import PREFLIGHT_PROMPT, LLMParams, LLMPreflightError
 from backends.llm.fanout import RetryPolicy
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
@@ -38,10 +38,10 @@ class ShortWaits(RetryPolicy):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    # LLMConfig.make_caller builds the job's policy from config.RetryPolicy (in this process: the
+    # LLMParams.make_caller builds the job's policy from fanout.RetryPolicy (in this process: the
     # in-process runner), so the job's calls wait at most 50 ms between attempts; undone afterwards.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(llm_config, "RetryPolicy", ShortWaits)
+        patch.setattr(fanout, "RetryPolicy", ShortWaits)
         return _runs(tmp_path_factory)
 
 
@@ -162,12 +162,12 @@ class _Client:
 
 
 def _remote(**settings):
-    return LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", **settings)
+    return LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1", **settings)
 
 
 def test_the_preflight_asks_the_fixed_prompt_once_and_retries_like_a_call():
     client, waits = _Client(RetryableError("HTTP 429", retry_after_s=7.0)), []
-    _remote(max_retries=2).preflight_remote(client=client, sleep=waits.append)
+    _remote(llm_max_retries=2).preflight_remote(client=client, sleep=waits.append)
     assert client.seen == [([{"role": "user", "content": PREFLIGHT_PROMPT}], 0),
                            ([{"role": "user", "content": PREFLIGHT_PROMPT}], 1)]
     assert len(waits) == 1 and 7.0 <= waits[0] <= 60.0  # the real policy's wait, a Retry-After its floor
@@ -181,7 +181,7 @@ def test_the_preflight_asks_the_fixed_prompt_once_and_retries_like_a_call():
 def test_a_preflight_that_fails_for_good_is_a_bad_option_naming_the_backend(errors, message):
     client, waits = _Client(*errors), []
     with pytest.raises(LLMPreflightError, match=message) as caught:
-        _remote(max_retries=2).preflight_remote(client=client, sleep=waits.append)
+        _remote(llm_max_retries=2).preflight_remote(client=client, sleep=waits.append)
     assert isinstance(caught.value, ValueError)  # the jobs' launch reports a ValueError as bad options (exit 2)
     assert "--llm_backend openai (http://127.0.0.1:9/v1, model 'm')" in str(caught.value)
     assert len(client.seen) == len(errors) and len(waits) == len(errors) - 1
@@ -189,14 +189,15 @@ def test_a_preflight_that_fails_for_good_is_a_bad_option_naming_the_backend(erro
 
 def test_the_preflight_against_a_server_and_against_nothing():
     with FakeChatServer() as server:
-        LLMConfig(backend="openai", model="m", base_url=server.base_url, max_retries=0).preflight_remote()
+        LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url,
+                  llm_max_retries=0).preflight_remote()
         assert [r["body"]["messages"] for r in server.requests] == [[{"role": "user", "content": PREFLIGHT_PROMPT}]]
     with pytest.raises(LLMPreflightError, match="connection failed"):
-        _remote(max_retries=0, timeout_s=2.0).preflight_remote()
+        _remote(llm_max_retries=0, llm_timeout_s=2.0).preflight_remote()
 
 
 def test_the_local_and_offline_backends_have_no_remote_preflight():
     client = _Client()
     for backend in ("local", "offline"):
-        LLMConfig(backend=backend, model="m").preflight_remote(client=client)
+        LLMParams(llm_backend=backend, llm_model="m").preflight_remote(client=client)
     assert client.seen == []

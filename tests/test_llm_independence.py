@@ -12,7 +12,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to, is_empty
 
 from backends import factory
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.fanout import RetryPolicy
 from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.steps import (
@@ -53,7 +53,8 @@ class _RecordingPseudonymizer:
 
 
 def _extractor(pseudonymizer=None, **config):
-    extractor = LLMFacetExtractor(LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", **config))
+    extractor = LLMFacetExtractor(LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1",
+                                            **config))
     extractor._pseudonymizer = pseudonymizer
     return extractor
 
@@ -193,9 +194,9 @@ def test_the_real_pseudonymizer_sends_no_fragment_of_an_address_across_the_cut()
 # --- failed calls: retried with long waits, then the record is dead-lettered -------------------------
 
 def _server_config(server, **kw):
-    settings = dict(max_concurrency=4, timeout_s=2, max_retries=2, pseudonymize=False, backoff_base_s=0.01)
+    settings = dict(llm_max_concurrency=4, llm_timeout_s=2, llm_max_retries=2, pseudonymize="off", backoff_base_s=0.01)
     settings.update(kw)
-    return LLMConfig(backend="openai", model="m", base_url=server.base_url, **settings)
+    return LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url, **settings)
 
 
 def _conversation(i, text):
@@ -206,7 +207,7 @@ def test_a_call_that_fails_for_a_while_is_retried_with_long_waits_and_gets_the_m
     with FakeChatServer() as server:
         monkeypatch.setattr(server, "fault_for", lambda body, attempt: "429" if int(attempt) < 3 else None)
         extractor = LLMFacetExtractor(_server_config(server, backoff_base_s=RetryPolicy().backoff_base_s,
-                                                     max_retries=RetryPolicy().max_retries))
+                                                     llm_max_retries=RetryPolicy().max_retries))
         extractor.setup()
         sleeps = []
         extractor._caller._sleep = sleeps.append  # the waits it would make, without making them
@@ -281,8 +282,8 @@ def test_a_facet_whose_selection_fails_is_dead_lettered_and_the_other_votes_are_
 def test_whether_a_step_uses_the_model_is_decided_for_the_run_not_per_record(monkeypatch):
     with FakeChatServer() as server:
         monkeypatch.setattr(server, "fault_for", lambda body, attempt: "500" if b"broken" in body else None)
-        on = factory.make_facet_extractor(1000, _server_config(server, steps=("facets", "keywords")))
-        off = factory.make_facet_extractor(1000, _server_config(server, steps=("keywords",)))
+        on = factory.make_facet_extractor(1000, _server_config(server, llm_steps="facets,keywords"))
+        off = factory.make_facet_extractor(1000, _server_config(server, llm_steps="keywords"))
         conversations = [_conversation(0, "how do rust lifetimes work"), _conversation(1, "broken request")]
         assert isinstance(off, UserTurnsFacetExtractor)  # every record offline: no call at all
         assert not hasattr(on, "fallback")  # and with the model, no offline step to answer a record
@@ -314,7 +315,7 @@ def test_records_with_the_same_prompt_each_keep_their_own_calls_result(monkeypat
     conversations = [_conversation(0, "hello"), _conversation(1, "hello"), _conversation(2, "how do rust lifetimes work")]
     with FakeChatServer() as server:
         monkeypatch.setattr(server, "fault_for", _fail_the_first_request_holding(b"hello"))
-        extractor = LLMFacetExtractor(_server_config(server, max_concurrency=1))  # calls in the batch's order
+        extractor = LLMFacetExtractor(_server_config(server, llm_max_concurrency=1))  # calls in the batch's order
         outcomes = run_isolated(extractor.extract_batch, conversations)
     assert [e["fault"] for e in server.log] == ["garbage", None, None]  # no request sent again
     (_, error), *answered = outcomes

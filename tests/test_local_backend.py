@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from backends.llm import local_client
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.local_client import LocalModelError, acquire_server, check_local_model, release_server
 from backends.llm.steps import LLMClusterNamer, LLMExemplarWriter, LLMFacetExtractor, LLMKeywordSelector
@@ -67,17 +67,17 @@ def test_llm_steps_choose_which_steps_use_the_model():
     from backends.offline_exemplars import TemplateExemplarWriter
     params = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
                      "--llm_steps", "keywords, names")
-    config = params.llm.config()
+    config = params.llm.resolved()
     assert config.steps == ("keywords", "names")
     assert isinstance(factory.make_facet_extractor(1000, config), UserTurnsFacetExtractor)
     assert isinstance(factory.make_keyword_selector(K, "all-MiniLM-L6-v2", 0.3, "torch", config), LLMKeywordSelector)
     assert isinstance(factory.make_cluster_namer(config), LLMClusterNamer)
     assert isinstance(factory.make_exemplar_writer(config), TemplateExemplarWriter)
     assert isinstance(factory.make_exemplar_writer(_params("--llm_backend", "openai", "--llm_base_url",
-                                                           "http://127.0.0.1:9/v1", "--llm_model", "m").llm.config()),
+                                                           "http://127.0.0.1:9/v1", "--llm_model", "m").llm.resolved()),
                       LLMExemplarWriter)
     only_facets = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
-                          "--llm_steps", "facets").llm.config()
+                          "--llm_steps", "facets").llm.resolved()
     assert isinstance(factory.make_facet_extractor(1000, only_facets), LLMFacetExtractor)
     assert isinstance(factory.make_keyword_selector(K, "m", 0.3, "torch", only_facets), EmbeddingKeywordSelector)
     assert isinstance(factory.make_cluster_namer(only_facets), KeywordClusterNamer)
@@ -108,8 +108,8 @@ def server():
 
 
 def _local_config(**kw):
-    return LLMConfig(backend="local", model=TEST_MODEL, pseudonymize=False, max_retries=1, timeout_s=300,
-                     max_concurrency=2, threads=1, **kw)
+    return LLMParams(llm_backend="local", llm_model=TEST_MODEL, pseudonymize="off", llm_max_retries=1,
+                     llm_timeout_s=300, llm_max_concurrency=2, llm_threads=1, **kw)
 
 
 @pytest.mark.skipif(not local_client.xllamacpp_available(), reason="needs xllamacpp (requirements.txt)")
@@ -160,8 +160,8 @@ def test_local_model_writes_distinct_exemplar_requests_from_a_released_topic(ser
 @pytest.mark.slow
 @needs_local_model
 def test_openai_backend_against_the_real_llama_cpp_server(server):
-    config = LLMConfig(backend="openai", model="any", base_url=server.base_url, pseudonymize=False,
-                       max_retries=0, timeout_s=300, max_concurrency=2)
+    config = LLMParams(llm_backend="openai", llm_model="any", llm_base_url=server.base_url, pseudonymize="off",
+                       llm_max_retries=0, llm_timeout_s=300, llm_max_concurrency=2)
     extractor = LLMFacetExtractor(config)
     facets = extractor.extract_batch([_conversation(0, "My sourdough bread does not rise. What am I doing wrong?"),
                                       _conversation(1, "Explain the difference between a list and a tuple in Python")])
@@ -207,8 +207,9 @@ def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offlin
 
 
 def test_a_run_preflights_its_llm_backend_once_and_its_steps_share_one_config(monkeypatch, tmp_path):
-    """insights.run: one LLMParams.preflight at launch, so one LLMConfig.preflight (the local server's
-    start); build_pipeline's steps take one config, whose making starts nothing (LLMParams.config)."""
+    """insights.run: one LLMParams.preflight at launch, so one start of the local server (on the resolved
+    params); build_pipeline's steps take one resolved LLMParams, whose making starts nothing
+    (LLMParams.resolved)."""
     from backends import embedding, factory
     from beam_jobs import insights
 
@@ -219,13 +220,13 @@ def test_a_run_preflights_its_llm_backend_once_and_its_steps_share_one_config(mo
     servers = []
     monkeypatch.setattr(local_client, "acquire_server", lambda *args: servers.append(args) or object())
     preflights = []
-    original_preflight = LLMConfig.preflight
-    monkeypatch.setattr(LLMConfig, "preflight", lambda self: preflights.append(self) or original_preflight(self))
+    original_start = LLMParams.start_local_server
+    monkeypatch.setattr(LLMParams, "start_local_server", lambda self: preflights.append(self) or original_start(self))
     monkeypatch.setattr(embedding, "embedding_dimension", lambda name: 384)
     configs = []
     for name in ("make_facet_extractor", "make_keyword_selector", "make_cluster_namer", "make_exemplar_writer"):
         def recording(*args, _make=getattr(factory, name), **kwargs):
-            configs.append(next(a for a in (*args, *kwargs.values()) if isinstance(a, LLMConfig)))
+            configs.append(next(a for a in (*args, *kwargs.values()) if isinstance(a, LLMParams)))
             return _make(*args, **kwargs)
         monkeypatch.setattr(factory, name, recording)
 
@@ -245,4 +246,4 @@ def test_a_run_preflights_its_llm_backend_once_and_its_steps_share_one_config(mo
                       "--llm_model", str(model), "--llm_threads", "1", "--exemplars_per_topic", "1"])
     assert len(preflights) == 1 and len(servers) == 1
     assert len(configs) == 4 and all(config is configs[0] for config in configs)
-    assert configs[0] == preflights[0]  # the same settings as the config preflighted at launch
+    assert configs[0] == preflights[0]  # the same settings as the params preflighted at launch

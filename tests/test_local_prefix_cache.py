@@ -267,8 +267,8 @@ def test_a_records_answer_does_not_depend_on_the_order_heads_were_computed(cache
 @pytest.mark.slow
 @needs_local_model
 def test_the_keyword_step_on_the_real_model_computes_only_the_records_part_of_each_prompt(cached_server):
-    from backends.llm.config import LLMConfig
-    client = LLMConfig(backend="local", model=TEST_MODEL, threads=1, max_concurrency=1).make_client()
+    from backends.llm.config import LLMParams
+    client = LLMParams(llm_backend="local", llm_model=TEST_MODEL, llm_threads=1, llm_max_concurrency=1).make_client()
     assert client.server is cached_server
     counts = dict(cached_server.prefix_cache.counts)
     processed = cached_server.metrics()["prompt_tokens_total"]

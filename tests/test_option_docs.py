@@ -1,5 +1,6 @@
 """docs/options.md's tables and templates/metadata.json are generated from the flags' declarations
-(beam_jobs/option_docs.py): both are current, and a flag added to a params dataclass reaches both.
+(beam_jobs/option_docs.py): both are current, and a flag added to a params dataclass reaches both
+(an LLM flag, declared in LLMParams, also reaches the workers' params).
 """
 
 from __future__ import annotations
@@ -7,13 +8,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
 import shutil
 
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
+from backends import factory
+from backends.llm.config import LLMParams
 from beam_jobs import option_docs
-from beam_jobs.flags import Params, flag, parse_bool
+from beam_jobs.flags import argument_parser, options_class, params_from
 from beam_jobs.options import RETIRED_FLAGS, InsightsParams
+from core.params import Params, flag, parse_bool
 
 
 def test_the_documents_are_what_the_flags_generate():
@@ -70,6 +76,47 @@ def test_a_new_flag_reaches_both_documents(tmp_path):
     assert "regexes" not in parameters["toy_cache"]
     assert parameters["toy_rerun"]["regexes"] == ["^(true|false)$"]
     assert not set(RETIRED_FLAGS) & set(parameters)
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyLLMParams(LLMParams):
+    """The LLM group with one toy flag more."""
+
+    llm_toy_knob: int = flag(3, "Toy: how hard the model is asked to try.", type=int, public=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyLLMJob(InsightsParams):
+    """The insights job with the toy LLM group: an LLM flag is declared in LLMParams, and nowhere else."""
+
+    llm: ToyLLMParams
+
+
+def test_a_new_llm_flag_is_declared_once_and_reaches_the_documents_and_the_workers(tmp_path):
+    root = _copy_documents(tmp_path)
+    assert option_docs.write(root, ToyLLMJob) == [option_docs.OPTIONS_MD, option_docs.METADATA_JSON]
+    page = (tmp_path / option_docs.OPTIONS_MD).read_text()
+    llm_section = page[page.index("## LLM\n"):page.index(option_docs.END)]
+    assert "| `--llm_toy_knob` | 3 | Toy: how hard the model is asked to try. |" in llm_section
+    parameters = {p["name"]: p for p in json.loads((tmp_path / option_docs.METADATA_JSON).read_text())["parameters"]}
+    assert parameters["llm_toy_knob"] == {"name": "llm_toy_knob", "label": "LLM toy knob", "isOptional": True,
+                                          "helpText": "Toy: how hard the model is asked to try.",
+                                          "regexes": ["^[0-9]+$"]}
+    # the settings are no flags: neither document has them
+    assert "backoff_base_s" not in page and "backoff_base_s" not in parameters
+
+    # a flag: registered, parsed (as Dataflow passes it) into the params, and public as declared
+    options = options_class(ToyLLMParams)
+    assert "llm_toy_knob" in {action.dest for action in argument_parser(options)._actions}
+    params = params_from(PipelineOptions(["--llm_backend=openai", "--llm_base_url=http://127.0.0.1:9/v1",
+                                          "--llm_model=m", "--llm_toy_knob=7"]).view_as(options), ToyLLMParams)
+    assert params.llm_toy_knob == 7 and params.public_config()["llm_toy_knob"] == 7
+
+    # the workers' params are the same class: the flag reaches an LLM step, pickled as Beam ships it
+    resolved = params.resolved()
+    assert type(resolved) is ToyLLMParams and resolved.llm_toy_knob == 7
+    extractor = pickle.loads(pickle.dumps(factory.make_facet_extractor(1000, resolved)))
+    assert extractor.config.llm_toy_knob == 7
 
 
 def test_check_mode_fails_on_a_stale_document(tmp_path, capsys):

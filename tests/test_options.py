@@ -6,8 +6,9 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from backends.keyword_set import load_keyword_set
+from backends.llm.config import LLMParams, default_timeout_s
 from beam_jobs import insights
-from beam_jobs.flags import argument_parser, public_fields
+from beam_jobs.flags import argument_parser
 from beam_jobs.insights import release_config, run
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_UNREADABLE_INPUT
 from beam_jobs.keyword_options import BuildKeywordsOptions, KeywordSetParams, build_keywords_params
@@ -18,13 +19,12 @@ from beam_jobs.options import (
     InsightsOptions,
     InsightsParams,
     KeywordParams,
-    LLMParams,
     PrivacyParams,
     ReadingParams,
     RunParams,
-    default_timeout_s,
     insights_params,
 )
+from core.params import flag_fields, public_fields
 from core.run_context import make_run_context
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 
@@ -41,7 +41,7 @@ def _params(*extra) -> InsightsParams:
 
 
 def _flags(params_classes) -> set[str]:
-    return {field.name for group in params_classes for field in dataclasses.fields(group)}
+    return {field.name for group in params_classes for field in flag_fields(group)}
 
 
 def test_defaults_match_the_documented_interface():
@@ -75,10 +75,22 @@ def test_count_votes_keep_their_noise_and_l0_flags():
 
 
 def test_every_flag_belongs_to_exactly_one_group():
-    names = [field.name for group in INSIGHTS_GROUPS for field in dataclasses.fields(group)]
+    names = [field.name for group in INSIGHTS_GROUPS for field in flag_fields(group)]
     assert len(names) == len(set(names))
     parsed = {action.dest for action in argument_parser(InsightsOptions)._actions if action.dest != "help"}
     assert parsed == set(names)
+
+
+def test_settings_are_not_flags():
+    """LLMParams' settings (core/params.py: setting) are fields the code fixes: never parsed,
+    documented or public, and a test can still change them."""
+    settings = {field.name for field in dataclasses.fields(LLMParams)} - _flags([LLMParams])
+    assert settings == {"backoff_base_s", "temperature", "prefix_cache"}
+    parsed = {action.dest for action in argument_parser(InsightsOptions)._actions}
+    assert not settings & parsed and not settings & set(_params().public_config())
+    with pytest.raises(SystemExit):
+        argument_parser(InsightsOptions).parse_args(["--backoff_base_s", "0"])
+    assert LLMParams(backoff_base_s=0.0).backoff_base_s == 0.0
 
 
 def test_flags_as_dataflow_passes_them_reach_their_group():
@@ -159,9 +171,10 @@ def test_offline_is_the_default_and_builds_no_llm_step():
     from backends import factory
     from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
     p = _params()
-    assert p.llm.llm_backend == "offline" and p.llm.pseudonymize is None and p.llm.config() is None
-    assert isinstance(factory.make_facet_extractor(p.reading.facet_max_chars, p.llm.config()), UserTurnsFacetExtractor)
-    assert isinstance(factory.make_cluster_namer(p.llm.config()), KeywordClusterNamer)
+    assert p.llm.llm_backend == "offline" and p.llm.pseudonymize is None and p.llm.resolved() is None
+    assert isinstance(factory.make_facet_extractor(p.reading.facet_max_chars, p.llm.resolved()),
+                      UserTurnsFacetExtractor)
+    assert isinstance(factory.make_cluster_namer(p.llm.resolved()), KeywordClusterNamer)
 
 
 def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
@@ -169,10 +182,10 @@ def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
     from backends.llm.steps import LLMClusterNamer, LLMFacetExtractor, LLMKeywordSelector
     p = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
                 "--llm_cache", "/tmp/c")
-    config = p.llm.config()
+    config = p.llm.resolved()
     extractor = factory.make_facet_extractor(p.reading.facet_max_chars, config)
-    assert isinstance(extractor, LLMFacetExtractor) and extractor.config.pseudonymize
-    assert extractor.config.cache_path == "/tmp/c" and extractor.batch_size > 1
+    assert isinstance(extractor, LLMFacetExtractor) and extractor.config.pseudonymizes
+    assert extractor.config.llm_cache == "/tmp/c" and extractor.batch_size > 1
     selector = factory.make_keyword_selector(("a", "b"), p.embedding.embedding_model,
                                              p.keywords.keyword_min_similarity, p.embedding.embedding_backend, config)
     assert isinstance(selector, LLMKeywordSelector)
@@ -187,14 +200,13 @@ def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
 ])
 def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch, extra, pseudonymizes):
     from backends.llm import name_model
-    from backends.llm.config import LLMConfig
     assert _params(*extra).llm.pseudonymizes == pseudonymizes
 
     def missing():
         raise name_model.NameModelMissing("the pseudonymizer's name model is not installed: pip install ...")
     monkeypatch.setattr(name_model, "model_directory", missing)
     remote_calls = []
-    monkeypatch.setattr(LLMConfig, "preflight_remote", lambda self: remote_calls.append(self))
+    monkeypatch.setattr(LLMParams, "preflight_remote", lambda self: remote_calls.append(self))
     llm = _params(*extra).llm  # parsing the flags does not look for the model
     if pseudonymizes:
         with pytest.raises(ValueError, match="--pseudonymize: the pseudonymizer's name model is not installed"):
@@ -240,10 +252,10 @@ def test_both_jobs_preflight_once_at_launch_before_reading_data(monkeypatch, tmp
     assert "needs xllamacpp" in capsys.readouterr().err and len(calls) == 2
 
 
-def test_surrogate_pseudonyms_reach_the_llm_config_and_need_pseudonymization():
+def test_surrogate_pseudonyms_reach_the_resolved_params_and_need_pseudonymization():
     remote = ("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m")
-    assert _params(*remote).llm.config().pseudonyms == "typed"
-    assert _params(*remote, "--pseudonyms", "surrogate").llm.config().pseudonyms == "surrogate"
+    assert _params(*remote).llm.resolved().pseudonyms == "typed"
+    assert _params(*remote, "--pseudonyms", "surrogate").llm.resolved().pseudonyms == "surrogate"
     for extra in (("--pseudonyms", "surrogate"), (*remote, "--pseudonymize", "off", "--pseudonyms", "typed")):
         with pytest.raises(ValueError, match="--pseudonyms needs pseudonymization"):
             _params(*extra)
@@ -300,7 +312,7 @@ def test_no_private_value_enters_the_release_config(tmp_path):
     text = json.dumps(config)
     assert "7f3a" not in text and "918273645" not in text and "564738291" not in text
     for group in (getattr(p, field.name) for field in dataclasses.fields(p)):
-        for field in dataclasses.fields(group):
+        for field in flag_fields(group):
             if not field.metadata["public"] and field.name in config:
                 # A public value may reuse a private field's name (privacy_ledger: whether a cap was
                 # checked; keyword_set: the set's description; date: the resolved date), never its value.
@@ -390,3 +402,24 @@ def test_llm_timeout_defaults_to_a_minute_remote_and_ten_local():
     assert openai.timeout_s == 60.0 and dataclasses.replace(openai, llm_timeout_s=5.0).timeout_s == 5.0
     assert LLMParams(llm_backend="vertex", llm_project="p").timeout_s == 60.0
     assert LLMParams(llm_backend="local").timeout_s == default_timeout_s("local") == 600.0
+
+
+def test_resolved_params_carry_what_the_launcher_resolves(monkeypatch):
+    """LLMParams.resolved, on the launcher: the backend's defaults filled in, so that no worker resolves
+    them from its own environment; the flags as given stay as they were."""
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "launcher-project")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
+    vertex = _params("--llm_backend", "vertex", "--llm_steps", "names, facets").llm
+    resolved = vertex.resolved()
+    assert (resolved.llm_model, resolved.llm_project, resolved.llm_location, resolved.llm_timeout_s,
+            resolved.pseudonymize, resolved.pseudonyms, resolved.steps) == (
+        "gemini-2.5-flash", "launcher-project", "europe-west4", 60.0, "on", "typed", ("names", "facets"))
+    assert (vertex.llm_model, vertex.llm_project, vertex.pseudonymize) == (None, None, None)
+    assert resolved.resolved() == resolved
+    local = _params("--llm_backend", "local").llm.resolved()
+    assert (local.llm_model, local.llm_timeout_s, local.pseudonymize, local.pseudonyms) == ("", 600.0, "off", None)
+    assert not local.pseudonymizes and local.uses("exemplars") and local.uses("keyword_set")
+    assert not _params("--llm_backend", "local", "--llm_steps", "names").llm.resolved().uses("facets")
+    # picklable, as the workers get it
+    import pickle
+    assert pickle.loads(pickle.dumps(resolved)) == resolved

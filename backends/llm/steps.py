@@ -9,7 +9,7 @@ Whether a step uses the model is decided for the whole run, before any record is
 still fall back to the offline implementation per call, and count it.
 
 Conversation-derived text (conversations, facet summaries) is pseudonymized before it is put into a
-prompt when the config says so (the default for remote backends), after it is cut to what the prompt
+prompt when the params say so (the default for remote backends), after it is cut to what the prompt
 uses (a margin past the cut included, dropped again once pseudonymized). The naming, refinement and
 exemplar prompts carry public or DP-released words only.
 """
@@ -32,7 +32,7 @@ from backends.interfaces import (
     KeywordSetRefiner,
 )
 from backends.llm import parsing, prompts
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.fanout import CallResult, CallSpec
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
 from backends.llm.metrics import StepCounters, live_calls
@@ -58,7 +58,7 @@ class _LLMStep:
 
     step = "llm"
 
-    def __init__(self, config: LLMConfig):
+    def __init__(self, config: LLMParams):
         self.config = config
         self._caller = None
         self._pseudonymizer = None
@@ -70,7 +70,7 @@ class _LLMStep:
     def _setup_llm(self, uses_private_text: bool) -> None:
         if self._caller is None:
             self._caller = self.config.make_caller()
-        if uses_private_text and self.config.pseudonymize and self._pseudonymizer is None:
+        if uses_private_text and self.config.pseudonymizes and self._pseudonymizer is None:
             from backends.llm.pseudonymize import shared_pseudonymizer
             self._pseudonymizer = shared_pseudonymizer(self.config.pseudonyms)
 
@@ -192,7 +192,7 @@ class LLMKeywordSelector(_LLMStep, KeywordSelector):
 
     step = "keywords"
 
-    def __init__(self, config: LLMConfig, keywords: tuple[str, ...], mapper: ExactKeywordMapper | None = None,
+    def __init__(self, config: LLMParams, keywords: tuple[str, ...], mapper: ExactKeywordMapper | None = None,
                  embedding_model: str = DEFAULT_EMBEDDING_MODEL, embedding_backend: str = "torch",
                  embedding_device: str = "cpu"):
         super().__init__(config)
@@ -224,7 +224,7 @@ class LLMClusterNamer(_LLMStep, ClusterNamer):
 
     step = "names"
 
-    def __init__(self, config: LLMConfig, fallback: ClusterNamer | None = None):
+    def __init__(self, config: LLMParams, fallback: ClusterNamer | None = None):
         super().__init__(config)
         self.fallback = fallback or KeywordClusterNamer()
 
@@ -269,7 +269,7 @@ class LLMKeywordSetRefiner(_LLMStep, KeywordSetRefiner):
 
     step = "keyword_refinement"
 
-    def __init__(self, config: LLMConfig, fallback: KeywordSetRefiner | None = None):
+    def __init__(self, config: LLMParams, fallback: KeywordSetRefiner | None = None):
         super().__init__(config)
         self.fallback = fallback
 
@@ -312,7 +312,7 @@ class LLMExemplarWriter(_LLMStep, ExemplarWriter):
 
     step = "exemplars"
 
-    def __init__(self, config: LLMConfig, fallback: ExemplarWriter | None = None):
+    def __init__(self, config: LLMParams, fallback: ExemplarWriter | None = None):
         super().__init__(config)
         self.fallback = fallback or TemplateExemplarWriter()
 

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from core.records import Conversation, Message
 from dp_ops.dp_kmeans import normalise_rows
 from eval.pii.pii_corpus import SPLITS, generate
@@ -46,7 +46,7 @@ def _isolated(run_batch, items: list) -> list:
     return [result if error is None else None for result, error in run_isolated(run_batch, items)]
 
 
-def run_condition(conversations, config: LLMConfig, keywords: tuple[str, ...], embedding_model: str,
+def run_condition(conversations, config: LLMParams, keywords: tuple[str, ...], embedding_model: str,
                   max_keywords: int):
     """(facets, keyword picks, facet embeddings, failed calls) of the job's facet and keyword steps under
     `config`, one facet, pick list and embedding row per conversation. A dead-lettered conversation has
@@ -144,10 +144,11 @@ def main(argv=None) -> None:
     results = {}
     for name, (pseudonymize, pseudonyms) in CONDITIONS.items():
         started = time.perf_counter()
-        config = LLMConfig(backend=args.llm_backend, model=args.llm_model, base_url=args.llm_base_url,
-                           threads=args.llm_threads, timeout_s=600, pseudonymize=pseudonymize,
-                           pseudonyms=pseudonyms, steps=("facets", "keywords"), cache_path=args.llm_cache)
-        config.preflight()
+        config = LLMParams(llm_backend=args.llm_backend, llm_model=args.llm_model, llm_base_url=args.llm_base_url,
+                           llm_threads=args.llm_threads, llm_timeout_s=600, llm_steps="facets,keywords",
+                           llm_cache=args.llm_cache, pseudonymize="on" if pseudonymize else "off",
+                           pseudonyms=pseudonyms if pseudonymize else None).resolved()
+        config.start_local_server()
         results[name] = run_condition(conversations, config, keywords, DEFAULT_EMBEDDING_MODEL, args.max_keywords)
         print(f"  {name}: {time.perf_counter() - started:.0f} s", flush=True)
         for conversation, facet in list(zip(conversations, results[name][0]))[:args.show]:

@@ -50,7 +50,7 @@ from backends.interfaces import ExemplarWriter
 from backends.llm import parsing, prompts
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
-from beam_jobs.options import ClusteringParams, default_timeout_s
+from beam_jobs.options import ClusteringParams
 from eval.data import TextEmbedder, embed_cached, load_dataset, planted_topics
 from eval.tables import cell, mean
 from eval.urania_inprocess import UraniaConfig, run_urania
@@ -315,10 +315,11 @@ def majority_planted(assignments: dict[str, int], planted: dict[str, str]) -> di
     return {cluster: min(counts, key=lambda p: (-counts[p], p)) for cluster, counts in by_topic.items()}
 
 
-def local_config(model: str, threads: int, steps: tuple[str, ...]):
-    from backends.llm.config import LLMConfig
-    return LLMConfig(backend="local", model=model, threads=threads, steps=steps,
-                     timeout_s=default_timeout_s("local"), pseudonymize=False)
+def local_config(model: str, threads: int):
+    """The local backend for the exemplar writer and the reader, which are given it directly (its
+    --llm_steps is then unused); exemplars and topic names are public, so nothing is pseudonymized."""
+    from backends.llm.config import LLMParams
+    return LLMParams(llm_backend="local", llm_model=model, llm_threads=threads, pseudonymize="off").resolved()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -337,9 +338,9 @@ def main(argv: list[str] | None = None) -> None:
     writer = reader = None
     if args.writer == "local":
         from backends.llm.steps import LLMExemplarWriter
-        writer = LLMExemplarWriter(local_config(args.llm_model, args.llm_threads, ("exemplars",)))
+        writer = LLMExemplarWriter(local_config(args.llm_model, args.llm_threads))
     if args.reader == "local":
-        reader = TopicReader(local_config(args.llm_model, args.llm_threads, ()))
+        reader = TopicReader(local_config(args.llm_model, args.llm_threads))
     embed = TextEmbedder()
     print(f"writer {args.writer}, reader {args.reader}"
           f"{f' ({args.llm_model}, {args.llm_threads} thread)' if 'local' in (args.writer, args.reader) else ''}; "

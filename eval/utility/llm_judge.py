@@ -7,7 +7,7 @@ summaries of a pair are pseudonymized together before they are sent; the judge i
 is private. An answer that cannot be read after the fan-out's retries is a failed pair: it is counted
 and left out, never given a rating.
 
-The eval CLIs take the job's own --llm_* and --pseudonymize options (beam_jobs/options.py, LLMParams);
+The eval CLIs take the job's own --llm_* and --pseudonymize options (backends/llm/config.py, LLMParams);
 --llm_backend offline (the default) means no judge.
 """
 
@@ -17,7 +17,7 @@ import abc
 import argparse
 
 from backends.llm import parsing, prompts
-from backends.llm.config import LLMConfig
+from backends.llm.config import LLMParams
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
 
@@ -51,7 +51,7 @@ class SummaryJudge(abc.ABC):
 class LLMSummaryJudge(SummaryJudge):
     step = "judge"
 
-    def __init__(self, config: LLMConfig, caller=None):
+    def __init__(self, config: LLMParams, caller=None):
         self.config = config
         self._caller = caller
         self._pseudonymizer = None
@@ -60,7 +60,7 @@ class LLMSummaryJudge(SummaryJudge):
     def _setup(self) -> None:
         if self._caller is None:
             self._caller = self.config.make_caller()
-        if self.config.pseudonymize and self._pseudonymizer is None:
+        if self.config.pseudonymizes and self._pseudonymizer is None:
             from backends.llm.pseudonymize import shared_pseudonymizer
             self._pseudonymizer = shared_pseudonymizer()
 
@@ -85,15 +85,14 @@ class LLMSummaryJudge(SummaryJudge):
         return verdict
 
     def details(self) -> dict:
-        return {"backend": self.config.backend, "model": self.config.model,
+        return {"backend": self.config.llm_backend, "model": self.config.llm_model,
                 # no fallback answers for the judge: a failed call is a failed pair
                 "llm": {name: int(value) for name, value in self.counters.totals.items() if name != "fallbacks"}}
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
-    """The job's LLM options, same names, defaults and help (beam_jobs/options.py, LLMParams)."""
+    """The job's LLM options, same names, defaults and help (LLMParams)."""
     from beam_jobs.flags import add_flags
-    from beam_jobs.options import LLMParams
     add_flags(parser.add_argument_group("LLM judge (the job's LLM options; offline = no judge)"), LLMParams)
 
 
@@ -104,7 +103,6 @@ def judge_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | 
     if args.llm_backend == "offline":
         return None
     from beam_jobs.flags import params_from
-    from beam_jobs.options import LLMParams
     try:
         llm = params_from(args, LLMParams)
         llm.preflight()
@@ -112,4 +110,4 @@ def judge_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | 
         if parser is None:
             raise
         parser.error(str(error))
-    return LLMSummaryJudge(llm.config())
+    return LLMSummaryJudge(llm.resolved())
