@@ -7,8 +7,6 @@ keyword proposals) get none: a record whose call fails is dead-lettered, or prop
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from backends.interfaces import (
     ClusterNamer,
     ExemplarWriter,
@@ -18,12 +16,10 @@ from backends.interfaces import (
     KeywordSetRefiner,
 )
 from backends.keyword_categories import KeywordCategories
+from backends.llm.config import LLMParams
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
 from backends.offline_exemplars import TemplateExemplarWriter
 from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
-
-if TYPE_CHECKING:  # no LLM module is imported for the offline backend
-    from backends.llm.config import LLMParams
 
 
 def make_facet_extractor(max_chars: int, llm: LLMParams | None) -> FacetExtractor:

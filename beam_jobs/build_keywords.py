@@ -28,13 +28,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from typing import TYPE_CHECKING
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from backends import factory
 from backends.keyword_set import keyword_set_document, keyword_set_total, load_keyword_set, write_keyword_set
+from backends.llm.config import LLMParams
 from backends.offline_keywords import refine_until_stable
 from beam_jobs.job_runtime import (
     EXIT_BAD_OPTIONS,
@@ -66,9 +66,6 @@ from transforms.public_candidates import PublicKeywordCandidates
 from transforms.read_conversations import ReadConversations
 from transforms.tfidf_terms import ClippedTermCounts, TopTfidfTerms, UserTermCounts
 from transforms.write_outputs import WriteDeadLetters, WriteRunStats, count_globally
-
-if TYPE_CHECKING:  # no LLM module is imported for the offline backend
-    from backends.llm.config import LLMParams
 
 log = logging.getLogger("urania.build_keywords")
 
