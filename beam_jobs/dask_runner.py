@@ -1,4 +1,4 @@
-"""Beam's DaskRunner with the two fixes this pipeline needs (Beam 2.77).
+"""Beam's DaskRunner with the four fixes this pipeline needs (Beam 2.77).
 
     --runner beam_jobs.dask_runner.PersistingDaskRunner --dask_client_address tcp://HOST:PORT
 

@@ -26,7 +26,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import weakref
 
@@ -38,6 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from beam_jobs.generate_sample import LENGTHS  # noqa: E402
 from bench.bench_pipeline import USERS_PER_CONVERSATION, generate  # noqa: E402
+from bench.sampling import PeriodicSampler  # noqa: E402
 
 
 def hash_vectors(name, texts, batch_size=64, backend="torch", device="cpu") -> np.ndarray:
@@ -66,12 +66,13 @@ class _StderrStages(io.TextIOBase):
         self._stream.flush()
 
 
-class BufferWatch:
+class BufferWatch(PeriodicSampler):
     """Samples RSS, the current stage and the FnApiRunner's live buffers until stopped."""
 
     def __init__(self, stages: _StderrStages, interval: float):
+        super().__init__(interval)
         from apache_beam.runners.portability.fn_api_runner import execution
-        self._execution, self._stages, self._interval = execution, stages, interval
+        self._execution, self._stages = execution, stages
         self._live = weakref.WeakSet()
         for cls in (execution.ListBuffer, execution.GroupingBuffer):
             original = cls.__init__
@@ -81,8 +82,6 @@ class BufferWatch:
                 self._live.add(buffer)
             cls.__init__ = init
         self.per_stage: dict[str, dict] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _buffers(self) -> list[str]:
         sizes = []
@@ -99,22 +98,13 @@ class BufferWatch:
                                   if values else f"shuffle output {grouped / 2**20:,.0f} MiB"))
         return [label for _, label in sorted(sizes, reverse=True)[:3]]
 
-    def _run(self):
-        while not self._stop.wait(self._interval):
-            rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
-            stage = self._stages.stage
-            seen = self.per_stage.setdefault(stage, {"peak_rss": 0.0, "buffers": []})
-            buffers = self._buffers()
-            if rss >= seen["peak_rss"]:
-                seen["peak_rss"], seen["buffers"] = rss, buffers
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+    def sample(self):
+        rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+        stage = self._stages.stage
+        seen = self.per_stage.setdefault(stage, {"peak_rss": 0.0, "buffers": []})
+        buffers = self._buffers()
+        if rss >= seen["peak_rss"]:
+            seen["peak_rss"], seen["buffers"] = rss, buffers
 
 
 def run_job(data: str, output: str, interval: float, trim: bool, job_args: list[str]) -> dict:

@@ -9,10 +9,12 @@ the same texts, measured in the same run as the physical reference.
 For each size it generates N conversations from 0.4 N users (heavy-tailed activity, realistic lengths:
 beam_jobs/generate_sample.py --lengths real; both adjustable) once, then runs `python -m
 beam_jobs.insights` in a child process on each engine: `direct` (the DirectRunner's in-process
-engine) and `dask` (Beam's DaskRunner on a local dask.distributed cluster of 2 worker processes, 1
-thread each). A sampler reads the RSS of the job's
-process, its children and the Dask workers every 0.5 s and keeps each process's peak. Stage times are
-the job's stage_micros metrics (processing time summed over workers, private/run_stats.json).
+engine) and `dask` (beam_jobs/dask_runner.py, Beam's DaskRunner with our fixes, on a local
+dask.distributed cluster of 2 worker processes, 1 thread each). A sampler reads the RSS and CPU time
+of the job's process, its children and the Dask workers every 0.5 s and keeps each process's peak RSS
+and CPU seconds (CPU time, unlike wall time, does not move when other work shares the machine). Stage
+times are the job's stage_micros metrics (processing time summed over workers, private/run_stats.json;
+the DaskRunner reports none).
 
 The encode reference embeds the first `--encode_sample` kept conversations' facets (the offline facet
 extractor's text) with the model's own `encode` (batch 64, every core), in this process, before the
@@ -29,7 +31,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 
@@ -37,6 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from beam_jobs.generate_sample import LENGTHS  # noqa: E402
+from bench.sampling import PeriodicSampler  # noqa: E402
 
 ENGINES = ("direct", "dask")
 DASK_WORKERS = 2
@@ -53,22 +55,23 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-class PeakMemory:
-    """Samples the RSS of a set of processes (and their children) until stopped; keeps each one's peak."""
+class ProcessWatch(PeriodicSampler):
+    """Samples the RSS and CPU time (user + system) of a set of processes and their children until
+    stopped; keeps each process's peak RSS and last CPU time (so a process's CPU time is short by at
+    most one interval of its last work)."""
 
     def __init__(self, roots, interval: float = 0.5):
+        super().__init__(interval)
         import psutil
         self._psutil = psutil
         self._roots = list(roots)
-        self._interval = interval
         self.peaks: dict[int, tuple[str, int]] = {}  # pid -> (role, bytes)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, seconds)
 
     def watch(self, pid: int, role: str) -> None:
         self._roots.append((pid, role))
 
-    def _sample(self) -> None:
+    def sample(self) -> None:
         for pid, role in list(self._roots):
             try:
                 root = self._psutil.Process(pid)
@@ -77,24 +80,20 @@ class PeakMemory:
                 continue
             for process, name in processes:
                 try:
-                    rss = process.memory_info().rss
+                    rss, times = process.memory_info().rss, process.cpu_times()
                 except self._psutil.NoSuchProcess:
                     continue
                 if rss > self.peaks.get(process.pid, ("", 0))[1]:
                     self.peaks[process.pid] = (name, rss)
+                self.cpu[process.pid] = (name, times.user + times.system)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._sample()
 
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *unused):
-        self._stop.set()
-        self._thread.join()
-        self._sample()
+def per_role(values: dict[int, tuple[str, float]], combine) -> dict[str, float]:
+    """pid -> (role, value) as role -> the role's processes' values combined."""
+    combined: dict[str, float] = {}
+    for role, value in values.values():
+        combined[role] = combine(combined[role], value) if role in combined else value
+    return combined
 
 
 def generate(path: str, conversations: int, users_per_conversation: float, lengths: str, seed: int) -> None:
@@ -137,33 +136,34 @@ def encode_rate(path: str, sample: int, max_per_user: int = 5) -> float:
 
 
 @contextmanager
-def engine_flags(engine: str, memory: PeakMemory):
+def engine_flags(engine: str, watch: ProcessWatch):
     if engine == "direct":
         yield []
         return
     from dask.distributed import LocalCluster
     with LocalCluster(n_workers=DASK_WORKERS, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         for number, worker in enumerate(cluster.workers.values()):
-            memory.watch(worker.process.pid, f"dask worker {number + 1}")
+            watch.watch(worker.process.pid, f"dask worker {number + 1}")
         yield ["--runner", "beam_jobs.dask_runner.PersistingDaskRunner", "--dask_client_address",
                cluster.scheduler_address]
 
 
 def run_job(engine: str, data: str, output: str, seed: int, job_args: list[str]) -> dict:
-    memory = PeakMemory([])
-    with memory, engine_flags(engine, memory) as flags:
+    watch = ProcessWatch([])
+    # The watch stops after the cluster's workers exit, but keeps their last CPU times.
+    with watch, engine_flags(engine, watch) as flags:
         command = [sys.executable, "-m", "beam_jobs.insights", "--input", data, "--output", output,
                    "--seed", str(seed), "--progress", "off", *flags, *job_args]
         started = time.perf_counter()
         job = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        memory.watch(job.pid, "job")
+        watch.watch(job.pid, "job")
         _, stderr = job.communicate()
         wall = time.perf_counter() - started
     if job.returncode != 0:
         raise RuntimeError(f"{engine} run failed ({job.returncode}):\n{stderr.decode(errors='replace')[-3000:]}")
     stats = json.load(open(os.path.join(output, "private", "run_stats.json")))
-    peaks = sorted(memory.peaks.values(), key=lambda entry: -entry[1])
-    return {"wall": wall, "stats": stats, "peaks": peaks}
+    return {"wall": wall, "stats": stats, "peak_rss": per_role(watch.peaks, max),
+            "cpu_seconds": per_role(watch.cpu, lambda a, b: a + b)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -194,12 +194,12 @@ def main(argv: list[str] | None = None) -> None:
             stats, wall = result["stats"], result["wall"]
             kept = stats["conversations_after_bounding"]
             rate = kept / wall
-            by_role: dict[str, int] = {}
-            for role, rss in result["peaks"]:
-                by_role[role] = max(by_role.get(role, 0), rss)
+            by_role, cpu = result["peak_rss"], result["cpu_seconds"]
             print(f"-- {engine}: {stats['read']:,} read, {kept:,} kept, {stats['users']:,} users; wall {wall:,.0f} s, "
                   f"{rate:,.1f} kept conversations/s = {rate / encode:.2f}x plain encode")
             print("   peak RSS: " + ", ".join(f"{role} {rss / 2**30:.2f} GiB" for role, rss in sorted(by_role.items())))
+            print(f"   CPU time: {sum(cpu.values()):,.0f} s = "
+                  + ", ".join(f"{role} {seconds:,.0f} s" for role, seconds in sorted(cpu.items())))
             stage_total = sum(stats["stage_seconds"].values()) or 1.0
             if not stats["stage_seconds"]:
                 print("   stage times: none reported (this runner returns no stage_micros metrics)")
@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
                          "vs_encode": round(rate / encode, 3),
                          "peak_rss_gib_max_process": round(max(by_role.values()) / 2**30, 2),
                          "peak_rss_gib_job": round(by_role.get("job", 0) / 2**30, 2),
+                         "cpu_s": round(sum(cpu.values()), 1),
                          "stage_seconds": json.dumps({k: round(v, 1) for k, v in stats["stage_seconds"].items()})})
         # After every size, so a long last size leaves the curve so far.
         curve = with_earlier_rows(args.csv, rows) if args.csv else rows
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
 
 NUMERIC_COLUMNS = {"conversations": int, "kept": int, "users": int, "wall_s": float, "kept_per_s": float,
                    "encode_per_s": float, "vs_encode": float, "peak_rss_gib_max_process": float,
-                   "peak_rss_gib_job": float}
+                   "peak_rss_gib_job": float, "cpu_s": float}
 
 
 def with_earlier_rows(path: str, rows: list[dict]) -> list[dict]:
@@ -238,7 +239,9 @@ def with_earlier_rows(path: str, rows: list[dict]) -> list[dict]:
     if os.path.exists(path):
         with open(path, newline="") as handle:
             for row in csv.DictReader(handle):
-                row = {key: NUMERIC_COLUMNS.get(key, str)(value) for key, value in row.items()}
+                # A column added since the row was written reads as empty: kept empty.
+                row = {key: NUMERIC_COLUMNS.get(key, str)(value) if value != "" else None
+                       for key, value in row.items()}
                 if (row["engine"], row["conversations"]) not in measured:
                     earlier.append(row)
     return sorted(earlier + rows, key=lambda row: (row["engine"], row["conversations"]))
