@@ -56,22 +56,19 @@ from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.nightly_plan import NightlyPlan, nights_per_window, plan_nights
 from dp_ops.run_budget import RunBudget, spend_event
 from transforms import dp_stage_specs
-from transforms.assign_clusters import AssignClusters, assignment_rows
+from transforms.assign_clusters import assignment_rows
 from transforms.bound_contributions import BoundUserContributions
-from transforms.dp_cluster_sizes import DPClusterSizes, cluster_size_params, keep_large_clusters
-from transforms.dp_kmeans import DPKMeans
+from transforms.dp_cluster_sizes import calibrated_size_params
 from transforms.dp_stage import require_registered_dp_stages
 from transforms.dp_stage_specs import StageSettings
-from transforms.dp_user_count import DPUserCount
 from transforms.embed import EmbedConversations
+from transforms.engine import BeamEngine
 from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun
-from transforms.name_clusters import NameClusters
 from transforms.read_conversations import ReadConversations
-from transforms.topic_hierarchy import BuildTopicHierarchy
-from transforms.topic_keywords import KeywordSettings, TopicKeywords, VoteNoise
-from transforms.topic_lineage import AssignLineages
-from transforms.write_exemplars import WriteExemplars
+from transforms.topic_keywords import KeywordSettings, VoteNoise
+from transforms.topic_release import ExemplarSettings
+from transforms.topic_stages import TopicPlan, topic_stages
 from transforms.write_outputs import (
     WriteDeadLetters,
     WriteJsonLines,
@@ -172,6 +169,42 @@ def previous_nights(context: RunContext, model: str, embedding_dim: int, warm_st
         return PreviousNights()
 
 
+def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: KeywordSet, llm, context: RunContext,
+               embedding_dim: int) -> TopicPlan:
+    """The topic stages' public parameters, calibrated noise and backends (transforms/topic_stages.py)."""
+    privacy, clustering, embedding = params.privacy, params.clustering, params.embedding
+    settings = keyword_settings(params)
+    # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
+    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
+                                                   embedding.embedding_device)
+    return TopicPlan(
+        kmeans=DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
+                              noise_multiplier=joint.stages["clustering"].noise_multiplier, input_dim=embedding_dim,
+                              iterations=clustering.kmeans_iterations, projection_dim=clustering.projection_dim,
+                              seed=params.run.seed, basis=clustering.projection_basis),
+        # --projection_dim auto: the dimension comes from a DP count of the users (or --expected_users).
+        user_count=(UserCountNoise(joint.stages["user_count"].noise_multiplier, privacy.delta)
+                    if clustering.counts_users else None),
+        expected_users=clustering.expected_users,
+        sizes=calibrated_size_params(joint.stages["cluster_sizes"], privacy.max_conversations_per_user),
+        min_cluster_size=clustering.min_cluster_size,
+        keyword_settings=settings,
+        vote_noise=vote_noise(params, joint),
+        keywords=keyword_set.keywords,
+        categories=categories,
+        selector=(factory.make_keyword_selector(keyword_set.keywords, embedding.embedding_model,
+                                                settings.min_similarity, embedding.embedding_backend, llm,
+                                                embedding.embedding_device) if settings.votes else None),
+        namer=factory.make_cluster_namer(llm, categories),
+        # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
+        previous=previous_nights(context, embedding.embedding_model, embedding_dim, clustering.warm_start == "auto"),
+        new_lineage_prefix=context.date or context.run_id,
+        model=embedding.embedding_model,
+        exemplars=exemplar_settings(params, llm),
+        noise_seed=privacy.noise_seed,
+    )
+
+
 def keyword_settings(params: InsightsParams) -> KeywordSettings:
     """The keyword step's options as plain values (transforms/topic_keywords.py)."""
     keyword_params = params.keywords
@@ -195,6 +228,14 @@ def vote_noise(params: InsightsParams, joint: JointCalibration) -> VoteNoise:
                      partitions_per_user=privacy.keyword_partitions_per_user, noise_seed=privacy.noise_seed)
 
 
+def exemplar_settings(params: InsightsParams, llm) -> ExemplarSettings:
+    """The exemplar step's options; its writer only when the run writes exemplars."""
+    exemplars, embedding = params.exemplars, params.embedding
+    return ExemplarSettings(exemplars.exemplars_per_topic, exemplars.exemplar_candidates, exemplars.exemplar_rounds,
+                            factory.make_exemplar_writer(llm) if exemplars.exemplars_per_topic else None,
+                            embedding.embedding_model, embedding.embedding_backend, embedding.embedding_device)
+
+
 def run_budget(keyword_set: KeywordSet, delta: float) -> RunBudget:
     """One budget for the run; each DP stage registers its spend with it. A DP keyword set's
     (epsilon, delta) events are registered first and need their own delta on top of the night's."""
@@ -208,23 +249,15 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
                    canaries: tuple[str, ...] = (), night: NightBudget | None = None) -> RunBudget:
     """Wires the stages; returns the run's budget, which every DP stage registered with. Reads like
     URANIA's Algorithm 1. `night`: the stages' noise (default: calibrate_night)."""
-    reading, privacy, clustering, embedding = params.reading, params.privacy, params.clustering, params.embedding
+    reading, privacy, embedding = params.reading, params.privacy, params.embedding
     paths = output_paths(context)
     keyword_set = load_keyword_set(params.keywords.keyword_set)
     night = night or calibrate_night(params, keyword_set)
     joint = night.calibration
     budget = run_budget(keyword_set, privacy.delta)
-    # --projection_dim auto: the dimension comes from a DP count of the users (or --expected_users).
-    user_count = (DPUserCount(UserCountNoise(joint.stages["user_count"].noise_multiplier, privacy.delta), budget,
-                              noise_seed=privacy.noise_seed) if clustering.counts_users else None)
-    # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
-    previous = previous_nights(context, embedding.embedding_model, embedding_dim, clustering.warm_start == "auto")
-    # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
-    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
-                                                   embedding.embedding_device)
     # The run's one resolved LLMParams for its steps; run() preflighted the backend before any data was read.
     llm = params.llm.resolved()
-    namer = factory.make_cluster_namer(llm, categories)
+    plan = topic_plan(params, joint, keyword_set, llm, context, embedding_dim)
 
     records = pipeline | "read and validate conversations" >> ReadConversations(context.input_pattern,
                                                                                 reading.max_record_bytes)
@@ -234,45 +267,21 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     embedded = facets.output | "embed conversations" >> EmbedConversations(
         embedding.embedding_model, embedding.embedding_block_size, backend=embedding.embedding_backend,
         threads=embedding.embedding_threads, device=embedding.embedding_device)
-    kmeans = embedded.output | "DP k-means" >> DPKMeans(
-        DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
-                       noise_multiplier=joint.stages["clustering"].noise_multiplier, input_dim=embedding_dim,
-                       iterations=clustering.kmeans_iterations, projection_dim=clustering.projection_dim,
-                       seed=params.run.seed, basis=clustering.projection_basis),
-        budget, noise_seed=privacy.noise_seed, model_name=embedding.embedding_model, user_count=user_count,
-        expected_users=clustering.expected_users, warm_centres=previous.warm_centres)
-    assigned = kmeans.blocks | "assign conversations to centres" >> AssignClusters(kmeans)
-    noisy_sizes = assigned | "DP cluster sizes" >> DPClusterSizes(
-        clustering.num_clusters,
-        cluster_size_params(joint.stages["cluster_sizes"].pipeline_dp_budget[0], privacy.max_conversations_per_user),
-        budget)
-    kept_sizes = keep_large_clusters(noisy_sizes, clustering.min_cluster_size)
-    kept_ids = kept_sizes | "kept cluster ids" >> beam.Keys()
-    lineage = kmeans.centres | "topic lineages" >> AssignLineages(
-        kmeans.basis, kept_ids, previous, context.date or context.run_id, embedding.embedding_model)
-    keywords = assigned | "topic keywords" >> TopicKeywords(
-        keyword_settings(params), vote_noise(params, joint), budget, keyword_set.keywords, categories,
-        embedding.embedding_model, embedding.embedding_backend, llm, kept_sizes, kept_ids, kmeans.centres,
-        kmeans.basis, kmeans.active_dim, embedding_device=embedding.embedding_device)
-    named = keywords.labels | "name clusters" >> NameClusters(namer, categories)
-    hierarchy = named | "topic hierarchy" >> BuildTopicHierarchy(kept_sizes, kmeans.centres, categories, namer)
-    # Post-processing of the released topics and DP centres: no budget (transforms/write_exemplars.py).
-    exemplars = params.exemplars
-    released_topics = (named | "synthetic exemplars" >> WriteExemplars(
-        factory.make_exemplar_writer(llm), embedding.embedding_model, embedding.embedding_backend,
-        exemplars.exemplars_per_topic, exemplars.exemplar_candidates, exemplars.exemplar_rounds, kmeans.centres,
-        kmeans.basis, kmeans.active_dim, embedding_device=embedding.embedding_device)
-        if exemplars.exemplars_per_topic else named)
+    # DP k-means to the released topics: the stages the in-process evaluation runs too (transforms/topic_stages.py).
+    topics = topic_stages(BeamEngine(), embedded.output, plan, budget)
+    kmeans, assigned, kept_sizes, keywords, released = (topics.kmeans, topics.assigned, topics.kept_sizes,
+                                                         topics.keywords, topics.released)
     # Every DP stage is applied by now, so the budget holds all of them.
     require_registered_dp_stages(pipeline)
-    warm_started = previous.warm_centres is not None
-    report = released_topics | "write pending report" >> WriteReport(
+    warm_started = plan.previous.warm_centres is not None
+    report = released.topics | "write pending report" >> WriteReport(
         paths["report_pending"], kept_sizes, list(budget.entries), budget.composition(),
-        privacy.max_conversations_per_user, release_config(params, keyword_set, embedding_dim, context), hierarchy,
+        privacy.max_conversations_per_user, release_config(params, keyword_set, embedding_dim, context),
+        released.hierarchy,
         centroid_keywords=keywords.centroid_keywords, labelling=keywords.labelling,
         run_time_config=kmeans.active_dim | "dimension for the report" >> beam.Map(
             lambda d: {"clustering_dimension": d, "warm_start": warm_started}),
-        lineage=lineage, plan=night.report_section(params))
+        lineage=released.lineage, plan=night.report_section(params))
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
     dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter, keywords.dead_letter]

@@ -31,6 +31,7 @@ Only the centres are released; assignments stay private.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -149,14 +150,21 @@ class NoiseCalibration:
 
 
 def calibrate(params: DPKMeansParams) -> NoiseCalibration:
-    z = (params.noise_multiplier if params.noise_multiplier is not None
-         else calibrate_gaussian_noise_multiplier(params.epsilon, params.delta, params.releases))
+    return _calibrate(params.epsilon, params.noise_multiplier, params.delta, params.releases)
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrate(epsilon: float | None, noise_multiplier: float | None, delta: float, releases: int) -> NoiseCalibration:
+    # Memoised: deterministic in these four (never the data, seed or shapes), and the in-process
+    # evaluation calibrates the same parameters for each of its hundreds of runs.
+    z = (noise_multiplier if noise_multiplier is not None
+         else calibrate_gaussian_noise_multiplier(epsilon, delta, releases))
     return NoiseCalibration(
         noise_multiplier=z,
         sigma=z * USER_L2_SENSITIVITY,
-        epsilon_spent=epsilon_of_gaussian_releases(z, params.releases, params.delta),
-        delta=params.delta,
-        releases=params.releases,
+        epsilon_spent=epsilon_of_gaussian_releases(z, releases, delta),
+        delta=delta,
+        releases=releases,
     )
 
 

@@ -8,7 +8,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from dp_ops.dp_counts import DPCountParams, noise_upper_quantile, release_floor
 from tests.conftest import check_dp_stage, local_pipeline
-from transforms.dp_cluster_sizes import cluster_size_params, keep_large_clusters
+from transforms.dp_cluster_sizes import KeepLargeClusters, cluster_size_params
 from transforms.dp_count import DPCountPerPartition
 from transforms.keyword_histograms import keyword_count_params
 
@@ -76,7 +76,7 @@ def test_keyword_histogram_counts_a_user_once_per_pair():
 def test_clusters_below_tau_are_dropped():
     with local_pipeline() as pipeline:
         sizes = pipeline | beam.Create([(0, 24.9), (1, 25.0), (2, 300.0), (3, -4.0)])
-        assert_that(keep_large_clusters(sizes, 25), equal_to([(1, 25.0), (2, 300.0)]), label="kept")
+        assert_that(sizes | KeepLargeClusters(25), equal_to([(1, 25.0), (2, 300.0)]), label="kept")
 
 
 def test_release_floor_keeps_pure_noise_out_of_almost_every_group():

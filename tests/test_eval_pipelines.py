@@ -13,12 +13,13 @@ import pytest
 from apache_beam.testing.util import assert_that
 
 from beam_jobs.generate_sample import write_sample
-from core.records import Conversation, Message
+from core.records import Conversation, ConversationBlock, Message
 from dp_ops.dp_kmeans import DPKMeansParams, fit_dp_kmeans
 from eval.data import bound_contributions
-from eval.urania_inprocess import fit_kmeans
 from eval.utility.simple_clio import ClusterSummariser, redact_pii, run_simple_clio, write_report
 from transforms.bound_contributions import BoundUserContributions
+from transforms.dp_kmeans import DPKMeans
+from transforms.engine import LocalEngine
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,11 +35,18 @@ def test_in_process_kmeans_releases_what_fit_dp_kmeans_releases():
     weights = np.full(len(vectors), 0.5)
     params = DPKMeansParams(num_clusters=3, epsilon=4.0, delta=1e-6, input_dim=16, projection_dim=8, seed=3)
     reference, calibration = fit_dp_kmeans(vectors, weights, params, noise_seed=9)
-    centres, points, ours = fit_kmeans(vectors, weights, params, private=True, noise_seed=9)
-    np.testing.assert_allclose(centres, reference, atol=1e-6)
-    assert ours.sigma == pytest.approx(calibration.sigma) and ours.epsilon_spent == pytest.approx(calibration.epsilon_spent)
-    exact, _, none = fit_kmeans(vectors, weights, params, private=False, noise_seed=None)
-    assert none is None and len({tuple(np.round(c, 3)) for c in exact}) == 3
+    blocks = [ConversationBlock([f"c{i}" for i in range(n, n + 90)], ["u"] * 90, weights[n:n + 90], [""] * 90,
+                                vectors[n:n + 90]) for n in (0, 90)]
+    stage = DPKMeans(params, None, noise_seed=9)
+    ours = LocalEngine().apply("DP k-means", stage, blocks)
+    np.testing.assert_allclose(ours.centres, reference, atol=1e-6)
+    assert stage.calibration.sigma == pytest.approx(calibration.sigma)
+    assert stage.spend.epsilon == pytest.approx(calibration.epsilon_spent)
+    assert [len(b) for b in ours.blocks] == [90, 90] and all(b.points is None for b in ours.blocks)
+    exact_stage = DPKMeans(params, None, private=False)
+    exact = LocalEngine().apply("k-means", exact_stage, blocks)
+    assert exact_stage.spend is None and exact.active_dim == params.dim
+    assert len({tuple(np.round(c, 3)) for c in exact.centres}) == 3
 
 
 def test_bounding_matches_the_beam_transform():

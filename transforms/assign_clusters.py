@@ -31,6 +31,11 @@ class AssignClusters(beam.PTransform):
         super().__init__()
         self._clustering = clustering
 
+    def local(self, blocks: list[ConversationBlock]) -> list[ConversationBlock]:
+        """In-process (transforms/engine.py): `clustering` holds DPKMeans.local's values."""
+        clustering = self._clustering
+        return [_assign(block, clustering.centres, clustering.basis, clustering.active_dim) for block in blocks]
+
     def expand(self, blocks):
         clustering = self._clustering
         return blocks | "assign nearest centre" >> beam.Map(

@@ -11,6 +11,8 @@ where the centres live.
 
 from __future__ import annotations
 
+import functools
+
 import apache_beam as beam
 import numpy as np
 
@@ -27,6 +29,12 @@ def nearest_keywords(centres: np.ndarray, keyword_points: np.ndarray, keywords: 
     return [[keywords[j] for j in row] for row in order]
 
 
+@functools.lru_cache(maxsize=4)
+def keyword_vectors(model_name: str, keywords: tuple[str, ...]) -> np.ndarray:
+    """K's embeddings, once per process (read-only): the in-process evaluation ranks K for hundreds of runs."""
+    return embedding.embed_texts(model_name, list(keywords))
+
+
 class _NearestKeywordsFn(beam.DoFn):
     def __init__(self, keywords: tuple[str, ...], model_name: str, top_t: int):
         self._keywords = keywords
@@ -35,7 +43,7 @@ class _NearestKeywordsFn(beam.DoFn):
         self._vectors = None
 
     def setup(self):
-        self._vectors = embedding.embed_texts(self._model_name, list(self._keywords))
+        self._vectors = keyword_vectors(self._model_name, self._keywords)
 
     def process(self, centres, kept_cluster_ids, basis, active_dim):
         points = mechanism.project_points(self._vectors, basis, active_dim)
@@ -53,6 +61,11 @@ class CentroidKeywords(beam.PTransform):
         self._fn = _NearestKeywordsFn(tuple(keywords), model_name, top_t)
         self._kept_cluster_ids = kept_cluster_ids
         self._basis, self._active_dim = basis, active_dim
+
+    def local(self, centres: np.ndarray) -> dict:
+        """In-process (transforms/engine.py): {cluster_id: its keywords} for the kept clusters."""
+        self._fn.setup()
+        return dict(self._fn.process(centres, self._kept_cluster_ids, self._basis, self._active_dim))
 
     def expand(self, centres):
         return centres | "nearest keywords per kept centre" >> beam.ParDo(

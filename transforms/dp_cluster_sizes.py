@@ -1,13 +1,18 @@
-"""DPClusterSizes: noisy conversation counts per cluster (PipelineDP, Laplace, user-level)."""
+"""DPClusterSizes: noisy conversation counts per cluster (PipelineDP, Laplace, user-level); KeepLargeClusters:
+those of noisy size >= tau. Each has its in-process form, `local` (transforms/engine.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import apache_beam as beam
 
+from core.records import ConversationBlock
 from dp_ops.dp_counts import DPCountParams
+from dp_ops.joint_calibration import StageNoise
 from dp_ops.run_budget import RunBudget
 from transforms.assign_clusters import user_cluster_pairs
-from transforms.dp_count import DPCountPerPartition
+from transforms.dp_count import DPCountPerPartition, ExactCountPerPartition
 
 
 def cluster_size_params(epsilon: float, max_conversations_per_user: int) -> DPCountParams:
@@ -16,20 +21,42 @@ def cluster_size_params(epsilon: float, max_conversations_per_user: int) -> DPCo
                          max_contributions=max_conversations_per_user)
 
 
+def calibrated_size_params(stage: StageNoise, max_conversations_per_user: int) -> DPCountParams:
+    """The count's params for the joint calibration's cluster_sizes stage: Laplace, as the job's
+    stage request; Gaussian where a calibration asked for it (an evaluated nightly mode,
+    eval/audit/nightly_privacy_modes.py)."""
+    params = cluster_size_params(stage.pipeline_dp_budget[0], max_conversations_per_user)
+    if stage.request.noise == "gaussian":
+        params = dataclasses.replace(params, noise="gaussian", delta=stage.pipeline_dp_budget[1])
+    return params
+
+
 class DPClusterSizes(beam.PTransform):
     """Input: assigned ConversationBlocks. Output: (cluster_id, noisy size) for every cluster id in
-    range(num_clusters): the partitions are public, so empty clusters get a noisy size too."""
+    range(num_clusters): the partitions are public, so empty clusters get a noisy size too. `params`
+    None: the exact sizes of the evaluation's non-private baseline (never the job)."""
 
-    def __init__(self, num_clusters: int, params: DPCountParams, budget: RunBudget | None):
+    def __init__(self, num_clusters: int, params: DPCountParams | None, budget: RunBudget | None):
         super().__init__()
         self._num_clusters = num_clusters
         self._params = params
         self._budget = budget
         self.spend = None
 
+    def _count(self) -> DPCountPerPartition | ExactCountPerPartition:
+        if self._params is None:
+            return ExactCountPerPartition(list(range(self._num_clusters)))
+        return DPCountPerPartition(self._params, list(range(self._num_clusters)),
+                                   "PipelineDP COUNT per cluster, public partitions", self._budget)
+
+    def local(self, assigned_blocks: list[ConversationBlock]) -> dict:
+        count = self._count()
+        sizes = count.local([pair for block in assigned_blocks for pair in user_cluster_pairs(block)])
+        self.spend = count.spend
+        return sizes
+
     def expand(self, assigned_blocks):
-        count = DPCountPerPartition(self._params, list(range(self._num_clusters)),
-                                    "PipelineDP COUNT per cluster, public partitions", self._budget)
+        count = self._count()
         sizes = (assigned_blocks
                  | "user and cluster per conversation" >> beam.FlatMap(user_cluster_pairs)
                  | "DP count per cluster" >> count)
@@ -37,6 +64,26 @@ class DPClusterSizes(beam.PTransform):
         return sizes
 
 
-def keep_large_clusters(noisy_sizes, min_cluster_size: float):
-    """Clusters whose noisy size is >= tau (post-processing of the DP sizes)."""
-    return noisy_sizes | "drop clusters below tau" >> beam.Filter(lambda pair: pair[1] >= min_cluster_size)
+class KeepLargeClusters(beam.PTransform):
+    """(cluster_id, noisy size) -> those of size >= tau (post-processing of the DP sizes)."""
+
+    def __init__(self, min_cluster_size: float):
+        super().__init__()
+        self._min_cluster_size = min_cluster_size
+
+    def local(self, noisy_sizes: dict) -> dict:
+        return {cluster: size for cluster, size in noisy_sizes.items() if size >= self._min_cluster_size}
+
+    def expand(self, noisy_sizes):
+        minimum = self._min_cluster_size
+        return noisy_sizes | "drop clusters below tau" >> beam.Filter(lambda pair: pair[1] >= minimum)
+
+
+class ClusterIds(beam.PTransform):
+    """(cluster_id, size) -> cluster_id."""
+
+    def local(self, sizes: dict) -> list[int]:
+        return list(sizes)
+
+    def expand(self, sizes):
+        return sizes | "ids" >> beam.Keys()

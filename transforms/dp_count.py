@@ -1,4 +1,5 @@
-"""DPCountPerPartition: a user-level DP count over public partitions, with PipelineDP."""
+"""DPCountPerPartition: a user-level DP count over public partitions, with PipelineDP. ExactCountPerPartition:
+the exact count, for the evaluation's non-private baseline only (epsilon = inf), never a release."""
 
 from __future__ import annotations
 
@@ -30,6 +31,20 @@ class DPCountPerPartition(DPStage):
         self._public_partitions = public_partitions
         self._mechanism_name = mechanism_name
 
+    def local(self, user_partition_pairs: list) -> dict:
+        """In-process (transforms/engine.py): the same PipelineDP aggregation on its LocalBackend;
+        {partition_key: noisy count} for every public partition (`public_partitions` a list)."""
+        pairs = list(user_partition_pairs)
+        if not pairs:
+            # PipelineDP's LocalBackend refuses empty input; pairs outside the public partitions are
+            # dropped, so one such pair gives every public partition a pure-noise count, as on Beam.
+            pairs = [("no user", ("no partition",))]
+        released, spend = release_with_pipeline_dp(
+            pairs, pipeline_dp.LocalBackend(), self._params, self._params.aggregate_params(), spend_from_accountant,
+            f"{self._mechanism_name} (in-process)", public_partitions=self._public_partitions)
+        self._spends(spend)
+        return {partition: metrics.count for partition, metrics in released}
+
     def expand(self, user_partition_pairs):
         counted = user_partition_pairs | "count contributions" >> beam.Map(timed(self._params.stage, _identity))
         counts, spend = release_with_pipeline_dp(
@@ -37,3 +52,35 @@ class DPCountPerPartition(DPStage):
             self._mechanism_name, public_partitions=self._public_partitions)
         self._spends(spend)
         return counts | "unpack noisy counts" >> beam.MapTuple(lambda partition, metrics: (partition, metrics.count))
+
+
+def exact_counts(partitions, keys) -> dict:
+    """{partition: how many of `keys` are it} for every public partition (a float, as PipelineDP's counts)."""
+    counts = {partition: 0.0 for partition in partitions}
+    for key in keys:
+        if key in counts:
+            counts[key] += 1
+    return counts
+
+
+class ExactCountPerPartition(beam.PTransform):
+    """DPCountPerPartition without noise or bounding: input (user_id, partition_key) pairs, output
+    (partition_key, exact count) for every public partition (a list, or on Beam a PCollection)."""
+
+    def __init__(self, public_partitions):
+        super().__init__()
+        self._public_partitions = public_partitions
+        self.spend = None
+
+    def local(self, user_partition_pairs: list) -> dict:
+        return exact_counts(self._public_partitions, (partition for _, partition in user_partition_pairs))
+
+    def expand(self, user_partition_pairs):
+        partitions = self._public_partitions
+        if isinstance(partitions, beam.PCollection):
+            partitions = beam.pvalue.AsList(partitions)
+        return (user_partition_pairs
+                | "partition keys" >> beam.Values()
+                | "all keys" >> beam.combiners.ToList()
+                | "exact counts" >> beam.FlatMap(lambda keys, partitions: exact_counts(partitions, keys).items(),
+                                                 partitions))

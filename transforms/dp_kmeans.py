@@ -14,6 +14,7 @@ worker). Projection, assignment and the centroid keywords all read these same tw
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import apache_beam as beam
 import numpy as np
@@ -30,9 +31,11 @@ from transforms.stage_timing import timed
 from transforms.sum_arrays import SumArraysFn
 
 
+@functools.lru_cache(maxsize=2)
 def basis_keyword_vectors(model_name: str) -> np.ndarray:
     """The public vectors of the pca basis: the BUNDLED keyword set's embeddings (never a run's own
-    --keyword_set, which may be built from data), so the basis is fixed before any data is read."""
+    --keyword_set, which may be built from data), so the basis is fixed before any data is read.
+    Memoised per process (read-only): a worker, or the evaluation's hundreds of runs, embeds them once."""
     return embedding.embed_texts(model_name, list(load_keyword_set(None).keywords))
 
 
@@ -47,6 +50,12 @@ def project_block(block: ConversationBlock, projection: np.ndarray | None, activ
 
 
 def make_basis(_, params: mechanism.DPKMeansParams, model_name: str) -> np.ndarray | None:
+    # The pca basis does not depend on the seed: one eigendecomposition per process, whatever the runs' seeds.
+    return _basis(dataclasses.replace(params, seed=0) if params.basis == "pca" else params, model_name)
+
+
+@functools.lru_cache(maxsize=8)
+def _basis(params: mechanism.DPKMeansParams, model_name: str) -> np.ndarray | None:
     return mechanism.clustering_basis(params, basis_keyword_vectors(model_name) if params.basis == "pca" else None)
 
 
@@ -62,6 +71,12 @@ class ClusteringDimension(beam.PTransform):
             raise ValueError("projection_dim auto needs either a DP user count or expected_users")
         self._params, self._sigma = params, sigma
         self._user_count, self._expected_users = user_count, expected_users
+
+    def local(self, blocks: list[ConversationBlock]) -> int:
+        """In-process (transforms/engine.py)."""
+        users = (self._user_count.local(blocks) if self._params.automatic and self._expected_users is None
+                 else self._expected_users)
+        return mechanism.active_dimension(self._params, self._sigma, users)
 
     def expand(self, blocks):
         params, sigma = self._params, self._sigma
@@ -97,6 +112,10 @@ def concatenate(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray,
     return np.concatenate([p for p, _ in pairs]), np.concatenate([w for _, w in pairs])
 
 
+def _no_points(params: mechanism.DPKMeansParams) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((0, params.dim), dtype=np.float32), np.zeros(0, dtype=np.float64)
+
+
 # Rows per element of the clustering passes. The T+1 passes re-read their input, so it carries only
 # (points, weights) -- 32 floats and a weight per conversation, not the 384-d embedding and the
 # texts -- in a few large arrays, so per-element costs (serialisation, Python calls) are paid rarely.
@@ -110,7 +129,7 @@ class DPKMeansOutput:
     public), and the input blocks as they came, without points, for the assignment stage, which
     projects them again with those (AssignClusters)."""
 
-    centres: beam.PCollection
+    centres: beam.PCollection  # in-process (DPKMeans.local): the values themselves
     blocks: beam.PCollection
     basis: beam.PCollection
     active_dim: beam.PCollection
@@ -124,23 +143,42 @@ class DPKMeans(DPStage):
     def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
                  rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, model_name: str = embedding.DEFAULT_EMBEDDING_MODEL,
                  user_count: DPUserCount | None = None, expected_users: int | None = None,
-                 warm_centres: np.ndarray | None = None):
+                 warm_centres: np.ndarray | None = None, private: bool = True):
         """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
         from (one of them; neither for a fixed dimension). `model_name`: embeds the pca basis's keywords.
         `warm_centres`: a previous release's centres as embedding-space directions (public), seeded
-        first (dp_ops.dp_kmeans.warm_seed_centres)."""
+        first (dp_ops.dp_kmeans.warm_seed_centres). `private` False (the evaluation's non-private
+        baseline, epsilon = inf; never the job): the same releases without noise, at the whole width,
+        spending nothing."""
         super().__init__(budget)
         self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
         self.model_name = model_name
         self.warm_centres = warm_centres
-        self.calibration = mechanism.calibrate(params)
-        self._dimension = ClusteringDimension(params, self.calibration.sigma, user_count, expected_users)
-        self._spends(self.calibration.spend(params))
+        self.calibration = mechanism.calibrate(params) if private else None
+        self.sigma = self.calibration.sigma if private else 0.0
+        if private:
+            self._dimension = ClusteringDimension(params, self.sigma, user_count, expected_users)
+            self._spends(self.calibration.spend(params))
+        else:
+            self._dimension = ClusteringDimension(dataclasses.replace(params, projection_dim=params.dim), 0.0)
+
+    def local(self, blocks: list[ConversationBlock]) -> DPKMeansOutput:
+        """In-process (transforms/engine.py): every release on all the points at once (fit_centres)."""
+        blocks = list(blocks)
+        active_dim = self._dimension.local(blocks)
+        basis = make_basis(None, self.params, self.model_name)
+        projected = [project_block(block, basis, active_dim) for block in blocks]
+        points, weights = concatenate([points_and_weights(block) for block in projected] + [_no_points(self.params)])
+        warm = (None if self.warm_centres is None
+                else mechanism.to_clustering_space(self.warm_centres, basis, active_dim))
+        centres = mechanism.fit_centres(points, weights, self.params, self.sigma, self.noise_seed, active_dim, warm)
+        return DPKMeansOutput(centres=centres, blocks=[without_points(block) for block in projected], basis=basis,
+                              active_dim=active_dim)
 
     def expand(self, blocks) -> DPKMeansOutput:
-        params, sigma, noise_seed = self.params, self.calibration.sigma, self.noise_seed
+        params, sigma, noise_seed = self.params, self.sigma, self.noise_seed
         active_dim = blocks | "choose dimension" >> self._dimension
         basis = (blocks.pipeline | "basis trigger" >> beam.Create([None])
                  | "clustering basis" >> beam.Map(make_basis, params, self.model_name))
@@ -164,8 +202,7 @@ class DPKMeans(DPStage):
         # CombineGlobally's default-value injection (two extra runner stages per release: ~0.6 s of a
         # 10k-point run on the DirectRunner, bench/bench_dp_kmeans.py) and an empty input still
         # releases pure-noise centres.
-        no_points = blocks.pipeline | "a zero-row element" >> beam.Create(
-            [(np.zeros((0, params.dim), dtype=np.float32), np.zeros(0, dtype=np.float64))])
+        no_points = blocks.pipeline | "a zero-row element" >> beam.Create([_no_points(params)])
         points = (points, no_points) | "with the zero-row element" >> beam.Flatten()
 
         # The warm seeds in this run's space (post-processing of a public release), or None.

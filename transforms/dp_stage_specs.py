@@ -7,7 +7,8 @@ plans, the progress lines (beam_jobs/progress.py) and the report, whose privacy 
 mechanism released (`releases`, written next to the stage's spend in report.json).
 
 A new DP stage is one DPStageSpec here, its transform (a transforms.dp_stage.DPStage, which
-registers its spend with the run's budget) and its place in beam_jobs/insights.build_pipeline.
+registers its spend with the run's budget, with its in-process form `local`) and its place in
+transforms/topic_stages.topic_stages, which both the job and the in-process evaluation run.
 """
 
 from __future__ import annotations

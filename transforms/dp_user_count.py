@@ -30,6 +30,10 @@ class DPUserCount(DPStage):
         self.noise_seed = noise_seed
         self._spends(noise.spend())
 
+    def local(self, blocks: list[ConversationBlock]) -> float:
+        """In-process (transforms/engine.py)."""
+        return noisy_user_count(sum(block_weight(block) for block in blocks), self.noise.sigma, self.noise_seed)
+
     def expand(self, blocks):
         return (blocks
                 | "weight per block" >> beam.Map(timed("user_count", block_weight))

@@ -22,12 +22,12 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends.interfaces import KeywordSelector
-from core.records import ConversationBlock
+from core.records import ConversationBlock, DeadLetter
 from dp_ops.dp_counts import DPCountParams
-from dp_ops.keyword_votes import conversation_votes, noisy_vote_sums, released_histogram, vote_spend
+from dp_ops.keyword_votes import conversation_votes, exact_vote_sums, noisy_vote_sums, released_histogram, vote_spend
 from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
-from transforms.dp_count import DPCountPerPartition
+from transforms.dp_count import DPCountPerPartition, ExactCountPerPartition
 from transforms.dp_stage import DPStage
 from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
 from transforms.stage_timing import timed
@@ -51,6 +51,11 @@ class SampleForKeywords(beam.PTransform):
         self._kept_cluster_sizes = kept_cluster_sizes
         self._samples_per_cluster = samples_per_cluster
         self._seed = seed
+
+    def local(self, assigned_blocks: list[ConversationBlock]) -> list[ConversationBlock]:
+        """In-process (transforms/engine.py): `kept_cluster_sizes` a dict."""
+        return [sampled for block in assigned_blocks
+                for sampled in sample_block(block, self._kept_cluster_sizes, self._samples_per_cluster, self._seed)]
 
     def expand(self, assigned_blocks):
         return assigned_blocks | "poisson-sample kept clusters" >> beam.FlatMap(
@@ -124,6 +129,16 @@ class SelectKeywords(beam.PTransform):
             raise ValueError("category votes are weighted votes: count votes take no category share")
         self._fn = _SelectKeywordsFn(selector, keywords, max_keywords, weighted, categories, category_share)
 
+    def local(self, sampled_blocks: list[ConversationBlock]) -> StageOutput:
+        """In-process: the same DoFn, block by block; a StageOutput of lists."""
+        self._fn.setup()
+        try:
+            mixed = [element for block in sampled_blocks for element in self._fn.process(block)]
+        finally:
+            self._fn.teardown()
+        return StageOutput(output=[e for e in mixed if not isinstance(e, DeadLetter)],
+                           dead_letter=[e for e in mixed if isinstance(e, DeadLetter)])
+
     def expand(self, sampled_blocks) -> StageOutput:
         return split_dead_letters(sampled_blocks | "select keywords from K" >> beam.ParDo(self._fn))
 
@@ -145,16 +160,26 @@ def _noisy_histogram(exact_sums, kept_cluster_ids, columns, sigma, noise_seed):
 class DPKeywordVotes(DPStage):
     """Input: (cluster_id, column, value) votes. Output: ((cluster_id, column), noisy sum) for every
     kept cluster x column (dp_ops.keyword_votes.vote_columns: K, then the categories). The spend
-    depends on the parameters alone, so it is registered at construction."""
+    depends on the parameters alone, so it is registered at construction. `noise_multiplier` None:
+    the exact sums of the evaluation's non-private baseline (never the job), spending nothing."""
 
-    def __init__(self, num_clusters: int, columns: tuple, noise_multiplier: float, delta: float,
+    def __init__(self, num_clusters: int, columns: tuple, noise_multiplier: float | None, delta: float,
                  kept_cluster_ids, budget: RunBudget | None, noise_seed: int | None = None):
         super().__init__(budget)
         self._num_clusters = num_clusters
         self._columns = tuple(columns)
         self._kept_cluster_ids = kept_cluster_ids
         self._noise_seed = noise_seed
-        self._spends(vote_spend(noise_multiplier, delta))
+        self._sigma = 0.0
+        if noise_multiplier is not None:
+            self._spends(vote_spend(noise_multiplier, delta))
+            self._sigma = self.spend.noise["sigma"]
+
+    def local(self, votes: list) -> dict:
+        """In-process (transforms/engine.py): `kept_cluster_ids` a list."""
+        exact = exact_vote_sums(votes, self._num_clusters, self._columns)
+        return released_histogram(noisy_vote_sums(exact, self._sigma, self._noise_seed), self._kept_cluster_ids,
+                                  self._columns)
 
     def expand(self, votes):
         index = {column: j for j, column in enumerate(self._columns)}
@@ -165,7 +190,7 @@ class DPKeywordVotes(DPStage):
                 _VoteSumsFn((self._num_clusters, len(self._columns))))
             | "add Gaussian noise, keep kept clusters" >> beam.FlatMap(
                 timed("keyword_histograms", _noisy_histogram), beam.pvalue.AsList(self._kept_cluster_ids),
-                self._columns, self.spend.noise["sigma"], self._noise_seed)
+                self._columns, self._sigma, self._noise_seed)
         )
 
 
@@ -182,9 +207,11 @@ def keyword_count_params(epsilon: float, delta: float, noise: str, max_partition
 
 
 class DPKeywordHistogram(beam.PTransform):
-    """Output: ((cluster_id, keyword), noisy count) for every kept cluster x keyword in K."""
+    """Output: ((cluster_id, keyword), noisy count) for every kept cluster x keyword in K. `params`
+    None: the exact counts of the evaluation's non-private baseline (never the job)."""
 
-    def __init__(self, params: DPCountParams, kept_cluster_ids, keywords: tuple[str, ...], budget: RunBudget | None):
+    def __init__(self, params: DPCountParams | None, kept_cluster_ids, keywords: tuple[str, ...],
+                 budget: RunBudget | None):
         super().__init__()
         self._params = params
         self._kept_cluster_ids = kept_cluster_ids
@@ -192,12 +219,27 @@ class DPKeywordHistogram(beam.PTransform):
         self._budget = budget
         self.spend = None
 
+    def _count(self, public_partitions):
+        if self._params is None:
+            return ExactCountPerPartition(public_partitions)
+        return DPCountPerPartition(self._params, public_partitions,
+                                   "PipelineDP COUNT per (cluster, keyword), public partitions", self._budget)
+
+    def local(self, user_pairs: list) -> dict:
+        """In-process (transforms/engine.py): `kept_cluster_ids` a list. With no kept cluster nothing
+        is released, but the stage is still accounted for, as on Beam (one stand-in partition)."""
+        partitions = [(cluster_id, keyword) for cluster_id in sorted(self._kept_cluster_ids)
+                      for keyword in self._keywords]
+        count = self._count(partitions or [(0, self._keywords[0])])
+        histogram = count.local(user_pairs)
+        self.spend = count.spend
+        return histogram if partitions else {}
+
     def expand(self, user_pairs):
         keywords = self._keywords
         public_partitions = self._kept_cluster_ids | "public partitions: kept clusters x K" >> beam.FlatMap(
             lambda cluster_id: [(cluster_id, keyword) for keyword in keywords])
-        count = DPCountPerPartition(self._params, public_partitions,
-                                    "PipelineDP COUNT per (cluster, keyword), public partitions", self._budget)
+        count = self._count(public_partitions)
         histogram = user_pairs | "DP count per (cluster, keyword)" >> count
         self.spend = count.spend
         return histogram

@@ -126,6 +126,18 @@ class NameClusters(beam.PTransform):
         self._namer = namer
         self._categories = categories
 
+    def local(self, labels: dict) -> dict:
+        """In-process: {cluster_id: (label keywords, source, voted category)} -> {cluster_id: topic}."""
+        self._namer.setup()
+        if self._categories is not None:
+            self._categories.setup()
+        try:
+            named = {cluster_id: name_topic(self._namer, list(keywords), source, self._categories, voted_category)
+                     for cluster_id, (keywords, source, voted_category) in labels.items()}
+        finally:
+            self._namer.teardown()
+        return distinct_names(named, self._categories.category_of if self._categories is not None else {})
+
     def expand(self, top_keywords):
         return (top_keywords
                 | "name each cluster from its keywords" >> beam.ParDo(_NameClusterFn(self._namer, self._categories))

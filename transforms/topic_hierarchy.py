@@ -208,6 +208,16 @@ class BuildTopicHierarchy(beam.PTransform):
         self._categories = categories
         self._namer = namer
 
+    def local(self, named_topics: dict) -> dict:
+        """In-process: {cluster_id: named topic} -> the hierarchy (`kept_sizes` a dict, `centres` an array)."""
+        self._categories.setup()
+        self._namer.setup()
+        try:
+            return build_hierarchy(report_topics(dict(named_topics), self._kept_sizes), self._centres,
+                                   self._categories.category_of, self._namer)
+        finally:
+            self._namer.teardown()
+
     def expand(self, named_topics):
         return (named_topics
                 | "all named topics" >> beam.combiners.ToList()

@@ -11,7 +11,8 @@ URANIA's Algorithm 1), in one of three --keyword_mode's:
 
 K ranked by closeness to each centre is also the histogram modes' fallback label
 (--label_fallback centroid) and their candidates (--keyword_candidates). The DP stage registers its
-spend with the run's RunBudget when TopicKeywords is applied, like any DPStage.
+spend with the run's RunBudget when TopicKeywords is applied, like any DPStage. Its sub-stages are
+wired once for both engines (transforms/engine.py): `expand` runs them on Beam, `local` in-process.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import dataclasses
 
 import apache_beam as beam
 
-from backends import factory
+from backends.interfaces import KeywordSelector
 from backends.keyword_categories import KeywordCategories
 from core.report import CENTROID_SOURCE, labelling_section
 from dp_ops.joint_calibration import StageNoise
 from dp_ops.keyword_votes import vote_columns
 from dp_ops.run_budget import RunBudget
 from transforms.centroid_keywords import CentroidKeywords
+from transforms.engine import BeamEngine, LocalEngine, MapValues
 from transforms.keyword_histograms import (
     DPKeywordHistogram,
     DPKeywordVotes,
@@ -34,7 +36,13 @@ from transforms.keyword_histograms import (
     SelectKeywords,
     keyword_count_params,
 )
-from transforms.voted_labels import LabelTopics, category_votes_section, min_users_to_label, vote_floors
+from transforms.voted_labels import (
+    LabelTopics,
+    VoteFloors,
+    category_votes_section,
+    min_users_to_label,
+    vote_floors,
+)
 
 MODES = ("histogram", "centroid", "both")
 
@@ -79,6 +87,7 @@ class VoteNoise:
     histogram_noise: str | None      # --keyword_votes count: PipelineDP's noise kind
     partitions_per_user: int | None  # --keyword_votes count: L0 bound
     noise_seed: int | None
+    private: bool = True             # False: exact sums or counts, the evaluation's non-private baseline only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,18 +123,20 @@ class TopicKeywords(beam.PTransform):
     """Input: the assigned ConversationBlocks. Output: TopicKeywordsOutput. `kept_sizes`: (cluster_id,
     noisy size) of the kept clusters; `kept_ids` their ids; `centres`, `basis`, `active_dim`: DP
     k-means' singletons (DPKMeansOutput); `keywords`: K; `categories`: K's (KeywordCategories);
-    `llm`: the run's resolved LLMParams (or None) for the keyword selector."""
+    `selector`: the KeywordSelector of the vote modes (None in centroid mode). In-process (`local`,
+    transforms/engine.py) each of those is its value and the output's fields are values too."""
 
     def __init__(self, settings: KeywordSettings, noise: VoteNoise, budget: RunBudget | None, keywords: tuple[str, ...],
-                 categories: KeywordCategories, model_name: str, embedding_backend: str, llm, kept_sizes, kept_ids,
-                 centres, basis, active_dim, embedding_device: str = "cpu"):
+                 categories: KeywordCategories, selector: KeywordSelector | None, model_name: str, kept_sizes,
+                 kept_ids, centres, basis, active_dim):
         super().__init__()
         if settings.mode not in MODES:
             raise ValueError(f"unknown keyword mode {settings.mode!r}")
+        if settings.votes and selector is None:
+            raise ValueError(f"keyword mode {settings.mode!r} needs a keyword selector")
         self._settings, self._noise, self._budget = settings, noise, budget
         self._keywords, self._categories = tuple(keywords), categories
-        self._model_name, self._embedding_backend, self._llm = model_name, embedding_backend, llm
-        self._embedding_device = embedding_device
+        self._selector, self._model_name = selector, model_name
         self._kept_sizes, self._kept_ids = kept_sizes, kept_ids
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
         # Category votes: weighted votes only, and only for a keyword set with categories (dp_ops/keyword_votes.py).
@@ -133,65 +144,79 @@ class TopicKeywords(beam.PTransform):
         self._vote_categories = categories.names if self._category_share else ()
 
     def expand(self, assigned) -> TopicKeywordsOutput:
+        return self._wired(BeamEngine(), assigned)
+
+    def local(self, assigned: list) -> TopicKeywordsOutput:
+        return self._wired(LocalEngine(), assigned)
+
+    def _wired(self, engine, assigned) -> TopicKeywordsOutput:
         settings = self._settings
-        votes = self._votes(assigned) if settings.votes else None
+        votes = self._votes(engine, assigned) if settings.votes else None
         # K ranked by closeness to each centre: the first t label a topic, the first --keyword_candidates
         # are its candidates, and a topic named by its voted category takes that category's first t.
-        ranking = self._ranking() if settings.ranks_keywords else None
-        labels = self._labels(votes, ranking)
+        ranking = self._ranking(engine) if settings.ranks_keywords else None
+        labels = self._labels(engine, votes, ranking)
         top_t = settings.top_t
-        centroid_keywords = (ranking | "centroid keywords, top t" >> beam.MapTuple(
-            lambda cluster_id, nearest: (cluster_id, nearest[:top_t])) if settings.mode == "both" else None)
+        centroid_keywords = (engine.apply("centroid keywords, top t", MapValues(lambda nearest: nearest[:top_t]),
+                                          ranking) if settings.mode == "both" else None)
         if votes is None:
             return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords)
         return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords, sampled=votes.sampled,
                                    keyword_pairs=votes.keyword_pairs, dead_letter=votes.dead_letter,
                                    labelling=votes.labelling, stage=votes.stage)
 
-    def _votes(self, assigned) -> _Votes:
+    def _votes(self, engine, assigned) -> _Votes:
         """Sample, select and release the DP votes (or counts); the release floors and the labelling section."""
         settings, noise, keywords = self._settings, self._noise, self._keywords
-        sampled = assigned | "sample conversations for keywords" >> SampleForKeywords(
-            self._kept_sizes, settings.samples_per_cluster, settings.seed)
-        selector = factory.make_keyword_selector(keywords, self._model_name, settings.min_similarity,
-                                                 self._embedding_backend, self._llm, self._embedding_device)
-        selection = sampled | "select keywords" >> SelectKeywords(
-            selector, keywords,
+        sampled = engine.apply("sample conversations for keywords", SampleForKeywords(
+            self._kept_sizes, settings.samples_per_cluster, settings.seed), assigned)
+        selection = engine.apply("select keywords", SelectKeywords(
+            self._selector, keywords,
             settings.keywords_per_vote if settings.weighted else settings.max_keywords_per_conversation,
-            weighted=settings.weighted, categories=self._categories, category_share=self._category_share)
+            weighted=settings.weighted, categories=self._categories, category_share=self._category_share), sampled)
         if settings.weighted:
             stage = DPKeywordVotes(noise.num_clusters, vote_columns(keywords, self._vote_categories),
-                                   noise.stage.noise_multiplier, noise.delta, self._kept_ids, self._budget,
-                                   noise_seed=noise.noise_seed)
+                                   noise.stage.noise_multiplier if noise.private else None, noise.delta,
+                                   self._kept_ids, self._budget, noise_seed=noise.noise_seed)
         else:
             stage = DPKeywordHistogram(
                 keyword_count_params(*noise.stage.pipeline_dp_budget, noise.histogram_noise,
-                                     noise.partitions_per_user),
+                                     noise.partitions_per_user) if noise.private else None,
                 kept_cluster_ids=self._kept_ids, keywords=keywords, budget=self._budget)
-        release = selection.output | "DP keyword histograms" >> stage
-        candidates_per_topic = settings.candidates or len(keywords)
+        release = engine.apply("DP keyword histograms", stage, selection.output)
+        floors, labelling = self._floors(stage)
+        return _Votes(release, sampled, selection.output, selection.dead_letter, floors, labelling, stage)
+
+    def _floors(self, stage):
+        """The release floors for the stage's noise, and report.json's labelling section. Without noise
+        (the evaluation's non-private baseline) any vote releases (weighted), or one user's count."""
+        settings = self._settings
+        candidates_per_topic = settings.candidates or len(self._keywords)
+        if not self._noise.private:
+            floors = VoteFloors(None, settings.false_keywords_per_topic, 1e-9 if settings.weighted else 1.0)
+            return floors, labelling_section(None, floors.keyword, candidates_per_topic,
+                                             settings.false_keywords_per_topic, None)
         floors = vote_floors(stage.spend.noise, candidates_per_topic, settings.false_keywords_per_topic,
                              settings.min_noisy_count)
-        labelling = labelling_section(
+        return floors, labelling_section(
             min_users_to_label(floors, self._category_share, len(self._vote_categories)), floors.keyword,
             candidates_per_topic, settings.false_keywords_per_topic,
             category_votes_section(floors, self._category_share, self._vote_categories))
-        return _Votes(release, sampled, selection.output, selection.dead_letter, floors, labelling, stage)
 
-    def _ranking(self):
+    def _ranking(self, engine):
         """(cluster_id, K by closeness to its DP centre): post-processing of the centres, no budget."""
-        return self._centres | "centroid keywords" >> CentroidKeywords(
-            self._keywords, self._model_name, len(self._keywords), self._kept_ids, self._basis, self._active_dim)
+        return engine.apply("centroid keywords", CentroidKeywords(
+            self._keywords, self._model_name, len(self._keywords), self._kept_ids, self._basis, self._active_dim),
+            self._centres)
 
-    def _labels(self, votes: _Votes | None, ranking):
+    def _labels(self, engine, votes: _Votes | None, ranking):
         settings, top_t = self._settings, self._settings.top_t
         if votes is None:
-            return ranking | "label keywords: nearest the DP centre" >> beam.MapTuple(
-                lambda cluster_id, nearest: (cluster_id, (nearest[:top_t], CENTROID_SOURCE, None)))
+            return engine.apply("label keywords: nearest the DP centre", MapValues(
+                lambda nearest: (nearest[:top_t], CENTROID_SOURCE, None)), ranking)
         candidates_per_topic = settings.candidates
-        candidates = (ranking | "candidate keywords" >> beam.MapTuple(
-            lambda cluster_id, nearest: (cluster_id, nearest[:candidates_per_topic]))
-            if candidates_per_topic else None)
-        return votes.release | "label topics from their votes" >> LabelTopics(
+        candidates = (engine.apply("candidate keywords", MapValues(lambda nearest: nearest[:candidates_per_topic]),
+                                   ranking) if candidates_per_topic else None)
+        return engine.apply("label topics from their votes", LabelTopics(
             top_t, votes.floors, self._categories if self._vote_categories else None,
-            ranking if settings.label_fallback == "centroid" else None, candidates)
+            ranking if settings.label_fallback == "centroid" else None, candidates), votes.release)

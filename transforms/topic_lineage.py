@@ -31,6 +31,10 @@ class AssignLineages(beam.PTransform):
         self._basis, self._kept_ids = basis, kept_ids
         self._previous, self._prefix, self._model = previous, new_id_prefix, model
 
+    def local(self, centres: np.ndarray) -> dict:
+        """In-process: `basis` an array or None, `kept_ids` the kept cluster ids."""
+        return lineage_section(centres, self._basis, list(self._kept_ids), self._previous, self._prefix, self._model)
+
     def expand(self, centres):
         return centres | "match centres to lineages" >> beam.Map(
             lineage_section, beam.pvalue.AsSingleton(self._basis), beam.pvalue.AsList(self._kept_ids),

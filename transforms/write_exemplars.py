@@ -12,9 +12,10 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from backends import embedding
-from backends.exemplars import evolve_exemplars
+from backends.exemplars import Evolution, evolve_exemplars
 from backends.interfaces import ExemplarWriter
 from dp_ops import dp_kmeans as mechanism
+from transforms.engine import WithPrivate
 from transforms.stage_timing import timed
 
 COUNTER_NAMESPACE = "exemplars"
@@ -35,16 +36,18 @@ class _WriteExemplarsFn(beam.DoFn):
     def teardown(self):
         self._writer.teardown()
 
-    def process(self, named_topic, centres, basis, active_dim):
-        cluster_id, topic = named_topic
-
+    def evolution(self, cluster_id: int, topic: dict, centres, basis, active_dim) -> Evolution:
         def points_of(texts: list[str]):
             vectors = embedding.embed_texts(self._model_name, texts, backend=self._embedding_backend,
                                             device=self._embedding_device)
             return mechanism.project_points(vectors, basis, active_dim)
 
-        evolution = self._evolve(self._writer, topic, centres[cluster_id], points_of, self._count,
-                                 self._candidates, self._rounds)
+        return self._evolve(self._writer, topic, centres[cluster_id], points_of, self._count, self._candidates,
+                            self._rounds)
+
+    def process(self, named_topic, centres, basis, active_dim):
+        cluster_id, topic = named_topic
+        evolution = self.evolution(cluster_id, topic, centres, basis, active_dim)
         Metrics.counter(COUNTER_NAMESPACE, "candidates_scored").inc(evolution.candidates_scored)
         for reason, dropped in evolution.dropped.items():
             Metrics.counter(COUNTER_NAMESPACE, f"candidates_dropped_{reason}").inc(dropped)
@@ -62,6 +65,20 @@ class WriteExemplars(beam.PTransform):
         self._fn = _WriteExemplarsFn(writer, model_name, embedding_backend, count, candidates, rounds,
                                      embedding_device)
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
+
+    def local(self, named_topics: dict) -> WithPrivate:
+        """In-process: {cluster_id: named topic} -> the same with exemplars; each topic's Evolution is
+        the private by-product "exemplar_evolutions" (for evaluation)."""
+        self._fn.setup()
+        try:
+            evolutions = {cluster_id: self._fn.evolution(cluster_id, named_topics[cluster_id], self._centres,
+                                                         self._basis, self._active_dim)
+                          for cluster_id in sorted(named_topics)}
+        finally:
+            self._fn.teardown()
+        topics = {cluster_id: {**topic, "exemplars": [e.to_json() for e in evolutions[cluster_id].exemplars]}
+                  for cluster_id, topic in named_topics.items()}
+        return WithPrivate(topics, {"exemplar_evolutions": evolutions})
 
     def expand(self, named_topics):
         return named_topics | "evolve exemplars toward each DP centre" >> beam.ParDo(

@@ -1,0 +1,63 @@
+"""The released topics from their label keywords, wired once for both engines (transforms/engine.py):
+names (made distinct), the topic hierarchy, lineages and synthetic exemplars. Post-processing of the
+DP outputs: no budget.
+
+The job (beam_jobs/insights.py) runs it on Beam, the in-process evaluation (eval/urania_inprocess.py)
+on plain values: on Beam `labels` is a PCollection of (cluster_id, (keywords, source, voted category))
+and `kept_sizes`, `kept_ids` and DP k-means' outputs are PCollections; in-process they are a dict, the
+same dict, a list, and a DPKMeansOutput of arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from backends.interfaces import ClusterNamer, ExemplarWriter
+from backends.keyword_categories import KeywordCategories
+from core.lineage import PreviousNights
+from transforms.name_clusters import NameClusters
+from transforms.topic_hierarchy import BuildTopicHierarchy
+from transforms.topic_lineage import AssignLineages
+from transforms.write_exemplars import WriteExemplars
+
+
+@dataclasses.dataclass(frozen=True)
+class ExemplarSettings:
+    """--exemplars_per_topic and how they are written (0: none)."""
+
+    per_topic: int
+    candidates: int
+    rounds: int
+    writer: ExemplarWriter | None  # None when per_topic is 0
+    model: str
+    embedding_backend: str
+    embedding_device: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleasedTopics:
+    """`topics`: (cluster_id, named topic, with its exemplars); `hierarchy` and `lineage`: singletons
+    (transforms/topic_hierarchy.py, transforms/topic_lineage.py)."""
+
+    topics: Any
+    hierarchy: Any
+    lineage: Any
+
+
+def release_topics(engine, labels, namer: ClusterNamer, categories: KeywordCategories, kept_sizes, kept_ids, kmeans,
+                   previous: PreviousNights, new_lineage_prefix: str, model: str,
+                   exemplars: ExemplarSettings) -> ReleasedTopics:
+    """Names, hierarchy, lineages and exemplars of the kept topics. `kmeans`: DP k-means' centres,
+    basis and active dimension (transforms.dp_kmeans.DPKMeansOutput)."""
+    named = engine.apply("name clusters", NameClusters(namer, categories), labels)
+    hierarchy = engine.apply("topic hierarchy", BuildTopicHierarchy(kept_sizes, kmeans.centres, categories, namer),
+                             named)
+    lineage = engine.apply("topic lineages", AssignLineages(kmeans.basis, kept_ids, previous, new_lineage_prefix,
+                                                            model), kmeans.centres)
+    if exemplars.per_topic:
+        named = engine.apply("synthetic exemplars", WriteExemplars(
+            exemplars.writer, exemplars.model, exemplars.embedding_backend, exemplars.per_topic, exemplars.candidates,
+            exemplars.rounds, kmeans.centres, kmeans.basis, kmeans.active_dim,
+            embedding_device=exemplars.embedding_device), named)
+    return ReleasedTopics(named, hierarchy, lineage)

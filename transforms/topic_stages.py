@@ -1,0 +1,87 @@
+"""The topic stages of URANIA's Algorithm 1, wired once for both engines (transforms/engine.py): from the
+bounded, embedded conversations to the released topics.
+
+    DP k-means (with the DP user count that picks its dimension) -> assign each conversation to a centre
+    -> DP cluster sizes -> keep those of noisy size >= tau -> topic keywords (sample, select, DP votes,
+    labels) -> names, hierarchy, lineages and exemplars (transforms/topic_release.py)
+
+The job (beam_jobs/insights.py) runs them on Beam over PCollections of ConversationBlocks; the in-process
+evaluation (eval/urania_inprocess.py) runs the same stages on a list of blocks. Every DP stage registers
+its spend with `budget` as it is applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from backends.interfaces import ClusterNamer, KeywordSelector
+from backends.keyword_categories import KeywordCategories
+from core.lineage import PreviousNights
+from dp_ops.dp_counts import DPCountParams
+from dp_ops.dp_kmeans import DPKMeansParams
+from dp_ops.dp_user_count import UserCountNoise
+from dp_ops.run_budget import RunBudget
+from transforms.assign_clusters import AssignClusters
+from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters
+from transforms.dp_kmeans import DPKMeans, DPKMeansOutput
+from transforms.dp_user_count import DPUserCount
+from transforms.topic_keywords import KeywordSettings, TopicKeywords, TopicKeywordsOutput, VoteNoise
+from transforms.topic_release import ExemplarSettings, ReleasedTopics, release_topics
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicPlan:
+    """What the topic stages take besides the data: public parameters, the run's calibrated noise and
+    the backends. `private` False only for the evaluation's non-private baseline (epsilon = inf):
+    every mechanism exact, nothing spent."""
+
+    kmeans: DPKMeansParams
+    user_count: UserCountNoise | None  # --projection_dim auto without --expected_users
+    expected_users: int | None
+    sizes: DPCountParams | None        # None: exact (private False)
+    min_cluster_size: float
+    keyword_settings: KeywordSettings
+    vote_noise: VoteNoise
+    keywords: tuple[str, ...]
+    categories: KeywordCategories
+    selector: KeywordSelector | None   # None in centroid mode
+    namer: ClusterNamer
+    previous: PreviousNights
+    new_lineage_prefix: str
+    model: str
+    exemplars: ExemplarSettings
+    noise_seed: int | None
+    private: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicStages:
+    """The stages' outputs (PCollections on Beam, values in-process): DP k-means', the assigned blocks,
+    the kept clusters' noisy sizes, the keyword step's and the released topics."""
+
+    kmeans: DPKMeansOutput
+    assigned: Any
+    kept_sizes: Any
+    keywords: TopicKeywordsOutput
+    released: ReleasedTopics
+
+
+def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> TopicStages:
+    """Applies the topic stages to `blocks` (bounded, embedded ConversationBlocks) on `engine`."""
+    user_count = (DPUserCount(plan.user_count, budget, noise_seed=plan.noise_seed)
+                  if plan.user_count is not None else None)
+    kmeans = engine.apply("DP k-means", DPKMeans(
+        plan.kmeans, budget, noise_seed=plan.noise_seed, model_name=plan.model, user_count=user_count,
+        expected_users=plan.expected_users, warm_centres=plan.previous.warm_centres, private=plan.private), blocks)
+    assigned = engine.apply("assign conversations to centres", AssignClusters(kmeans), kmeans.blocks)
+    noisy_sizes = engine.apply("DP cluster sizes", DPClusterSizes(plan.kmeans.num_clusters, plan.sizes, budget),
+                               assigned)
+    kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(plan.min_cluster_size), noisy_sizes)
+    kept_ids = engine.apply("kept cluster ids", ClusterIds(), kept_sizes)
+    keywords = engine.apply("topic keywords", TopicKeywords(
+        plan.keyword_settings, plan.vote_noise, budget, plan.keywords, plan.categories, plan.selector, plan.model,
+        kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
+    released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
+                              plan.previous, plan.new_lineage_prefix, plan.model, plan.exemplars)
+    return TopicStages(kmeans, assigned, kept_sizes, keywords, released)
