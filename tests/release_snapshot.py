@@ -1,11 +1,14 @@
 """The release snapshot: one small job whose release must stay byte-for-byte what it was when the
 snapshot was written, so that a refactor (moving stages, rewiring the pipeline) is shown not to change
-what the job releases.
+what the job releases. The in-process job of the evaluation (eval.urania_inprocess.run_urania), whose
+reports every figure of docs/evaluation.md comes from, is held to its snapshot the same way
+(IN_PROCESS_CONFIGURATIONS: its report.json, and that report rendered as the job renders its page).
 
 The job's own Gaussian releases (DP k-means, the keyword votes) are reproducible through --noise_seed;
 PipelineDP's (the cluster sizes, count votes) draw from PyDP's secure sampler, which takes no seed, and
-PipelineDP samples a user's partitions down to its L0 bound with numpy's global, unseeded generator; so
-the snapshot run replaces that noise by zero and that sample by a fixed one (`pipeline_dp_reproducible`).
+PipelineDP samples contributions down to their bounds at random (numpy's global generator in-process,
+Beam's Sample.FixedSizePerKey on Beam); so the snapshot run replaces that noise by zero and those
+samples by a fixed one (`pipeline_dp_reproducible`).
 Nothing else is patched: the embedding model, clustering, labelling and the report are the production code.
 
 The comparison (`differences`) is byte-for-byte except for decimal numbers, which may differ by one unit
@@ -30,7 +33,9 @@ import types
 from collections.abc import Iterator
 from unittest import mock
 
+import pipeline_dp
 import pipeline_dp.dp_computations
+import pipeline_dp.pipeline_backend
 import pipeline_dp.sampling_utils
 
 SNAPSHOT_DIR = os.path.join(os.path.dirname(__file__), "data", "release_snapshot")
@@ -44,6 +49,14 @@ CONFIGURATIONS = {
                          "--keyword_candidates", "30", "--exemplars_per_topic", "2"),
 }
 SAMPLE = {"num_conversations": 1500, "num_users": 900, "seed": 11, "malformed": 2}
+# run_urania's options (eval.urania_inprocess.UraniaConfig), seed and noise seed: the job's defaults with
+# weighted votes, and count votes with candidates and exemplars; the non-private baseline.
+IN_PROCESS_CONFIGURATIONS = {
+    "in_process_defaults": ({"num_clusters": 12}, 5, 3),
+    "in_process_variants": ({"num_clusters": 12, "keyword_votes": "count", "keyword_candidates": 30,
+                             "exemplars_per_topic": 2, "min_cluster_size": 10}, 5, 3),
+    "in_process_non_private": ({"num_clusters": 12, "epsilon": float("inf")}, 5, None),
+}
 
 
 class _NoNoise:
@@ -84,16 +97,30 @@ def fixed_sample(items: list, size: int) -> list:
     return sorted(items, key=lambda item: hashlib.sha256(repr(item).encode()).digest())[:size]
 
 
+def _local_fixed_per_key(backend, col, n: int, stage_name: str | None = None):
+    return pipeline_dp.pipeline_backend.ReiterableLazyIterable(
+        (key, fixed_sample(list(values), n)) for key, values in backend.group_by_key(col))
+
+
+def _beam_fixed_per_key(backend, col, n: int, stage_name: str):
+    import apache_beam as beam
+    return col | backend._ulg.unique(stage_name) >> (
+        beam.GroupByKey() | beam.MapTuple(lambda key, values: (key, fixed_sample(list(values), n))))
+
+
 @contextlib.contextmanager
 def pipeline_dp_reproducible() -> Iterator[None]:
-    """Inside this block PipelineDP adds no noise and samples contributions by `fixed_sample` (in this
-    process: in-process runner only)."""
+    """Inside this block PipelineDP adds no noise and samples contributions by `fixed_sample`: its
+    cross-partition sample, and its per-key samples on the local and the Beam backend (in this process:
+    in-process runner only)."""
     real = pipeline_dp.dp_computations.dp_mechanisms
     shim = types.SimpleNamespace(**{name: getattr(real, name) for name in dir(real) if not name.startswith("__")})
     shim.LaplaceMechanism = _NoNoiseFactory(real.LaplaceMechanism)
     shim.GaussianMechanism = _NoNoiseFactory(real.GaussianMechanism)
     with mock.patch.object(pipeline_dp.dp_computations, "dp_mechanisms", shim), \
-            mock.patch.object(pipeline_dp.sampling_utils, "choose_from_list_without_replacement", fixed_sample):
+            mock.patch.object(pipeline_dp.sampling_utils, "choose_from_list_without_replacement", fixed_sample), \
+            mock.patch.object(pipeline_dp.pipeline_backend.LocalBackend, "sample_fixed_per_key", _local_fixed_per_key), \
+            mock.patch.object(pipeline_dp.BeamBackend, "sample_fixed_per_key", _beam_fixed_per_key):
         yield
 
 
@@ -145,6 +172,8 @@ def released_files(folder: str, configuration: str) -> dict[str, str]:
     data = os.path.join(folder, "conversations.jsonl")
     write_sample(data, SAMPLE["num_conversations"], SAMPLE["num_users"], seed=SAMPLE["seed"],
                  malformed=SAMPLE["malformed"])
+    if configuration in IN_PROCESS_CONFIGURATIONS:
+        return _in_process_files(data, *IN_PROCESS_CONFIGURATIONS[configuration])
     output = os.path.join(folder, "out")
     with pipeline_dp_reproducible():
         assert run(["--input", data, "--output", output, *JOB_FLAGS, *CONFIGURATIONS[configuration]]) == 0
@@ -152,6 +181,22 @@ def released_files(folder: str, configuration: str) -> dict[str, str]:
     run_id = json.load(open(os.path.join(release, "report.json")))["config"]["run_id"]
     return {name: _normalised(open(os.path.join(release, name), encoding="utf-8").read(), run_id)
             for name in RELEASED_FILES}
+
+
+def _in_process_files(data: str, options: dict, seed: int, noise_seed: int | None) -> dict[str, str]:
+    import json
+
+    from core.report_html import render_report
+    from eval.data import embed_cached, load_dataset
+    from eval.urania_inprocess import UraniaConfig, run_urania
+
+    dataset = load_dataset(data)
+    with pipeline_dp_reproducible():
+        report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets,
+                            embed_cached(dataset.facets, cache_dir=None), UraniaConfig(**options), seed=seed,
+                            noise_seed=noise_seed)
+    report.pop("_private")
+    return {"report.json": json.dumps(report, indent=2), "report.html": render_report(report)}
 
 
 def snapshot(configuration: str) -> dict[str, str]:
@@ -164,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="rewrite tests/data/release_snapshot/ (else compare)")
     args = parser.parse_args(argv)
     changed = []
-    for configuration in CONFIGURATIONS:
+    for configuration in [*CONFIGURATIONS, *IN_PROCESS_CONFIGURATIONS]:
         with tempfile.TemporaryDirectory() as folder:
             files = released_files(folder, configuration)
         if not args.write:

@@ -2,17 +2,29 @@
 (tests/release_snapshot.py says how the snapshot is made and when to rewrite it)."""
 
 import json
+import math
 
+import apache_beam as beam
+import pipeline_dp
 import pipeline_dp.sampling_utils
 import pytest
+from apache_beam.testing.util import assert_that, equal_to
 
 from dp_ops.gaussian_noise import add_gaussian_noise
-from tests.release_snapshot import CONFIGURATIONS, differences, pipeline_dp_reproducible, released_files, snapshot
+from tests.conftest import local_pipeline
+from tests.release_snapshot import (
+    CONFIGURATIONS,
+    IN_PROCESS_CONFIGURATIONS,
+    differences,
+    pipeline_dp_reproducible,
+    released_files,
+    snapshot,
+)
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", params=list(CONFIGURATIONS))
+@pytest.fixture(scope="module", params=[*CONFIGURATIONS, *IN_PROCESS_CONFIGURATIONS])
 def release(request, tmp_path_factory):
     return request.param, released_files(str(tmp_path_factory.mktemp("snapshot")), request.param)
 
@@ -27,9 +39,15 @@ def test_release_matches_the_snapshot(release, name):
 
 
 def test_the_snapshot_is_a_real_release(release):
-    report = json.loads(release[1]["report.json"])
-    assert len(report["topics"]) >= 5 and report["privacy"]["epsilon"] > 0
-    assert report["config"]["noise_seed_fixed"] is True
+    configuration, files = release
+    report = json.loads(files["report.json"])
+    assert len(report["topics"]) >= 5
+    if configuration in IN_PROCESS_CONFIGURATIONS:
+        assert report["config"]["pipeline"] == "urania (in-process evaluation run)"
+        private = math.isfinite(IN_PROCESS_CONFIGURATIONS[configuration][0].get("epsilon", 1.0))
+        assert report["privacy"]["differentially_private"] is private
+    else:
+        assert report["privacy"]["epsilon"] > 0 and report["config"]["noise_seed_fixed"] is True
 
 
 def test_the_hook_removes_pipeline_dp_noise_and_only_inside_its_block():
@@ -65,3 +83,18 @@ def test_the_hook_fixes_pipeline_dps_contribution_sample_whatever_the_order():
 ])
 def test_differences_tolerate_only_the_last_digit_of_decimals(expected, actual, same):
     assert (differences(expected, actual) == []) is same
+
+
+def test_the_hook_fixes_pipeline_dps_per_key_samples_on_both_backends():
+    pairs = [(("u1", "p"), value) for value in range(12)] + [(("u2", "p"), 99)]
+    backend = pipeline_dp.LocalBackend()
+    draws = {tuple(map(repr, backend.sample_fixed_per_key(pairs, 3))) for _ in range(20)}
+    assert len(draws) > 1  # PipelineDP's own sample is random
+    with pipeline_dp_reproducible():
+        local = dict(backend.sample_fixed_per_key(pairs[::-1], 3))
+        assert local == dict(backend.sample_fixed_per_key(pairs, 3))
+        assert len(local[("u1", "p")]) == 3 and local[("u2", "p")] == [99]
+        with local_pipeline() as pipeline:
+            sampled = pipeline_dp.BeamBackend().sample_fixed_per_key(pipeline | beam.Create(pairs), 3, "sample")
+            assert_that(sampled | beam.MapTuple(lambda key, values: (key, sorted(values))),
+                        equal_to([(key, sorted(values)) for key, values in local.items()]))
