@@ -51,14 +51,12 @@ from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.dp_kmeans import DPKMeansParams
-from dp_ops.dp_user_count import UserCountNoise
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.nightly_plan import NightlyPlan, nights_per_window, plan_nights
 from dp_ops.run_budget import RunBudget, spend_event
 from transforms import dp_stage_specs
 from transforms.assign_clusters import assignment_rows
 from transforms.bound_contributions import BoundUserContributions
-from transforms.dp_cluster_sizes import calibrated_size_params
 from transforms.dp_stage import require_registered_dp_stages
 from transforms.dp_stage_specs import StageSettings
 from transforms.embed import EmbedConversations
@@ -178,15 +176,12 @@ def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: Key
     categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
                                                    embedding.embedding_device)
     return TopicPlan(
+        calibration=joint, delta=privacy.delta, max_conversations_per_user=privacy.max_conversations_per_user,
         kmeans=DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
                               noise_multiplier=joint.stages["clustering"].noise_multiplier, input_dim=embedding_dim,
                               iterations=clustering.kmeans_iterations, projection_dim=clustering.projection_dim,
                               seed=params.run.seed, basis=clustering.projection_basis),
-        # --projection_dim auto: the dimension comes from a DP count of the users (or --expected_users).
-        user_count=(UserCountNoise(joint.stages["user_count"].noise_multiplier, privacy.delta)
-                    if clustering.counts_users else None),
         expected_users=clustering.expected_users,
-        sizes=calibrated_size_params(joint.stages["cluster_sizes"], privacy.max_conversations_per_user),
         min_cluster_size=clustering.min_cluster_size,
         keyword_settings=settings,
         vote_noise=vote_noise(params, joint),

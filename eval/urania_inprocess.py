@@ -39,12 +39,10 @@ from core.lineage import LOOKBACK_NIGHTS, PreviousNights
 from core.records import ConversationBlock
 from core.report import build_report
 from dp_ops import dp_kmeans as km
-from dp_ops.dp_user_count import UserCountNoise
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from eval.data import bound_contributions
 from transforms import dp_stage_specs
-from transforms.dp_cluster_sizes import calibrated_size_params
 from transforms.dp_stage_specs import StageSettings
 from transforms.engine import LocalEngine
 from transforms.topic_keywords import KeywordSettings, VoteNoise
@@ -176,15 +174,12 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
                                  config.embedding_model, EmbeddingParams.embedding_backend,
                                  EmbeddingParams.embedding_device)
     return TopicPlan(
+        calibration=joint, delta=config.delta, max_conversations_per_user=config.max_conversations_per_user,
         kmeans=km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=None, delta=config.delta,
                                  noise_multiplier=joint.stages["clustering"].noise_multiplier if joint else 1.0,
                                  input_dim=input_dim, iterations=config.kmeans_iterations,
                                  projection_dim=config.projection_dim, seed=seed, basis=config.projection_basis),
-        user_count=(UserCountNoise(joint.stages["user_count"].noise_multiplier, config.delta)
-                    if joint and config.counts_users else None),
         expected_users=config.expected_users,
-        sizes=(calibrated_size_params(joint.stages["cluster_sizes"], config.max_conversations_per_user)
-               if joint else None),
         min_cluster_size=config.min_cluster_size,
         keyword_settings=settings,
         vote_noise=VoteNoise(num_clusters=config.num_clusters,
@@ -202,7 +197,6 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         model=config.embedding_model,
         exemplars=exemplars,
         noise_seed=noise_seed,
-        private=config.private,
     )
 
 

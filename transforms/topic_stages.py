@@ -18,12 +18,12 @@ from typing import Any
 from backends.interfaces import ClusterNamer, KeywordSelector
 from backends.keyword_categories import KeywordCategories
 from core.lineage import PreviousNights
-from dp_ops.dp_counts import DPCountParams
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
+from dp_ops.joint_calibration import JointCalibration
 from dp_ops.run_budget import RunBudget
 from transforms.assign_clusters import AssignClusters
-from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters
+from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params
 from transforms.dp_kmeans import DPKMeans, DPKMeansOutput
 from transforms.dp_user_count import DPUserCount
 from transforms.topic_keywords import KeywordSettings, TopicKeywords, TopicKeywordsOutput, VoteNoise
@@ -33,13 +33,15 @@ from transforms.topic_release import ExemplarSettings, ReleasedTopics, release_t
 @dataclasses.dataclass(frozen=True)
 class TopicPlan:
     """What the topic stages take besides the data: public parameters, the run's calibrated noise and
-    the backends. `private` False only for the evaluation's non-private baseline (epsilon = inf):
-    every mechanism exact, nothing spent."""
+    the backends. `calibration` None only for the evaluation's non-private baseline (epsilon = inf):
+    every mechanism exact, nothing spent. A stage reads its noise from `calibration` by its name
+    (transforms/dp_stage_specs.py), so a new DP stage needs nothing here."""
 
+    calibration: JointCalibration | None
+    delta: float
+    max_conversations_per_user: int
     kmeans: DPKMeansParams
-    user_count: UserCountNoise | None  # --projection_dim auto without --expected_users
     expected_users: int | None
-    sizes: DPCountParams | None        # None: exact (private False)
     min_cluster_size: float
     keyword_settings: KeywordSettings
     vote_noise: VoteNoise
@@ -52,7 +54,10 @@ class TopicPlan:
     model: str
     exemplars: ExemplarSettings
     noise_seed: int | None
-    private: bool = True
+
+    @property
+    def private(self) -> bool:
+        return self.calibration is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,14 +74,17 @@ class TopicStages:
 
 def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> TopicStages:
     """Applies the topic stages to `blocks` (bounded, embedded ConversationBlocks) on `engine`."""
-    user_count = (DPUserCount(plan.user_count, budget, noise_seed=plan.noise_seed)
-                  if plan.user_count is not None else None)
+    stages = plan.calibration.stages if plan.private else {}
+    # --projection_dim auto without --expected_users: the dimension comes from a DP count of the users.
+    user_count = (DPUserCount(UserCountNoise(stages["user_count"].noise_multiplier, plan.delta), budget,
+                              noise_seed=plan.noise_seed) if "user_count" in stages else None)
+    sizes = (calibrated_size_params(stages["cluster_sizes"], plan.max_conversations_per_user) if plan.private
+             else None)
     kmeans = engine.apply("DP k-means", DPKMeans(
         plan.kmeans, budget, noise_seed=plan.noise_seed, model_name=plan.model, user_count=user_count,
         expected_users=plan.expected_users, warm_centres=plan.previous.warm_centres, private=plan.private), blocks)
     assigned = engine.apply("assign conversations to centres", AssignClusters(kmeans), kmeans.blocks)
-    noisy_sizes = engine.apply("DP cluster sizes", DPClusterSizes(plan.kmeans.num_clusters, plan.sizes, budget),
-                               assigned)
+    noisy_sizes = engine.apply("DP cluster sizes", DPClusterSizes(plan.kmeans.num_clusters, sizes, budget), assigned)
     kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(plan.min_cluster_size), noisy_sizes)
     kept_ids = engine.apply("kept cluster ids", ClusterIds(), kept_sizes)
     keywords = engine.apply("topic keywords", TopicKeywords(
