@@ -2,7 +2,7 @@
 snapshot was written, so that a refactor (moving stages, rewiring the pipeline) is shown not to change
 what the job releases. The in-process job of the evaluation (eval.urania_inprocess.run_urania), whose
 reports every figure of docs/evaluation.md comes from, is held to its snapshot the same way
-(IN_PROCESS_CONFIGURATIONS: its report.json, and that report rendered as the job renders its page).
+(IN_PROCESS_CONFIGURATIONS: its report.json; the page is the job's renderer, held by the job's snapshots).
 
 The job's own Gaussian releases (DP k-means, the keyword votes) are reproducible through --noise_seed;
 PipelineDP's (the cluster sizes, count votes) draw from PyDP's secure sampler, which takes no seed, and
@@ -186,7 +186,6 @@ def released_files(folder: str, configuration: str) -> dict[str, str]:
 def _in_process_files(data: str, options: dict, seed: int, noise_seed: int | None) -> dict[str, str]:
     import json
 
-    from core.report_html import render_report
     from eval.data import embed_cached, load_dataset
     from eval.urania_inprocess import UraniaConfig, run_urania
 
@@ -196,12 +195,13 @@ def _in_process_files(data: str, options: dict, seed: int, noise_seed: int | Non
                             embed_cached(dataset.facets, cache_dir=None), UraniaConfig(**options), seed=seed,
                             noise_seed=noise_seed)
     report.pop("_private")
-    return {"report.json": json.dumps(report, indent=2), "report.html": render_report(report)}
+    return {"report.json": json.dumps(report, indent=2)}
 
 
 def snapshot(configuration: str) -> dict[str, str]:
+    """The stored files of `configuration`, by name."""
     folder = os.path.join(SNAPSHOT_DIR, configuration)
-    return {name: open(os.path.join(folder, name), encoding="utf-8").read() for name in RELEASED_FILES}
+    return {name: open(os.path.join(folder, name), encoding="utf-8").read() for name in sorted(os.listdir(folder))}
 
 
 def main(argv: list[str] | None = None) -> int:
