@@ -64,7 +64,7 @@ from transforms.engine import BeamEngine
 from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun
 from transforms.read_conversations import ReadConversations
-from transforms.topic_keywords import KeywordSettings, VoteNoise
+from transforms.topic_keywords import KeywordSettings
 from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan, topic_stages
 from transforms.write_outputs import (
@@ -184,7 +184,8 @@ def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: Key
         expected_users=clustering.expected_users,
         min_cluster_size=clustering.min_cluster_size,
         keyword_settings=settings,
-        vote_noise=vote_noise(params, joint),
+        histogram_noise=privacy.histogram_noise,
+        keyword_partitions_per_user=privacy.keyword_partitions_per_user,
         keywords=keyword_set.keywords,
         categories=categories,
         selector=(factory.make_keyword_selector(keyword_set.keywords, embedding.embedding_model,
@@ -215,20 +216,12 @@ def keyword_settings(params: InsightsParams) -> KeywordSettings:
         min_noisy_count=keyword_params.keyword_min_noisy_count, seed=params.run.seed)
 
 
-def vote_noise(params: InsightsParams, joint: JointCalibration) -> VoteNoise:
-    """The keyword votes' calibrated noise (no keyword_histograms stage: centroid mode)."""
-    privacy = params.privacy
-    return VoteNoise(num_clusters=params.clustering.num_clusters, stage=joint.stages.get("keyword_histograms"),
-                     delta=privacy.delta, histogram_noise=privacy.histogram_noise,
-                     partitions_per_user=privacy.keyword_partitions_per_user, noise_seed=privacy.noise_seed)
-
-
 def exemplar_settings(params: InsightsParams, llm) -> ExemplarSettings:
     """The exemplar step's options; its writer only when the run writes exemplars."""
     exemplars, embedding = params.exemplars, params.embedding
     return ExemplarSettings(exemplars.exemplars_per_topic, exemplars.exemplar_candidates, exemplars.exemplar_rounds,
                             factory.make_exemplar_writer(llm) if exemplars.exemplars_per_topic else None,
-                            embedding.embedding_model, embedding.embedding_backend, embedding.embedding_device)
+                            embedding.embedding_backend, embedding.embedding_device)
 
 
 def run_budget(keyword_set: KeywordSet, delta: float) -> RunBudget:

@@ -45,7 +45,7 @@ from eval.data import bound_contributions
 from transforms import dp_stage_specs
 from transforms.dp_stage_specs import StageSettings
 from transforms.engine import LocalEngine
-from transforms.topic_keywords import KeywordSettings, VoteNoise
+from transforms.topic_keywords import KeywordSettings
 from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan, topic_stages
 
@@ -171,8 +171,7 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         min_noisy_count=None, seed=seed)
     exemplars = ExemplarSettings(config.exemplars_per_topic, config.exemplar_candidates, config.exemplar_rounds,
                                  (exemplar_writer or TemplateExemplarWriter()) if config.exemplars_per_topic else None,
-                                 config.embedding_model, EmbeddingParams.embedding_backend,
-                                 EmbeddingParams.embedding_device)
+                                 EmbeddingParams.embedding_backend, EmbeddingParams.embedding_device)
     return TopicPlan(
         calibration=joint, delta=config.delta, max_conversations_per_user=config.max_conversations_per_user,
         kmeans=km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=None, delta=config.delta,
@@ -182,11 +181,8 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         expected_users=config.expected_users,
         min_cluster_size=config.min_cluster_size,
         keyword_settings=settings,
-        vote_noise=VoteNoise(num_clusters=config.num_clusters,
-                             stage=joint.stages["keyword_histograms"] if joint else None, delta=config.delta,
-                             histogram_noise=privacy.histogram_noise,
-                             partitions_per_user=privacy.keyword_partitions_per_user, noise_seed=noise_seed,
-                             private=config.private),
+        histogram_noise=privacy.histogram_noise,
+        keyword_partitions_per_user=privacy.keyword_partitions_per_user,
         keywords=keywords,
         categories=categories,
         selector=_selector(keywords, config.embedding_model, config.keyword_min_similarity),

@@ -38,7 +38,7 @@ def _inputs():
                                    "config": {"date": "2026-11-01"},
                                    "centres": centres_section({0: centres[1]}, MODEL)}], MODEL, False, centres.shape[1])
     categories = KeywordCategories.of_keyword_set(keyword_set, MODEL)
-    exemplars = ExemplarSettings(1, 4, 1, TemplateExemplarWriter(), MODEL, "torch", "cpu")
+    exemplars = ExemplarSettings(1, 4, 1, TemplateExemplarWriter(), "torch", "cpu")
     return labels, centres, sizes, previous, categories, exemplars
 
 

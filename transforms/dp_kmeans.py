@@ -127,9 +127,9 @@ class DPKMeansOutput:
     """The released centres (a singleton: k x dim, unit rows) and the singletons the points were
     projected with: the basis (input_dim x dim, or None) and the active dimension (DP-derived or
     public), and the input blocks as they came, without points, for the assignment stage, which
-    projects them again with those (AssignClusters)."""
+    projects them again with those (AssignClusters). In-process (DPKMeans.local) each is the value itself."""
 
-    centres: beam.PCollection  # in-process (DPKMeans.local): the values themselves
+    centres: beam.PCollection
     blocks: beam.PCollection
     basis: beam.PCollection
     active_dim: beam.PCollection
@@ -156,12 +156,13 @@ class DPKMeans(DPStage):
         self.noise_seed = noise_seed
         self.model_name = model_name
         self.warm_centres = warm_centres
-        self.calibration = mechanism.calibrate(params) if private else None
-        self.sigma = self.calibration.sigma if private else 0.0
         if private:
+            self.calibration = mechanism.calibrate(params)
+            self.sigma = self.calibration.sigma
             self._dimension = ClusteringDimension(params, self.sigma, user_count, expected_users)
             self._spends(self.calibration.spend(params))
         else:
+            self.calibration, self.sigma = None, 0.0
             self._dimension = ClusteringDimension(dataclasses.replace(params, projection_dim=params.dim), 0.0)
 
     def local(self, blocks: list[ConversationBlock]) -> DPKMeansOutput:

@@ -3,7 +3,7 @@ evaluation's hundreds of runs, eval/urania_inprocess.py).
 
 PipelineDP runs one DPEngine over a LocalBackend or a BeamBackend. The job's stages do the same, one
 level up: a stage is one PTransform whose `expand` is its Beam form and whose `local(main)` is its
-in-process form, and the stages are wired once (transforms/topic_release.py) against an engine. The
+in-process form, and the stages are wired once (transforms/topic_stages.py) against an engine. The
 stage's constructor takes what it reads besides its main input: PCollections (side inputs) on Beam,
 their values in-process.
 """
@@ -18,8 +18,8 @@ import apache_beam as beam
 
 @dataclasses.dataclass(frozen=True)
 class WithPrivate:
-    """A local form's output and its private by-products (exemplar evolutions, assignments): the
-    evaluation reads them, the job never releases them."""
+    """A local form's output and its private by-products (the exemplar evolutions): the evaluation
+    reads them, the job never releases them."""
 
     value: Any
     private: dict
@@ -44,7 +44,6 @@ class LocalEngine:
             self.private.update(result.private)
             return result.value
         return result
-
 
 
 class MapValues(beam.PTransform):

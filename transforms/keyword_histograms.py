@@ -178,8 +178,7 @@ class DPKeywordVotes(DPStage):
     def local(self, votes: list) -> dict:
         """In-process (transforms/engine.py): `kept_cluster_ids` a list."""
         exact = exact_vote_sums(votes, self._num_clusters, self._columns)
-        return released_histogram(noisy_vote_sums(exact, self._sigma, self._noise_seed), self._kept_cluster_ids,
-                                  self._columns)
+        return dict(_noisy_histogram(exact, self._kept_cluster_ids, self._columns, self._sigma, self._noise_seed))
 
     def expand(self, votes):
         index = {column: j for j, column in enumerate(self._columns)}

@@ -127,16 +127,16 @@ class NameClusters(beam.PTransform):
         self._categories = categories
 
     def local(self, labels: dict) -> dict:
-        """In-process: {cluster_id: (label keywords, source, voted category)} -> {cluster_id: topic}."""
-        self._namer.setup()
-        if self._categories is not None:
-            self._categories.setup()
+        """In-process (transforms/engine.py): the same DoFns on {cluster_id: label} -> {cluster_id: topic}."""
+        name = _NameClusterFn(self._namer, self._categories)
+        name.setup()
         try:
-            named = {cluster_id: name_topic(self._namer, list(keywords), source, self._categories, voted_category)
-                     for cluster_id, (keywords, source, voted_category) in labels.items()}
+            named = [topic for item in labels.items() for topic in name.process(item)]
         finally:
-            self._namer.teardown()
-        return distinct_names(named, self._categories.category_of if self._categories is not None else {})
+            name.teardown()
+        distinct = _DistinctNamesFn(self._categories)
+        distinct.setup()
+        return dict(distinct.process(named))
 
     def expand(self, top_keywords):
         return (top_keywords

@@ -209,14 +209,14 @@ class BuildTopicHierarchy(beam.PTransform):
         self._namer = namer
 
     def local(self, named_topics: dict) -> dict:
-        """In-process: {cluster_id: named topic} -> the hierarchy (`kept_sizes` a dict, `centres` an array)."""
-        self._categories.setup()
-        self._namer.setup()
+        """In-process (transforms/engine.py): the same DoFn; `kept_sizes` a dict, `centres` an array."""
+        build = _BuildHierarchyFn(self._categories, self._namer)
+        build.setup()
         try:
-            return build_hierarchy(report_topics(dict(named_topics), self._kept_sizes), self._centres,
-                                   self._categories.category_of, self._namer)
+            (hierarchy,) = build.process(list(named_topics.items()), self._kept_sizes, self._centres)
         finally:
-            self._namer.teardown()
+            build.teardown()
+        return hierarchy
 
     def expand(self, named_topics):
         return (named_topics

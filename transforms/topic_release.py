@@ -30,7 +30,6 @@ class ExemplarSettings:
     candidates: int
     rounds: int
     writer: ExemplarWriter | None  # None when per_topic is 0
-    model: str
     embedding_backend: str
     embedding_device: str
 
@@ -57,7 +56,7 @@ def release_topics(engine, labels, namer: ClusterNamer, categories: KeywordCateg
                                                             model), kmeans.centres)
     if exemplars.per_topic:
         named = engine.apply("synthetic exemplars", WriteExemplars(
-            exemplars.writer, exemplars.model, exemplars.embedding_backend, exemplars.per_topic, exemplars.candidates,
+            exemplars.writer, model, exemplars.embedding_backend, exemplars.per_topic, exemplars.candidates,
             exemplars.rounds, kmeans.centres, kmeans.basis, kmeans.active_dim,
             embedding_device=exemplars.embedding_device), named)
     return ReleasedTopics(named, hierarchy, lineage)

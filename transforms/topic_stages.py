@@ -44,7 +44,8 @@ class TopicPlan:
     expected_users: int | None
     min_cluster_size: float
     keyword_settings: KeywordSettings
-    vote_noise: VoteNoise
+    histogram_noise: str | None        # --keyword_votes count: PipelineDP's noise kind
+    keyword_partitions_per_user: int   # --keyword_votes count: its L0 bound
     keywords: tuple[str, ...]
     categories: KeywordCategories
     selector: KeywordSelector | None   # None in centroid mode
@@ -80,6 +81,10 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
                               noise_seed=plan.noise_seed) if "user_count" in stages else None)
     sizes = (calibrated_size_params(stages["cluster_sizes"], plan.max_conversations_per_user) if plan.private
              else None)
+    vote_noise = VoteNoise(num_clusters=plan.kmeans.num_clusters, stage=stages.get("keyword_histograms"),
+                           delta=plan.delta, histogram_noise=plan.histogram_noise,
+                           partitions_per_user=plan.keyword_partitions_per_user, noise_seed=plan.noise_seed,
+                           private=plan.private)
     kmeans = engine.apply("DP k-means", DPKMeans(
         plan.kmeans, budget, noise_seed=plan.noise_seed, model_name=plan.model, user_count=user_count,
         expected_users=plan.expected_users, warm_centres=plan.previous.warm_centres, private=plan.private), blocks)
@@ -88,7 +93,7 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
     kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(plan.min_cluster_size), noisy_sizes)
     kept_ids = engine.apply("kept cluster ids", ClusterIds(), kept_sizes)
     keywords = engine.apply("topic keywords", TopicKeywords(
-        plan.keyword_settings, plan.vote_noise, budget, plan.keywords, plan.categories, plan.selector, plan.model,
+        plan.keyword_settings, vote_noise, budget, plan.keywords, plan.categories, plan.selector, plan.model,
         kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
     released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
                               plan.previous, plan.new_lineage_prefix, plan.model, plan.exemplars)

@@ -163,14 +163,14 @@ def _label(cluster_and_values, top_t, floors, categories, centroid_by_cluster, c
 
 class _LabelFn(beam.DoFn):
     def __init__(self, top_t, floors, categories):
-        self.args = (top_t, floors, categories)
+        self._args = (top_t, floors, categories)
 
     def setup(self):
-        if self.args[2] is not None:
-            self.args[2].setup()
+        if self._args[2] is not None:
+            self._args[2].setup()
 
     def process(self, cluster_and_values, centroid_by_cluster=None, candidates_by_cluster=None):
-        yield _label(cluster_and_values, *self.args, centroid_by_cluster, candidates_by_cluster)
+        yield _label(cluster_and_values, *self._args, centroid_by_cluster, candidates_by_cluster)
 
 
 class LabelTopics(beam.PTransform):
@@ -193,8 +193,8 @@ class LabelTopics(beam.PTransform):
         for (cluster_id, column), value in release.items():
             per_cluster.setdefault(cluster_id, []).append((column, value))
         self._fn.setup()
-        return dict(_label(item, *self._fn.args, self._centroid_keywords, self._candidates)
-                    for item in per_cluster.items())
+        return dict(label for item in per_cluster.items()
+                    for label in self._fn.process(item, self._centroid_keywords, self._candidates))
 
     def expand(self, release):
         side = {name: beam.pvalue.AsDict(collection) for name, collection in
