@@ -43,6 +43,7 @@ VOTED_CATEGORY_EVIDENCE = (VOTED, CATEGORY_VOTED)
 # The group that holds every UNVERIFIED topic (never the sensitive category's own group).
 UNVERIFIED_GROUP = "Unverified labels"
 APPROXIMATE_SUFFIX = " (approximate)"
+UNVERIFIED_SUFFIX = " (unverified)"
 
 
 def label_evidence(source: str, keywords: list[str], category_of: dict[str, str | None],
@@ -64,13 +65,20 @@ def shown_keywords(keywords: list[str], evidence: str, category_of: dict[str, st
     carries a sensitive word that no vote supports."""
     if evidence == VOTED:
         return list(keywords)
+    return without_sensitive(keywords, category_of, sensitive)
+
+
+def without_sensitive(keywords: list[str], category_of: dict[str, str | None], sensitive: frozenset[str]) -> list[str]:
+    """`keywords` less those of a sensitive category: what a list of keywords nearest a DP centre (a
+    guess, no vote behind it) may release, as a label's keywords or as --keyword_mode both's
+    centroid_keywords."""
     return [k for k in keywords if category_of.get(k) not in sensitive]
 
 
 def unverified_text(category: str) -> tuple[str, str]:
     """Name and description of a topic whose centre-nearest keywords lie in sensitive `category`."""
     about = in_running_text(category)
-    return (f"Possibly {about} (unverified)",
+    return (f"Possibly {about}{UNVERIFIED_SUFFIX}",
             f"No keyword vote of this topic's own conversations cleared the privacy noise. The keywords nearest "
             f"its DP centre lie mostly in a sensitive category ({about}), which is not evidence that its "
             "conversations are about it: treat it as unlabelled until a night with more data labels it by its own "

@@ -1,4 +1,4 @@
-"""Builds a keyword set K for the insights job (URANIA's KwSet-TFIDF, -LLM, -Public, -Hybrid).
+r"""Builds a keyword set K for the insights job (URANIA's KwSet-TFIDF, -LLM, -Public, -Hybrid).
 
     python -m beam_jobs.build_keywords --method tfidf --input 'logs/dt=2026-10-*/*.jsonl' --date 2026-10-31 \
         --data_days 31 --private_output private/kw-tfidf --output kw/tfidf.json
@@ -36,6 +36,7 @@ from backends import factory
 from backends.keyword_set import keyword_set_document, keyword_set_total, load_keyword_set, write_keyword_set
 from backends.llm.config import LLMParams
 from backends.offline_keywords import refine_until_stable
+from beam_jobs import job_help
 from beam_jobs.job_runtime import (
     EXIT_BAD_OPTIONS,
     EXIT_BUDGET_REFUSED,
@@ -45,7 +46,15 @@ from beam_jobs.job_runtime import (
     fail,
     use_local_engine,
 )
-from beam_jobs.keyword_options import DP_METHODS, BuildKeywordsOptions, BuildKeywordsParams, build_keywords_params
+from beam_jobs.keyword_options import (
+    DP_METHODS,
+    DP_REQUIRED_FLAGS,
+    DP_REQUIREMENT,
+    REQUIRED_FLAGS,
+    BuildKeywordsOptions,
+    BuildKeywordsParams,
+    build_keywords_params,
+)
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import RunParams
 from core.dates import resolve_date
@@ -278,6 +287,10 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
 
 
 def run(argv: list[str] | None = None) -> int:
+    """Builds the keyword set; returns the process exit code."""
+    if job_help.help_requested(argv):  # before any other work; Beam's own --help lists none of the job's flags
+        return job_help.print_help(BuildKeywordsParams, prog="python -m beam_jobs.build_keywords", description=__doc__,
+                                   required=REQUIRED_FLAGS, required_when={DP_REQUIREMENT: DP_REQUIRED_FLAGS})
     pipeline_options = PipelineOptions(argv)
     try:
         params = build_keywords_params(pipeline_options.view_as(BuildKeywordsOptions))
@@ -306,8 +319,7 @@ def run(argv: list[str] | None = None) -> int:
             # night it is used): every window holding one of them counts it.
             set_charge = Charge(run_id, date, *keyword_set_total(spends)[:2], params.run.output,
                                 events=tuple(spend_event(s) for s in spends), days=params.builder.data_days)
-            reserve_budget(params.run.privacy_ledger, params.run.max_epsilon_per_window, params.run.window_days,
-                           keyword_set=set_charge, max_delta_per_window=params.run.max_delta_per_window)
+            reserve_budget(params.run.privacy_ledger, params.run.ledger_policy(), keyword_set=set_charge)
         except BudgetRefused as error:
             return fail(EXIT_BUDGET_REFUSED, "budget_refused", str(error))
     try:

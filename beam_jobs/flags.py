@@ -19,6 +19,8 @@ the groups it needs, and `params_from` turns the parsed values into the typed pa
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Callable
 from typing import TypeVar
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -28,10 +30,16 @@ from core.params import flag_fields
 ParamsT = TypeVar("ParamsT")
 
 
-def add_flags(parser, params_class: type) -> None:
-    """Registers params_class's flags (its settings left out) on an argparse parser or argument group."""
+def add_flags(parser, params_class: type, describe: Callable[[dataclasses.Field], str] | None = None,
+              only: tuple[str, ...] | None = None) -> None:
+    """Registers params_class's flags (its settings left out; only those named in `only`, if given) on an
+    argparse parser or argument group; describe(field), if given, is a flag's help text there (default:
+    the declared help, as is)."""
     for field in flag_fields(params_class):
-        parser.add_argument(f"--{field.name}", default=field.default, help=field.metadata["help"],
+        if only is not None and field.name not in only:
+            continue
+        parser.add_argument(f"--{field.name}", default=field.default,
+                            help=describe(field) if describe else field.metadata["help"],
                             **field.metadata["argparse"])
 
 

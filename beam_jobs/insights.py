@@ -21,7 +21,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from backends import factory
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import KeywordSet, load_keyword_set
-from beam_jobs import progress
+from beam_jobs import job_help, progress
 from beam_jobs.freed_memory import freed_memory_returned
 from beam_jobs.job_runtime import (
     EXIT_BAD_OPTIONS,
@@ -37,6 +37,7 @@ from beam_jobs.job_runtime import (
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import (
     DEFAULT_EPSILON,
+    REQUIRED_FLAGS,
     InsightsOptions,
     InsightsParams,
     check_embedding_device,
@@ -46,7 +47,7 @@ from beam_jobs.options import (
 )
 from core.lineage import LOOKBACK_NIGHTS, PreviousNights
 from core.release_gate import load_canaries
-from core.released_runs import released_reports
+from core.released_runs import committed_dates, released_reports
 from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_events import composed_epsilon
@@ -153,14 +154,18 @@ def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBud
 
 
 def previous_nights(context: RunContext, model: str, embedding_dim: int, warm_start: bool) -> PreviousNights:
-    """What tonight takes from the earlier released nights (core/lineage.py). Their files are public
-    and editable by whoever can write the release bucket: whatever is wrong with them costs the warm
-    start and the lineages (logged), never the run, which has reserved its budget by then."""
+    """What tonight takes from the earlier released nights (core/lineage.py), with every committed
+    night of the output folder, which an inherited lineage id's date must be one of. Their files are
+    public and editable by whoever can write the release bucket: whatever is wrong with them costs the
+    warm start and the lineages (logged), never the run. They are read here, while the pipeline is
+    built and before the run reserves its budget; tonight's centres are matched to the lineages only
+    after the night's noise is drawn, which is why that matching must never raise either
+    (core.lineage.assign_lineages)."""
     if not context.date:
         return PreviousNights()
     try:
         reports = [report for _, report in released_reports(context.output_root, context.date, LOOKBACK_NIGHTS)]
-        return PreviousNights.of(reports, model, warm_start, embedding_dim)
+        return PreviousNights.of(reports, model, warm_start, embedding_dim, committed_dates(context.output_root))
     except Exception as error:
         log.warning("earlier nights unusable: cold start, new lineages",
                     extra={"event": "previous_nights_unusable", "run_id": context.run_id, "error": str(error)})
@@ -324,6 +329,9 @@ def _progress(params: InsightsParams, pipeline_options: PipelineOptions):
 
 def run(argv: list[str] | None = None) -> int:
     """Builds and runs the job; returns the process exit code (see README: exit codes)."""
+    if job_help.help_requested(argv):  # before any other work; Beam's own --help lists none of the job's flags
+        return job_help.print_help(InsightsParams, prog="python -m beam_jobs.insights", description=__doc__,
+                                   required=REQUIRED_FLAGS)
     pipeline_options = PipelineOptions(argv)
     try:
         params = insights_params(pipeline_options.view_as(InsightsOptions))

@@ -106,13 +106,12 @@ def reserve_run_budget(run_params, context: RunContext, budget: RunBudget, night
     set_date = keyword_set.ledger_date or context.ledger_date
     # Committed: the set exists and its spend happened, whatever becomes of this run.
     charged_set = reserve_budget(
-        run_params.privacy_ledger, run_params.max_epsilon_per_window, run_params.window_days,
+        run_params.privacy_ledger, run_params.ledger_policy(),
         run=Charge(context.run_id, context.ledger_date, epsilon, delta, context.run_dir, events=tuple(events)),
         keyword_set=(Charge(keyword_set.ledger_run_id, set_date, set_epsilon, set_delta, keyword_set.source,
                             events=tuple(set_events), days=keyword_set.ledger_days)
                      if keyword_set.spend else None),
-        keyword_set_status="committed", allow_rerun=run_params.allow_rerun,
-        max_delta_per_window=run_params.max_delta_per_window)
+        keyword_set_status="committed", allow_rerun=run_params.allow_rerun)
     if charged_set:
         insights_log.info("keyword set charged", extra={
             "event": "keyword_set_charged", "run_id": context.run_id, "keyword_set_run_id": keyword_set.ledger_run_id,

@@ -32,11 +32,27 @@ from beam_jobs.options import (
     ReadingParams,
     RunOptions,
     RunParams,
+    check_noise_seed_unledgered,
 )
 from core.params import Params, check, flag
 
 METHODS = ("tfidf", "llm", "public", "hybrid")
 DP_METHODS = ("tfidf", "llm", "hybrid")
+
+# The flags the builder cannot run without, and what each is: build_keywords_params checks them and its
+# --help marks them (argparse's required=True would break every other PipelineOptions() call, as Beam
+# parses all registered classes).
+REQUIRED_FLAGS = {"method": f"one of {', '.join(METHODS)}", "output": "the keyword-set file to write (.json)"}
+# The flags its DP methods need too: the set's spend is charged on the days of its data, which a build
+# day is not; and dead letters hold raw text, never by default beside the public file, which may be
+# published with its folder.
+DP_REQUIRED_FLAGS = {
+    "input": "the private conversations",
+    "date": "the (last) day of the conversations --input holds (--data_days: how many days end there); the "
+            "set's privacy spend is charged on those days",
+    "private_output": "a private folder, outside the keyword-set file's, for dead letters and exact counts",
+}
+DP_REQUIREMENT = f"with --method {', '.join(DP_METHODS[:-1])} or {DP_METHODS[-1]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +144,9 @@ class BuildKeywordsParams:
     llm: LLMParams
     run: RunParams
 
+    def __post_init__(self):
+        check_noise_seed_unledgered(self.privacy, self.run)
+
 
 def _normalised(path: str) -> str:
     return path.rstrip("/") if "://" in path else os.path.abspath(path)
@@ -141,18 +160,12 @@ def inside_folder(path: str, folder: str) -> bool:
 
 def build_keywords_params(options: PipelineOptions) -> BuildKeywordsParams:
     """The builder's params from parsed flags; raises ValueError naming the first bad flag."""
+    for name, what in REQUIRED_FLAGS.items():
+        check(bool(getattr(options, name)), f"--{name} is required: {what}")
     builder = params_from(options, KeywordSetParams)
-    check(bool(options.output), "--output is required: the keyword-set file to write (.json)")
     if builder.method in DP_METHODS:
-        check(bool(options.input), f"--method {builder.method} needs --input (the private conversations)")
-        # The set's spend is charged on the days of its data, which a build day is not.
-        check(bool(options.date), f"--method {builder.method} needs --date: the (last) day of the conversations "
-                                  f"--input holds (--data_days: how many days end there); the set's privacy "
-                                  f"spend is charged on those days")
-        # Dead letters hold raw text: never by default beside the public file, which may be published
-        # with its folder.
-        check(bool(options.private_output), f"--method {builder.method} needs --private_output: a private folder, "
-                                            f"outside the keyword-set file's, for dead letters and exact counts")
+        for name, what in DP_REQUIRED_FLAGS.items():
+            check(bool(getattr(options, name)), f"--method {builder.method} needs --{name}: {what}")
         public_folder = (options.output.rsplit("/", 1)[0] if "://" in options.output
                          else os.path.dirname(os.path.abspath(options.output)))
         check(not inside_folder(options.private_output, public_folder),

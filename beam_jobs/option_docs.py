@@ -13,6 +13,9 @@ document says of it (a params class's `setting`s are not flags, and neither docu
 - templates/metadata.json, the Dataflow Flex Template's parameters: one per flag but the retired
   ones, with the flag's help, a label from its name (or options.TEMPLATE_LABELS), and a regex from
   its type or choices (or options.TEMPLATE_REGEXES).
+
+The jobs' --help (beam_jobs/job_help.py) lists the same groups, with the same headings, intros and
+defaults (`groups`, `default_text`).
 """
 
 from __future__ import annotations
@@ -102,6 +105,11 @@ def markdown(text: str) -> str:
 def shown_default(field: dataclasses.Field) -> str:
     if field.name in options.REQUIRED_FLAGS:
         return "required"
+    return default_text(field)
+
+
+def default_text(field: dataclasses.Field) -> str:
+    """A flag's default as docs/options.md and the jobs' --help show it (None: "unset")."""
     if field.default is None:
         return "unset"
     if isinstance(field.default, bool):

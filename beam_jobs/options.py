@@ -24,7 +24,7 @@ from backends.embedding import DEVICES as EMBEDDING_DEVICES
 from backends.llm.config import LLMParams
 from beam_jobs.flags import options_class, params_from
 from core.params import Params, check, flag, parse_bool
-from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, LedgerPolicy
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
 from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
@@ -389,7 +389,10 @@ class RunParams(Params):
         None, "JSON privacy-budget ledger (local or gs://) that records every run's spend per privacy unit.")
     max_epsilon_per_window: float | None = flag(
         None, "Refuse, before reading any data, a run that would bring any --window_days window over this "
-              "epsilon (needs --privacy_ledger).", type=float)
+              "epsilon (needs --privacy_ledger). The first capped run writes this and the other window flags "
+              "(--max_delta_per_window, --window_days, --cadence_days) into the ledger as its policy; a later "
+              "run with other values is refused (exit code 4). Change it with python -m beam_jobs.ledger_policy "
+              "(docs/production.md#the-ledgers-policy).", type=float)
     max_delta_per_window: float = flag(
         DEFAULT_WINDOW_DELTA, "The one delta at which every window's runs are composed and its epsilon checked "
                               "against --max_epsilon_per_window; a window whose runs need a larger delta is refused "
@@ -430,6 +433,14 @@ class RunParams(Params):
                                     "max_delta_per_window": self.max_delta_per_window,
                                     "cadence_days": self.cadence_days}
                                    if self.privacy_ledger else None)}
+
+    def ledger_policy(self) -> LedgerPolicy | None:
+        """The window policy these flags ask the ledger to enforce; None without a cap (the ledger only
+        records). A ledger holding another policy refuses the run (dp_ops/budget_ledger.py)."""
+        if self.max_epsilon_per_window is None:
+            return None
+        return LedgerPolicy(self.max_epsilon_per_window, self.max_delta_per_window, self.window_days,
+                            self.cadence_days)
 
     def with_seed(self) -> RunParams:
         """These params with a seed: --seed, else one drawn at random (recorded in private/run_stats.json)."""
@@ -503,6 +514,13 @@ TEMPLATE_REGEXES = {
 }
 
 
+def check_noise_seed_unledgered(privacy: PrivacyParams, run: RunParams) -> None:
+    """Fixed noise is for tests: a ledger records spends whose noise is secret, so it refuses a seed."""
+    check(privacy.noise_seed is None or run.privacy_ledger is None,
+          "--noise_seed is for tests only (anyone who knows it can remove the noise) and is refused with "
+          "--privacy_ledger: a ledgered run's spend must be real")
+
+
 @dataclasses.dataclass(frozen=True)
 class InsightsParams:
     """The insights job's validated params, one object per group."""
@@ -515,6 +533,9 @@ class InsightsParams:
     exemplars: ExemplarParams
     llm: LLMParams
     run: RunParams
+
+    def __post_init__(self):
+        check_noise_seed_unledgered(self.privacy, self.run)
 
     def public_config(self) -> dict:
         """What the params allow the report to show, group by group (beam_jobs.insights.release_config)."""

@@ -42,6 +42,11 @@ Z_EMERGING = 2; it is `new` on its first night either way). Both were chosen on 
 
 A night a lineage is missing after having been present (it was not released) gets one `vanished`
 entry with null size, interval and share; later missing nights get none until it reappears.
+
+**Label evidence.** Each released night keeps its topic's `label_evidence` (backends/label_evidence.py:
+whether that night's label rested on the topic's own DP votes or was a guess from its centre; null for
+a vanished night or a report written before it existed): a lineage's name is its latest night's, and a
+topic named from its votes one night may be a guess the next.
 """
 
 from __future__ import annotations
@@ -137,7 +142,7 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
     the last `max_nights` nights are returned: the earlier runs serve as the first nights' baselines.
 
     Returns {"nights": [dates], "lineages": [{"id", "name", "keywords", "nights": [{"date", "size", "low",
-    "high", "share", "status"}]}], "new_this_week": [lineage ids], "rising": [lineage ids],
+    "high", "share", "status", "label_evidence"}]}], "new_this_week": [lineage ids], "rising": [lineage ids],
     "status_rule": {...}, "generated_from": [{"date", "run_id"}]}. Lineages are ordered: released on the
     last night first, by size, then the vanished ones, most recently seen first."""
     by_date = {}
@@ -172,7 +177,7 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
             entries.append({"date": night["date"], "size": size, "low": round(max(0.0, size - night["margin"]), 2),
                             "high": round(size + night["margin"], 2),
                             "share": round(size / night["total"], 6) if night["total"] else 0.0,
-                            "status": status, "_index": index})
+                            "status": status, "label_evidence": topic.get("label_evidence"), "_index": index})
             history.append((size, night["variance"]))
             latest, last_index, present = topic, index, True
         lineages.append({"id": lineage, "name": latest.get("name", ""), "keywords": list(latest.get("keywords", [])),
@@ -204,7 +209,7 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
 
 def _vanished(date: str, index: int) -> dict:
     return {"date": date, "size": None, "low": None, "high": None, "share": None, "status": "vanished",
-            "_index": index}
+            "label_evidence": None, "_index": index}
 
 
 def status_rule() -> dict:

@@ -19,10 +19,21 @@ An entry covers the days of the data its spend was computed from: a nightly run'
 date), a keyword set built from several days' logs all of them (`days`, ending on its date). It
 counts in every window that holds any of its days, once.
 
+The window policy (the cap, the window's delta, the window's length and the nights' cadence) lives
+in the ledger, not in each run's flags: a run's flags decide only whether it may run. The first
+capped reservation writes its flags into the ledger as its `policy`; every later job on that ledger
+must pass the same four flags or is refused (LedgerPolicyMismatch), since a schedule edited by
+mistake (a larger window delta, a shorter window, a higher cap) would otherwise read the same
+entries under a looser rule and admit a night that breaks the windows the other nights were
+planned for. The policy changes only through `with_changed_policy` (beam_jobs.ledger_policy, an
+explicit, logged command), which re-checks every existing window under the new policy; each change
+is kept in `policy_log`. Each entry records the window delta it was checked at.
+
 Version-1 ledgers (entries with only epsilon and delta) are read: such an entry is the (epsilon,
 delta) event of its own figure, which is sound (that is its guarantee) if loose. The ledger is
-written as version 2, or as version 3 once it holds an entry of several days, which a version-2 job
-would not know to count in the windows of its earlier days: it refuses such a ledger instead.
+written as version 2, as version 3 once it holds an entry of several days, which a version-2 job
+would not know to count in the windows of its earlier days, and as version 4 once it holds a policy,
+which an older job would not enforce: each older job refuses the newer versions instead.
 
 Entries are never deleted by the job. A run reserves its spend before reading data and marks it
 committed, failed or rejected at the end; reserved, failed and rejected runs still count, because
@@ -43,7 +54,8 @@ from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, delta_floor,
 
 LEDGER_VERSION = 2
 MULTI_DAY_LEDGER_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+POLICY_LEDGER_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 # Keyword-set builds (beam_jobs.build_keywords) are charged once, on the days of the data they were
 # built from (--date and --data_days), under the run id written into the set's file (by the build
 # with --privacy_ledger, else by the first nightly run that uses the set); they are not nightly runs,
@@ -66,6 +78,60 @@ class BudgetRefused(Exception):
     """The run would exceed the privacy budget, or re-run a date without --allow_rerun."""
 
 
+class LedgerPolicyMismatch(BudgetRefused):
+    """The run's window flags are not the policy the ledger holds."""
+
+
+# The flags a policy is made of, in the order messages list them.
+POLICY_FLAGS = ("max_epsilon_per_window", "max_delta_per_window", "window_days", "cadence_days")
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerPolicy:
+    """What every window of the ledger is held to: epsilon at most `max_epsilon_per_window` at
+    `max_delta_per_window`, over any `window_days` consecutive days, for nights planned one every
+    `cadence_days` (the nightly plan's rule: dp_ops.nightly_plan). Each field is the flag of its name."""
+
+    max_epsilon_per_window: float
+    max_delta_per_window: float
+    window_days: int
+    cadence_days: int
+
+    def __post_init__(self):
+        if not (_number(self.max_epsilon_per_window) and self.max_epsilon_per_window > 0):
+            raise ValueError(f"the window cap must be a finite number > 0, got {self.max_epsilon_per_window!r}")
+        if not (_number(self.max_delta_per_window) and 0 < self.max_delta_per_window < 1):
+            raise ValueError(f"the window delta must be in (0, 1), got {self.max_delta_per_window!r}")
+        for name in ("window_days", "cadence_days"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+    @classmethod
+    def from_json(cls, data) -> "LedgerPolicy":
+        if not isinstance(data, dict) or set(data) != set(POLICY_FLAGS):
+            raise ValueError(f"a ledger policy has exactly the fields {list(POLICY_FLAGS)}, got {data!r}")
+        return cls(**data)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def flags(self) -> str:
+        """The policy as the command-line flags that give it."""
+        return " ".join(f"--{name} {getattr(self, name):g}" for name in POLICY_FLAGS)
+
+    def differences(self, other: "LedgerPolicy | None") -> list[str]:
+        """What `other` (a run's flags; None: no window cap) sets differently, flag by flag."""
+        if other is None:
+            return ["--max_epsilon_per_window: not given"]
+        return [f"--{name}: the ledger's {getattr(self, name):g}, this run's {getattr(other, name):g}"
+                for name in POLICY_FLAGS if getattr(self, name) != getattr(other, name)]
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class LedgerEntry:
     run_id: str
@@ -81,6 +147,8 @@ class LedgerEntry:
     # Days of data the spend was computed from, ending on `date`: 1 for a nightly run, a keyword
     # set's --data_days. The entry counts in every window holding any of them.
     days: int = 1
+    # The window delta its windows were checked at when it was admitted (None: no cap was checked).
+    window_delta: float | None = None
 
     def __post_init__(self):
         parse_date(self.date)
@@ -90,6 +158,8 @@ class LedgerEntry:
             raise ValueError(f"ledger status must be one of {STATUSES}, got {self.status!r}")
         if self.epsilon < 0 or not 0 <= self.delta < 1:
             raise ValueError(f"ledger entry {self.run_id}: bad epsilon/delta {self.epsilon}/{self.delta}")
+        if self.window_delta is not None and not (_number(self.window_delta) and 0 < self.window_delta < 1):
+            raise ValueError(f"ledger entry {self.run_id}: bad window delta {self.window_delta!r}")
         object.__setattr__(self, "events", tuple(self.events))
         try:
             self.dp_events()
@@ -148,6 +218,10 @@ def window_spend(charges, window_delta: float) -> tuple[float, float]:
 class Ledger:
     unit: str = "user"
     entries: tuple[LedgerEntry, ...] = ()
+    # The window policy every capped run must pass (None: the ledger only records; see the module).
+    policy: LedgerPolicy | None = None
+    # Every time the policy was set or changed: {"at", "by", "policy", "previous", "reason"}.
+    policy_log: tuple[dict, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict | None) -> "Ledger":
@@ -155,19 +229,79 @@ class Ledger:
             return cls()
         if data.get("version") not in READABLE_VERSIONS:
             raise ValueError(f"unsupported ledger version {data.get('version')!r} (this job reads {READABLE_VERSIONS})")
-        return cls(unit=data["unit"], entries=tuple(LedgerEntry(**e) for e in data["entries"]))
+        policy = data.get("policy")
+        log = data.get("policy_log", [])
+        if not isinstance(log, list) or not all(isinstance(change, dict) for change in log):
+            raise ValueError(f"a ledger's policy_log is a list of changes, got {log!r}")
+        return cls(unit=data["unit"], entries=tuple(LedgerEntry(**e) for e in data["entries"]),
+                   policy=None if policy is None else LedgerPolicy.from_json(policy), policy_log=tuple(log))
 
     def to_json(self) -> dict:
-        """Version 2 while every entry is one day (`days` left out), else version 3 (see the module)."""
+        """Version 4 once it holds a policy, else 3 if an entry has several days, else 2 (see the module);
+        an entry's `days` and `window_delta` are left out where they say nothing (1 day, no check)."""
         multi_day = any(e.days > 1 for e in self.entries)
         entries = []
         for e in self.entries:
             entry = {**dataclasses.asdict(e), "events": list(e.events)}
             if e.days == 1:
                 del entry["days"]
+            if e.window_delta is None:
+                del entry["window_delta"]
             entries.append(entry)
-        return {"version": MULTI_DAY_LEDGER_VERSION if multi_day else LEDGER_VERSION, "unit": self.unit,
-                "entries": entries}
+        document = {"unit": self.unit, "entries": entries}
+        if self.policy is not None or self.policy_log or any(e.window_delta is not None for e in self.entries):
+            return {"version": POLICY_LEDGER_VERSION, **document,
+                    "policy": None if self.policy is None else self.policy.to_json(),
+                    "policy_log": list(self.policy_log)}
+        return {"version": MULTI_DAY_LEDGER_VERSION if multi_day else LEDGER_VERSION, **document}
+
+    def adopting(self, policy: LedgerPolicy | None, by: str) -> "Ledger":
+        """This ledger once a run (`by`: its run id) with the window flags `policy` (None: no cap) may
+        use it: unchanged if they are its policy (or neither has one), with `policy` as its policy if it
+        has none yet (its first capped run). Raises LedgerPolicyMismatch if they differ from its policy."""
+        if self.policy is None:
+            return self if policy is None else self._with_policy(policy, by, "first capped run on this ledger")
+        differences = self.policy.differences(policy)
+        if differences:
+            raise LedgerPolicyMismatch(
+                f"this ledger's window policy is {self.policy.flags()}, and this run's flags differ "
+                f"({'; '.join(differences)}). Pass the ledger's flags; to change its policy, run "
+                f"python -m beam_jobs.ledger_policy, which checks every window under the new one first.")
+        return self
+
+    def with_changed_policy(self, policy: LedgerPolicy, by: str, reason: str) -> "Ledger":
+        """This ledger under `policy` from now on, logged with `reason`. Raises BudgetRefused if a
+        window of the entries it holds already breaks `policy` (its cap or its delta): the new rule
+        must hold for every window, or the nights planned under it would not fit."""
+        if not reason.strip():
+            raise ValueError("a change of the ledger's policy needs a reason")
+        worst = self.worst_window(policy.window_days, policy.max_delta_per_window)
+        if worst is not None:
+            epsilon, _, start, inside = worst
+            if math.isinf(epsilon):
+                floor = delta_floor([event for entry in inside for event in entry.dp_events()])
+                raise BudgetRefused(f"under {policy.flags()} the {policy.window_days}-day window starting {start} "
+                                    f"would need delta {floor:.3g} >= {policy.max_delta_per_window:.3g}")
+            if epsilon > policy.max_epsilon_per_window + 1e-9:
+                raise BudgetRefused(f"under {policy.flags()} the {policy.window_days}-day window starting {start} "
+                                    f"already spends epsilon {epsilon:.4g} > {policy.max_epsilon_per_window:g}")
+        return self._with_policy(policy, by, reason)
+
+    def _with_policy(self, policy: LedgerPolicy, by: str, reason: str) -> "Ledger":
+        change = {"at": utc_timestamp(), "by": by, "policy": policy.to_json(),
+                  "previous": None if self.policy is None else self.policy.to_json(), "reason": reason}
+        return dataclasses.replace(self, policy=policy, policy_log=self.policy_log + (change,))
+
+    def worst_window(self, window_days: int, max_delta_per_window: float
+                     ) -> tuple[float, float, str, list[LedgerEntry]] | None:
+        """(epsilon, delta, first day, entries) of the most-spent window of `window_days` days among
+        all windows holding an entry; None for an empty ledger."""
+        if not self.entries:
+            return None
+        last = max(parse_date(e.date) for e in self.entries)
+        first = min(parse_date(e.date) - dt.timedelta(days=e.days - 1) for e in self.entries)
+        return self._worst_window(last.isoformat(), window_days, max_delta_per_window, None,
+                                  (last - first).days + 1)
 
     def runs_on(self, date: str) -> list[LedgerEntry]:
         return [e for e in self.entries if e.date == date]
@@ -218,6 +352,9 @@ class Ledger:
                                 f"Pass --allow_rerun to record a second spend explicitly.")
         if not 0 < max_delta_per_window < 1:
             raise ValueError(f"the window delta must be in (0, 1), got {max_delta_per_window}")
+        if self.policy is not None:  # a caller's arguments never loosen the ledger's own policy
+            self.adopting(None if max_epsilon_per_window is None else LedgerPolicy(
+                max_epsilon_per_window, max_delta_per_window, window_days, self.policy.cadence_days), "check")
         if max_epsilon_per_window is None:  # a ledger that only records: no window is checked
             return
         charge = PendingSpend(epsilon, delta, None if events is None else events_json(events))
@@ -256,7 +393,8 @@ class Ledger:
         return self.with_entry(LedgerEntry(
             run_id=run_id, date=date, epsilon=epsilon, delta=delta, status=status,
             recorded_at=utc_timestamp(), output=output,
-            events=() if events is None else events_json(events), days=days))
+            events=() if events is None else events_json(events), days=days,
+            window_delta=None if max_epsilon_per_window is None else max_delta_per_window))
 
     def with_entry(self, entry: LedgerEntry) -> "Ledger":
         if self.has_run(entry.run_id):

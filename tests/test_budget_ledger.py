@@ -194,8 +194,8 @@ def test_an_old_ledger_is_read_and_its_entries_compose_as_their_own_epsilon_delt
 
 
 def test_a_newer_ledger_or_a_bad_event_is_refused():
-    with pytest.raises(ValueError, match="version 4"):
-        Ledger.from_json({"version": 4, "unit": "user", "entries": []})
+    with pytest.raises(ValueError, match="version 5"):
+        Ledger.from_json({"version": 5, "unit": "user", "entries": []})
     bad = dataclasses.asdict(_night("a", "2026-11-01"))
     bad["events"] = [{"type": "GaussianDpEvent", "noise_multiplier": -1.0}]
     with pytest.raises(ValueError, match="ledger entry a"):

@@ -94,7 +94,10 @@ def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     agreement = report["keyword_agreement"]
     assert len(agreement["per_topic"]) == len(report["topics"])
     assert 0.0 <= agreement["mean_jaccard"] <= 1.0
-    assert all(len(t["centroid_keywords"]) == 5 for t in report["topics"])
+    # The 5 nearest keywords less any of a sensitive category: a guess, like a centre-guessed label.
+    category_of, sensitive = _categories(sample[2])
+    assert all(len(t["centroid_keywords"]) <= 5 for t in report["topics"])
+    assert not any(category_of.get(k) in sensitive for t in report["topics"] for k in t["centroid_keywords"])
     per_topic = {t["id"]: t for t in agreement["per_topic"]}
     for topic in report["topics"]:
         a = set(topic["keywords"]) if topic["label_source"] == "dp_keyword_histogram" else set()
@@ -104,7 +107,6 @@ def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     # Every topic says where its label came from; the histogram's own keywords are what agreement compares.
     sources = {t["id"]: t["label_source"] for t in report["topics"]}
     assert set(sources.values()) <= {"dp_keyword_histogram", "dp_category_votes", "nearest_keywords_to_dp_centre"}
-    category_of, sensitive = _categories(sample[2])
     for topic in report["topics"]:
         if sources[topic["id"]] == "nearest_keywords_to_dp_centre":
             # A centre guess releases none of a sensitive category's keywords (backends/label_evidence.py).
@@ -113,3 +115,32 @@ def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     privacy = report["privacy"]
     assert privacy["min_users_to_label_a_topic"] == math.ceil(privacy["keyword_release_floor"])
     assert f"fewer than {privacy['min_users_to_label_a_topic']} users" in privacy["labelling_note"]
+
+
+@pytest.mark.slow
+def test_both_mode_lists_no_sensitive_centroid_keyword():
+    """The centroid keywords are a centre guess like any (backends/label_evidence.py): a sensitive
+    category's words nearest a topic's centre have no vote of its own behind them."""
+    from backends.embedding import embed_texts
+    from backends.offline import EmbeddingKeywordSelector
+    from transforms.engine import LocalEngine
+    from transforms.topic_keywords import KeywordSettings, TopicKeywords, VoteNoise
+    model = "all-MiniLM-L6-v2"
+    keywords = ("money laundering", "tax evasion", "python", "unit testing", "vegetables")
+    categories = KeywordCategories({"money laundering": "Crime and fraud", "tax evasion": "Crime and fraud",
+                                    "python": "Python coding", "unit testing": "Python coding",
+                                    "vegetables": "Food and cooking"}, sensitive=frozenset({"Crime and fraud"}))
+    centres = embed_texts(model, ["laundering money through offshore accounts", "python unit tests"])
+    settings = KeywordSettings(mode="both", top_t=2, candidates=None, label_fallback="centroid",
+                               samples_per_cluster=None, min_similarity=0.3, weighted=True, keywords_per_vote=3,
+                               max_keywords_per_conversation=3, category_vote_share=0.0, false_keywords_per_topic=1.0,
+                               min_noisy_count=None, seed=0)
+    noise = VoteNoise(num_clusters=2, stage=None, delta=1e-6, histogram_noise=None, partitions_per_user=None,
+                      noise_seed=None, private=False)
+    # No conversation: what the stage lists comes from the centres alone.
+    output = LocalEngine().apply("keywords", TopicKeywords(
+        settings, noise, None, keywords, categories, EmbeddingKeywordSelector(keywords, model), model,
+        {0: 10.0, 1: 10.0}, [0, 1], centres, None, centres.shape[1]), [])
+    # The first t nearest, less the sensitive ones, as a centre-guessed label's keywords are: the
+    # laundering topic's two nearest (cosine 0.75 and 0.40; then python at 0.04) are both sensitive.
+    assert output.centroid_keywords == {0: [], 1: ["unit testing", "python"]}

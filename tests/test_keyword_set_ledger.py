@@ -70,7 +70,7 @@ def test_a_set_built_without_a_ledger_is_charged_by_the_first_night_only(tmp_pat
 def test_a_set_built_with_the_same_ledger_is_not_charged_again(tmp_path):
     keyword_set = _dp_set(tmp_path)
     # What beam_jobs.build_keywords.run records for its build with --privacy_ledger.
-    charged = reserve_budget(str(tmp_path / "ledger.json"), None, 30, keyword_set=Charge(
+    charged = reserve_budget(str(tmp_path / "ledger.json"), None, keyword_set=Charge(
         keyword_set.ledger_run_id, keyword_set.ledger_date, 1.5, 1e-7, keyword_set.source))
     assert charged
     night = _night(tmp_path, keyword_set, "2026-11-20")

@@ -4,8 +4,12 @@ import json
 
 import pytest
 
-from dp_ops.budget_ledger import BudgetRefused, Ledger
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerPolicy
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
+
+
+def _cap(epsilon, window_days=7):
+    return LedgerPolicy(epsilon, DEFAULT_WINDOW_DELTA, window_days, 1)
 
 
 def _entries(path):
@@ -14,19 +18,19 @@ def _entries(path):
 
 def test_a_run_is_reserved_and_a_second_one_on_its_date_is_a_rerun(tmp_path):
     ledger = str(tmp_path / "ledger.json")
-    assert reserve_budget(ledger, 10.0, 7, run=Charge("a", "2026-11-20", 4.0, 1e-7, "out/a")) is False
+    assert reserve_budget(ledger, _cap(10.0), run=Charge("a", "2026-11-20", 4.0, 1e-7, "out/a")) is False
     with pytest.raises(BudgetRefused, match="allow_rerun"):
-        reserve_budget(ledger, 10.0, 7, run=Charge("b", "2026-11-20", 4.0, 1e-7, "out/b"))
-    reserve_budget(ledger, 10.0, 7, run=Charge("b", "2026-11-20", 4.0, 1e-7, "out/b"), allow_rerun=True)
+        reserve_budget(ledger, _cap(10.0), run=Charge("b", "2026-11-20", 4.0, 1e-7, "out/b"))
+    reserve_budget(ledger, _cap(10.0), run=Charge("b", "2026-11-20", 4.0, 1e-7, "out/b"), allow_rerun=True)
     assert [(e.run_id, e.status, e.rerun, e.output) for e in _entries(ledger)] == [
         ("a", "reserved", False, "out/a"), ("b", "reserved", True, "out/b")]
 
 
 def test_a_refused_reservation_writes_nothing_not_even_the_keyword_set(tmp_path):
     ledger = str(tmp_path / "ledger.json")
-    reserve_budget(ledger, 6.0, 7, run=Charge("a", "2026-11-19", 4.0, 0.0, "out/a"))
+    reserve_budget(ledger, _cap(6.0), run=Charge("a", "2026-11-19", 4.0, 0.0, "out/a"))
     with pytest.raises(BudgetRefused, match="cap 6"):
-        reserve_budget(ledger, 6.0, 7, run=Charge("b", "2026-11-20", 1.0, 0.0, "out/b"),
+        reserve_budget(ledger, _cap(6.0), run=Charge("b", "2026-11-20", 1.0, 0.0, "out/b"),
                        keyword_set=Charge("keyword-set-1", "2026-11-20", 1.5, 0.0, "kw.json"))
     assert [e.run_id for e in _entries(ledger)] == ["a"]
 
@@ -34,15 +38,15 @@ def test_a_refused_reservation_writes_nothing_not_even_the_keyword_set(tmp_path)
 def test_a_keyword_set_is_charged_once_per_ledger_with_the_status_asked(tmp_path):
     ledger = str(tmp_path / "ledger.json")
     keyword_set = Charge("keyword-set-1", "2026-11-10", 1.5, 1e-7, "kw.json")
-    assert reserve_budget(ledger, None, 30, keyword_set=keyword_set, keyword_set_status="committed")
-    assert not reserve_budget(ledger, None, 30, run=Charge("a", "2026-11-20", 4.0, 0.0, "out/a"),
+    assert reserve_budget(ledger, None, keyword_set=keyword_set, keyword_set_status="committed")
+    assert not reserve_budget(ledger, None, run=Charge("a", "2026-11-20", 4.0, 0.0, "out/a"),
                               keyword_set=keyword_set)
     assert [(e.run_id, e.status) for e in _entries(ledger)] == [("keyword-set-1", "committed"), ("a", "reserved")]
 
 
 def test_status_updates_set_the_status_and_an_unknown_run_is_an_error(tmp_path):
     ledger = str(tmp_path / "ledger.json")
-    reserve_budget(ledger, None, 7, run=Charge("a", "2026-11-20", 4.0, 0.0, "out/a"))
+    reserve_budget(ledger, None, run=Charge("a", "2026-11-20", 4.0, 0.0, "out/a"))
     set_ledger_status(ledger, "a", "committed")
     set_ledger_status(ledger, "a", "committed")
     assert [(e.run_id, e.status) for e in _entries(ledger)] == [("a", "committed")]
@@ -52,4 +56,4 @@ def test_status_updates_set_the_status_and_an_unknown_run_is_an_error(tmp_path):
 
 def test_nothing_to_reserve_is_an_error(tmp_path):
     with pytest.raises(ValueError):
-        reserve_budget(str(tmp_path / "ledger.json"), None, 7)
+        reserve_budget(str(tmp_path / "ledger.json"), None)

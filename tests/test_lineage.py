@@ -54,9 +54,9 @@ def test_a_lineages_reference_centre_averages_its_last_nights():
     for _ in range(100):
         truth = _unit(rng, 1)[0]
         nights = [km.normalise_rows((truth + 0.3 * rng.standard_normal(16))[None])[0] for _ in range(5)]
-        reports = [_report(f"2026-11-0{i + 1}", {0: c}, {0: "L#0"}) for i, c in enumerate(nights)]
+        reports = [_report(f"2026-11-0{i + 1}", {0: c}, {0: "2026-11-01#0"}) for i, c in enumerate(nights)]
         (known,) = known_lineages(reports, MODEL)
-        assert known.id == "L#0" and known.date == "2026-11-05"
+        assert known.id == "2026-11-01#0" and known.date == "2026-11-05"
         averaged.append(known.centre @ truth)
         single.append(nights[-1] @ truth)
     # The last SMOOTHING_NIGHTS nights' average is nearer the topic than the latest night alone.
@@ -67,13 +67,13 @@ def test_a_lineages_reference_centre_averages_its_last_nights():
 def test_the_centres_section_round_trips_and_passes_the_release_gate():
     rng = np.random.default_rng(2)
     centres = dict(enumerate(_unit(rng, 4, 384)))
-    report = _report("2026-11-01", centres, {c: f"L#{c}" for c in centres}, sizes={0: 5, 1: 50, 2: 20, 3: 30})
+    report = _report("2026-11-01", centres, {c: f"2026-11-01#{c}" for c in centres}, sizes={0: 5, 1: 50, 2: 20, 3: 30})
     back = report_centres(report, MODEL)
     assert all(np.allclose(back[c], centres[c], atol=1e-4) for c in centres)
     # Largest topics first, as the warm start seeds them.
     previous = PreviousNights.of([report], MODEL)
     assert np.allclose(previous.warm_centres, np.stack([back[c] for c in (1, 3, 2, 0)]))
-    assert previous.seeded() == {0: "L#1", 1: "L#3", 2: "L#2", 3: "L#0"}
+    assert previous.seeded() == {0: "2026-11-01#1", 1: "2026-11-01#3", 2: "2026-11-01#2", 3: "2026-11-01#0"}
     assert PreviousNights.of([report], MODEL, warm_start=False).warm_centres is None
     import json
     assert scan("report.json", json.dumps(report, indent=2).encode(), ()) == []
@@ -159,3 +159,111 @@ def test_released_reports_skip_what_the_job_did_not_write(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps({"runs": runs}))
     assert released_reports(str(tmp_path)) == [("2026-11-01", {"topics": []})]
     assert released_reports(str(tmp_path), before="2026-11-01") == []
+
+
+def test_a_centre_that_is_no_unit_direction_is_dropped_and_matching_never_fails_the_run(caplog):
+    """1e39 passes a Python finiteness check but is inf as float32 (NaN once normalised), which made
+    the Hungarian assignment raise inside the pipeline, after the noise was drawn."""
+    import logging
+    rng = np.random.default_rng(6)
+    good = _unit(rng, 2)
+    report = _report("2026-11-01", {0: good[0], 1: good[1]}, {0: "2026-11-01#0", 1: "2026-11-01#1"})
+    report["centres"]["by_topic"]["1"] = [1e39] + [0.0] * 15
+    report["centres"]["by_topic"]["2"] = [1.5] + [0.0] * 15  # beyond what a unit vector's 5 decimals hold
+    report["topics"].append({"id": 2, "lineage": "2026-11-01#2"})
+    assert set(report_centres(report, MODEL, dim=16)) == {0}
+    previous = PreviousNights.of([report], MODEL, dim=16)
+    assert [k.id for k in previous.known] == ["2026-11-01#0"]
+    assert np.isfinite(previous.warm_centres).all() and len(previous.warm_centres) == 1
+    section = lineage_section(good, None, [0, 1], previous, "2026-11-02", MODEL)
+    assert section["lineages"] == {0: "2026-11-01#0", 1: "2026-11-02#1"}
+    # Whatever else goes wrong in the matching, every topic starts a lineage and the night goes on, said so.
+    broken = PreviousNights((KnownLineage("2026-11-01#0", np.full(16, np.nan), "2026-11-01"),))
+    with caplog.at_level(logging.WARNING, logger="urania.lineage"):
+        section = lineage_section(good, None, [0, 1], broken, "2026-11-02", MODEL)
+    assert section["lineages"] == {0: "2026-11-02#0", 1: "2026-11-02#1"}
+    assert [r.event for r in caplog.records] == ["lineage_matching_failed"]
+
+
+def test_a_lineages_reference_centre_must_be_a_direction():
+    """Two nights of opposite centres sum to zero: such a lineage has no reference centre to match."""
+    rng = np.random.default_rng(7)
+    centre = _unit(rng, 1)[0]
+    reports = [_report("2026-11-01", {0: centre}, {0: "2026-11-01#0"}),
+               _report("2026-11-02", {0: -centre}, {0: "2026-11-01#0"})]
+    assert known_lineages(reports, MODEL) == []
+
+
+@pytest.mark.parametrize("lineage", ["4111111111111111#0", "10.0.0.1#2", "555-123-4567#1", "www.x.io#1",
+                                     "2026-13-01#0", "2026-11-01#0#1", "20261101T020000Z#1", "seed#1", "x#2",
+                                     "2026-11-01#", "2026-11-01 #3", "2026-11-03#0", "20261103T020000Z-abcdef#4"])
+def test_a_lineage_id_the_job_did_not_write_is_not_inherited(lineage):
+    """Tonight's topic would republish the id, and the release gate would reject tonight's report (or
+    the id names a night after the report it appears in)."""
+    rng = np.random.default_rng(8)
+    centre = _unit(rng, 1)[0]
+    report = _report("2026-11-02", {0: centre}, {0: lineage})
+    previous = PreviousNights.of([report], MODEL)
+    assert previous.known == () and previous.seeded() == {}
+    assert lineage_section(centre[None], None, [0], previous, "2026-11-03", MODEL)["lineages"] == {0: "2026-11-03#0"}
+
+
+@pytest.mark.parametrize("lineage", ["2026-11-01#0", "2026-11-02#17", "20261101T020000Z-0a1b2c#3", "seed7#2"])
+def test_the_ids_the_code_writes_are_inherited(lineage):
+    rng = np.random.default_rng(9)
+    centre = _unit(rng, 1)[0]
+    previous = PreviousNights.of([_report("2026-11-02", {0: centre}, {0: lineage})], MODEL)
+    assert [k.id for k in previous.known] == [lineage] and previous.seeded() == {0: lineage}
+    assert lineage_section(centre[None], None, [0], previous, "2026-11-03", MODEL)["lineages"] == {0: lineage}
+
+
+def test_with_the_committed_nights_an_id_must_start_on_one_of_them():
+    """A lineage may be older than the nights read (LOOKBACK_NIGHTS): its date is checked against every
+    committed night of the output folder's index.json, not only those."""
+    rng = np.random.default_rng(10)
+    centres = dict(enumerate(_unit(rng, 4)))
+    lineages = {0: "2026-10-01#0", 1: "2026-11-01#1", 2: "20261101T020000Z-0a1b2c#2", 3: "seed7#3"}
+    report = _report("2026-11-02", centres, lineages)
+    committed = frozenset({"2026-10-01", "2026-11-02"})
+    assert [k.id for k in known_lineages([report], MODEL, committed=committed)] == ["2026-10-01#0"]
+    previous = PreviousNights.of([report], MODEL, committed=committed)
+    assert [k.id for k in previous.known] == ["2026-10-01#0"] and set(previous.seeded().values()) == {"2026-10-01#0"}
+    # The in-process evaluation has no index: the pattern and the report's date decide.
+    assert len(PreviousNights.of([report], MODEL).known) == 4
+
+
+def test_committed_dates_are_every_committed_night_of_the_index(tmp_path):
+    import json
+
+    from core.released_runs import committed_dates
+    assert committed_dates(str(tmp_path)) == frozenset()
+    (tmp_path / "index.json").write_text("{not json")
+    assert committed_dates(str(tmp_path)) == frozenset()
+    runs = [{"date": "2026-10-01", "status": "committed", "path": "dt=2026-10-01/run=a"},
+            {"date": "2026-11-01", "status": "committed", "path": "dt=2026-11-01/run=b"},
+            {"date": "2026-11-02", "status": "committed", "path": "../elsewhere"},
+            {"date": "2026-11-03", "status": "rejected", "path": "dt=2026-11-03/run=c"}, "junk"]
+    (tmp_path / "index.json").write_text(json.dumps({"runs": runs}))
+    assert committed_dates(str(tmp_path)) == frozenset({"2026-10-01", "2026-11-01"})
+
+
+def test_the_job_checks_earlier_lineages_against_every_committed_night(tmp_path):
+    """The job reads the last LOOKBACK_NIGHTS reports, but a lineage may have started before them."""
+    import json
+
+    from beam_jobs.insights import previous_nights
+    from core.run_context import RunContext
+    rng = np.random.default_rng(11)
+    centres = dict(enumerate(_unit(rng, 2)))
+    run = tmp_path / "dt=2026-11-01" / "run=b" / "release"
+    run.mkdir(parents=True)
+    (run / "report.json").write_text(json.dumps(_report("2026-11-01", centres, {0: "2026-10-01#0", 1: "2026-10-15#1"})))
+    runs = [{"date": "2026-10-01", "status": "committed", "path": "dt=2026-10-01/run=a"},
+            {"date": "2026-10-15", "status": "rejected", "path": "dt=2026-10-15/run=c"},
+            {"date": "2026-11-01", "status": "committed", "path": "dt=2026-11-01/run=b"}]
+    (tmp_path / "index.json").write_text(json.dumps({"runs": runs}))
+    context = RunContext(run_id="20261102T020000Z-abcdef", date="2026-11-02", input_pattern="in",
+                         output_root=str(tmp_path), run_dir=str(tmp_path / "run"), private_dir=str(tmp_path / "p"))
+    previous = previous_nights(context, MODEL, 16, True)
+    assert [k.id for k in previous.known] == ["2026-10-01#0"]
+    assert len(previous.warm_centres) == 2 and previous.seeded() == {0: "2026-10-01#0"}

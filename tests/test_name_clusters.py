@@ -138,3 +138,18 @@ def test_unverified_topics_of_one_name_are_numbered_never_told_apart_by_a_sensit
              for c, k in enumerate([["money laundering", "human trafficking"], ["human trafficking", "money laundering"]])}
     names = [t["name"] for _, t in sorted(distinct_names(named, CATEGORY_OF).items())]
     assert names == ["Possibly crime and fraud (unverified)", "Possibly crime and fraud (unverified) (2)"]
+
+
+def test_a_numbered_unverified_name_keeps_its_mark_within_ten_words():
+    """A custom sensitive category's name can be long: numbering must cut the name, never its mark."""
+    category = "Weapons explosives and other dangerous items for harm"
+    category_of = {"pipe bombs": category, "nail bombs": category}
+    categories = KeywordCategories(category_of, sensitive=frozenset({category}))
+    namer = KeywordClusterNamer(categories)
+    named = {c: name_topic(namer, k, CENTROID_SOURCE, categories)
+             for c, k in enumerate([["pipe bombs", "nail bombs"], ["nail bombs", "pipe bombs"]])}
+    assert named[0]["name"] == "Possibly weapons explosives and other dangerous items for harm (unverified)"
+    names = [t["name"] for _, t in sorted(distinct_names(named, category_of).items())]
+    assert names == ["Possibly weapons explosives and other dangerous items for harm (unverified)",
+                     "Possibly weapons explosives and other dangerous items (unverified) (2)"]
+    assert all(len(n.split()) <= 10 for n in names)

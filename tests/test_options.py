@@ -277,29 +277,42 @@ TODAYS_CONFIG_KEYS = {
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",
-                "--private_output", "gs://secret-private-7f3a", "--privacy_ledger", "gs://secret-ledger-7f3a/l.json",
-                "--max_epsilon_per_window", "30", "--seed", "918273645", "--noise_seed", "564738291",
+                "--private_output", "gs://secret-private-7f3a", "--seed", "918273645",
                 "--canary_file", "/secret/canaries-7f3a.txt", "--llm_backend", "openai",
                 "--llm_base_url", "http://secret-host-7f3a:8000/v1", "--llm_model", "secret-model-7f3a",
                 "--llm_cache", "gs://secret-cache-7f3a", "--keyword_set", "/secret/kw-7f3a.txt",
                 "--date", "yesterday"]
+# A ledgered run refuses --noise_seed, so each private value is given to one of two runs.
+SECRET_RUNS = {"ledgered": ["--privacy_ledger", "gs://secret-ledger-7f3a/l.json", "--max_epsilon_per_window", "30"],
+               "seeded": ["--noise_seed", "564738291"]}
 
 
-def _secret_run(tmp_path):
+def _secret_run(tmp_path, kind):
     (tmp_path / "kw.txt").write_text("python\nsql\n")
-    flags = [value.replace("/secret/kw-7f3a.txt", str(tmp_path / "kw.txt")) for value in SECRET_FLAGS]
+    flags = [value.replace("/secret/kw-7f3a.txt", str(tmp_path / "kw.txt")) for value in SECRET_FLAGS + SECRET_RUNS[kind]]
     p = insights_params(InsightsOptions(flags))
     context = make_run_context(p.reading.input, p.run.output, p.run.date, private_output=p.run.private_output)
     return p, release_config(p, load_keyword_set(p.keywords.keyword_set), 384, context), context
 
 
-def test_release_config_is_what_the_params_declare_public(tmp_path):
-    p, config, context = _secret_run(tmp_path)
+def test_a_ledgered_run_refuses_a_noise_seed():
+    with pytest.raises(ValueError, match="--noise_seed is for tests only"):
+        insights_params(InsightsOptions(["--input", "in.jsonl", "--output", "out", *SECRET_RUNS["ledgered"],
+                                         *SECRET_RUNS["seeded"]]))
+    with pytest.raises(ValueError, match="--noise_seed is for tests only"):
+        build_keywords_params(BuildKeywordsOptions(["--method", "public", "--public_corpus", "c.txt", "--output",
+                                                    "kw.json", "--privacy_ledger", "l.json", "--noise_seed", "1"]))
+
+
+@pytest.mark.parametrize("kind", SECRET_RUNS)
+def test_release_config_is_what_the_params_declare_public(tmp_path, kind):
+    p, config, context = _secret_run(tmp_path, kind)
     groups = [getattr(p, field.name) for field in dataclasses.fields(p)]
     declared = {name: value for group in groups for name, value in public_fields(group).items()}
-    derived = {"noise_seed_fixed": True, "privacy_ledger": {"window_days": 30, "max_epsilon_per_window": 30.0,
-                                                            "max_delta_per_window": DEFAULT_WINDOW_DELTA,
-                                                            "cadence_days": 1}}
+    derived = {"noise_seed_fixed": kind == "seeded",
+               "privacy_ledger": {"window_days": 30, "max_epsilon_per_window": 30.0,
+                                  "max_delta_per_window": DEFAULT_WINDOW_DELTA, "cadence_days": 1}
+               if kind == "ledgered" else None}
     keyword_set = load_keyword_set(p.keywords.keyword_set)
     assert config == {"run_id": context.run_id, "date": context.date, **declared, **derived, "embedding_dim": 384,
                       "keyword_set": {"method": keyword_set.method, "size": 2, "version": keyword_set.version,
@@ -307,8 +320,9 @@ def test_release_config_is_what_the_params_declare_public(tmp_path):
     assert set(config) == TODAYS_CONFIG_KEYS  # the keys of the config as it was hand-listed
 
 
-def test_no_private_value_enters_the_release_config(tmp_path):
-    p, config, _ = _secret_run(tmp_path)
+@pytest.mark.parametrize("kind", SECRET_RUNS)
+def test_no_private_value_enters_the_release_config(tmp_path, kind):
+    p, config, _ = _secret_run(tmp_path, kind)
     text = json.dumps(config)
     assert "7f3a" not in text and "918273645" not in text and "564738291" not in text
     for group in (getattr(p, field.name) for field in dataclasses.fields(p)):
@@ -316,7 +330,8 @@ def test_no_private_value_enters_the_release_config(tmp_path):
             if not field.metadata["public"] and field.name in config:
                 # A public value may reuse a private field's name (privacy_ledger: whether a cap was
                 # checked; keyword_set: the set's description; date: the resolved date), never its value.
-                assert config[field.name] != getattr(group, field.name), field.name
+                assert getattr(group, field.name) is None or config[field.name] != getattr(group, field.name), \
+                    field.name
 
 
 # The keyword-set builder: its own flags and only the groups it needs.

@@ -233,7 +233,7 @@ def test_runs_in_any_order_the_later_of_one_date_wins_and_names_are_the_latest()
     assert timeline["nights"] == [_date(0), _date(1)]
     (item,) = timeline["lineages"]
     assert set(item) == {"id", "name", "keywords", "nights"}
-    assert set(item["nights"][0]) == {"date", "size", "low", "high", "share", "status"}
+    assert set(item["nights"][0]) == {"date", "size", "low", "high", "share", "status", "label_evidence"}
     assert [n["size"] for n in item["nights"]] == [100, 130]
     assert (item["name"], item["keywords"]) == ("Second night, rerun", ["rerun"])
     assert [r["date"] for r in timeline["generated_from"]] == [_date(0), _date(1)]
@@ -252,6 +252,17 @@ def test_topics_without_a_lineage_are_their_own_lineage():
     report = _report(_date(0), [{"id": 7, "name": "Old report", "keywords": [], "size": 40}])
     timeline = build_timeline([(_date(0), report)])
     assert timeline["lineages"][0]["id"] == f"{_date(0)}#7"
+
+
+def test_each_night_says_how_far_that_nights_label_can_be_trusted():
+    """A lineage's name is its latest night's; each night's label rests on that night's votes or not."""
+    guessed = {**_topic("a", 100), "label_evidence": "approximate"}
+    voted = {**_topic("a", 110), "label_evidence": "dp_votes"}
+    old = _topic("b", 50, topic_id=1)  # a report written before label_evidence existed
+    runs = [(_date(0), _report(_date(0), [guessed, old])), (_date(1), _report(_date(1), [voted]))]
+    nights = {item["id"]: item["nights"] for item in build_timeline(runs)["lineages"]}
+    assert [(n["date"], n["label_evidence"]) for n in nights["a"]] == [(_date(0), "approximate"), (_date(1), "dp_votes")]
+    assert [(n["status"], n["label_evidence"]) for n in nights["b"]] == [("new", None), ("vanished", None)]
 
 
 def test_new_this_week_and_rising():

@@ -13,18 +13,28 @@ import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
-from backends.label_evidence import APPROXIMATE_SUFFIX, CATEGORY_VOTED, UNVERIFIED, labelled_topic
+from backends.label_evidence import (
+    APPROXIMATE_SUFFIX,
+    CATEGORY_VOTED,
+    UNVERIFIED,
+    UNVERIFIED_SUFFIX,
+    labelled_topic,
+)
 from backends.offline import MAX_NAME_WORDS, cut_name
 from transforms.stage_timing import timed
 
 
 def _with_distinguisher(name: str, distinguisher: str) -> str:
-    """`name (distinguisher)`, the name cut at a word boundary so that the whole has <= 10 words; an
-    approximate name keeps its APPROXIMATE_SUFFIX last (the cut must never drop it)."""
-    suffix = APPROXIMATE_SUFFIX if name.endswith(APPROXIMATE_SUFFIX) else ""
-    name = name[: len(name) - len(suffix)]
+    """`name (distinguisher)`, the name cut at a word boundary so that the whole has <= 10 words. The
+    cut must never drop how far the label can be trusted: an approximate name keeps its
+    APPROXIMATE_SUFFIX last, an unverified one (numbered only: its name is fixed) its UNVERIFIED_SUFFIX
+    before the number."""
+    suffix = next((s for s in (APPROXIMATE_SUFFIX, UNVERIFIED_SUFFIX) if name.endswith(s)), "")
     words = MAX_NAME_WORDS - len(distinguisher.split()) - len(suffix.split())
-    return cut_name(name, words) + f" ({distinguisher})" + suffix
+    name = cut_name(name[: len(name) - len(suffix)], words)
+    if suffix == UNVERIFIED_SUFFIX:
+        return name + suffix + f" ({distinguisher})"
+    return name + f" ({distinguisher})" + suffix
 
 
 def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | None]) -> str | None:

@@ -7,7 +7,8 @@ URANIA's Algorithm 1), in one of three --keyword_mode's:
   and label each topic from what clears the release floor (transforms/voted_labels.py).
 - centroid: the t keywords of K nearest each DP centre (transforms/centroid_keywords.py):
   post-processing of the centres, no budget.
-- both: labelled like histogram; the report also lists each topic's t centroid keywords.
+- both: labelled like histogram; the report also lists each topic's t centroid keywords, less any of
+  a sensitive category (a guess, like a centre-guessed label's: backends/label_evidence.py).
 
 K ranked by closeness to each centre is also the histogram modes' fallback label
 (--label_fallback centroid) and their candidates (--keyword_candidates). The DP stage registers its
@@ -23,6 +24,7 @@ import apache_beam as beam
 
 from backends.interfaces import KeywordSelector
 from backends.keyword_categories import KeywordCategories
+from backends.label_evidence import without_sensitive
 from core.report import CENTROID_SOURCE, labelling_section
 from dp_ops.joint_calibration import StageNoise
 from dp_ops.keyword_votes import vote_columns
@@ -93,9 +95,10 @@ class VoteNoise:
 @dataclasses.dataclass(frozen=True)
 class TopicKeywordsOutput:
     """`labels`: (cluster_id, (label keywords, label source, voted category or None)) for each kept
-    cluster. `centroid_keywords`: (cluster_id, its t keywords nearest the centre) for the report with
-    --keyword_mode both, else None. `sampled` and `keyword_pairs` (the sampled blocks and the selected
-    vote records, for the run stats) and `dead_letter`: None in centroid mode. `labelling`: report.json's
+    cluster. `centroid_keywords`: (cluster_id, its t keywords nearest the centre, less any of a
+    sensitive category) for the report with --keyword_mode both, else None. `sampled` and
+    `keyword_pairs` (the sampled blocks and the selected vote records, for the run stats) and
+    `dead_letter`: None in centroid mode. `labelling`: report.json's
     labelling section (None in centroid mode); `stage`: the DP stage, registered with the budget (None:
     centroid mode)."""
 
@@ -156,9 +159,7 @@ class TopicKeywords(beam.PTransform):
         # are its candidates, and a topic named by its voted category takes that category's first t.
         ranking = self._ranking(engine) if settings.ranks_keywords else None
         labels = self._labels(engine, votes, ranking)
-        top_t = settings.top_t
-        centroid_keywords = (engine.apply("centroid keywords, top t", MapValues(lambda nearest: nearest[:top_t]),
-                                          ranking) if settings.mode == "both" else None)
+        centroid_keywords = self._centroid_keywords(engine, ranking) if settings.mode == "both" else None
         if votes is None:
             return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords)
         return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords, sampled=votes.sampled,
@@ -208,6 +209,13 @@ class TopicKeywords(beam.PTransform):
         return engine.apply("centroid keywords", CentroidKeywords(
             self._keywords, self._model_name, len(self._keywords), self._kept_ids, self._basis, self._active_dim),
             self._centres)
+
+    def _centroid_keywords(self, engine, ranking):
+        """(cluster_id, its first t keywords nearest the centre less any of a sensitive category): a
+        guess with no vote behind it, released as a centre-guessed label's keywords are."""
+        top_t, categories = self._settings.top_t, self._categories
+        return engine.apply("centroid keywords, top t", MapValues(
+            lambda nearest: without_sensitive(nearest[:top_t], categories.category_of, categories.sensitive)), ranking)
 
     def _labels(self, engine, votes: _Votes | None, ranking):
         settings, top_t = self._settings, self._settings.top_t

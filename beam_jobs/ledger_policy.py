@@ -1,0 +1,100 @@
+"""Shows or changes the window policy a privacy ledger enforces (dp_ops/budget_ledger.py).
+
+    python -m beam_jobs.ledger_policy --privacy_ledger PATH
+    python -m beam_jobs.ledger_policy --privacy_ledger PATH --max_epsilon_per_window 30 \\
+        --max_delta_per_window 1e-5 --window_days 30 --cadence_days 1 --reason "..."
+
+The first capped run on a ledger writes its flags there as the ledger's policy, and every later run
+must pass the same ones (a run whose flags differ is refused with exit code 4). Changing the policy
+is this command alone: it composes every window of the ledger's entries under the new policy and
+refuses (exit code 4, nothing written) if one breaks it; otherwise it writes the new policy and logs
+the change, with who made it and why, in the ledger's `policy_log` and in this process's log.
+The four policy flags are the insights job's own (beam_jobs/options.py RunParams), with its defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import logging
+import sys
+
+from beam_jobs.flags import add_flags
+from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED, fail
+from beam_jobs.logging_setup import configure_logging
+from beam_jobs.options import RunParams
+from core.json_store import read_json_or_none
+from dp_ops.budget_ledger import POLICY_FLAGS, BudgetRefused, Ledger, LedgerPolicy
+from dp_ops.ledger_updates import change_ledger_policy
+
+log = logging.getLogger("urania.ledger_policy")
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m beam_jobs.ledger_policy", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Show a privacy ledger's window policy, or change it after checking every window under the "
+                    "new one. Without --reason it only shows the policy.")
+    add_flags(parser, RunParams, only=("privacy_ledger", *POLICY_FLAGS))
+    parser.add_argument("--reason", default=None,
+                        help="Why the policy changes (required to change it; kept in the ledger's policy_log).")
+    parser.add_argument("--by", default=None, help="Who changes it (default: this process's user name).")
+    return parser
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in some containers: the change is still logged, by "unknown"
+        return "unknown"
+
+
+def describe(ledger: Ledger) -> dict:
+    """What the command prints: the policy, its history and the worst window under it."""
+    shown = {"policy": None if ledger.policy is None else ledger.policy.to_json(),
+             "policy_log": list(ledger.policy_log), "entries": len(ledger.entries)}
+    if ledger.policy is not None:
+        worst = ledger.worst_window(ledger.policy.window_days, ledger.policy.max_delta_per_window)
+        if worst is not None:
+            epsilon, delta, start, inside = worst
+            shown["worst_window"] = {"start": start, "epsilon": epsilon, "delta": delta, "runs": len(inside)}
+    return shown
+
+
+def run(argv: list[str] | None = None) -> int:
+    args = argument_parser().parse_args(argv)
+    if not args.privacy_ledger:
+        return fail(EXIT_BAD_OPTIONS, "bad_options", "bad options: --privacy_ledger is required")
+    if args.reason is None:
+        try:
+            ledger = Ledger.from_json(read_json_or_none(args.privacy_ledger))
+        except (OSError, ValueError) as error:
+            return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: cannot read the ledger: {error}")
+        print(json.dumps(describe(ledger), indent=2))
+        return 0
+    try:
+        if args.max_epsilon_per_window is None:
+            raise ValueError("--max_epsilon_per_window is required to change the policy")
+        policy = LedgerPolicy(*(getattr(args, name) for name in POLICY_FLAGS))
+        by = args.by or _user()
+        ledger = change_ledger_policy(args.privacy_ledger, policy, by, args.reason)
+    except BudgetRefused as error:
+        return fail(EXIT_BUDGET_REFUSED, "ledger_policy_refused", f"policy not changed: {error}")
+    except (OSError, ValueError) as error:
+        return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
+    change = ledger.policy_log[-1]
+    log.warning("ledger policy changed", extra={"event": "ledger_policy_changed", "by": change["by"],
+                                                "previous": change["previous"], "policy": change["policy"],
+                                                "reason": change["reason"]})
+    print(json.dumps(describe(ledger), indent=2))
+    return 0
+
+
+def main() -> None:
+    configure_logging()
+    sys.exit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
