@@ -15,22 +15,35 @@ keyword set marks them, backends/keyword_set.py) is the costliest error, so:
   for a sensitive category);
 - `APPROXIMATE`: keywords nearest its centre, dominant category not sensitive; the name says
   "(approximate)";
-- `UNVERIFIED`: keywords nearest its centre whose dominant category is sensitive; the name is
-  "Possibly <category> (unverified)", it gets no synthetic exemplars, and it never joins that
-  category's group (transforms/topic_hierarchy.py puts it in `UNVERIFIED_GROUP`);
+- `UNVERIFIED`: keywords nearest its centre whose dominant category is sensitive. The guess is never
+  published: the topic is named by the dominant category of the rest of those keywords,
+  "<category> (approximate)", or "Unlabelled topic" when none of them has a non-sensitive category
+  (`unverified_text`); it gets no synthetic exemplars, and it never joins a category's group
+  (transforms/topic_hierarchy.py puts it in `UNVERIFIED_GROUP`);
 - `NO_LABEL`: no keywords at all.
 
 A centre guess (approximate or unverified) never releases a keyword of a sensitive category, so no
-name, description, exemplar or group built from its keywords carries one (`shown_keywords`). Both
-the job (transforms/name_clusters.py) and the in-process evaluation call `labelled_topic` through
-`name_topic`.
+name, description, exemplar or group built from its keywords carries one (`shown_keywords`).
+
+Votes name a sensitive category only when they are a large share of the topic's votes: the lower
+95% bound of that share (`vote_share`) must be at least `SENSITIVE_NAME_SHARE`, one half (`may_name`).
+A topic whose sensitive votes cleared their floor but not that bound (a miscellany of a few users, a
+third of whose votes went to one sensitive category) is named by its other evidence
+(transforms/voted_labels.py drops the thin category before the topic's keywords and category are
+chosen), and the share is released as a number, `sensitive_share` (post-processing of DP values).
+
+Both the job (transforms/name_clusters.py) and the in-process evaluation call `labelled_topic` through
+`name_topic`, and both label topics through transforms/voted_labels.py's LabelTopics.
 """
 
 from __future__ import annotations
 
+import math
+
 from backends.keyword_categories import dominant_category
-from backends.offline import MAX_NAME_WORDS, cut_name, in_running_text, note_label_source
+from backends.offline import MAX_NAME_WORDS, UNLABELLED_NAME, cut_name, in_running_text, note_label_source
 from core.report import CATEGORY_SOURCE, HISTOGRAM_SOURCE
+from dp_ops.dp_counts import noise_upper_quantile
 
 VOTED = "dp_votes"
 CATEGORY_VOTED = "dp_category_votes"
@@ -43,7 +56,11 @@ VOTED_CATEGORY_EVIDENCE = (VOTED, CATEGORY_VOTED)
 # The group that holds every UNVERIFIED topic (never the sensitive category's own group).
 UNVERIFIED_GROUP = "Unverified labels"
 APPROXIMATE_SUFFIX = " (approximate)"
-UNVERIFIED_SUFFIX = " (unverified)"
+# The smallest lower bound on a sensitive category's share of a topic's votes that lets it name the topic.
+SENSITIVE_NAME_SHARE = 0.5
+# Each bound of `vote_share` takes each of its two noisy sums at its one-sided 1 - SHARE_TAIL quantile,
+# so it fails with probability at most 2 x SHARE_TAIL = 5% (a union bound): a 95% bound.
+SHARE_TAIL = 0.025
 
 
 def label_evidence(source: str, keywords: list[str], category_of: dict[str, str | None],
@@ -56,6 +73,17 @@ def label_evidence(source: str, keywords: list[str], category_of: dict[str, str 
     if source == HISTOGRAM_SOURCE:
         return VOTED
     return UNVERIFIED if dominant_category(keywords, category_of) in sensitive else APPROXIMATE
+
+
+def sensitive_guess(keywords: list[str], source: str, category_of: dict[str, str | None],
+                    sensitive: frozenset[str]) -> str | None:
+    """The sensitive category an UNVERIFIED topic's centre-nearest keywords point at (None for any
+    other label). Never released: for an operator's private/ output only. (It is post-processing of
+    the released DP centres and the public K, so it costs no budget; it is withheld because it is a
+    guess that no vote supports.)"""
+    if label_evidence(source, keywords, category_of, sensitive) != UNVERIFIED:
+        return None
+    return dominant_category(keywords, category_of)
 
 
 def shown_keywords(keywords: list[str], evidence: str, category_of: dict[str, str | None],
@@ -75,14 +103,18 @@ def without_sensitive(keywords: list[str], category_of: dict[str, str | None], s
     return [k for k in keywords if category_of.get(k) not in sensitive]
 
 
-def unverified_text(category: str) -> tuple[str, str]:
-    """Name and description of a topic whose centre-nearest keywords lie in sensitive `category`."""
-    about = in_running_text(category)
-    return (f"Possibly {about}{UNVERIFIED_SUFFIX}",
-            f"No keyword vote of this topic's own conversations cleared the privacy noise. The keywords nearest "
-            f"its DP centre lie mostly in a sensitive category ({about}), which is not evidence that its "
-            "conversations are about it: treat it as unlabelled until a night with more data labels it by its own "
-            "votes. Its sensitive keywords are not shown.")
+def unverified_text(category: str | None) -> tuple[str, str]:
+    """Name and description of a topic whose centre-nearest keywords lie mostly in a sensitive category.
+    The guess is not shown: it is named by `category`, the dominant category of the rest of those
+    keywords (never a sensitive one), or, without one, is an unlabelled topic."""
+    about = ("No keyword vote of this topic's own conversations cleared the privacy noise, and most of the "
+             "keywords nearest its DP centre lie in a category that only a topic's own votes may name, which is "
+             "not evidence that its conversations are about it; those keywords are not shown.")
+    if category is None:
+        return UNLABELLED_NAME, f"{about} Treat it as unlabelled until a night with more data labels it by its own votes."
+    return (approximate_name(category),
+            f"{about} It is named by {in_running_text(category)}, the category of the other keywords nearest "
+            "its centre: an approximate guess, to be treated as unlabelled until its own votes label it.")
 
 
 def category_text(category: str, keywords: list[str]) -> tuple[str, str]:
@@ -100,12 +132,57 @@ def approximate_name(name: str) -> str:
     return cut_name(name, MAX_NAME_WORDS - len(APPROXIMATE_SUFFIX.split())) + APPROXIMATE_SUFFIX
 
 
+def vote_share(category: str, part: float, part_columns: int, rest: float, rest_columns: int,
+               noise: dict | None) -> dict:
+    """{"category", "share", "low", "high"}: the share of a topic's votes that went to sensitive
+    `category`, from `part`, its noisy votes (a sum of `part_columns` released values: its category
+    vote, or its keywords' votes), and `rest`, the noisy sum of the topic's `rest_columns` other
+    values (its other categories, or its other candidate keywords). `noise`: each released value's
+    (core's noise description; None: exact values).
+
+    share = p / (p + r), with p and r the noisy sums clipped at 0. It grows with p and falls with r, so
+    `low` takes p at its lower and r at its upper one-sided 97.5% bound (`SHARE_TAIL`: the noise's
+    quantile for one value, times sqrt(columns) for a sum: exact for Gaussian noise, conservative for
+    Laplace), and `high` the other way round: each is a 95% bound (a union bound over the two sums).
+    Post-processing of released values; rounded to 4 decimals."""
+    z = 0.0 if noise is None else noise_upper_quantile(noise, SHARE_TAIL)
+    part_margin, rest_margin = z * math.sqrt(part_columns), z * math.sqrt(max(rest_columns, 0))
+
+    def ratio(p: float, r: float, empty: float) -> float:
+        p, r = max(p, 0.0), max(r, 0.0)
+        return p / (p + r) if p + r > 0 else empty
+
+    return {"category": category, "share": round(ratio(part, rest, 0.0), 4),
+            "low": round(ratio(part - part_margin, rest + rest_margin, 0.0), 4),
+            "high": round(ratio(part + part_margin, rest - rest_margin, 1.0), 4)}
+
+
+def may_name(share: dict) -> bool:
+    """Whether a sensitive category's votes (`vote_share`) are a large enough share to name their topic."""
+    return share["low"] >= SENSITIVE_NAME_SHARE
+
+
+def share_note(share: dict) -> str:
+    """A sentence for the description of a topic that a sensitive category's votes do not name: the
+    share as a number, the category itself only in the topic's `sensitive_share` (the description is
+    what an exemplar writer sees)."""
+    exact = share["low"] == share["high"]  # no noise: the non-private evaluation
+    bounds = "" if exact else f" (95% bounds {share['low']:.0%} to {share['high']:.0%})"
+    rule = "" if exact else f" (its lower bound must reach {SENSITIVE_NAME_SHARE:.0%})"
+    return (f" {share['share']:.0%} of its votes{bounds} went to a sensitive category, too small "
+            f"{'' if exact else 'or uncertain '}a share to name it by{rule}; its sensitive_share says which.")
+
+
 def labelled_topic(name_keywords, keywords: list[str], source: str, category_of: dict[str, str | None],
-                   sensitive: frozenset[str], voted_category: str | None = None) -> dict:
+                   sensitive: frozenset[str], voted_category: str | None = None,
+                   sensitive_share: dict | None = None) -> dict:
     """A released topic's {"name", "description", "keywords", "label_source", "label_evidence"}, and
-    "voted_category" when its votes support one. `name_keywords(keywords) -> (name, description)` is
+    "voted_category" when its votes support one, and "sensitive_share" (`vote_share`) when a sensitive
+    category's votes cleared their floor. `name_keywords(keywords) -> (name, description)` is
     the namer; it is not asked for a topic named by its category alone, nor for an unverified topic
-    (its name is fixed, and an LLM namer would only be sent the sensitive guess)."""
+    (its name is fixed, and an LLM namer would only be sent a guess). The caller
+    (transforms/voted_labels.py) has already kept a sensitive category that `may_name` refuses out of
+    `keywords` and `voted_category`."""
     evidence = label_evidence(source, keywords, category_of, sensitive)
     shown = shown_keywords(keywords, evidence, category_of, sensitive)
     if source == CATEGORY_SOURCE:
@@ -113,14 +190,18 @@ def labelled_topic(name_keywords, keywords: list[str], source: str, category_of:
             raise ValueError("a topic labelled by its category votes needs the voted category")
         name, description = category_text(voted_category, shown)
     elif evidence == UNVERIFIED:
-        name, description = unverified_text(dominant_category(keywords, category_of))
+        name, description = unverified_text(dominant_category(shown, category_of))
     else:
         name, description = name_keywords(shown)
         description = note_label_source(description, source)
         if evidence == APPROXIMATE:
             name = approximate_name(name)
+    if sensitive_share is not None and not may_name(sensitive_share):
+        description += share_note(sensitive_share)
     topic = {"name": name, "description": description, "keywords": shown, "label_source": source,
              "label_evidence": evidence}
     if evidence in VOTED_CATEGORY_EVIDENCE and voted_category is not None:
         topic["voted_category"] = voted_category
+    if sensitive_share is not None:
+        topic["sensitive_share"] = dict(sensitive_share)
     return topic

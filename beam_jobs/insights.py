@@ -134,7 +134,7 @@ def stage_requests(params: InsightsParams):
     histogram_noise = privacy.histogram_noise if params.keywords.keyword_mode in ("histogram", "both") else None
     return dp_stage_specs.stage_requests(StageSettings(
         privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users))
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users, params.keywords.themes))
 
 
 def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBudget:
@@ -203,6 +203,7 @@ def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: Key
         model=embedding.embedding_model,
         exemplars=exemplar_settings(params, llm),
         noise_seed=privacy.noise_seed,
+        themes=params.keywords.themes,
     )
 
 
@@ -274,10 +275,12 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         centroid_keywords=keywords.centroid_keywords, labelling=keywords.labelling,
         run_time_config=kmeans.active_dim | "dimension for the report" >> beam.Map(
             lambda d: {"clustering_dimension": d, "warm_start": warm_started}),
-        lineage=released.lineage, plan=night.report_section(params))
+        lineage=released.lineage, plan=night.report_section(params),
+        themes=topics.themes.section if topics.themes else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
 
-    dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter, keywords.dead_letter]
+    dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter, keywords.dead_letter,
+                    topics.themes.dead_letter if topics.themes else None]
     all_dead_letters = [d for d in dead_letters if d is not None] | "all dead letters" >> beam.Flatten()
     _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, keywords.sampled,
                            keywords.keyword_pairs, kmeans.active_dim)

@@ -324,6 +324,12 @@ class KeywordParams(Params):
     keyword_min_noisy_count: float | None = flag(
         None, "Keywords with a smaller noisy value are not released. Default: from --false_keywords_per_topic.",
         type=float)
+    themes: bool = flag(
+        False, "Release every night each fixed public theme's size (the keyword set's categories and Other; each "
+               "conversation counts in the one whose keywords' mean direction is nearest it) as one user-level DP "
+               "histogram, its own stage of the joint calibration (themes in --epsilon_weights) and of the nightly "
+               "plan (docs/production.md#themes). Off by default until its evaluation decides.",
+        type=parse_bool, nargs="?", const=True, public=True)
 
     def __post_init__(self):
         check(self.samples_per_cluster in ("auto", "all") or (self.samples_per_cluster.isdigit()

@@ -113,6 +113,7 @@ def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None =
             **({"label_source": topic["label_source"]} if "label_source" in topic else {}),
             **({"label_evidence": topic["label_evidence"]} if "label_evidence" in topic else {}),
             **({"voted_category": topic["voted_category"]} if topic.get("voted_category") else {}),
+            **({"sensitive_share": topic["sensitive_share"]} if topic.get("sensitive_share") else {}),
             "size": max(0, int(round(noisy_sizes[cluster_id]))),
             **({"exemplars": topic["exemplars"]} if "exemplars" in topic else {}),
         }
@@ -126,7 +127,7 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
                  max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
                  hierarchy: dict | None = None, composition: dict | None = None,
                  labelling: dict | None = None, lineage: dict | None = None, plan: dict | None = None,
-                 stage_releases: Mapping[str, str] | None = None) -> dict:
+                 stage_releases: Mapping[str, str] | None = None, themes: dict | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
     the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
@@ -134,7 +135,8 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
     `labelling` (labelling_section), `plan` (the nightly budget plan) and `stage_releases` go into the
     privacy section.
     `lineage` (transforms.topic_lineage.lineage_section): each topic's lineage id, and the topics'
-    centres as the report's "centres"."""
+    centres as the report's "centres". `themes` (dp_ops.theme_histogram.themes_section, --themes): the
+    fixed themes' noisy sizes, as the report's "themes"."""
     topics = report_topics(named_topics, noisy_sizes, (lineage or {}).get("lineages"))
     report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition,
                                                               stage_releases),
@@ -153,4 +155,6 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         report["hierarchy"] = hierarchy
     if lineage is not None:
         report["centres"] = lineage["centres"]
+    if themes is not None:
+        report["themes"] = themes
     return report

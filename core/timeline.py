@@ -40,8 +40,29 @@ emerging topic's flag (its first night, `new`). The price: a 30% step of a very 
 flagged late, and a topic tripling in its first week is called `emerging` about 60% of the time (98% at
 Z_EMERGING = 2; it is `new` on its first night either way). Both were chosen on that stream.
 
-A night a lineage is missing after having been present (it was not released) gets one `vanished`
-entry with null size, interval and share; later missing nights get none until it reappears.
+**A night a lineage is missing** after having been present (it was not released) gets one entry with
+null size, interval and share; later missing nights get none until it reappears. Its status says
+whether missing is news (`missed_night_status`): a topic is released only when its noisy size reaches
+the release threshold tau (the report's `config.min_cluster_size`; 0 for a report that does not state
+it), so a topic hovering near tau misses nights by noise alone.
+
+- `vanished`: its recent sizes (the mean of its last up to `BASELINE_NIGHTS` released nights) were so
+  far above tau that tonight's size falling under it is more than `Z` standard deviations of the
+  difference (the same standard deviation as `change_z`'s, tonight's noise included): as if released
+  at tau, at most, it would have been `shrinking`. A change flag.
+- `below threshold`: otherwise. Not a change: its true size may well be what it was; a quiet status
+  that no alert list (`rising`) holds. On simulated steady topics of true size 27-40 against tau 25
+  (Laplace noise of scale 5), counting every missed night as `vanished` flagged 16% of their nights;
+  with `below threshold` they carry a change flag on 0.1% (tests/test_timeline.py).
+
+`CHANGE_STATUSES` are the statuses that flag a change (`new`, `emerging`, `growing`, `shrinking`,
+`vanished`); `steady` and `below threshold` are not.
+
+**New this week** (`new_this_week`): lineages first seen on one of the timeline's last `WEEK_NIGHTS`
+nights and released on at least `MIN_RECENT_NIGHTS` of its last `RECENT_NIGHTS` nights, so a topic
+released on one night only (a cluster that formed once, a re-found topic under a fresh id, a topic
+near tau) is not announced. `build_timeline`'s `also_new` lists lineages that need not meet the
+second condition (the hook for another reason to announce a topic, e.g. its theme rose).
 
 **Label evidence.** Each released night keeps its topic's `label_evidence` (backends/label_evidence.py:
 whether that night's label rested on the topic's own DP votes or was a guess from its centre; null for
@@ -52,10 +73,14 @@ topic named from its votes one night may be a guess the next.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 from core.report_html import _size_noise, noise_margin
 
-STATUSES = ("new", "emerging", "growing", "steady", "shrinking", "vanished")
+STATUSES = ("new", "emerging", "growing", "steady", "shrinking", "vanished", "below threshold")
+# The statuses that flag a change; `steady` and `below threshold` (a missed night within the noise of
+# the release threshold) do not.
+CHANGE_STATUSES = ("new", "emerging", "growing", "shrinking", "vanished")
 # How many standard deviations a change must exceed to count (see the module docstring).
 Z = 3.0
 # Tonight is compared with the mean of at most this many of the lineage's previous released nights: a
@@ -69,8 +94,11 @@ Z_EMERGING = 3.0
 # and a DP cluster's share of its neighbours' conversations moving a little as its centre moves).
 # 0.10 and Z_EMERGING = 3: see the module docstring.
 DAY_TO_DAY_CV = 0.10
-# `new_this_week`: lineages first seen on one of the timeline's last this-many nights.
+# `new_this_week`: lineages first seen on one of the timeline's last this-many nights...
 WEEK_NIGHTS = 7
+# ...and released on at least MIN_RECENT_NIGHTS of its last RECENT_NIGHTS nights (no one-night blips).
+RECENT_NIGHTS = 3
+MIN_RECENT_NIGHTS = 2
 
 
 def size_noise(report: dict) -> dict | None:
@@ -91,6 +119,15 @@ def size_noise_std(report: dict) -> float:
 def size_margin(report: dict) -> float:
     """Half-width of the 95% interval of a true size around its noisy size (0 without noise)."""
     return noise_margin(size_noise(report)) or 0.0
+
+
+def release_threshold(report: dict) -> float:
+    """The report's release threshold tau (`config.min_cluster_size`: a topic is released when its noisy
+    size reaches it); 0 when the report does not state it (older reports)."""
+    value = report.get("config", {}).get("min_cluster_size")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return float(value)
+    return 0.0
 
 
 def change_z(size: float, variance: float, baseline: list[tuple[float, float]],
@@ -124,6 +161,16 @@ def night_status(size: float, variance: float, history: list[tuple[float, float]
     return "growing" if score > Z else "shrinking" if score < -Z else "steady"
 
 
+def missed_night_status(variance: float, history: list[tuple[float, float]], threshold: float) -> str:
+    """The status of the first night a lineage was not released: `vanished` when the mean of its last up to
+    BASELINE_NIGHTS released sizes exceeds the release threshold by more than Z standard deviations of the
+    difference (change_z with tonight's size at its largest possible value, the threshold: the drop is more
+    than noise), else `below threshold`. `variance`: tonight's noise variance; `history` as night_status's."""
+    if not history:
+        raise ValueError("missed_night_status needs at least one released night")
+    return "vanished" if change_z(threshold, variance, history[-BASELINE_NIGHTS:]) < -Z else "below threshold"
+
+
 def _lineage_of(topic: dict, date: str) -> str:
     return str(topic["lineage"]) if topic.get("lineage") is not None else f"{date}#{topic['id']}"
 
@@ -136,15 +183,19 @@ def _night_topics(date: str, report: dict) -> dict[str, dict]:
     return topics
 
 
-def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) -> dict:
+def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
+                   also_new: Collection[str] = ()) -> dict:
     """The timeline of released nights `runs` ((date, report), any order; of two reports of one date
     the later in the list wins). With `max_nights`, statuses are computed over every run given but only
     the last `max_nights` nights are returned: the earlier runs serve as the first nights' baselines.
+    `also_new`: lineage ids that join `new_this_week` when first seen in the week even if not released on
+    MIN_RECENT_NIGHTS of the last RECENT_NIGHTS nights (a hook: e.g. lineages whose theme rose).
 
     Returns {"nights": [dates], "lineages": [{"id", "name", "keywords", "nights": [{"date", "size", "low",
     "high", "share", "status", "label_evidence"}]}], "new_this_week": [lineage ids], "rising": [lineage ids],
-    "status_rule": {...}, "generated_from": [{"date", "run_id"}]}. Lineages are ordered: released on the
-    last night first, by size, then the vanished ones, most recently seen first."""
+    "status_rule": {...}, "generated_from": [{"date", "run_id"}]} (the fixed themes' keys are added by
+    core.theme_timeline.themes_part). Lineages are ordered: released on the last night first, by size, then
+    the vanished ones, most recently seen first."""
     by_date = {}
     for date, report in runs:
         by_date[date] = report
@@ -154,7 +205,8 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
         report = by_date[date]
         topics = _night_topics(date, report)
         nights.append({"date": date, "topics": topics, "variance": size_noise_std(report) ** 2,
-                       "margin": size_margin(report), "total": sum(t.get("size") or 0 for t in topics.values())})
+                       "margin": size_margin(report), "threshold": release_threshold(report),
+                       "total": sum(t.get("size") or 0 for t in topics.values())})
 
     first_seen: dict[str, int] = {}
     for index, night in enumerate(nights):
@@ -163,13 +215,14 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
 
     lineages = []
     for lineage, first in first_seen.items():
-        entries, history, latest, last_index, present = [], [], None, first, False
+        entries, history, latest, last_index, present, released = [], [], None, first, False, []
         for index in range(first, len(nights)):
             night = nights[index]
             topic = night["topics"].get(lineage)
             if topic is None:
                 if present:
-                    entries.append(_vanished(night["date"], index))
+                    entries.append(_missed(night["date"], index,
+                                           missed_night_status(night["variance"], history, night["threshold"])))
                 present = False
                 continue
             size = int(topic.get("size") or 0)
@@ -179,9 +232,11 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
                             "share": round(size / night["total"], 6) if night["total"] else 0.0,
                             "status": status, "label_evidence": topic.get("label_evidence"), "_index": index})
             history.append((size, night["variance"]))
+            released.append(index)
             latest, last_index, present = topic, index, True
         lineages.append({"id": lineage, "name": latest.get("name", ""), "keywords": list(latest.get("keywords", [])),
-                         "nights": entries, "_first": first, "_last": last_index, "_size": latest.get("size") or 0})
+                         "nights": entries, "_first": first, "_last": last_index, "_size": latest.get("size") or 0,
+                         "_released": released})
 
     last = len(nights) - 1
     lineages.sort(key=lambda item: (item["_last"] != last, -item["_size"] if item["_last"] == last else -item["_last"],
@@ -193,8 +248,11 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
         entries = [{k: v for k, v in e.items() if k != "_index"} for e in item["nights"] if e["_index"] >= start]
         if entries:
             kept.append({"id": item["id"], "name": item["name"], "keywords": item["keywords"], "nights": entries,
-                         "_first": item["_first"]})
-    new_this_week = [item["id"] for item in kept if item.pop("_first") >= week_start]
+                         "_first": item["_first"], "_released": item["_released"]})
+    recent_start = max(0, len(nights) - RECENT_NIGHTS)
+    new_this_week = [item["id"] for item in kept if _new_this_week(item, week_start, recent_start, also_new)]
+    for item in kept:
+        del item["_first"], item["_released"]
     rising = [item["id"] for item in kept if item["nights"][-1]["status"] in ("growing", "emerging")]
     return {
         "nights": [night["date"] for night in nights[start:]],
@@ -207,8 +265,17 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None) 
     }
 
 
-def _vanished(date: str, index: int) -> dict:
-    return {"date": date, "size": None, "low": None, "high": None, "share": None, "status": "vanished",
+def _new_this_week(item: dict, week_start: int, recent_start: int, also_new: Collection[str]) -> bool:
+    """First seen in the week, and released on MIN_RECENT_NIGHTS of the last RECENT_NIGHTS nights or listed
+    in `also_new` (see build_timeline)."""
+    if item["_first"] < week_start:
+        return False
+    return item["id"] in also_new or sum(index >= recent_start for index in item["_released"]) >= MIN_RECENT_NIGHTS
+
+
+def _missed(date: str, index: int, status: str) -> dict:
+    """The entry of the first night a lineage was not released (`vanished` or `below threshold`)."""
+    return {"date": date, "size": None, "low": None, "high": None, "share": None, "status": status,
             "label_evidence": None, "_index": index}
 
 
@@ -217,21 +284,35 @@ def status_rule() -> dict:
     return {
         "z": Z, "z_emerging": Z_EMERGING, "baseline_nights": BASELINE_NIGHTS, "emerging_nights": EMERGING_NIGHTS,
         "day_to_day_cv": DAY_TO_DAY_CV, "new_this_week_nights": WEEK_NIGHTS,
+        "new_this_week_recent_nights": RECENT_NIGHTS, "new_this_week_min_recent_nights": MIN_RECENT_NIGHTS,
+        "change_statuses": list(CHANGE_STATUSES),
         "text": (f"new: a lineage's first night. emerging: its nights 2-{EMERGING_NIGHTS}, more than {Z_EMERGING:g} "
                  f"standard deviations above its first night. growing/shrinking: more than {Z:g} standard deviations above/below "
-                 f"the mean of its previous up to {BASELINE_NIGHTS} released nights. steady: otherwise. vanished: the "
-                 "first night it was not released. The standard deviation combines both nights' privacy noise and a "
+                 f"the mean of its previous up to {BASELINE_NIGHTS} released nights. steady: otherwise. On the first "
+                 "night a lineage was not released: vanished when the mean of its previous up to "
+                 f"{BASELINE_NIGHTS} released nights was more than {Z:g} standard deviations above the release "
+                 "threshold (the run's minimum topic size), a real drop; below threshold otherwise, not a change: "
+                 "its size may just have drawn low noise under the threshold. New this week: first seen in the last "
+                 f"{WEEK_NIGHTS} nights and released on at least {MIN_RECENT_NIGHTS} of the last {RECENT_NIGHTS}. "
+                 "The standard deviation combines both nights' privacy noise and a "
                  f"true count's natural variation (Poisson, plus {DAY_TO_DAY_CV:.0%} of its size). Interval: 95% for "
                  "the true size from the noise drawn that night (Laplace: b ln 20; Gaussian: 1.96 sigma)."),
     }
 
 
-ROW_COLUMNS = ("lineage_id", "name", "keywords", "date", "size", "low", "high", "share", "status")
+ROW_COLUMNS = ("lineage_id", "name", "keywords", "date", "size", "low", "high", "share", "status", "kind")
 
 
 def timeline_rows(timeline: dict) -> list[dict]:
-    """Long format: one row per lineage and night it has an entry for (columns `ROW_COLUMNS`)."""
-    return [{"lineage_id": lineage["id"], "name": lineage["name"], "keywords": "; ".join(lineage["keywords"]),
-             "date": night["date"], "size": night["size"], "low": night["low"], "high": night["high"],
-             "share": night["share"], "status": night["status"]}
-            for lineage in timeline["lineages"] for night in lineage["nights"]]
+    """Long format: one row per lineage and night it has an entry for, then one per theme and night
+    (columns `ROW_COLUMNS`; `kind` says which: "topic" or "theme", and a theme's id is in `lineage_id`)."""
+    topics = [{"lineage_id": lineage["id"], "name": lineage["name"], "keywords": "; ".join(lineage["keywords"]),
+               "date": night["date"], "size": night["size"], "low": night["low"], "high": night["high"],
+               "share": night["share"], "status": night["status"], "kind": "topic"}
+              for lineage in timeline["lineages"] for night in lineage["nights"]]
+    themes = [{"lineage_id": theme["id"], "name": theme["name"], "keywords": "", "date": night["date"],
+               "size": round(night["size"]), "low": night["low"], "high": night["high"], "share": night["share"],
+               "status": night["status"], "kind": "theme"}
+              for theme in timeline.get("themes", []) for night in theme["nights"]]
+    return topics + themes
+

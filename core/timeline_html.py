@@ -3,21 +3,33 @@
 Rendered by Jinja2 from core/templates/timeline.html.j2 (which includes the report page's look,
 report.css.j2) with autoescaping on for every value: topic names and keywords may come from a model.
 The chart geometry is computed here so the template only places it. It shows released data and its
-post-processing only.
+post-processing only. A status's CSS class is `status_class` of it (`below threshold` ->
+`st-below-threshold`); `below threshold` is drawn as a quiet status, apart from the change flags
+(core.timeline.CHANGE_STATUSES).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from core.timeline import STATUSES, status_rule
+from core.theme_timeline import FIRST_NIGHT
+from core.timeline import CHANGE_STATUSES, STATUSES, status_rule
 
 CHART_WIDTH, CHART_HEIGHT = 960, 150
 _LEFT, _RIGHT, _TOP, _BOTTOM = 48, 14, 10, 24
-STATUS_COLOURS = {"new": "#4f6bd8", "emerging": "#8e44ad", "growing": "#2e9e5b", "steady": "#8a94a6",
-                  "shrinking": "#d0553f", "vanished": "#1d2433"}
+STATUS_COLOURS = {"first night": "#8a94a6", "new": "#4f6bd8", "emerging": "#8e44ad", "growing": "#2e9e5b", "steady": "#8a94a6",
+                  "shrinking": "#d0553f", "vanished": "#1d2433", "below threshold": "#c3c9d4"}
+# What a missed night's marker says (the status of a night without a size).
+MISSED_TITLES = {"vanished": "not released: its recent sizes were far above the release threshold (vanished)",
+                 "below threshold": "not released: within the noise of the release threshold (below threshold)"}
+
+
+def status_class(status: str) -> str:
+    """The CSS class of a status: `st-` and its words joined by hyphens."""
+    return "st-" + re.sub(r"[^a-z0-9]+", "-", str(status).lower()).strip("-")
 
 _environment = None
 
@@ -28,6 +40,7 @@ def _template():
         _environment = Environment(loader=PackageLoader("core", "templates"), undefined=StrictUndefined,
                                    autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
                                    trim_blocks=True, lstrip_blocks=True)
+        _environment.filters["status_class"] = status_class
     return _environment.get_template("timeline.html.j2")
 
 
@@ -82,8 +95,9 @@ def _chart(lineage: dict, nights: list[str]) -> dict:
     markers = []
     for entry in lineage["nights"]:
         if entry["size"] is None:
-            title = f"{entry['date']}: not released (vanished)"
-            markers.append({"x": _f(x(entry["date"])), "y": _f(y(0)), "status": "vanished", "title": title})
+            status = entry["status"] if entry["status"] in MISSED_TITLES else "vanished"
+            title = f"{entry['date']}: {MISSED_TITLES[status]}"
+            markers.append({"x": _f(x(entry["date"])), "y": _f(y(0)), "status": status, "title": title})
         else:
             title = (f"{entry['date']}: {entry['size']} conversations (95%: {entry['low']:.0f} to {entry['high']:.0f}), "
                      f"{entry['status']}")
@@ -109,8 +123,15 @@ def render_timeline_html(timeline: dict) -> str:
                          "latest": lineage["nights"][-1], "first_date": lineage["nights"][0]["date"],
                          "released_nights": len(released)})
     by_id = {lineage["id"]: lineage for lineage in lineages}
+    # The fixed themes lead the page (core/theme_timeline.py): each with its latest night.
+    themes = [{**theme, "latest": theme["nights"][-1]} for theme in timeline.get("themes", []) if theme["nights"]]
+    theme_by_id = {theme["id"]: theme for theme in themes}
     return _template().render(
+        themes=themes, rising_themes=[theme_by_id[i] for i in timeline.get("rising_themes", []) if i in theme_by_id],
+        theme_rule=timeline.get("theme_rule"),
         nights=nights, lineages=lineages,
         new_this_week=[by_id[i] for i in timeline.get("new_this_week", []) if i in by_id],
         rising=[by_id[i] for i in timeline.get("rising", []) if i in by_id],
-        rule=timeline.get("status_rule") or status_rule(), statuses=STATUSES, colours=STATUS_COLOURS)
+        rule=timeline.get("status_rule") or status_rule(), statuses=(*STATUSES, FIRST_NIGHT), colours=STATUS_COLOURS,
+        change_statuses=[s for s in STATUSES if s in CHANGE_STATUSES],
+        quiet_statuses=[s for s in STATUSES if s not in CHANGE_STATUSES])

@@ -44,7 +44,7 @@ STAGE = "keyword_histograms"
 # One user's vote vector over every (cluster, keyword) partition has L2 norm <= 1 (module docstring).
 VOTE_L2_SENSITIVITY = 1.0
 # The numpy test noise's stream (dp_ops.gaussian_noise): distinct from DP k-means' releases.
-_NOISE_STREAM = 0x4B57
+NOISE_STREAM = 0x4B57
 
 
 class CategoryVote(NamedTuple):
@@ -94,12 +94,14 @@ def exact_vote_sums(votes: Iterable[tuple[int, str | CategoryVote, float]], num_
     return sums
 
 
-def noisy_vote_sums(exact_sums: np.ndarray, sigma: float, noise_seed: int | None = None) -> np.ndarray:
+def noisy_vote_sums(exact_sums: np.ndarray, sigma: float, noise_seed: int | None = None,
+                    noise_stream: int = NOISE_STREAM) -> np.ndarray:
     """The release: every coordinate plus N(0, sigma^2). sigma = 0 only for the evaluations'
-    non-private baseline."""
+    non-private baseline. `noise_stream`: the seeded test noise's stream of the release (another
+    histogram of weighted votes, dp_ops/theme_histogram.py, draws its own)."""
     if sigma < 0:
         raise ValueError(f"sigma must be >= 0, got {sigma}")
-    return exact_sums.copy() if sigma == 0 else add_gaussian_noise(exact_sums, sigma, noise_seed, 0, _NOISE_STREAM)
+    return exact_sums.copy() if sigma == 0 else add_gaussian_noise(exact_sums, sigma, noise_seed, 0, noise_stream)
 
 
 def released_histogram(noisy_sums: np.ndarray, kept_cluster_ids: Iterable[int],
@@ -112,15 +114,24 @@ def released_histogram(noisy_sums: np.ndarray, kept_cluster_ids: Iterable[int],
 def vote_spend(noise_multiplier: float, delta: float) -> MechanismSpend:
     """The stage's spend: one Gaussian release of L2 sensitivity 1 with sigma = multiplier x 1; its
     own epsilon is the PLD epsilon of that event at `delta`."""
+    return weighted_vote_spend(
+        STAGE, "weighted keyword votes: Gaussian sum per (cluster, keyword) and (cluster, category) over "
+               "public partitions (each conversation weighs 1/n_u; user L2 <= 1)",
+        "(cluster, keyword or category) sum, in users", noise_multiplier, delta)
+
+
+def weighted_vote_spend(stage: str, mechanism: str, per: str, noise_multiplier: float, delta: float) -> MechanismSpend:
+    """The spend of one Gaussian sum of weighted votes (each user's vote vector of L2 norm <= 1) over
+    public partitions, with sigma = multiplier x 1: the keyword votes' (`vote_spend`) and any other
+    histogram of such votes over a fixed public partition (dp_ops/theme_histogram.py)."""
     event = dp_accounting.GaussianDpEvent(noise_multiplier)
     sigma = noise_multiplier * VOTE_L2_SENSITIVITY
     return MechanismSpend(
-        stage=STAGE,
-        mechanism="weighted keyword votes: Gaussian sum per (cluster, keyword) and (cluster, category) over "
-                  "public partitions (each conversation weighs 1/n_u; user L2 <= 1)",
+        stage=stage,
+        mechanism=mechanism,
         epsilon=epsilon_of_gaussian_releases(noise_multiplier, 1, delta),
         delta=delta,
         sensitivity=VOTE_L2_SENSITIVITY,
-        noise={"kind": "gaussian", "sigma": sigma, "std": sigma, "per": "(cluster, keyword or category) sum, in users"},
+        noise={"kind": "gaussian", "sigma": sigma, "std": sigma, "per": per},
         event=event_to_json(event),
     )

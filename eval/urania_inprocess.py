@@ -82,6 +82,7 @@ class UraniaConfig:
     exemplar_candidates: int = ExemplarParams.exemplar_candidates
     exemplar_rounds: int = ExemplarParams.exemplar_rounds
     warm_start: str = ClusteringParams.warm_start
+    themes: bool = KeywordParams.themes
 
     @property
     def private(self) -> bool:
@@ -97,17 +98,18 @@ def joint_calibration(config: UraniaConfig) -> JointCalibration:
     a sweep over dimensions or bases calibrates once)."""
     return _joint_calibration_for(config.epsilon, config.epsilon_weights, config.delta, config.kmeans_iterations,
                                   config.max_conversations_per_user, config.keyword_votes, config.keyword_noise,
-                                  config.max_keyword_partitions_per_user, config.counts_users)
+                                  config.max_keyword_partitions_per_user, config.counts_users, config.themes)
 
 
 @functools.lru_cache(maxsize=32)
 def _joint_calibration_for(epsilon: float, epsilon_weights: str, delta: float, kmeans_iterations: int,
                            max_conversations_per_user: int, keyword_votes: str, keyword_noise: str | None,
-                           max_keyword_partitions_per_user: int | None, counts_users: bool) -> JointCalibration:
+                           max_keyword_partitions_per_user: int | None, counts_users: bool,
+                           themes: bool) -> JointCalibration:
     privacy = _privacy_params(epsilon, epsilon_weights, delta, keyword_votes, keyword_noise,
                               max_keyword_partitions_per_user)
     return calibrate_jointly(epsilon, delta, _requests(privacy, kmeans_iterations, max_conversations_per_user,
-                                                       counts_users))
+                                                       counts_users, themes))
 
 
 def stage_requests(config: UraniaConfig) -> list:
@@ -115,13 +117,15 @@ def stage_requests(config: UraniaConfig) -> list:
     and what a nightly plan calibrates over a window: eval/utility/nightly_stream.py, eval/audit/nightly_privacy_modes.py)."""
     privacy = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
                               config.keyword_noise, config.max_keyword_partitions_per_user)
-    return _requests(privacy, config.kmeans_iterations, config.max_conversations_per_user, config.counts_users)
+    return _requests(privacy, config.kmeans_iterations, config.max_conversations_per_user, config.counts_users,
+                     config.themes)
 
 
-def _requests(privacy: PrivacyParams, kmeans_iterations: int, max_conversations_per_user: int, counts_users: bool):
+def _requests(privacy: PrivacyParams, kmeans_iterations: int, max_conversations_per_user: int, counts_users: bool,
+              themes: bool):
     return dp_stage_specs.stage_requests(StageSettings(
         privacy.stage_weights(), kmeans_iterations, max_conversations_per_user, privacy.histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users))
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users, themes))
 
 
 def _privacy_params(epsilon: float, epsilon_weights: str, delta: float, keyword_votes: str,
@@ -193,6 +197,7 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         model=config.embedding_model,
         exemplars=exemplars,
         noise_seed=noise_seed,
+        themes=config.themes,
     )
 
 
@@ -225,7 +230,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                            "seed": seed, "clustering_dimension": kmeans.active_dim}, hierarchy=released.hierarchy,
                           composition=budget.composition() if budget else None,
                           labelling=stages.keywords.labelling, lineage=released.lineage,
-                          stage_releases=dp_stage_specs.stage_releases())
+                          stage_releases=dp_stage_specs.stage_releases(),
+                          themes=stages.themes.section if stages.themes else None)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:

@@ -35,12 +35,16 @@ def with_toy_stage(monkeypatch):
 
 def test_the_declared_stages_are_the_jobs(tmp_path):
     specs = dp_stage_specs.calibrated_specs()
-    assert [s.name for s in specs] == ["user_count", "clustering", "cluster_sizes", "keyword_histograms"]
-    assert dp_stage_specs.default_weights() == "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1"
+    assert [s.name for s in specs] == ["user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes"]
+    assert dp_stage_specs.default_weights() == (
+        "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1,themes:1")
     # Every stage the job registers with its budget has a declaration saying what it releases.
     params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path)]))
     requested = [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()]
     assert requested == ["user_count", "clustering", "cluster_sizes", "keyword_histograms"]
+    params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path), "--themes"]))
+    requested = [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()]
+    assert requested == ["user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes"]
     assert set(requested) | {"keyword_set"} == set(dp_stage_specs.stage_releases())
     keys = [stage.key for stage in progress.stages()]
     assert keys.index("embed") < keys.index("user_count") < keys.index("dp_kmeans") < keys.index("assign_clusters")
@@ -49,7 +53,7 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
 @pytest.mark.slow  # a joint calibration (PLD)
 def test_a_stage_declared_once_is_weighted_calibrated_budgeted_shown_and_labelled(with_toy_stage, tmp_path):
     # Weighted: --epsilon_weights knows it, its default weight is in the default, leaving it out is refused.
-    assert dp_stage_specs.default_weights().endswith("keyword_histograms:2,toy_sums:0.5,user_count:0.1")
+    assert dp_stage_specs.default_weights().endswith("keyword_histograms:2,toy_sums:0.5,user_count:0.1,themes:1")
     with pytest.raises(ValueError, match="give a weight for toy_sums"):
         PrivacyParams(epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2")
 

@@ -49,7 +49,8 @@ def test_defaults_match_the_documented_interface():
     assert (p.clustering.num_clusters, p.privacy.max_conversations_per_user, p.privacy.epsilon,
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
             p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster, p.privacy.keyword_votes) == (
-        50, 5, None, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1}, 1e-6,
+        50, 5, None, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1,
+                      "themes": 1.0}, 1e-6,
         25, "auto", 5, "weighted")
 
 
@@ -273,7 +274,7 @@ TODAYS_CONFIG_KEYS = {
     "keyword_set", "embedding_model", "embedding_backend", "embedding_device", "llm_backend", "llm_steps",
     "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
-    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start"}
+    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start", "themes"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",

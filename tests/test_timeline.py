@@ -36,14 +36,18 @@ def _date(night: int) -> str:
     return (dt.date(2026, 11, 1) + dt.timedelta(days=night)).isoformat()
 
 
-def _report(date: str, topics: list[dict], noise: dict | None = LAPLACE, run_id: str | None = None) -> dict:
-    """A report.json shaped like the job's, with only what the timeline reads."""
+def _report(date: str, topics: list[dict], noise: dict | None = LAPLACE, run_id: str | None = None,
+            threshold: float | None = None) -> dict:
+    """A report.json shaped like the job's, with only what the timeline reads; `threshold`: the run's
+    release threshold tau (config `min_cluster_size`), absent (as in an older report) when None."""
     mechanisms = [{"stage": "clustering", "noise": {"kind": "gaussian", "sigma": 2.0}}]
     if noise is not None:
         mechanisms.append({"stage": "cluster_sizes", "noise": noise})
+    config = {"date": date, "run_id": run_id or f"{date.replace('-', '')}T020000Z-abcdef"}
+    if threshold is not None:
+        config["min_cluster_size"] = threshold
     return {"topics": sorted(topics, key=lambda t: -t["size"]),
-            "privacy": {"epsilon": 7.0, "delta": 1e-6, "mechanisms": mechanisms},
-            "config": {"date": date, "run_id": run_id or f"{date.replace('-', '')}T020000Z-abcdef"}}
+            "privacy": {"epsilon": 7.0, "delta": 1e-6, "mechanisms": mechanisms}, "config": config}
 
 
 def _topic(lineage: str, size: int, name: str | None = None, keywords=("alpha", "beta"), topic_id: int = 0) -> dict:
@@ -69,7 +73,7 @@ def _simulate(rng, means: dict[str, list[float]], scale: float = 5.0, floor: flo
                 size = _noisy(rng, series[night], scale)
                 if size >= floor:
                     topics.append(_topic(lineage, size, topic_id=number))
-        runs.append((_date(night), _report(_date(night), topics, noise)))
+        runs.append((_date(night), _report(_date(night), topics, noise, threshold=floor)))
     return runs
 
 
@@ -223,6 +227,70 @@ def test_a_lineage_gone_on_the_last_night_ends_with_vanished_and_is_listed_last(
     assert _statuses(timeline, "goes") == ["new", "steady", "vanished"]
 
 
+# --- near the release threshold: below threshold, not vanished -----------------------------------------
+
+TAU = 25  # the job's default min_cluster_size
+CHANGE_FLAGS = ("emerging", "growing", "shrinking", "vanished")  # what a reader takes for a change after night 1
+
+
+def _nights_of(series: dict[str, list[int | None]], threshold: float | None = TAU) -> list[tuple[str, dict]]:
+    """Reports of fixed released sizes: lineage -> its size per night (None: not released that night)."""
+    nights = len(next(iter(series.values())))
+    return [(_date(n), _report(_date(n), [_topic(lineage, sizes[n], topic_id=number)
+                                          for number, (lineage, sizes) in enumerate(series.items())
+                                          if sizes[n] is not None], threshold=threshold))
+            for n in range(nights)]
+
+
+def test_a_topic_hovering_just_above_the_threshold_that_misses_a_night_is_below_threshold():
+    hovering = [32, 28, 35, 30, 27, None, 31, 29]
+    timeline = build_timeline(_nights_of({"big": [500] * 8, "hover": hovering}))
+    assert _statuses(timeline, "hover") == ["new", "steady", "steady", "steady", "steady", "below threshold",
+                                            "steady", "steady"]
+    from core.timeline import CHANGE_STATUSES
+    (item,) = [i for i in timeline["lineages"] if i["id"] == "hover"]
+    missed = item["nights"][5]
+    assert (missed["date"], missed["size"], missed["low"], missed["high"], missed["share"]) == (
+        _date(5), None, None, None, None)
+    # Not a change: no alert list holds it, and the statuses that flag a change leave it out.
+    assert "below threshold" in STATUSES and "below threshold" not in CHANGE_STATUSES
+    assert set(CHANGE_STATUSES) == {"new", "emerging", "growing", "shrinking", "vanished"}
+    ending = build_timeline(_nights_of({"big": [500] * 6, "hover": hovering[:6]}))  # missing on the last night
+    assert _statuses(ending, "hover")[-1] == "below threshold"
+    assert ending["rising"] == []
+    assert "below threshold" in ending["status_rule"]["text"]
+
+
+def test_a_large_topic_that_disappears_is_vanished_and_the_test_is_against_the_threshold():
+    timeline = build_timeline(_nights_of({"large": [200] * 5 + [None], "mid": [40] * 5 + [None]}))
+    assert _statuses(timeline, "large")[-1] == "vanished"  # (200 - 25) / 27.9 = 6.3 sd: far beyond the noise
+    # 40 against tau 25: (40 - 25) / 11.3 = 1.3 sd: it may just have drawn low noise that night.
+    assert _statuses(timeline, "mid")[-1] == "below threshold"
+    # A report that does not state its threshold (older than min_cluster_size in its config) is read
+    # as tau 0: any missing night of a topic well above the noise is then vanished, as before.
+    older = build_timeline(_nights_of({"large": [200] * 5 + [None], "mid": [40] * 5 + [None]}, threshold=None))
+    assert _statuses(older, "large")[-1] == _statuses(older, "mid")[-1] == "vanished"
+
+
+def test_steady_topics_near_the_threshold_are_rarely_flagged():
+    """Steady topics whose true size is 27-40 against tau 25 (Laplace noise of scale 5, Poisson counts,
+    as in the simulations above) miss many nights. Every missed night used to be `vanished` (a change
+    flag on 16% of their nights); now it is `below threshold`, and the flag rate is that of a steady topic."""
+    rng = np.random.default_rng(25)
+    flagged = missed = total = vanished = 0
+    for mean in (27, 30, 35, 40):
+        for _ in range(30):
+            statuses = _statuses(build_timeline(_simulate(rng, {"s": [mean] * 60}, 5.0, floor=TAU)), "s")[1:]
+            total += len(statuses)
+            flagged += sum(status in CHANGE_FLAGS for status in statuses)
+            missed += statuses.count("below threshold")
+            vanished += statuses.count("vanished")
+    # The simulation is near the threshold: counting its missed nights as flags, as before, gives > 10%.
+    assert (flagged + missed) / total > 0.10
+    assert flagged / total <= 0.02, f"near-threshold steady topics flagged on {flagged} of {total} nights"
+    assert vanished / total <= 0.01
+
+
 # --- shape --------------------------------------------------------------------------------------------
 
 def test_runs_in_any_order_the_later_of_one_date_wins_and_names_are_the_latest():
@@ -280,6 +348,24 @@ def test_new_this_week_and_rising():
     assert timeline["rising"] == ["fresh"] and _statuses(timeline, "fresh")[-1] == "emerging"
 
 
+def test_new_this_week_needs_two_of_the_last_three_nights():
+    present = {  # nights 0..11; the week is nights 5..11, the last three 9..11
+        "old": [400] * 12,
+        "blip": [None] * 11 + [40],  # one night: a blip, not listed
+        "pair": [None] * 9 + [60, None, 55],  # 2 of the last 3 nights
+        "gone": [None] * 6 + [50, 50, None, None, None, None],  # first seen in the week, not lately
+        "returning": [70, 70] + [None] * 8 + [70, 70],  # 2 of the last 3 but first seen before the week
+    }
+    timeline = build_timeline(_nights_of(present))
+    assert timeline["new_this_week"] == ["pair"]
+    # The hook for a later rule ("or when its theme rose"): listed lineages first seen in the week need
+    # not have two of the last three nights.
+    hooked = build_timeline(_nights_of(present), also_new={"blip", "returning"})
+    assert hooked["new_this_week"] == ["pair", "blip"]  # released on the last night first, by size
+    assert hooked["lineages"] == timeline["lineages"]
+    assert timeline["status_rule"]["new_this_week_recent_nights"] == 3
+
+
 def test_max_nights_keeps_the_last_nights_and_uses_the_earlier_ones_as_baseline():
     runs = [(_date(n), _report(_date(n), [_topic("a", 200)])) for n in range(10)]
     timeline = build_timeline(runs, max_nights=4)
@@ -314,6 +400,19 @@ def test_the_page_escapes_names_and_draws_a_chart_per_lineage():
 def test_the_page_renders_an_empty_timeline():
     page = render_timeline_html(build_timeline([]))
     assert "No released night yet" in page
+
+
+def test_the_page_shows_below_threshold_as_a_quiet_status_not_a_change():
+    timeline = build_timeline(_nights_of({"big": [500] * 6, "hover": [30, 28, 31, 29, 30, None],
+                                          "large": [200] * 5 + [None]}))
+    page = render_timeline_html(timeline)
+    assert 'data-status="below threshold"' in page and 'data-status="vanished"' in page
+    assert 'class="marker st-below-threshold"' in page and 'class="badge st-below-threshold"' in page
+    assert "st-below threshold" not in page  # one CSS class, not two
+    assert "not released: within the noise of the release threshold" in page
+    changes, quiet = page.split('id="legend-changes"')[1].split('id="legend-quiet"')
+    assert ">vanished<" in changes and ">below threshold<" not in changes
+    assert ">below threshold<" in quiet.split("</p>")[0] and ">steady<" in quiet.split("</p>")[0]
 
 
 # --- the files ----------------------------------------------------------------------------------------
@@ -369,7 +468,9 @@ def test_write_timeline_writes_json_html_csv_and_parquet(tmp_path, caplog):
     assert timeline["nights"] == ["2026-11-01", "2026-11-02", "2026-11-04"]
     sizes = {i["id"]: [n["size"] for n in i["nights"]] for i in timeline["lineages"]}
     assert sizes == {"a": [100, 105, 110], "b": [50, 52, None], "c": [30]}  # the rerun of 11-02 won
-    assert timeline["new_this_week"] == ["a", "c", "b"]  # every night is within the week; "b" vanished: last
+    # Every night is within the week; "c", on the last night only, is a one-night blip (not 2 of the last
+    # 3 nights); "b" vanished: last.
+    assert timeline["new_this_week"] == ["a", "b"]
 
     rows = timeline_rows(timeline)
     parquet = pq.read_table(os.path.join(output, "timeline.parquet"))

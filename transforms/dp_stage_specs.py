@@ -24,6 +24,8 @@ from dp_ops.joint_calibration import (
     user_count_request,
 )
 from dp_ops.tfidf import STAGE as KEYWORD_SET_STAGE
+from dp_ops.theme_histogram import STAGE as THEMES_STAGE
+from dp_ops.theme_histogram import theme_request
 from transforms.progress import ProgressStage
 
 
@@ -38,6 +40,7 @@ class StageSettings:
     keyword_partitions_per_user: int
     keyword_votes: str = "weighted"
     counts_users: bool = False  # --projection_dim auto without --expected_users
+    themes: bool = False  # --themes: the fixed themes' DP histogram (dp_ops/theme_histogram.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +82,10 @@ def _keyword_histograms(settings: StageSettings) -> StageRequest | None:
     return count_request("keyword_histograms", weight, settings.keyword_noise, l0=settings.keyword_partitions_per_user)
 
 
+def _themes(settings: StageSettings) -> StageRequest | None:
+    return theme_request(settings.weights[THEMES_STAGE]) if settings.themes else None
+
+
 # In pipeline order. The default weights are the former per-stage epsilons' proportions (4 + 1 + 2),
 # now composed with PLD; the user count only chooses the k-means dimension, so a rough figure will do.
 DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
@@ -94,6 +101,8 @@ DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
     DPStageSpec("keyword_histograms", "each topic's keywords", 2.0, request=_keyword_histograms,
                 progress=ProgressStage("keyword_histograms", "DP keyword histograms", "keyword pairs", None,
                                        after="select_keywords")),
+    DPStageSpec(THEMES_STAGE, "each fixed public theme's size (the keyword set's categories and Other), every night",
+                1.0, optional=True, request=_themes),
 )
 
 

@@ -24,7 +24,14 @@ from apache_beam.metrics import Metrics
 from backends.interfaces import KeywordSelector
 from core.records import ConversationBlock, DeadLetter
 from dp_ops.dp_counts import DPCountParams
-from dp_ops.keyword_votes import conversation_votes, exact_vote_sums, noisy_vote_sums, released_histogram, vote_spend
+from dp_ops.keyword_votes import (
+    NOISE_STREAM,
+    conversation_votes,
+    exact_vote_sums,
+    noisy_vote_sums,
+    released_histogram,
+    vote_spend,
+)
 from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
 from transforms.dp_count import DPCountPerPartition, ExactCountPerPartition
@@ -152,8 +159,8 @@ class _VoteSumsFn(SumArraysFn):
         return accumulator
 
 
-def _noisy_histogram(exact_sums, kept_cluster_ids, columns, sigma, noise_seed):
-    noisy = noisy_vote_sums(exact_sums, sigma, noise_seed)
+def _noisy_histogram(exact_sums, kept_cluster_ids, columns, sigma, noise_seed, noise_stream=NOISE_STREAM):
+    noisy = noisy_vote_sums(exact_sums, sigma, noise_seed, noise_stream)
     return list(released_histogram(noisy, kept_cluster_ids, columns).items())
 
 
@@ -161,35 +168,50 @@ class DPKeywordVotes(DPStage):
     """Input: (cluster_id, column, value) votes. Output: ((cluster_id, column), noisy sum) for every
     kept cluster x column (dp_ops.keyword_votes.vote_columns: K, then the categories). The spend
     depends on the parameters alone, so it is registered at construction. `noise_multiplier` None:
-    the exact sums of the evaluation's non-private baseline (never the job), spending nothing."""
+    the exact sums of the evaluation's non-private baseline (never the job), spending nothing.
+
+    The same release serves any histogram of weighted votes (a user's vote vector of L2 norm <= 1)
+    over fixed public partitions: `spend_of(noise_multiplier, delta)` names its stage and mechanism,
+    `noise_stream` its seeded test noise, and `kept_cluster_ids` may be a fixed list (the themes,
+    transforms/theme_histogram.py, are one "cluster", 0)."""
 
     def __init__(self, num_clusters: int, columns: tuple, noise_multiplier: float | None, delta: float,
-                 kept_cluster_ids, budget: RunBudget | None, noise_seed: int | None = None):
+                 kept_cluster_ids, budget: RunBudget | None, noise_seed: int | None = None,
+                 spend_of=vote_spend, noise_stream: int = NOISE_STREAM):
         super().__init__(budget)
         self._num_clusters = num_clusters
         self._columns = tuple(columns)
         self._kept_cluster_ids = kept_cluster_ids
         self._noise_seed = noise_seed
+        self._noise_stream = noise_stream
         self._sigma = 0.0
         if noise_multiplier is not None:
-            self._spends(vote_spend(noise_multiplier, delta))
+            self._spends(spend_of(noise_multiplier, delta))
             self._sigma = self.spend.noise["sigma"]
+
+    @property
+    def sigma(self) -> float:
+        """The noise's standard deviation on each released sum (0: the exact baseline)."""
+        return self._sigma
 
     def local(self, votes: list) -> dict:
         """In-process (transforms/engine.py): `kept_cluster_ids` a list."""
         exact = exact_vote_sums(votes, self._num_clusters, self._columns)
-        return dict(_noisy_histogram(exact, self._kept_cluster_ids, self._columns, self._sigma, self._noise_seed))
+        return dict(_noisy_histogram(exact, self._kept_cluster_ids, self._columns, self._sigma, self._noise_seed,
+                                     self._noise_stream))
 
     def expand(self, votes):
         index = {column: j for j, column in enumerate(self._columns)}
+        kept = (self._kept_cluster_ids if isinstance(self._kept_cluster_ids, (list, tuple))
+                else beam.pvalue.AsList(self._kept_cluster_ids))
         return (
             votes
             | "index votes" >> beam.MapTuple(lambda cluster, column, value: (cluster, index[column], value))
             | "sum votes per (cluster, column)" >> beam.CombineGlobally(
                 _VoteSumsFn((self._num_clusters, len(self._columns))))
             | "add Gaussian noise, keep kept clusters" >> beam.FlatMap(
-                timed("keyword_histograms", _noisy_histogram), beam.pvalue.AsList(self._kept_cluster_ids),
-                self._columns, self._sigma, self._noise_seed)
+                timed(self.spend.stage if self.spend else "keyword_histograms", _noisy_histogram), kept,
+                self._columns, self._sigma, self._noise_seed, self._noise_stream)
         )
 
 

@@ -1,7 +1,7 @@
-"""NameClusters: (cluster_id, (label keywords, their source, voted category)) -> name and description, via a
-ClusterNamer; then says how far each label can be trusted (backends/label_evidence.py: "(approximate)",
-or "Possibly <sensitive category> (unverified)" for a sensitive guess without votes behind it), and
-makes the names of all released topics distinct.
+"""NameClusters: (cluster_id, (label keywords, their source, voted category, sensitive share)) -> name and
+description, via a ClusterNamer; then says how far each label can be trusted (backends/label_evidence.py:
+"(approximate)"; a sensitive guess without votes behind it is named by its nearest non-sensitive category
+or "Unlabelled topic", never by the guess), and makes the names of all released topics distinct.
 
 The namer sees the released keywords (and the keyword set's public categories) and nothing else,
 and the distinct-names step sees the named topics only, so the output is post-processing.
@@ -13,34 +13,25 @@ import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
-from backends.label_evidence import (
-    APPROXIMATE_SUFFIX,
-    CATEGORY_VOTED,
-    UNVERIFIED,
-    UNVERIFIED_SUFFIX,
-    labelled_topic,
-)
+from backends.label_evidence import APPROXIMATE_SUFFIX, CATEGORY_VOTED, UNVERIFIED, labelled_topic
 from backends.offline import MAX_NAME_WORDS, cut_name
 from transforms.stage_timing import timed
 
 
 def _with_distinguisher(name: str, distinguisher: str) -> str:
     """`name (distinguisher)`, the name cut at a word boundary so that the whole has <= 10 words. The
-    cut must never drop how far the label can be trusted: an approximate name keeps its
-    APPROXIMATE_SUFFIX last, an unverified one (numbered only: its name is fixed) its UNVERIFIED_SUFFIX
-    before the number."""
-    suffix = next((s for s in (APPROXIMATE_SUFFIX, UNVERIFIED_SUFFIX) if name.endswith(s)), "")
+    cut must never drop how far the label can be trusted: an approximate name (an unverified one's
+    too) keeps its APPROXIMATE_SUFFIX last."""
+    suffix = APPROXIMATE_SUFFIX if name.endswith(APPROXIMATE_SUFFIX) else ""
     words = MAX_NAME_WORDS - len(distinguisher.split()) - len(suffix.split())
     name = cut_name(name[: len(name) - len(suffix)], words)
-    if suffix == UNVERIFIED_SUFFIX:
-        return name + suffix + f" ({distinguisher})"
     return name + f" ({distinguisher})" + suffix
 
 
 def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | None]) -> str | None:
     """The topic's best-ranked keyword that is not in its name yet, not used for another topic of the
     same name, and of the name's category (so that the name still never joins two categories). None
-    for an unverified label: its keywords are the sensitive guess its name leaves out."""
+    for an unverified label: its keywords are what is left of a guess, and its name is fixed."""
     if topic.get("label_evidence") in (UNVERIFIED, CATEGORY_VOTED):
         # A category-named topic's keywords are guesses inside its voted category: in its name they
         # would read as a finding, so such topics are numbered instead.
@@ -85,12 +76,13 @@ def distinct_names(named_topics: dict, category_of: dict[str, str | None] | None
 
 
 def name_topic(namer: ClusterNamer, keywords: list[str], source: str, categories: KeywordCategories | None,
-               voted_category: str | None = None) -> dict:
-    """{"name", "description", "keywords", "label_source", "label_evidence"} (and "voted_category") of
-    one topic: the namer's name for its label keywords, or its voted category's, marked by how far
-    they rest on its own DP votes."""
+               voted_category: str | None = None, sensitive_share: dict | None = None) -> dict:
+    """{"name", "description", "keywords", "label_source", "label_evidence"} (and "voted_category",
+    "sensitive_share") of one topic: the namer's name for its label keywords, or its voted category's,
+    marked by how far they rest on its own DP votes."""
     category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of, categories.sensitive)
-    return labelled_topic(namer.name, list(keywords), source, category_of, sensitive, voted_category)
+    return labelled_topic(namer.name, list(keywords), source, category_of, sensitive, voted_category,
+                          sensitive_share)
 
 
 class _NameClusterFn(beam.DoFn):
@@ -108,8 +100,10 @@ class _NameClusterFn(beam.DoFn):
         self._namer.teardown()
 
     def process(self, cluster_and_label):
-        cluster_id, (keywords, source, voted_category) = cluster_and_label
-        yield cluster_id, self._timed_name(self._namer, list(keywords), source, self._categories, voted_category)
+        # A label from LabelTopics carries its sensitive share; a three-part one (no votes) has none.
+        cluster_id, (keywords, source, voted_category, *share) = cluster_and_label
+        yield cluster_id, self._timed_name(self._namer, list(keywords), source, self._categories, voted_category,
+                                           share[0] if share else None)
 
 
 class _DistinctNamesFn(beam.DoFn):
@@ -126,8 +120,8 @@ class _DistinctNamesFn(beam.DoFn):
 
 
 class NameClusters(beam.PTransform):
-    """(cluster_id, (label keywords, label source, voted category or None)) -> (cluster_id, name_topic's
-    dict), names distinct.
+    """(cluster_id, (label keywords, label source, voted category or None[, sensitive share or None])) ->
+    (cluster_id, name_topic's dict), names distinct.
     `categories`: the keyword set's, for the sensitive marks and the keywords that tell two topics of
     one name apart."""
 

@@ -3,9 +3,10 @@
 Pure post-processing of the release: a topic's group is the dominant keyword-set category of its
 released keywords (public categories, `backends.keyword_categories`), a group of one topic included.
 Two exceptions, each one group of its own: a topic whose label is UNVERIFIED (backends/label_evidence.py:
-keywords nearest its DP centre lying in a sensitive category, no vote of its own behind them) goes to
-`UNVERIFIED_GROUP`, never to that category's group; a topic without a dominant category (no keywords,
-or none with a category) goes to the group of uncategorised topics. No topic is placed by the distance
+keywords nearest its DP centre lying mostly in a sensitive category, no vote of its own behind them; it
+is named by the rest of them, or unlabelled) goes to `UNVERIFIED_GROUP`, never to a category's group;
+a topic without a dominant category (no keywords, or none with a category) goes to the group of
+uncategorised topics. No topic is placed by the distance
 between DP cluster centres: those centres are noisy, and placing by them put "Python coding" topics
 under "Home and garden". Only when the keyword set has no categories at all are the topics grouped by
 seeded k-means on their centres. A category group is named by its category (its members' top keywords in the description),
@@ -100,8 +101,8 @@ def category_groups(topics: Sequence[dict], category_of: dict[str, str | None]) 
         # The category its votes support, else its keywords' (a topic named by its category has none).
         category = topic.get("voted_category") or dominant_category(topic["keywords"], category_of)
         if topic.get("label_evidence") == UNVERIFIED:
-            # Its keywords are the sensitive category's words nearest its DP centre, no vote of its own
-            # behind them: in that category's group it would read as a finding.
+            # The keywords nearest its DP centre lie mostly in a sensitive category, no vote of its own
+            # behind them: in any category's group (its name's included) it would read as a finding.
             unverified.append(topic)
         elif category is None:
             # Not placed by DP centre distance: the centres are noisy, and the nearest ones put
@@ -137,10 +138,11 @@ def describe_category_group(category: str, members: list[dict], keywords: list[s
 
 
 def describe_unverified_group() -> str:
-    """Why the group's topics are together, and why not in the category their keywords suggest."""
-    return ("Topics for which no keyword vote of their own conversations cleared the privacy noise. Their "
-            "keywords came from their DP centres and lie near a sensitive category, with no votes of their own "
-            "supporting it, so they are kept out of that category's group: treat them as unlabelled.")
+    """Why the group's topics are together, and why not in the category their names suggest."""
+    return ("Topics for which no keyword vote of their own conversations cleared the privacy noise. Most of "
+            "the keywords nearest their DP centres lie in a sensitive category, with no votes of their own "
+            "supporting it, so that guess is not shown and they sit in no category's group: treat them as "
+            "unlabelled.")
 
 
 def build_hierarchy(topics: Sequence[dict], centres: np.ndarray, category_of: dict[str, str | None],
@@ -163,7 +165,7 @@ def build_hierarchy(topics: Sequence[dict], centres: np.ndarray, category_of: di
     groups = []
     for kind, category, members in grouped:
         members = sorted(members, key=lambda t: (-t["size"], t["id"]))
-        # The unverified group lists no keywords: its members' are a guess near a sensitive category.
+        # The unverified group lists no keywords: its members' are what is left of a guess.
         keywords = [] if kind == KIND_UNVERIFIED else group_keywords(members)
         if kind == KIND_CATEGORY:
             name, description = category, describe_category_group(category, members, keywords, category_of)

@@ -94,11 +94,11 @@ class VoteNoise:
 
 @dataclasses.dataclass(frozen=True)
 class TopicKeywordsOutput:
-    """`labels`: (cluster_id, (label keywords, label source, voted category or None)) for each kept
-    cluster. `centroid_keywords`: (cluster_id, its t keywords nearest the centre, less any of a
-    sensitive category) for the report with --keyword_mode both, else None. `sampled` and
-    `keyword_pairs` (the sampled blocks and the selected vote records, for the run stats) and
-    `dead_letter`: None in centroid mode. `labelling`: report.json's
+    """`labels`: (cluster_id, (label keywords, label source, voted category or None, sensitive share or
+    None: transforms/voted_labels.VotedLabel)) for each kept cluster. `centroid_keywords`: (cluster_id,
+    its t keywords nearest the centre, less any of a sensitive category) for the report with
+    --keyword_mode both, else None. `sampled` and `keyword_pairs` (the sampled blocks and the selected
+    vote records, for the run stats) and `dead_letter`: None in centroid mode. `labelling`: report.json's
     labelling section (None in centroid mode); `stage`: the DP stage, registered with the budget (None:
     centroid mode)."""
 
@@ -221,10 +221,12 @@ class TopicKeywords(beam.PTransform):
         settings, top_t = self._settings, self._settings.top_t
         if votes is None:
             return engine.apply("label keywords: nearest the DP centre", MapValues(
-                lambda nearest: (nearest[:top_t], CENTROID_SOURCE, None)), ranking)
+                lambda nearest: (nearest[:top_t], CENTROID_SOURCE, None, None)), ranking)
         candidates_per_topic = settings.candidates
         candidates = (engine.apply("candidate keywords", MapValues(lambda nearest: nearest[:candidates_per_topic]),
                                    ranking) if candidates_per_topic else None)
+        # The categories go with any votes: without category votes a sensitive category's keywords still
+        # name a topic only on a large enough share of its keyword votes (transforms/voted_labels.py).
         return engine.apply("label topics from their votes", LabelTopics(
-            top_t, votes.floors, self._categories if self._vote_categories else None,
+            top_t, votes.floors, self._categories,
             ranking if settings.label_fallback == "centroid" else None, candidates), votes.release)

@@ -5,6 +5,8 @@ bounded, embedded conversations to the released topics.
     -> DP cluster sizes -> keep those of noisy size >= tau -> topic keywords (sample, select, DP votes,
     labels) -> names, hierarchy, lineages and exemplars (transforms/topic_release.py)
 
+and, beside them with --themes, the fixed public themes' DP histogram (transforms/theme_histogram.py).
+
 The job (beam_jobs/insights.py) runs them on Beam over PCollections of ConversationBlocks; the in-process
 evaluation (eval/urania_inprocess.py) runs the same stages on a list of blocks. Every DP stage registers
 its spend with `budget` as it is applied.
@@ -26,6 +28,7 @@ from transforms.assign_clusters import AssignClusters
 from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params
 from transforms.dp_kmeans import DPKMeans, DPKMeansOutput
 from transforms.dp_user_count import DPUserCount
+from transforms.theme_histogram import ThemeHistogram, ThemeOutput
 from transforms.topic_keywords import KeywordSettings, TopicKeywords, TopicKeywordsOutput, VoteNoise
 from transforms.topic_release import ExemplarSettings, ReleasedTopics, release_topics
 
@@ -55,6 +58,7 @@ class TopicPlan:
     model: str
     exemplars: ExemplarSettings
     noise_seed: int | None
+    themes: bool = False  # --themes
 
     @property
     def private(self) -> bool:
@@ -64,13 +68,15 @@ class TopicPlan:
 @dataclasses.dataclass(frozen=True)
 class TopicStages:
     """The stages' outputs (PCollections on Beam, values in-process): DP k-means', the assigned blocks,
-    the kept clusters' noisy sizes, the keyword step's and the released topics."""
+    the kept clusters' noisy sizes, the keyword step's and the released topics; the themes' (None
+    without --themes)."""
 
     kmeans: DPKMeansOutput
     assigned: Any
     kept_sizes: Any
     keywords: TopicKeywordsOutput
     released: ReleasedTopics
+    themes: ThemeOutput | None = None
 
 
 def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> TopicStages:
@@ -97,4 +103,7 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
         kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
     released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
                               plan.previous, plan.new_lineage_prefix, plan.model, plan.exemplars)
-    return TopicStages(kmeans, assigned, kept_sizes, keywords, released)
+    themes = (engine.apply("themes", ThemeHistogram(
+        plan.keywords, plan.categories, plan.model, stages["themes"].noise_multiplier if plan.private else None,
+        plan.delta, budget, plan.noise_seed), blocks) if plan.themes else None)
+    return TopicStages(kmeans, assigned, kept_sizes, keywords, released, themes)

@@ -22,15 +22,26 @@ the keywords are those over the floor over all of K, as before.
 
 Then, a topic none of whose votes cleared is labelled by the keywords nearest its DP centre
 (`CENTROID_SOURCE`, a guess: backends/label_evidence.py marks it), when the fallback is on.
+
+A sensitive category that cleared its floor still names a topic only when its votes are a large share
+of the topic's votes (backends/label_evidence.py: the lower 95% bound of the share, at the release's
+noise, must reach one half). With category votes the share is the category's vote over the sum of
+all of the topic's category votes; without them, its keywords' votes over the sum of all of the
+topic's candidate keywords' votes (a sum over all of K is noisy: without --keyword_candidates only a
+large topic reaches the bound). A category that falls short is treated as not voted: its keywords
+are not released and the topic is labelled by its other votes, or, with none, as a topic none of
+whose votes cleared; its share goes with the label (`VotedLabel.sensitive_share`) into the topic.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import apache_beam as beam
 
 from backends.keyword_categories import dominant_category
+from backends.label_evidence import may_name, vote_share
 from core.report import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.keyword_votes import CategoryVote
@@ -98,17 +109,43 @@ def voted_categories(category_values: dict[str, float], floors: VoteFloors, sens
     return sorted(voted, key=lambda c: (-category_values[c], c))
 
 
-def voted_keywords(column_values, top_t: int, floors: VoteFloors, category_of: dict[str, str | None],
-                   sensitive: frozenset[str], candidates=None) -> tuple[list[str], str | None]:
-    """A topic's released keywords and the category its votes support (None: none), from its
-    (column, noisy value) pairs (columns: keywords, and CategoryVote with category votes)."""
+class VotedLabel(NamedTuple):
+    """What a topic's votes give: its released keywords, the category they support (None: none), and
+    the share of its votes of its strongest sensitive category that cleared its floor (None: none did),
+    as `backends.label_evidence.vote_share` gives it."""
+
+    keywords: list[str]
+    category: str | None
+    sensitive_share: dict | None
+
+
+def _thin_sensitive(shares: list[dict]) -> tuple[set[str], dict | None]:
+    """The sensitive categories whose share may not name the topic, and the share to release: the
+    first of `shares` (the strongest by noisy votes)."""
+    return {s["category"] for s in shares if not may_name(s)}, (shares[0] if shares else None)
+
+
+def voted_label(column_values, top_t: int, floors: VoteFloors, category_of: dict[str, str | None],
+                sensitive: frozenset[str], candidates=None) -> VotedLabel:
+    """A topic's VotedLabel from its (column, noisy value) pairs (columns: keywords, and CategoryVote
+    with category votes). A sensitive category whose share of the votes is too small or uncertain to
+    name the topic is left out, with its keywords (module docstring)."""
     column_values = list(column_values)
     keyword_values = [(k, v) for k, v in column_values if isinstance(k, str)]
     category_values = {c.category: v for c, v in column_values if isinstance(c, CategoryVote)}
-    if not category_values:
-        return top_keywords((None, keyword_values), top_t, floors.keyword, candidates)[1], None
-    voted = voted_categories(category_values, floors, sensitive)
     allowed = [(k, v) for k, v in keyword_values if candidates is None or k in candidates]
+    if not category_values:
+        cleared = top_keywords((None, keyword_values), len(keyword_values), floors.keyword, candidates)[1]
+        found = _by_votes({category_of.get(k) for k in cleared[:top_t]} & sensitive, allowed, category_of)
+        thin, share = _thin_sensitive([_keyword_share(c, allowed, category_of, floors.noise) for c in found])
+        # A thin category's keywords give way to the next ones that cleared.
+        return VotedLabel([k for k in cleared if category_of.get(k) not in thin][:top_t], None, share)
+    voted = voted_categories(category_values, floors, sensitive)
+    total = sum(category_values.values())
+    thin, share = _thin_sensitive([vote_share(c, category_values[c], 1, total - category_values[c],
+                                              len(category_values) - 1, floors.noise)
+                                   for c in voted if c in sensitive])
+    voted = [c for c in voted if c not in thin]
     in_voted = frozenset(voted)
     pool = [(k, v) for k, v in allowed if category_of.get(k) in in_voted]
     without_category = [(k, v) for k, v in allowed if category_of.get(k) is None]
@@ -118,7 +155,28 @@ def voted_keywords(column_values, top_t: int, floors: VoteFloors, category_of: d
     keywords = sorted(cleared, key=lambda k: (-value[k], k))[:top_t]
     # The keywords' own category when they have one (the name is made from them), else the top vote.
     category = dominant_category(keywords, category_of) or (voted[0] if voted else None)
-    return keywords, category
+    return VotedLabel(keywords, category, share)
+
+
+def _by_votes(categories: set[str], keyword_values, category_of: dict[str, str | None]) -> list[str]:
+    """`categories` by the summed noisy votes of their keywords among `keyword_values`, largest first."""
+    votes = {c: sum(v for k, v in keyword_values if category_of.get(k) == c) for c in categories}
+    return sorted(categories, key=lambda c: (-votes[c], c))
+
+
+def _keyword_share(category: str, keyword_values, category_of: dict[str, str | None], noise: dict | None) -> dict:
+    """`vote_share` of `category` among a topic's candidate keywords' votes (no category votes)."""
+    inside = [v for k, v in keyword_values if category_of.get(k) == category]
+    outside = [v for k, v in keyword_values if category_of.get(k) != category]
+    return vote_share(category, sum(inside), len(inside), sum(outside), len(outside), noise)
+
+
+def voted_keywords(column_values, top_t: int, floors: VoteFloors, category_of: dict[str, str | None],
+                   sensitive: frozenset[str], candidates=None) -> tuple[list[str], str | None]:
+    """A topic's released keywords and the category its votes support (None: none): `voted_label`
+    without the share."""
+    label = voted_label(column_values, top_t, floors, category_of, sensitive, candidates)
+    return label.keywords, label.category
 
 
 def label_keywords(histogram_keywords: list[str], centre_ranking: list[str] | None, top_t: int,
@@ -156,9 +214,10 @@ def _label(cluster_and_values, top_t, floors, categories, centroid_by_cluster, c
                   else frozenset(candidates_by_cluster.get(cluster_id, ())))
     category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of,
                                                                           categories.sensitive)
-    keywords, category = voted_keywords(column_values, top_t, floors, category_of, sensitive, candidates)
+    label = voted_label(column_values, top_t, floors, category_of, sensitive, candidates)
     ranking = None if centroid_by_cluster is None else centroid_by_cluster.get(cluster_id, [])
-    return cluster_id, label_keywords(keywords, ranking, top_t, category, category_of)
+    return cluster_id, (*label_keywords(label.keywords, ranking, top_t, label.category, category_of),
+                        label.sensitive_share)
 
 
 class _LabelFn(beam.DoFn):
@@ -175,7 +234,8 @@ class _LabelFn(beam.DoFn):
 
 class LabelTopics(beam.PTransform):
     """Input: the release, ((cluster_id, column), noisy value) for every kept cluster x column. Output:
-    (cluster_id, (keywords, label source, voted category or None)) for every kept cluster.
+    (cluster_id, (keywords, label source, voted category or None, sensitive share or None)) for every
+    kept cluster (the share: `VotedLabel.sensitive_share`).
     `categories`: the keyword set's (KeywordCategories), or None; `centroid_keywords`: (cluster_id,
     [K by closeness to its DP centre]) for the fallback, or None; `candidates`: (cluster_id, [its
     candidate keywords]), when a topic's keywords are chosen among them only (--keyword_candidates)."""

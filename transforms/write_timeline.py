@@ -1,8 +1,9 @@
 """Writes the public topic timeline of the nightly runs listed in OUTPUT/index.json (local or gs://).
 
-OUTPUT/timeline.json   the timeline (core.timeline.build_timeline): nights, lineages and their nights
+OUTPUT/timeline.json   the timeline (core.timeline.build_timeline): nights, lineages and their nights, and
+                       with --themes the fixed themes' (core.theme_timeline.themes_part)
 OUTPUT/timeline.html   the same as a page (core.timeline_html)
-OUTPUT/timeline.csv    long format, one row per lineage and night (core.timeline.ROW_COLUMNS)
+OUTPUT/timeline.csv    long format, one row per lineage and night, then per theme and night (core.timeline.ROW_COLUMNS)
 OUTPUT/timeline.parquet  the same rows with an explicit schema (`row_schema`), for BigQuery and Looker
 
 Only committed (published) runs are read (core.released_runs), from their release/report.json: the
@@ -21,6 +22,7 @@ import json
 from apache_beam.io.filesystems import FileSystems
 
 from core.released_runs import released_reports
+from core.theme_timeline import lineages_of_themes, themes_part
 from core.timeline import BASELINE_NIGHTS, ROW_COLUMNS, build_timeline, timeline_rows
 from core.timeline_html import render_timeline_html
 
@@ -32,11 +34,12 @@ TIMELINE_FILES = {"json": "timeline.json", "html": "timeline.html", "csv": "time
 
 def row_schema():
     """The Parquet schema: dates as DATE (date32) so BigQuery partitions and filters on them; size an
-    int64 and the interval and share float64, all nullable (a vanished night has none)."""
+    int64 (a theme's, in users, rounded) and the interval and share float64, all nullable (a night a
+    topic was not released has none); kind: topic or theme."""
     import pyarrow as pa
     return pa.schema([("lineage_id", pa.string()), ("name", pa.string()), ("keywords", pa.string()),
                       ("date", pa.date32()), ("size", pa.int64()), ("low", pa.float64()), ("high", pa.float64()),
-                      ("share", pa.float64()), ("status", pa.string())])
+                      ("share", pa.float64()), ("status", pa.string()), ("kind", pa.string())])
 
 
 def _write_bytes(path: str, data: bytes) -> None:
@@ -72,7 +75,10 @@ def write_timeline(output_root: str) -> dict:
     if not FileSystems.exists(index):
         raise FileNotFoundError(f"no index of dated runs at {index}")
     runs = released_reports(output_root, nights=TIMELINE_NIGHTS + BASELINE_NIGHTS)
-    timeline = build_timeline(runs, max_nights=TIMELINE_NIGHTS)
+    # The fixed themes, when the reports have them; a new topic of a theme that rose is new from its first night.
+    themes = themes_part(runs, [date for date, _ in runs][-TIMELINE_NIGHTS:])
+    also_new = lineages_of_themes(runs[-1][1], themes.get("rising_themes", [])) if runs else []
+    timeline = {**build_timeline(runs, max_nights=TIMELINE_NIGHTS, also_new=also_new), **themes}
     rows = timeline_rows(timeline)
     files = {kind: FileSystems.join(output_root, name) for kind, name in TIMELINE_FILES.items()}
     _write_bytes(files["json"], json.dumps(timeline, indent=2).encode("utf-8"))

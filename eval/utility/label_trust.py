@@ -8,7 +8,8 @@ For each report (public data only) it prints:
   sensitive, no votes    topics that the report places in a sensitive category of the keyword set
                          (their name starts with it, or their group is named by it) without votes of
                          their own behind their keywords: false-alarm candidates; want 0
-  unverified             topics shown as "Possibly ... (unverified)" instead (backends/label_evidence.py)
+  unverified             topics with an unverified label instead (backends/label_evidence.py: a guess in a
+                         sensitive category, named by its nearest non-sensitive category or unlabelled)
   group agreement        of the topics whose keywords have a dominant category (unverified ones
                          aside), those sitting in the group named by that category
 The keyword set's categories are the bundled set's unless --keyword_set names another; keywords it

@@ -413,6 +413,78 @@ def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
     return figures
 
 
+THEME_NIGHT_FLAGS = ("growing", "shrinking")
+THEME_WEEK_FLAGS = ("rising", "falling")
+
+
+def theme_figures(planted: dict, nights: list[Night], run: StreamRun, model: str,
+                  keyword_set: str | None = None) -> dict | None:
+    """With --themes (config.themes): the planted changes as the fixed themes show them. Each planted
+    topic's theme is where most of its conversations go by the job's public rule (ground truth known
+    here only); a change is flagged on the first night from its start when its theme's nightly status
+    is growing (fading: shrinking) or its weekly status rising (falling). Steady themes, those no changing
+    topic maps to, count a false flag on each night past their first with any flag. None without themes."""
+    from backends.keyword_categories import KeywordCategories
+    from backends.keyword_set import load_keyword_set
+    from core.theme_timeline import theme_timeline
+    from dp_ops.theme_histogram import nearest_theme, theme_anchors, theme_columns
+    from transforms.centroid_keywords import keyword_vectors
+
+    themes = {t["id"]: t for t in theme_timeline(sorted((d, r) for d, r in run.reports.items()))}
+    if not themes:
+        return None
+    keywords = load_keyword_set(keyword_set)
+    categories = KeywordCategories.of_keyword_set(keywords, model)
+    columns = theme_columns(categories.names)
+    anchors = theme_anchors(keyword_vectors(model, keywords.keywords), keywords.keywords, categories.category_of,
+                            columns[:-1])
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for night in nights:
+        for conversation_id, embedding in zip(night.conversation_ids, night.embeddings):
+            topic = night.planted.get(conversation_id)
+            if topic is not None:
+                counts[topic][columns[nearest_theme(embedding, anchors)]] += 1
+    theme_of = {topic: c.most_common(1)[0][0] for topic, c in counts.items()}
+    index = {n.date: n.index for n in nights}
+
+    def first_flag(theme: str, start: int, night_flags: tuple, week_flags: tuple) -> dict | None:
+        for entry in themes[theme]["nights"]:
+            if index[entry["date"]] >= start and (entry["status"] in night_flags or entry["week"] in week_flags):
+                return {"date": entry["date"], "nights_to_flag": index[entry["date"]] - start,
+                        "status": entry["status"], "week": entry["week"]}
+        return None
+
+    figures: dict = {"themes": len(themes)}
+    for kind, night_flags, week_flags in (("emerging", ("growing",), ("rising",)),
+                                          ("fading", ("shrinking",), ("falling",))):
+        trend = next((t for t in planted["trends"] if t["kind"] == kind), None)
+        if trend is not None and trend["topic"] in theme_of:
+            theme = theme_of[trend["topic"]]
+            figures[kind] = {"topic": trend["topic"], "theme": theme,
+                             "topic_share_in_theme": counts[trend["topic"]][theme] / sum(counts[trend["topic"]].values()),
+                             "flagged": first_flag(theme, trend["start_night"], night_flags, week_flags)}
+    weekly = next((t for t in planted["trends"] if t["kind"] == "weekly"), None)
+    if weekly is not None and weekly["topic"] in theme_of:
+        entries = themes[theme_of[weekly["topic"]]]["nights"]
+        on_day = [e for e in entries if dt.date.fromisoformat(e["date"]).weekday() == WEEKDAYS.index(weekly["weekday"])]
+        figures["weekly"] = {"topic": weekly["topic"], "theme": theme_of[weekly["topic"]],
+                             "flagged_on_weekday": sum(e["status"] == "growing" or e["week"] == "rising"
+                                                       for e in on_day), "weekday_nights": len(on_day),
+                             "called_rising": sum(e["week"] == "rising" for e in entries)}
+    changing = {theme_of[t["topic"]] for t in planted["trends"] if t["kind"] != "steady" and t["topic"] in theme_of}
+    flags = nights_counted = 0
+    for theme, item in themes.items():
+        if theme in changing:
+            continue
+        for entry in item["nights"][1:]:
+            nights_counted += 1
+            flags += entry["status"] in THEME_NIGHT_FLAGS or entry["week"] in THEME_WEEK_FLAGS
+    figures["steady"] = {"themes": len(themes) - len(changing), "theme_nights": nights_counted,
+                         "false_flags": flags, "false_flags_per_100": 100 * flags / nights_counted if nights_counted
+                         else None}
+    return figures
+
+
 def night_quality(nights: list[Night], reports: dict[str, dict]) -> dict:
     """Per-night topic quality: NMI of the DP clusters against the planted topics (kept conversations,
     eval/utility/topic_quality.nmi) and released topics, averaged over the run nights."""
@@ -472,6 +544,9 @@ def evaluate(nights: list[Night], planted: dict, config: UraniaConfig, *, cap: f
         "topics_per_night": [len(run.reports[d]["topics"]) for d in sorted(run.reports)],
         "trends": trend_figures(planted, nights, run, config.embedding_model),
     }
+    themes = theme_figures(planted, nights, run, config.embedding_model, config.keyword_set)
+    if themes is not None:
+        figures["trends"]["themes"] = themes
     figures["verdicts"] = verdicts(figures, len(nights), cap)
     figures["_run"] = run  # not JSON: the ledger and reports, for callers that check more
     return figures
@@ -542,7 +617,32 @@ def format_figures(figures: dict) -> list[str]:
         f"per-night quality: NMI against the planted topics {trends['quality']['mean_nmi']:.3f} (mean of the nights), "
         f"{trends['quality']['mean_topics_released']:.1f} topics released a night",
     ]
+    lines += format_theme_figures(trends.get("themes"))
     lines += [f"  [{'PASS' if ok else 'FAIL'}] {name}" for name, ok in figures["verdicts"].items()]
+    return lines
+
+
+def format_theme_figures(themes: dict | None) -> list[str]:
+    """The themes' lines of the summary (none without --set themes=true)."""
+    if themes is None:
+        return []
+    lines = []
+    for kind in ("emerging", "fading"):
+        if kind in themes:
+            item, flag = themes[kind], themes[kind]["flagged"]
+            lines.append(f"themes: {kind} '{item['topic']}' -> theme '{item['theme']}' "
+                         f"({item['topic_share_in_theme']:.0%} of its conversations): "
+                         + ("not flagged" if flag is None else
+                            f"flagged after {flag['nights_to_flag']} nights ({flag['status']}, week {flag['week']})"))
+    if "weekly" in themes:
+        weekly = themes["weekly"]
+        lines.append(f"themes: weekly '{weekly['topic']}' -> '{weekly['theme']}': flagged on "
+                     f"{weekly['flagged_on_weekday']} of {weekly['weekday_nights']} peak days, called rising on "
+                     f"{weekly['called_rising']} nights")
+    steady = themes["steady"]
+    per_100 = steady["false_flags_per_100"]
+    lines.append(f"themes: {steady['themes']} steady themes, {steady['false_flags']} false flags in "
+                 f"{steady['theme_nights']} theme-nights = {'n/a' if per_100 is None else f'{per_100:.2f}'} per 100")
     return lines
 
 

@@ -1,0 +1,138 @@
+"""The fixed themes' trends night by night (report.json's `themes`, dp_ops/theme_histogram.py): each
+theme's noisy size with its 95% interval, its share, a nightly status and a weekly one. Post-processing
+of released reports only.
+
+A theme is the same public partition every night, so its nights need no lineage: a theme absent from a
+report (a night run without --themes) is simply missing that night.
+
+- **Nightly status**, as a topic lineage's (core/timeline.py `night_status`, the same Z and
+  day-to-day variation): `growing`/`shrinking` when tonight's size is more than Z standard deviations
+  above/below the mean of the theme's previous up to BASELINE_NIGHTS nights, else `steady`; its first
+  night in the timeline is `first night` (a fixed theme is never "new").
+- **Weekly status**: the mean of the last WEEK nights against the mean of the PRIOR_WEEKS * WEEK nights
+  before them: the mean of 7 nights has about
+  sqrt(7) times less noise than one night, so a slow riser that no single night separates from the
+  noise shows here. `rising` / `falling` beyond Z, `steady` otherwise, and `too few nights` until the
+  theme has a full week and at least one night before it. A weekly pattern (a theme larger on one
+  weekday) moves both means alike and is not flagged. Both sides' noise and natural variation are those
+  of a mean of their nights (`weekly_z`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from core.timeline import BASELINE_NIGHTS, DAY_TO_DAY_CV, EMERGING_NIGHTS, Z, night_status
+
+WEEK = 7
+PRIOR_WEEKS = 4
+FIRST_NIGHT = "first night"
+WEEKLY_STATUSES = ("rising", "falling", "steady", "too few nights")
+
+
+def _themes(report: dict) -> list[dict] | None:
+    section = report.get("themes") if isinstance(report, dict) else None
+    themes = section.get("themes") if isinstance(section, dict) else None
+    return themes if isinstance(themes, list) else None
+
+
+def _variance(report: dict) -> float:
+    sigma = report["themes"].get("sigma", 0.0)
+    return float(sigma) ** 2 if isinstance(sigma, (int, float)) else 0.0
+
+
+def weekly_z(sizes: list[tuple[float, float]]) -> float:
+    """(mean of the last WEEK nights - mean of up to PRIOR_WEEKS * WEEK nights before them) / its standard
+    deviation when nothing changed. `sizes`: (size, noise variance), oldest first, more than WEEK of them.
+    As change_z, but both sides are means of several nights: each side's noise variance and natural
+    variation (Poisson, overdispersed by DAY_TO_DAY_CV) shrink with its number of nights."""
+    week, before = sizes[-WEEK:], sizes[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
+    week_mean = sum(size for size, _ in week) / len(week)
+    prior_mean = sum(size for size, _ in before) / len(before)
+    mu = max(prior_mean, 0.0)
+    natural = mu + (DAY_TO_DAY_CV * mu) ** 2
+    variance = (sum(v for _, v in week) / len(week) ** 2 + sum(v for _, v in before) / len(before) ** 2
+                + natural * (1 / len(week) + 1 / len(before)))
+    if variance <= 0:
+        return 0.0 if week_mean == prior_mean else math.copysign(math.inf, week_mean - prior_mean)
+    return (week_mean - prior_mean) / math.sqrt(variance)
+
+
+def weekly_status(sizes: list[tuple[float, float]]) -> str:
+    """The weekly status of a theme whose nights, oldest first, are (size, noise variance)."""
+    if len(sizes) < WEEK + 1:
+        return "too few nights"
+    score = weekly_z(sizes)
+    return "rising" if score > Z else "falling" if score < -Z else "steady"
+
+
+def theme_timeline(runs: list[tuple[str, dict]]) -> list[dict]:
+    """[{"id", "name", "kind", "sensitive", "nights": [{"date", "size", "low", "high", "share", "status",
+    "week"}], "weekly": {"status", "week_mean", "prior_mean"}}] over `runs` (a night's "week": the weekly
+    status as of that night; "weekly": as of the last) ((date, report), oldest first, one a
+    date), in the order of the latest report's themes; [] when no report has themes."""
+    series: dict[str, dict] = {}
+    for date, report in runs:
+        themes = _themes(report)
+        if themes is None:
+            continue
+        variance = _variance(report)
+        for theme in themes:
+            if not (isinstance(theme, dict) and isinstance(theme.get("id"), str)
+                    and isinstance(theme.get("size"), (int, float))):
+                continue
+            item = series.setdefault(theme["id"], {"id": theme["id"], "nights": [], "_history": []})
+            item.update(name=theme.get("name", theme["id"]), kind=theme.get("kind"), sensitive=bool(theme.get("sensitive")))
+            size = float(theme["size"])
+            history = item["_history"]
+            # A fixed theme is never new nor emerging: past its first night only the change from its recent nights.
+            status = FIRST_NIGHT if not history else night_status(size, variance, history, EMERGING_NIGHTS)
+            history.append((size, variance))
+            item["nights"].append({"date": date, "size": size, "low": theme.get("low"), "high": theme.get("high"),
+                                   "share": theme.get("share"), "status": status, "week": weekly_status(history)})
+    timeline = []
+    for item in series.values():
+        history = item.pop("_history")
+        week, before = history[-WEEK:], history[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
+        item["weekly"] = {"status": weekly_status(history),
+                          "week_mean": round(sum(s for s, _ in week) / len(week), 2) if week else None,
+                          "prior_mean": round(sum(s for s, _ in before) / len(before), 2) if before else None}
+        timeline.append(item)
+    return timeline
+
+
+def themes_part(runs: list[tuple[str, dict]], shown: list[str]) -> dict:
+    """timeline.json's themes keys ("themes", "rising_themes", "theme_rule") for `runs` ((date, report),
+    oldest first), their nights limited to the dates `shown` (the timeline's: statuses are computed over
+    every run); none when no report has themes."""
+    themes = theme_timeline(runs)
+    if not themes:
+        return {}
+    rising = rising_themes(themes)
+    for theme in themes:
+        theme["nights"] = [night for night in theme["nights"] if night["date"] in set(shown)]
+    return {"themes": themes, "rising_themes": rising, "theme_rule": theme_rule()}
+
+
+def lineages_of_themes(report: dict, themes: list[str]) -> list[str]:
+    """The lineages of `report`'s topics whose own DP votes support one of `themes` (their
+    `voted_category`): a topic of a theme that rose joins "New this week" from its first night."""
+    wanted = set(themes)
+    return [topic["lineage"] for topic in report.get("topics", [])
+            if isinstance(topic, dict) and topic.get("voted_category") in wanted and isinstance(topic.get("lineage"), str)]
+
+
+def rising_themes(themes: list[dict]) -> list[str]:
+    """The themes whose week rose, or whose last night grew: what "Rising" leads with."""
+    return [t["id"] for t in themes
+            if t["weekly"]["status"] == "rising" or (t["nights"] and t["nights"][-1]["status"] == "growing")]
+
+
+def theme_rule() -> dict:
+    """The themes' rule, as written into timeline.json."""
+    return {"week_nights": WEEK, "prior_weeks": PRIOR_WEEKS, "z": Z, "baseline_nights": BASELINE_NIGHTS,
+            "text": (f"Each theme is the same fixed public partition every night. Nightly: growing/shrinking when "
+                     f"a night is more than {Z:g} standard deviations from the mean of the theme's previous up to "
+                     f"{BASELINE_NIGHTS} nights. Weekly: rising/falling when the mean of the last {WEEK} nights is "
+                     f"more than {Z:g} standard deviations from the mean of the {PRIOR_WEEKS * WEEK} nights before "
+                     "them (the week's mean has about 1/sqrt(7) of one night's noise).")}

@@ -1,0 +1,230 @@
+"""The fixed themes' DP histogram (dp_ops/theme_histogram.py, transforms/theme_histogram.py) and their
+trends (core/theme_timeline.py): the public mapping rule, sensitivity, noise, spend, calibration, the
+per-record isolation of the stage, and the nightly and weekly statuses."""
+
+import math
+
+import numpy as np
+import pytest
+
+from core.records import ConversationBlock, DeadLetter
+from core.theme_timeline import FIRST_NIGHT, theme_timeline, weekly_status
+from dp_ops import theme_histogram as th
+from dp_ops.dp_events import composed_epsilon, event_from_json
+from dp_ops.joint_calibration import calibrate_jointly
+from dp_ops.run_budget import RunBudget
+from transforms.dp_stage_specs import StageSettings, stage_requests
+from transforms.theme_histogram import ThemeHistogram
+
+CATEGORIES = ("Cooking", "Python", "Travel")
+
+
+def _anchors():
+    vectors = np.eye(4)[:3] + 0.01
+    keywords = ("bread", "pandas", "flights")
+    return th.theme_anchors(vectors, keywords, dict(zip(keywords, CATEGORIES)), CATEGORIES)
+
+
+def test_a_conversation_goes_to_its_nearest_theme_or_other_and_alone_as_in_a_batch():
+    anchors = _anchors()
+    rng = np.random.default_rng(1)
+    embeddings = rng.normal(size=(200, 4))
+    alone = [th.nearest_theme(e, anchors) for e in embeddings]
+    batch = np.argmax(embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True) @ anchors.T, axis=1)
+    similarity = (embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True) @ anchors.T).max(axis=1)
+    assert alone == [int(b) if s >= th.MIN_THEME_SIMILARITY else len(CATEGORIES) for b, s in zip(batch, similarity)]
+    assert th.nearest_theme(np.array([0.0, 0.0, 0.0, 1.0]), anchors) == len(CATEGORIES)  # Other
+    for bad in (np.zeros(4), np.array([np.nan, 1, 0, 0]), np.array([np.inf, 0, 0, 0])):
+        with pytest.raises(ValueError):
+            th.nearest_theme(bad, anchors)
+
+
+def test_anchors_are_unit_means_of_their_keywords_and_an_empty_category_is_never_nearest():
+    vectors = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]])
+    anchors = th.theme_anchors(vectors, ("a", "b", "c"), {"a": "X", "b": "X", "c": None}, ("X", "Empty"))
+    assert anchors[0] == pytest.approx([2 ** -0.5, 2 ** -0.5, 0]) and not anchors[1].any()
+    with pytest.raises(ValueError, match="Other"):
+        th.theme_columns(("Travel", th.OTHER_THEME))
+
+
+def test_one_users_theme_votes_have_l2_norm_at_most_one():
+    """A user's conversations (n_u <= C, each weighing 1/n_u) each vote their weight to one theme."""
+    rng = np.random.default_rng(2)
+    worst = 0.0
+    for _ in range(500):
+        kept = int(rng.integers(1, 6))
+        vector = np.zeros(len(CATEGORIES) + 1)
+        for theme in rng.integers(0, len(vector), size=kept):
+            vector[theme] += 1.0 / kept
+        worst = max(worst, float(np.linalg.norm(vector)))
+    assert worst == pytest.approx(1.0)  # reached: all of a user's conversations in one theme
+
+
+def test_the_stage_releases_every_theme_with_the_calibrated_noise_and_registers_its_spend():
+    settings = StageSettings({"clustering": 4, "cluster_sizes": 1, "keyword_histograms": 2, "user_count": 0.1,
+                              "themes": 1}, 2, 5, "gaussian", 10, themes=True)
+    requests = stage_requests(settings)
+    assert [r.stage for r in requests] == ["clustering", "cluster_sizes", "keyword_histograms", "themes"]
+    assert "themes" not in [r.stage for r in stage_requests(StageSettings(settings.weights, 2, 5, "gaussian", 10))]
+    joint = calibrate_jointly(7.0, 1e-6, requests)
+    budget = RunBudget(1e-6)
+    for stage in ("clustering", "cluster_sizes", "keyword_histograms"):
+        budget.register(_spend_of(joint, stage), joint.stages[stage].event())
+    stage = _stage(joint.stages["themes"].noise_multiplier, budget)
+    assert stage._release.spend.stage == "themes" and budget.epsilon() == pytest.approx(7.0, abs=1e-3)
+    sigma = joint.stages["themes"].noise_multiplier
+    assert event_from_json(stage._release.spend.event) == joint.stages["themes"].event()
+    # The noise: released minus exact, over many themes' draws (PyDP's sampler).
+    block = _block([[1.0, 0.01, 0.01, 0.01]] * 3, weights=[0.5, 0.5, 1.0])
+    draws = np.array([[t["size"] for t in _stage(joint.stages["themes"].noise_multiplier, None).local([block])
+                      .section["themes"]] for _ in range(400)])
+    exact = np.array([2.0, 0, 0, 0])
+    assert (draws - exact).std() == pytest.approx(sigma, rel=0.06) and abs((draws - exact).mean()) < 0.1 * sigma
+
+
+def test_the_95_percent_interval_holds_the_true_size_about_95_percent_of_the_time():
+    rng = np.random.default_rng(3)
+    sigma, true, hits = 4.0, 30.0, 0
+    for _ in range(4000):
+        row = th.themes_section({"A": true + rng.normal(0, sigma)}, sigma, frozenset())["themes"][0]
+        hits += row["low"] <= true <= row["high"]
+    assert 0.94 < hits / 4000 < 0.96
+
+
+def test_a_conversation_without_a_usable_embedding_is_dead_lettered_alone():
+    good = [[1.0, 0.01, 0.01, 0.01], [0.01, 1.0, 0.01, 0.01]]
+    alone = _stage(None, None).local([_block(good)])
+    mixed = _stage(None, None).local([_block([good[0], [np.nan, 0, 0, 0], good[1]])])
+    assert [d.reason for d in mixed.dead_letter] == ["theme_assignment_failed"]
+    assert all(isinstance(d, DeadLetter) for d in mixed.dead_letter) and not alone.dead_letter
+    assert mixed.section == alone.section  # exact mode: the bad record changed nothing else
+    assert [t["size"] for t in alone.section["themes"]] == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_a_theme_timeline_flags_a_rising_theme_weekly_and_leaves_steady_and_weekly_patterns_alone():
+    rng = np.random.default_rng(5)
+    sigma, nights = 4.0, 60
+    runs = []
+    for night in range(nights):
+        steady = 80 + rng.normal(0, sigma) + rng.normal(0, 3)
+        weekly = (160 if night % 7 == 5 else 40) + rng.normal(0, sigma)  # four times larger one day a week
+        riser = 20 + (0 if night < 40 else 3.0 * (night - 40)) + rng.normal(0, sigma)  # +15% a night from night 40
+        themes = [{"id": name, "name": name, "kind": "category", "size": size, "low": size - 7.8,
+                   "high": size + 7.8, "share": 0.1} for name, size in (("steady", steady), ("weekly", weekly),
+                                                                         ("riser", riser))]
+        runs.append((f"2026-01-{night + 1:02d}" if night < 31 else f"2026-02-{night - 30:02d}",
+                     {"themes": {"sigma": sigma, "themes": themes}}))
+    timeline = {t["id"]: t for t in theme_timeline(runs)}
+    assert timeline["steady"]["nights"][0]["status"] == FIRST_NIGHT
+    first_rise = next(n for n in range(41, nights + 1) if weekly_status(
+        [(s["size"], sigma ** 2) for s in timeline["riser"]["nights"][:n]]) == "rising")
+    # Flagged about a week after it starts to rise (6-8 nights over 20 seeds); no single night of this ramp
+    # stands out from its previous week's (the nightly status stays steady): the week's mean is what shows it.
+    assert first_rise - 40 <= 8
+    assert {n["status"] for n in timeline["riser"]["nights"][1:first_rise]} <= {"steady", "growing"}
+    weekly_flags = [weekly_status([(s["size"], sigma ** 2) for s in timeline[name]["nights"][:n]])
+                    for name in ("steady", "weekly") for n in range(36, nights + 1)]
+    assert weekly_flags.count("steady") == len(weekly_flags)
+
+
+def _stage(noise_multiplier, budget):
+    from backends.keyword_categories import KeywordCategories
+
+    categories = KeywordCategories(dict(zip(("bread", "pandas", "flights"), CATEGORIES)))
+    stage = ThemeHistogram(("bread", "pandas", "flights"), categories, "unused", noise_multiplier, 1e-6, budget)
+    stage._fn.setup = lambda: setattr(stage._fn, "_anchors", _anchors())  # no model: the test's own anchors
+    return stage
+
+
+def _block(embeddings, weights=None):
+    n = len(embeddings)
+    return ConversationBlock([f"c{i}" for i in range(n)], [f"u{i}" for i in range(n)],
+                             np.array(weights or [1.0] * n), [""] * n, np.array(embeddings, dtype=np.float64))
+
+
+def _spend_of(joint, stage):
+    from core.spend import MechanismSpend
+    noise = joint.stages[stage]
+    return MechanismSpend(stage=stage, mechanism=stage, epsilon=composed_epsilon([noise.event()], 1e-6), delta=1e-6,
+                          sensitivity=noise.request.sensitivity, noise={})
+
+
+
+@pytest.mark.slow
+def test_the_job_releases_the_themes_within_its_epsilon(tmp_path):
+    import json
+
+    from beam_jobs.generate_sample import write_sample
+    from beam_jobs.insights import run
+
+    write_sample(str(tmp_path / "in.jsonl"), 400, 150, seed=4)
+    assert run(["--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), "--seed", "1",
+                "--num_clusters", "6", "--min_cluster_size", "5", "--themes"]) == 0
+    report = json.load(open(tmp_path / "out" / "release" / "report.json"))
+    spends = {m["stage"]: m for m in report["privacy"]["mechanisms"]}
+    sigma = spends["themes"]["noise"]["sigma"]
+    assert report["themes"]["sigma"] == sigma and report["privacy"]["epsilon"] == pytest.approx(7.0, abs=1e-3)
+    themes = report["themes"]["themes"]
+    assert themes[-1]["id"] == th.OTHER_THEME and len(themes) > 20 and report["config"]["themes"] is True
+    # Weighted by 1/n_u, the sizes add up to about the users kept (the noise of ~40 themes aside).
+    users = json.load(open(tmp_path / "out" / "private" / "run_stats.json"))["users"]
+    assert abs(sum(t["size"] for t in themes) - users) < 5 * sigma * math.sqrt(len(themes))
+
+
+def test_the_timeline_carries_the_themes_and_its_page_leads_with_them():
+    from core.theme_timeline import themes_part
+    from core.timeline import build_timeline, timeline_rows
+    from core.timeline_html import render_timeline_html
+
+    runs = []
+    for night in range(40):
+        size = 30.0 if night < 30 else 30.0 + 12 * (night - 29)  # rises over the last 10 nights
+        themes = [{"id": name, "name": name, "kind": "category", "sensitive": name == "Crime", "size": value,
+                   "low": value - 7.8, "high": value + 7.8, "share": 0.5}
+                  for name, value in (("Travel", size), ("Crime", 30.0))]
+        runs.append((f"2026-03-{night + 1:02d}" if night < 31 else f"2026-04-{night - 30:02d}",
+                     {"topics": [], "themes": {"sigma": 4.0, "themes": themes}}))
+    timeline = build_timeline(runs, max_nights=10)
+    timeline.update(themes_part(runs, timeline["nights"]))
+    assert [t["id"] for t in timeline["themes"]] == ["Travel", "Crime"] and timeline["rising_themes"] == ["Travel"]
+    assert [len(t["nights"]) for t in timeline["themes"]] == [10, 10]  # statuses from all 40, 10 shown
+    assert timeline["themes"][1]["weekly"]["status"] == "steady"
+    rows = [row for row in timeline_rows(timeline) if row["kind"] == "theme"]
+    assert len(rows) == 20 and rows[0]["lineage_id"] == "Travel" and isinstance(rows[0]["size"], int)
+    page = render_timeline_html(timeline)
+    assert page.index('id="themes"') < page.index('id="summary"')
+    rising = page[page.index('id="rising-themes"'):page.index("</section>", page.index('id="rising-themes"'))]
+    assert "Travel" in rising and "Crime" not in rising
+    assert '<tr data-theme="Crime"><td>Crime <span class="sub">(sensitive category)</span>' in page
+    assert 'id="themes"' not in render_timeline_html(build_timeline([(d, {"topics": []}) for d, _ in runs]))
+
+
+def test_a_new_topic_of_a_rising_theme_is_new_this_week_from_its_first_night(tmp_path):
+    import json
+
+    from transforms.write_timeline import write_timeline
+
+    dates = [f"2026-05-{night:02d}" for night in range(1, 31)]
+    index = {"runs": []}
+    for number, date in enumerate(dates):
+        size = 30.0 if number < 20 else 30.0 + 15 * (number - 19)
+        topics = [{"id": 0, "name": "Flights", "size": 90, "lineage": "2026-05-01#0", "voted_category": "Travel",
+                   "keywords": ["flights"]}]
+        if date == dates[-1]:  # tonight only: a one-night topic, new this week only because its theme rose
+            topics += [{"id": 1, "name": "Visas", "size": 40, "lineage": f"{date}#1", "voted_category": "Travel",
+                        "keywords": ["visa"]},
+                       {"id": 2, "name": "Bread", "size": 40, "lineage": f"{date}#2", "voted_category": "Cooking",
+                        "keywords": ["bread"]}]
+        themes = [{"id": name, "name": name, "kind": "category", "size": value, "low": value - 8, "high": value + 8,
+                   "share": 0.5} for name, value in (("Travel", size), ("Cooking", 30.0))]
+        report = {"topics": topics, "themes": {"sigma": 4.0, "themes": themes},
+                  "privacy": {"mechanisms": []}, "config": {"date": date, "run_id": f"r{number}"}}
+        path = tmp_path / f"dt={date}" / "run=r" / "release"
+        path.mkdir(parents=True)
+        (path / "report.json").write_text(json.dumps(report))
+        index["runs"].append({"date": date, "path": f"dt={date}/run=r", "status": "committed"})
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    write_timeline(str(tmp_path))
+    timeline = json.load(open(tmp_path / "timeline.json"))
+    assert timeline["rising_themes"] == ["Travel"]
+    assert timeline["new_this_week"] == [f"{dates[-1]}#1"]  # the Cooking one-night topic stays out

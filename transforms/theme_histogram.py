@@ -1,0 +1,98 @@
+"""ThemeHistogram: every night, each fixed public theme's size as one user-level DP histogram
+(dp_ops/theme_histogram.py): the bounded, embedded conversations -> report.json's `themes` section.
+
+ThemeVotes gives each conversation's weight to its nearest theme (a public rule, one conversation at
+a time; a conversation whose embedding is unusable is dead-lettered alone), DPKeywordVotes' release
+of weighted votes sums them over the fixed partition with Gaussian noise (one "cluster"), and the
+section states each theme's noisy size, 95% interval and share. Independent of the clustering: the
+same partition every night, whatever the topics are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import apache_beam as beam
+
+from backends.keyword_categories import KeywordCategories
+from core.records import ConversationBlock, DeadLetter
+from dp_ops.run_budget import RunBudget
+from dp_ops.theme_histogram import (
+    NOISE_STREAM,
+    nearest_theme,
+    theme_anchors,
+    theme_columns,
+    theme_spend,
+    themes_section,
+)
+from transforms.centroid_keywords import keyword_vectors
+from transforms.keyword_histograms import DPKeywordVotes
+from transforms.record_isolation import StageOutput, split_dead_letters, stage_dead_letter
+
+THEMES_CLUSTER = 0  # the themes are one "cluster" of DPKeywordVotes' (cluster, column) release
+
+
+@dataclasses.dataclass(frozen=True)
+class ThemeOutput:
+    """`section`: report.json's themes section (a singleton on Beam); `dead_letter`: conversations
+    without a usable embedding; `stage`: the DP stage, registered with the budget."""
+
+    section: object
+    dead_letter: object
+    stage: DPKeywordVotes
+
+
+class _ThemeVotesFn(beam.DoFn):
+    def __init__(self, keywords: tuple[str, ...], categories: KeywordCategories, model: str):
+        self._keywords, self._categories, self._model = keywords, categories, model
+        self.columns = theme_columns(categories.names)
+
+    def setup(self):
+        self._categories.setup()
+        self._anchors = theme_anchors(keyword_vectors(self._model, self._keywords), self._keywords,
+                                      self._categories.category_of, self.columns[:-1])
+
+    def process(self, block: ConversationBlock):
+        for conversation_id, weight, embedding in zip(block.conversation_ids, block.weights.tolist(),
+                                                      block.embeddings):
+            try:
+                theme = self.columns[nearest_theme(embedding, self._anchors)]
+            except ValueError as error:
+                yield stage_dead_letter("themes", "theme_assignment_failed", conversation_id, error)
+                continue
+            yield THEMES_CLUSTER, theme, float(weight)
+
+
+class ThemeHistogram(beam.PTransform):
+    """Input: bounded, embedded ConversationBlocks. Output: ThemeOutput. `noise_multiplier` None: the
+    evaluation's exact baseline."""
+
+    def __init__(self, keywords: tuple[str, ...], categories: KeywordCategories, model: str,
+                 noise_multiplier: float | None, delta: float, budget: RunBudget | None,
+                 noise_seed: int | None = None):
+        super().__init__()
+        self._fn = _ThemeVotesFn(tuple(keywords), categories, model)
+        self._sensitive = categories.sensitive
+        self._release = DPKeywordVotes(1, self._fn.columns, noise_multiplier, delta, [THEMES_CLUSTER], budget,
+                                       noise_seed, spend_of=theme_spend, noise_stream=NOISE_STREAM)
+
+    def _section(self, release) -> dict:
+        values = dict(release)
+        noisy = {column: values[(THEMES_CLUSTER, column)] for column in self._fn.columns}
+        return themes_section(noisy, self._release.sigma, self._sensitive)
+
+    def local(self, blocks: list[ConversationBlock]) -> ThemeOutput:
+        """In-process: the same DoFn and release on plain values."""
+        self._fn.setup()
+        mixed = [element for block in blocks for element in self._fn.process(block)]
+        votes = [e for e in mixed if not isinstance(e, DeadLetter)]
+        release = self._release.local(votes)
+        return ThemeOutput(self._section(release), [e for e in mixed if isinstance(e, DeadLetter)],
+                           self._release)
+
+    def expand(self, blocks) -> ThemeOutput:
+        votes: StageOutput = split_dead_letters(blocks | "nearest theme per conversation" >> beam.ParDo(self._fn))
+        release = votes.output | "DP theme histogram" >> self._release
+        section = (release | "one release" >> beam.combiners.ToList()
+                   | "themes section" >> beam.Map(self._section))
+        return ThemeOutput(section, votes.dead_letter, self._release)
