@@ -79,3 +79,33 @@ def test_timeline_page_renders_charts_lists_and_escapes_names(browser, tmp_path)
     assert browser.execute_script("return location.hash") == "#lineage-" + str(
         [lineage["id"] for lineage in timeline["lineages"]].index("fresh"))
     assert _errors(browser) == []
+
+
+def test_the_page_leads_with_the_fixed_themes(browser, tmp_path):  # noqa: F811
+    """With --themes: the themes panel comes first, lists the rising theme, and shows every theme's
+    last night (a script-like theme name stays text)."""
+    from selenium.webdriver.common.by import By
+
+    from core.theme_timeline import themes_part
+    runs = []
+    for night in range(40):
+        travel = 30.0 if night < 30 else 30.0 + 12 * (night - 29)
+        themes = [{"id": name, "name": name, "kind": "category", "sensitive": False, "size": size,
+                   "low": size - 7.8, "high": size + 7.8, "share": 0.3}
+                  for name, size in (("Travel", travel), (XSS_NAME, 20.0), ("Other", 50.0))]
+        date = f"2026-03-{night + 1:02d}" if night < 31 else f"2026-04-{night - 30:02d}"
+        runs.append((date, {**_report(date, [_topic("steady", 400, name="Python", keywords=["python"])]),
+                            "themes": {"sigma": 4.0, "themes": themes}}))
+    timeline = build_timeline(runs, max_nights=14)
+    timeline.update(themes_part(runs, timeline["nights"]))
+    page = tmp_path / "timeline.html"
+    page.write_text(render_timeline_html(timeline), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == [] and browser.execute_script("return window.__xss === undefined")
+    panels = browser.find_elements(By.CSS_SELECTOR, "main > div.panel")
+    assert panels[0].get_attribute("id") == "themes" and panels[1].get_attribute("id") == "summary"
+    assert browser.find_element(By.ID, "rising-themes").find_elements(By.TAG_NAME, "li")[0].text.startswith("Travel")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.themes tbody tr")
+    assert [r.get_attribute("data-theme") for r in rows] == ["Travel", XSS_NAME, "Other"]
+    assert XSS_NAME in rows[1].text and browser.find_elements(By.TAG_NAME, "img") == []
+    _screenshot(browser, tmp_path, "timeline_themes.png")
