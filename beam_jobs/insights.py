@@ -21,6 +21,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from backends import factory
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import KeywordSet, load_keyword_set
+from backends.label_evidence import sensitive_guess
 from beam_jobs import job_help, progress
 from beam_jobs.freed_memory import freed_memory_returned
 from beam_jobs.job_runtime import (
@@ -88,7 +89,18 @@ def output_paths(context: RunContext) -> dict[str, str]:
         "release_gate": context.private("release_gate.json"),
         "dead_letter": context.private("dead_letter", "dead_letter"),
         "assignments": context.private("assignments", "assignments"),
+        "sensitive_guesses": context.private("sensitive_guesses", "sensitive_guesses"),
     }
+
+
+def sensitive_guess_rows(labelled: tuple[int, tuple], categories: KeywordCategories) -> list[dict]:
+    """private/sensitive_guesses: the sensitive category a topic's centre guess points at, which its public
+    name never shows (backends/label_evidence.py), with the keywords nearest its centre; none for a
+    topic whose label has other evidence. `labelled`: TopicKeywords' (cluster id, (keywords, source, ...))."""
+    cluster_id, label = labelled
+    keywords, source = list(label[0]), label[1]
+    guess = sensitive_guess(keywords, source, categories.category_of, categories.sensitive)
+    return [{"cluster_id": int(cluster_id), "sensitive_guess": guess, "nearest_keywords": keywords}] if guess else []
 
 
 def release_config(params: InsightsParams, keyword_set, embedding_dim: int, context: RunContext) -> dict:
@@ -278,6 +290,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         lineage=released.lineage, plan=night.report_section(params),
         themes=topics.themes.section if topics.themes else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
+    # The guesses the public names withhold, for an operator (private/; post-processing, no budget).
+    (keywords.labels | "sensitive guesses" >> beam.FlatMap(sensitive_guess_rows, plan.categories)
+     | "write sensitive guesses" >> WriteJsonLines(paths["sensitive_guesses"]))
 
     dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter, keywords.dead_letter,
                     topics.themes.dead_letter if topics.themes else None]

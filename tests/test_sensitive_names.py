@@ -246,3 +246,17 @@ def test_both_engines_carry_the_share_from_the_votes_to_the_released_topic():
         {0: (["python"], CENTROID_SOURCE, None)})[0]["name"] == "Coding: python (approximate)"
     assert NameClusters(KeywordClusterNamer(categories), categories).local(
         {0: ([], NO_SOURCE, None, None)})[0]["name"] == "Unlabelled topic"
+
+
+def test_the_withheld_sensitive_guess_goes_to_the_private_rows_only():
+    from backends.keyword_categories import KeywordCategories
+    from beam_jobs.insights import sensitive_guess_rows
+    from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
+
+    categories = KeywordCategories({"credit card fraud": "Crime and fraud", "phishing": "Crime and fraud",
+                                    "python": "Python coding"}, sensitive=frozenset({"Crime and fraud"}))
+    guess = ("credit card fraud", "phishing", "python")
+    assert sensitive_guess_rows((3, (guess, CENTROID_SOURCE, None, None)), categories) == [
+        {"cluster_id": 3, "sensitive_guess": "Crime and fraud", "nearest_keywords": list(guess)}]
+    assert sensitive_guess_rows((3, (guess, HISTOGRAM_SOURCE, None, None)), categories) == []  # voted: no guess
+    assert sensitive_guess_rows((4, (("python",), CENTROID_SOURCE, None, None)), categories) == []
