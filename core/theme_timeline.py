@@ -109,8 +109,9 @@ def themes_part(runs: list[tuple[str, dict]], shown: list[str]) -> dict:
     if not themes:
         return {}
     rising = rising_themes(themes)
+    shown_dates = set(shown)
     for theme in themes:
-        theme["nights"] = [night for night in theme["nights"] if night["date"] in set(shown)]
+        theme["nights"] = [night for night in theme["nights"] if night["date"] in shown_dates]
     return {"themes": themes, "rising_themes": rising, "theme_rule": theme_rule()}
 
 
