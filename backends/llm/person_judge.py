@@ -1,0 +1,229 @@
+"""The local model's verdict on a detected person name: a public figure the request is about, or a
+private person (the pseudonymizer's `person_judge`, LOPSIDED-style relevance judged on the machine).
+
+The name rules (backends/llm/name_rules.py) keep a public figure only where the words around it say
+so ("Senator X", "the style of X"); a famous person named bare ("Do you think X is a good person?")
+is replaced, since the rules have no list of who is famous. The judge asks the local LLM
+(backends/llm/local_client.py, llama.cpp on loopback: nothing it sees leaves the machine) about each
+name the rules would replace without a private cue. It sees the name and a short window of the text
+around it (CONTEXT_CHARS either side, on the same text), never the rest of the conversation.
+
+Its answer is one JSON object, schema-enforced by the server and validated with the pydantic model
+PersonVerdict; temperature 0 and a fixed seed (SEED). It fails closed: no answer, an answer that is
+not a PersonVerdict, an error or a timeout all mean "private" (the name is replaced), for that one
+name of that one record only. Valid verdicts are stored in the private answer cache
+(backends/llm/cache.py, --llm_cache) under a key of the prompt version, the model, the name and a hash
+of its window, so a re-run does not ask again. The rubric and examples below are written for this
+prompt (generic, made-up requests); none is taken from the evaluation's labelled prompts
+(tests/test_person_judge.py checks the examples' names against the labels' hashes).
+
+Whether a name the model calls public is kept is still the pseudonymizer's decision: not when a
+private cue names it, nor when an e-mail address, phone number or street address is in its window, nor
+in the other cases Pseudonymizer._judged_public lists (backends/llm/pseudonymize.py). Measured on real
+prompts (docs/llm_backends.md), the 0.5B model does not meet the bars, so the judge is off by default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+log = logging.getLogger("urania.llm")
+
+# Characters of the name's text on either side that the model sees (cut back to whole words).
+CONTEXT_CHARS = 160
+SEED = 20240611
+KNOWN_FOR_CHARS = 60
+MAX_TOKENS = 40
+TIMEOUT_S = 120.0
+# Bumped whenever the prompt changes, so the cache never answers for another prompt.
+PROMPT_VERSION = "person-judge-3"
+
+SYSTEM = "You classify the names of people in requests to a chatbot. Follow the output format exactly."
+
+# The fixed part comes first and the record's window last, so the local server computes the
+# instructions once (local_client.PublicPrefixCache, with public_head below).
+INSTRUCTIONS = """Decide whether a name in a request belongs to a public figure or to a private person.
+
+public: a person known to the general public by this name: politicians and heads of state, \
+actors, singers and other entertainers, athletes, authors, artists, scientists, business leaders, \
+journalists and media personalities, historical, religious and mythological figures, and well-known \
+characters of books, films and games.
+private: everyone else: the user's family, friends, colleagues, classmates, customers or neighbours, \
+a person the user knows personally, a character the user invents for a story, and any name you do \
+not recognise as famous.
+When in doubt, answer private.
+
+Examples:
+Text: Summarize Johannes Kepler's laws of planetary motion for a high school class.
+Name: Johannes Kepler
+Answer: {"known_for": "astronomer, laws of planetary motion", "verdict": "public"}
+
+Text: My coworker Dana Whitfield keeps taking credit for my work. How should I bring it up with her?
+Name: Dana Whitfield
+Answer: {"known_for": "the user's coworker", "verdict": "private"}
+
+Text: Write a short poem in the style of Edgar Allan Poe about a lighthouse.
+Name: Edgar Allan Poe
+Answer: {"known_for": "American poet and writer", "verdict": "public"}
+
+Text: Please draft an email to Marco Pellegrini asking to move our meeting to Thursday.
+Name: Marco Pellegrini
+Answer: {"known_for": "someone the user has a meeting with", "verdict": "private"}
+
+Text: Who scored more goals in their career, Pele or Diego Maradona?
+Name: Diego Maradona
+Answer: {"known_for": "Argentine football player", "verdict": "public"}
+
+Text: Write a bedtime story about a brave girl called Nora Kessling and her talking fox.
+Name: Nora Kessling
+Answer: {"known_for": "a character the user makes up", "verdict": "private"}
+
+Text: What did Queen Victoria change in British politics during her reign?
+Name: Queen Victoria
+Answer: {"known_for": "queen of the United Kingdom", "verdict": "public"}
+
+Text: i had a fight with jake last night and now he is ignoring my texts
+Name: jake
+Answer: {"known_for": "someone the user knows", "verdict": "private"}
+
+Now the request.
+Text: """
+
+
+
+class PersonVerdict(BaseModel):
+    """The model's answer: "public" keeps the name (if the rules allow), "private" replaces it."""
+
+    model_config = ConfigDict(extra="forbid")
+    # Who the person is, in a few words, first: the model names what it knows of the person before it
+    # decides (without it, the 0.5B model called most names public: "my sister Karen Holt").
+    known_for: str = Field(max_length=KNOWN_FOR_CHARS)
+    verdict: Literal["public", "private"]
+
+
+VERDICT_SCHEMA = PersonVerdict.model_json_schema()
+
+
+def public_head(messages: list[dict]) -> str | None:
+    """The judge prompt's fixed part (the instructions and examples, public text only) when `messages`
+    are a judge prompt, else None: what the local server may compute once for every name."""
+    if (len(messages) == 2 and messages[0] == {"role": "system", "content": SYSTEM}
+            and isinstance(messages[1].get("content"), str) and messages[1]["content"].startswith(INSTRUCTIONS)):
+        return INSTRUCTIONS
+    return None
+
+
+def context_bounds(text: str, start: int, end: int, chars: int = CONTEXT_CHARS) -> tuple[int, int]:
+    """The window the judge sees around text[start:end]: up to `chars` characters either side, cut
+    back to whole words (a cut word could read as another name)."""
+    left, right = max(0, start - chars), min(len(text), end + chars)
+    if left > 0:
+        space = text.find(" ", left, start)
+        left = space + 1 if space != -1 else start
+    if right < len(text):
+        space = text.rfind(" ", end, right)
+        right = space if space != -1 else end
+    return left, right
+
+
+def judge_messages(text: str, start: int, end: int) -> list[dict]:
+    left, right = context_bounds(text, start, end)
+    # one line: the examples' texts are one line each, and a line break would end "Text:"
+    context = " ".join(text[left:right].split())
+    name = " ".join(text[start:end].split())
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"{INSTRUCTIONS}{context}\nName: {name}\nAnswer:"}]
+
+
+def parse_verdict(answer: str) -> PersonVerdict:
+    """The answer as a PersonVerdict; ValueError (ValidationError or JSONDecodeError) otherwise."""
+    return PersonVerdict.model_validate(json.loads(answer))
+
+
+def cache_key(model: str, name: str, context: str) -> str:
+    """The cache entry of a verdict: the prompt version, the model, the name and the hash of its window."""
+    document = json.dumps({"judge": PROMPT_VERSION, "model": model, "name": name,
+                           "context_sha256": hashlib.sha256(context.encode("utf-8")).hexdigest()},
+                          sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(document.encode("utf-8")).hexdigest()
+
+
+class PersonJudge:
+    """is_public(text, start, end): whether the local model calls text[start:end] a public figure.
+
+    client: a ChatClient (a LocalChatClient in the job; a fake in tests). cache: a
+    backends.llm.cache.ResponseCache (private) or None. attempts: calls per name before it fails closed.
+    counts: names asked, answered from the cache, judged public / private, failed (fail-closed)."""
+
+    def __init__(self, client, model: str, cache=None, attempts: int = 2, timeout_s: float = TIMEOUT_S):
+        self.client, self.model, self.cache = client, model, cache
+        self.attempts, self.timeout_s = attempts, timeout_s
+        self._lock = threading.Lock()
+        self.counts = {"asked": 0, "cached": 0, "public": 0, "private": 0, "failed": 0}
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self.counts[key] += 1
+
+    def is_public(self, text: str, start: int, end: int) -> bool:
+        try:
+            verdict = self._verdict(text, start, end)
+        except Exception as error:  # noqa: BLE001 - fail closed: any failure replaces this name only
+            self._count("failed")
+            # the error's type only: its message could quote the record's text
+            log.warning("person judge failed; the name is replaced",
+                        extra={"event": "person_judge_failed", "error": type(error).__name__})
+            return False
+        self._count(verdict.verdict)
+        return verdict.verdict == "public"
+
+    def _verdict(self, text: str, start: int, end: int) -> PersonVerdict:
+        from backends.llm.client import Completion, RetryableError
+        messages = judge_messages(text, start, end)
+        key = None
+        if self.cache is not None:
+            left, right = context_bounds(text, start, end)
+            key = cache_key(self.model, text[start:end], text[left:right])
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    verdict = parse_verdict(hit.text)
+                except ValueError:  # a torn or foreign entry: ask again
+                    pass
+                else:
+                    self._count("cached")
+                    return verdict
+        last: Exception | None = None
+        for attempt in range(self.attempts):
+            self._count("asked")
+            try:
+                answer = self.client.complete(messages, json_output=VERDICT_SCHEMA, max_tokens=MAX_TOKENS,
+                                              timeout_s=self.timeout_s, attempt=attempt)
+                verdict = parse_verdict(answer.text)
+            # a timeout, a busy server or an answer outside the schema: asked again (a PermanentError is not)
+            except (ValueError, ValidationError, RetryableError) as error:
+                last = error
+                continue
+            if key is not None:
+                # only valid verdicts are stored: a failure is asked again next time, not remembered
+                self.cache.put(key, Completion(verdict.model_dump_json()))
+            return verdict
+        raise last if last is not None else RuntimeError("no attempt")
+
+
+def local_person_judge(model: str | None = None, cache_path: str | None = None, threads: int = 1) -> PersonJudge:
+    """A PersonJudge on the local backend's model (LOCAL_MODELS name, GGUF path or None: the first
+    installed), one llama.cpp thread by default (OpenMP threads spin on a shared machine)."""
+    from backends.llm.local_client import LocalChatClient
+    client = LocalChatClient(model, temperature=0.0, threads=threads, seed=SEED, head_of=public_head)
+    cache = None
+    if cache_path:
+        from backends.llm.cache import ResponseCache
+        cache = ResponseCache(cache_path)
+    return PersonJudge(client, client.model_name, cache)
