@@ -19,6 +19,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from backends import factory
+from backends.facet_set import load_facet_set
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import KeywordSet, load_keyword_set
 from backends.label_evidence import sensitive_guess
@@ -146,7 +147,8 @@ def stage_requests(params: InsightsParams):
     histogram_noise = privacy.histogram_noise if params.keywords.keyword_mode in ("histogram", "both") else None
     return dp_stage_specs.stage_requests(StageSettings(
         privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users, params.keywords.themes))
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users, params.keywords.themes,
+        len(params.keywords.facet_names)))
 
 
 def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBudget:
@@ -216,6 +218,9 @@ def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: Key
         exemplars=exemplar_settings(params, llm),
         noise_seed=privacy.noise_seed,
         themes=params.keywords.themes,
+        # Public: the selected facets' declarations (an unknown name is refused here, before any data is read).
+        facets=load_facet_set(params.keywords.facet_set).select(params.keywords.facet_names)
+        if params.keywords.facet_names else (),
     )
 
 
@@ -288,7 +293,8 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
         run_time_config=kmeans.active_dim | "dimension for the report" >> beam.Map(
             lambda d: {"clustering_dimension": d, "warm_start": warm_started}),
         lineage=released.lineage, plan=night.report_section(params),
-        themes=topics.themes.section if topics.themes else None)
+        themes=topics.themes.section if topics.themes else None,
+        facets=topics.facets.section if topics.facets else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
     # The guesses the public names withhold, for an operator (private/; post-processing, no budget).
     (keywords.labels | "sensitive guesses" >> beam.FlatMap(sensitive_guess_rows, plan.categories)

@@ -269,6 +269,11 @@ OFFLINE_SELECTOR = "offline"
 PAID_SELECTOR_SAMPLES = 200
 
 
+def facet_names(facets: str) -> tuple[str, ...]:
+    """--facets as names, in the order given (the facet set fixes the order of their releases)."""
+    return tuple(filter(None, (name.strip() for name in facets.split(","))))
+
+
 @dataclasses.dataclass(frozen=True)
 class KeywordParams(Params):
     """Topic keywords: the keyword set, how keywords are chosen and how many are released."""
@@ -330,6 +335,15 @@ class KeywordParams(Params):
                "histogram, its own stage of the joint calibration (themes in --epsilon_weights) and of the nightly "
                "plan (docs/production.md#themes). Off by default until its evaluation decides.",
         type=parse_bool, nargs="?", const=True, public=True)
+    facets: str = flag(
+        "", "Release every night these facets (a comma list of names from --facet_set: the bundled set has language, "
+            "request_kind and concern), each a fixed public question with fixed answers: its answers over all "
+            "conversations and per released topic, as user-level DP histograms, two stages of the joint calibration "
+            "(facets and facet_topics in --epsilon_weights; docs/privacy.md#facets). Empty (the default): none.",
+        public=True)
+    facet_set: str | None = flag(
+        None, "The facets' declarations: a JSON file (docs/report.md#facets); default: the bundled "
+              "beam_jobs/resources/default_facets.json.")
 
     def __post_init__(self):
         check(self.samples_per_cluster in ("auto", "all") or (self.samples_per_cluster.isdigit()
@@ -345,6 +359,11 @@ class KeywordParams(Params):
         check(self.keywords_per_cluster >= 1, "--keywords_per_cluster must be >= 1")
         check(1 <= self.max_keywords_per_conversation <= 20, "--max_keywords_per_conversation must be in [1, 20]")
         check(-1 <= self.keyword_min_similarity <= 1, "--keyword_min_similarity must be in [-1, 1]")
+        check(len(set(self.facet_names)) == len(self.facet_names), "--facets: a facet is named twice")
+
+    @property
+    def facet_names(self) -> tuple[str, ...]:
+        return facet_names(self.facets)
 
     def resolved_samples_per_cluster(self, llm_backend: str) -> int | None:
         """m for this run (None: every conversation). Public config only, never data."""

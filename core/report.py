@@ -127,7 +127,8 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
                  max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
                  hierarchy: dict | None = None, composition: dict | None = None,
                  labelling: dict | None = None, lineage: dict | None = None, plan: dict | None = None,
-                 stage_releases: Mapping[str, str] | None = None, themes: dict | None = None) -> dict:
+                 stage_releases: Mapping[str, str] | None = None, themes: dict | None = None,
+                 facets: dict | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
     the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
@@ -136,7 +137,8 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
     privacy section.
     `lineage` (transforms.topic_lineage.lineage_section): each topic's lineage id, and the topics'
     centres as the report's "centres". `themes` (dp_ops.theme_histogram.themes_section, --themes): the
-    fixed themes' noisy sizes, as the report's "themes"."""
+    fixed themes' noisy sizes, as the report's "themes". `facets` ({facet: dp_ops.facets.facet_section},
+    --facets): each facet's answers overall and per topic, as the report's "facets"."""
     topics = report_topics(named_topics, noisy_sizes, (lineage or {}).get("lineages"))
     report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition,
                                                               stage_releases),
@@ -157,4 +159,6 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         report["centres"] = lineage["centres"]
     if themes is not None:
         report["themes"] = themes
+    if facets is not None:
+        report["facets"] = facets
     return report

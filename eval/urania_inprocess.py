@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from backends.facet_set import load_facet_set
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
@@ -34,6 +35,7 @@ from beam_jobs.options import (
     ExemplarParams,
     KeywordParams,
     PrivacyParams,
+    facet_names,
 )
 from core.lineage import LOOKBACK_NIGHTS, PreviousNights
 from core.records import ConversationBlock
@@ -45,6 +47,7 @@ from eval.data import bound_contributions
 from transforms import dp_stage_specs
 from transforms.dp_stage_specs import StageSettings
 from transforms.engine import LocalEngine
+from transforms.keyword_histograms import DPKeywordVotes
 from transforms.topic_keywords import KeywordSettings
 from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan, topic_stages
@@ -83,6 +86,8 @@ class UraniaConfig:
     exemplar_rounds: int = ExemplarParams.exemplar_rounds
     warm_start: str = ClusteringParams.warm_start
     themes: bool = KeywordParams.themes
+    facets: str = KeywordParams.facets
+    facet_set: str | None = KeywordParams.facet_set
 
     @property
     def private(self) -> bool:
@@ -98,18 +103,19 @@ def joint_calibration(config: UraniaConfig) -> JointCalibration:
     a sweep over dimensions or bases calibrates once)."""
     return _joint_calibration_for(config.epsilon, config.epsilon_weights, config.delta, config.kmeans_iterations,
                                   config.max_conversations_per_user, config.keyword_votes, config.keyword_noise,
-                                  config.max_keyword_partitions_per_user, config.counts_users, config.themes)
+                                  config.max_keyword_partitions_per_user, config.counts_users, config.themes,
+                                  len(facet_names(config.facets)))
 
 
 @functools.lru_cache(maxsize=32)
 def _joint_calibration_for(epsilon: float, epsilon_weights: str, delta: float, kmeans_iterations: int,
                            max_conversations_per_user: int, keyword_votes: str, keyword_noise: str | None,
                            max_keyword_partitions_per_user: int | None, counts_users: bool,
-                           themes: bool) -> JointCalibration:
+                           themes: bool, facets: int) -> JointCalibration:
     privacy = _privacy_params(epsilon, epsilon_weights, delta, keyword_votes, keyword_noise,
                               max_keyword_partitions_per_user)
     return calibrate_jointly(epsilon, delta, _requests(privacy, kmeans_iterations, max_conversations_per_user,
-                                                       counts_users, themes))
+                                                       counts_users, themes, facets))
 
 
 def stage_requests(config: UraniaConfig) -> list:
@@ -118,14 +124,15 @@ def stage_requests(config: UraniaConfig) -> list:
     privacy = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
                               config.keyword_noise, config.max_keyword_partitions_per_user)
     return _requests(privacy, config.kmeans_iterations, config.max_conversations_per_user, config.counts_users,
-                     config.themes)
+                     config.themes, len(facet_names(config.facets)))
 
 
 def _requests(privacy: PrivacyParams, kmeans_iterations: int, max_conversations_per_user: int, counts_users: bool,
-              themes: bool):
+              themes: bool, facets: int):
     return dp_stage_specs.stage_requests(StageSettings(
         privacy.stage_weights(), kmeans_iterations, max_conversations_per_user, privacy.histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users, themes))
+        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users, themes,
+        facets))
 
 
 def _privacy_params(epsilon: float, epsilon_weights: str, delta: float, keyword_votes: str,
@@ -198,6 +205,8 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         exemplars=exemplars,
         noise_seed=noise_seed,
         themes=config.themes,
+        facets=(load_facet_set(config.facet_set).select(facet_names(config.facets)) if config.facets.strip()
+                else ()),
     )
 
 
@@ -231,12 +240,16 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                           composition=budget.composition() if budget else None,
                           labelling=stages.keywords.labelling, lineage=released.lineage,
                           stage_releases=dp_stage_specs.stage_releases(),
-                          themes=stages.themes.section if stages.themes else None)
+                          themes=stages.themes.section if stages.themes else None,
+                          facets=stages.facets.section if stages.facets else None)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:
         report["privacy"]["differentially_private"] = True
     clusters = np.concatenate([assigned.cluster_ids for assigned in stages.assigned])
     report["_private"] = {"assignments": dict(zip(kept_ids, clusters.tolist())), "centres": kmeans.centres,
-                          "exemplar_evolutions": engine.private.get("exemplar_evolutions", {})}
+                          "exemplar_evolutions": engine.private.get("exemplar_evolutions", {}),
+                          # the weighted votes' noisy release, for the free themes (nightly_stream.with_free_themes)
+                          "keyword_votes": ({"release": dict(stages.keywords.release), "sigma": stages.keywords.stage.sigma}
+                                            if isinstance(stages.keywords.stage, DPKeywordVotes) else None)}
     return report

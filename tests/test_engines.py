@@ -122,7 +122,8 @@ def test_the_topic_stages_release_the_same_on_beam_and_in_process(tmp_path):
     path = str(tmp_path / "conversations.jsonl")
     write_sample(path, 300, 120, seed=2)
     data = load_dataset(path)
-    config = UraniaConfig(num_clusters=6, min_cluster_size=5, exemplars_per_topic=1, themes=True)
+    config = UraniaConfig(num_clusters=6, min_cluster_size=5, exemplars_per_topic=1, themes=True,
+                          facets="language,request_kind,concern")
     kept, weights = bound_contributions(data.user_ids, data.conversation_ids, config.max_conversations_per_user, 3)
     embeddings = embed_cached(data.facets, cache_dir=None)
     block = ConversationBlock([data.conversation_ids[i] for i in kept], [data.user_ids[i] for i in kept], weights,
@@ -138,9 +139,11 @@ def test_the_topic_stages_release_the_same_on_beam_and_in_process(tmp_path):
             assert [e.stage for e in beam_budget.entries] == [e.stage for e in local_budget.entries]
             assert beam_budget.composition() == local_budget.composition()
 
-            def same_as_in_process(kept_sizes, labels, topics, hierarchy, lineage, centres, themes):
+            def same_as_in_process(kept_sizes, labels, topics, hierarchy, lineage, centres, themes, facets):
                 np.testing.assert_array_equal(centres[0], local.kmeans.centres)
                 assert themes == [local.themes.section] and len(themes[0]["themes"]) > 20
+                assert facets == [local.facets.section] and list(facets[0]) == ["language", "request_kind", "concern"]
+                assert set(facets[0]["language"]["by_topic"]) == {str(c) for c in local.kept_sizes}
                 assert dict(kept_sizes) == local.kept_sizes
                 assert dict(labels) == local.keywords.labels
                 assert dict(topics) == local.released.topics
@@ -149,4 +152,5 @@ def test_the_topic_stages_release_the_same_on_beam_and_in_process(tmp_path):
             assert_together(same_as_in_process, "compare", kept_sizes=stages.kept_sizes,
                             labels=stages.keywords.labels, topics=stages.released.topics,
                             hierarchy=stages.released.hierarchy, lineage=stages.released.lineage,
-                            centres=stages.kmeans.centres, themes=stages.themes.section)
+                            centres=stages.kmeans.centres, themes=stages.themes.section,
+                            facets=stages.facets.section)

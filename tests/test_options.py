@@ -50,7 +50,7 @@ def test_defaults_match_the_documented_interface():
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
             p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster, p.privacy.keyword_votes) == (
         50, 5, None, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1,
-                      "themes": 1.0}, 1e-6,
+                      "themes": 1.0, "facets": 1.0, "facet_topics": 1.0}, 1e-6,
         25, "auto", 5, "weighted")
 
 
@@ -274,7 +274,8 @@ TODAYS_CONFIG_KEYS = {
     "keyword_set", "embedding_model", "embedding_backend", "embedding_device", "llm_backend", "llm_steps",
     "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
-    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start", "themes"}
+    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start", "themes",
+    "facets"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",

@@ -16,6 +16,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
+from dp_ops.facets import BY_TOPIC_STAGE as FACET_TOPICS_STAGE
+from dp_ops.facets import OVERALL_STAGE as FACETS_STAGE
+from dp_ops.fixed_histogram import fixed_partition_request
 from dp_ops.joint_calibration import (
     StageRequest,
     clustering_request,
@@ -41,6 +44,7 @@ class StageSettings:
     keyword_votes: str = "weighted"
     counts_users: bool = False  # --projection_dim auto without --expected_users
     themes: bool = False  # --themes: the fixed themes' DP histogram (dp_ops/theme_histogram.py)
+    facets: int = 0  # --facets: how many facets are released (dp_ops/facets.py), one Gaussian each per stage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +90,16 @@ def _themes(settings: StageSettings) -> StageRequest | None:
     return theme_request(settings.weights[THEMES_STAGE]) if settings.themes else None
 
 
+def _facets(settings: StageSettings) -> StageRequest | None:
+    return fixed_partition_request(FACETS_STAGE, settings.weights[FACETS_STAGE], settings.facets) if (
+        settings.facets) else None
+
+
+def _facet_topics(settings: StageSettings) -> StageRequest | None:
+    return fixed_partition_request(FACET_TOPICS_STAGE, settings.weights[FACET_TOPICS_STAGE], settings.facets) if (
+        settings.facets) else None
+
+
 # In pipeline order. The default weights are the former per-stage epsilons' proportions (4 + 1 + 2),
 # now composed with PLD; the user count only chooses the k-means dimension, so a rough figure will do.
 DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
@@ -103,6 +117,10 @@ DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
                                        after="select_keywords")),
     DPStageSpec(THEMES_STAGE, "each fixed public theme's size (the keyword set's categories and Other), every night",
                 1.0, optional=True, request=_themes),
+    DPStageSpec(FACETS_STAGE, "each selected facet's answers (a fixed public question's fixed answers) over all "
+                              "conversations, every night", 1.0, optional=True, request=_facets),
+    DPStageSpec(FACET_TOPICS_STAGE, "each selected facet's answers per released topic (the topic x answer cross-tab)",
+                1.0, optional=True, request=_facet_topics),
 )
 
 

@@ -5,7 +5,8 @@ bounded, embedded conversations to the released topics.
     -> DP cluster sizes -> keep those of noisy size >= tau -> topic keywords (sample, select, DP votes,
     labels) -> names, hierarchy, lineages and exemplars (transforms/topic_release.py)
 
-and, beside them with --themes, the fixed public themes' DP histogram (transforms/theme_histogram.py).
+and, beside them with --themes, the fixed public themes' DP histogram (transforms/theme_histogram.py), and
+with --facets each facet's answers overall and per kept topic (transforms/facet_histograms.py).
 
 The job (beam_jobs/insights.py) runs them on Beam over PCollections of ConversationBlocks; the in-process
 evaluation (eval/urania_inprocess.py) runs the same stages on a list of blocks. Every DP stage registers
@@ -28,6 +29,7 @@ from transforms.assign_clusters import AssignClusters
 from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params
 from transforms.dp_kmeans import DPKMeans, DPKMeansOutput
 from transforms.dp_user_count import DPUserCount
+from transforms.facet_histograms import FacetHistograms, FacetOutput
 from transforms.theme_histogram import ThemeHistogram, ThemeOutput
 from transforms.topic_keywords import KeywordSettings, TopicKeywords, TopicKeywordsOutput, VoteNoise
 from transforms.topic_release import ExemplarSettings, ReleasedTopics, release_topics
@@ -59,6 +61,7 @@ class TopicPlan:
     exemplars: ExemplarSettings
     noise_seed: int | None
     themes: bool = False  # --themes
+    facets: tuple = ()  # --facets: (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select)
 
     @property
     def private(self) -> bool:
@@ -69,7 +72,7 @@ class TopicPlan:
 class TopicStages:
     """The stages' outputs (PCollections on Beam, values in-process): DP k-means', the assigned blocks,
     the kept clusters' noisy sizes, the keyword step's and the released topics; the themes' (None
-    without --themes)."""
+    without --themes) and the facets' (None without --facets)."""
 
     kmeans: DPKMeansOutput
     assigned: Any
@@ -77,6 +80,7 @@ class TopicStages:
     keywords: TopicKeywordsOutput
     released: ReleasedTopics
     themes: ThemeOutput | None = None
+    facets: FacetOutput | None = None
 
 
 def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> TopicStages:
@@ -106,4 +110,8 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
     themes = (engine.apply("themes", ThemeHistogram(
         plan.keywords, plan.categories, plan.model, stages["themes"].noise_multiplier if plan.private else None,
         plan.delta, budget, plan.noise_seed), blocks) if plan.themes else None)
-    return TopicStages(kmeans, assigned, kept_sizes, keywords, released, themes)
+    facets = (engine.apply("facets", FacetHistograms(
+        plan.facets, plan.keywords, plan.categories, plan.model, plan.kmeans.num_clusters, kept_ids,
+        (stages["facets"].noise_multiplier, stages["facet_topics"].noise_multiplier) if plan.private else None,
+        plan.delta, budget, plan.noise_seed), assigned) if plan.facets else None)
+    return TopicStages(kmeans, assigned, kept_sizes, keywords, released, themes, facets)

@@ -44,13 +44,14 @@ class WriteReport(beam.PTransform):
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], composition: dict,
                  max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None,
                  labelling: dict | None = None, run_time_config=None, lineage=None, plan: dict | None = None,
-                 themes=None):
+                 themes=None, facets=None):
         """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
         (dp_ops.run_budget.RunBudget.composition); `labelling`: core.report.labelling_section.
         `run_time_config`: a singleton dict of public values known only at run time (DP-derived, e.g.
         the clustering dimension), added to `config`. `lineage`: a singleton
         transforms.topic_lineage.lineage_section; `plan`: the nightly budget plan (privacy.plan); `themes`:
-        a singleton dp_ops.theme_histogram.themes_section (--themes)."""
+        a singleton dp_ops.theme_histogram.themes_section (--themes); `facets`: a singleton {facet:
+        dp_ops.facets.facet_section} (--facets)."""
         super().__init__()
         self._labelling = labelling
         self._composition = composition
@@ -65,14 +66,16 @@ class WriteReport(beam.PTransform):
         self._lineage = lineage
         self._plan = plan
         self._themes = themes
+        self._facets = facets
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
         composition, labelling, plan = self._composition, self._labelling, self._plan
 
-        def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage, themes):
+        def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage, themes, facets):
             report = build_report(topics, sizes, spends, limit, {**config, **run_time_config}, centroid, hierarchy,
-                                  composition, labelling, lineage, plan, dp_stage_specs.stage_releases(), themes)
+                                  composition, labelling, lineage, plan, dp_stage_specs.stage_releases(), themes,
+                                  facets)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
@@ -88,11 +91,15 @@ class WriteReport(beam.PTransform):
         themes = beam.pvalue.AsSingleton(
             self._themes if self._themes is not None
             else named_topics.pipeline | "no themes" >> beam.Create([None]))
+        facets = beam.pvalue.AsSingleton(
+            self._facets if self._facets is not None
+            else named_topics.pipeline | "no facets" >> beam.Create([None]))
         return (named_topics.pipeline
                 | "report trigger" >> beam.Create([None])
                 | "build and write report.json" >> beam.Map(
                     write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes),
-                    beam.pvalue.AsSingleton(self._hierarchy), centroid, run_time_config, lineage, themes))
+                    beam.pvalue.AsSingleton(self._hierarchy), centroid, run_time_config, lineage, themes,
+                    facets))
 
 
 def count_globally(pcoll, label: str):

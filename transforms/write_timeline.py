@@ -5,6 +5,8 @@ OUTPUT/timeline.json   the timeline (core.timeline.build_timeline): nights, line
 OUTPUT/timeline.html   the same as a page (core.timeline_html)
 OUTPUT/timeline.csv    long format, one row per lineage and night, then per theme and night (core.timeline.ROW_COLUMNS)
 OUTPUT/timeline.parquet  the same rows with an explicit schema (`row_schema`), for BigQuery and Looker
+OUTPUT/facets.csv, facets.parquet  with --facets, one row per night, facet, answer and topic (overall: no
+                       topic), core.facet_rows.FACET_COLUMNS
 
 Only committed (published) runs are read (core.released_runs), from their release/report.json: the
 timeline is post-processing of released values and costs no privacy budget. It covers the last `TIMELINE_NIGHTS`
@@ -21,6 +23,7 @@ import json
 
 from apache_beam.io.filesystems import FileSystems
 
+from core.facet_rows import FACET_COLUMNS, facet_rows, facet_schema
 from core.released_runs import released_reports
 from core.theme_timeline import lineages_of_themes, themes_part
 from core.timeline import BASELINE_NIGHTS, ROW_COLUMNS, build_timeline, timeline_rows
@@ -47,20 +50,20 @@ def _write_bytes(path: str, data: bytes) -> None:
         handle.write(data)
 
 
-def rows_csv(rows: list[dict]) -> str:
+def rows_csv(rows: list[dict], columns=ROW_COLUMNS) -> str:
     """CSV with a header; an empty cell is null (BigQuery's and Looker's reading of it)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=ROW_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
     return out.getvalue()
 
 
-def rows_parquet(rows: list[dict]) -> bytes:
+def rows_parquet(rows: list[dict], schema=None) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
     table = pa.Table.from_pylist([{**row, "date": dt.date.fromisoformat(row["date"])} for row in rows],
-                                 schema=row_schema())
+                                 schema=schema or row_schema())
     sink = io.BytesIO()  # built in memory, then written through FileSystems: one path for local and gs://
     pq.write_table(table, sink)
     return sink.getvalue()
@@ -85,4 +88,10 @@ def write_timeline(output_root: str) -> dict:
     _write_bytes(files["html"], render_timeline_html(timeline).encode("utf-8"))
     _write_bytes(files["csv"], rows_csv(rows).encode("utf-8"))
     _write_bytes(files["parquet"], rows_parquet(rows))
+    facets = [row for date, report in runs[-TIMELINE_NIGHTS:] for row in facet_rows(date, report)]
+    if facets:  # runs with --facets
+        files["facets_csv"] = FileSystems.join(output_root, "facets.csv")
+        files["facets_parquet"] = FileSystems.join(output_root, "facets.parquet")
+        _write_bytes(files["facets_csv"], rows_csv(facets, FACET_COLUMNS).encode("utf-8"))
+        _write_bytes(files["facets_parquet"], rows_parquet(facets, facet_schema()))
     return {"files": files, "nights": len(timeline["nights"]), "lineages": len(timeline["lineages"])}

