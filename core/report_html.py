@@ -97,7 +97,8 @@ def _truncate(text: str, limit: int) -> str:
 # ---------------------------------------------------------------------------------------------- report
 
 
-def _size_noise(privacy: dict) -> dict | None:
+def size_noise_of(privacy: dict) -> dict | None:
+    """The noise of a report's cluster sizes (its `cluster_sizes` mechanism's "noise"), None if it has none."""
     for mechanism in privacy.get("mechanisms", []):
         if mechanism.get("stage") == "cluster_sizes":
             return mechanism.get("noise")
@@ -117,7 +118,7 @@ def noise_margin(noise: dict | None) -> float | None:
 def _privacy(report: dict) -> dict:
     """What the privacy panel says: the spend per stage, what the noise means, the ledger."""
     privacy, config = report.get("privacy", {}), report.get("config", {})
-    noise = _size_noise(privacy)
+    noise = size_noise_of(privacy)
     margin = noise_margin(noise)
     size_noise = None
     if margin is not None:

@@ -151,6 +151,19 @@ def test_pseudonymize_on_keeps_pii_of_a_baseline_summary_out_of_the_prompt():
     assert "<EMAIL_ADDRESS_1>" in prompt and private[0] in prompt
 
 
+def test_pseudonyms_surrogate_puts_made_up_names_into_the_prompt():
+    # --pseudonyms surrogate, as the job's steps use it: a name becomes a made-up name, not "<PERSON_1>"
+    private = ["Travel planning. Users ask about flights and hotels. Keywords: travel, flights."]
+    baseline = ['Travel. "I\'m Daniel Okafor, mail me at d.okafor@brightmail.com" Keywords: travel.']
+    with FakeChatServer(answer=lambda p: '{"rating_a": 3, "rating_b": 3, "preferred": "A"}') as server:
+        result = um.judge_comparison(private, baseline, np.ones((1, 2)), np.ones((1, 2)),
+                                     _judge(server, pseudonymize="on", pseudonyms="surrogate"), seed=0)
+        prompt = server.requests[0]["body"]["messages"][-1]["content"]
+    assert result["judged"] == 1
+    assert "Okafor" not in prompt and "d.okafor@brightmail.com" not in prompt
+    assert "<PERSON_" not in prompt and "<EMAIL_ADDRESS_1>" in prompt and private[0] in prompt
+
+
 def _write_report(path, names):
     topics = [{"name": name, "description": f"About {name.lower()}.", "keywords": [name.lower()]} for name in names]
     path.write_text(json.dumps({"topics": topics}))

@@ -220,6 +220,25 @@ def test_call_many_keeps_order_under_concurrency():
     assert [r.value for r in results] == [str(i) for i in range(50)]
 
 
+def test_every_chat_client_takes_the_arguments_the_retries_pass():
+    # fanout.Caller passes attempt=; the interface declares it and every backend's client accepts the
+    # interface's arguments, with the same defaults
+    import inspect
+
+    from backends.llm.local_client import LocalChatClient
+    from backends.llm.vertex_client import VertexChatClient
+
+    def arguments(method):
+        return [(p.name, p.kind, p.default) for p in list(inspect.signature(method).parameters.values())[1:]]
+
+    interface = arguments(ChatClient.complete)
+    assert ("attempt", inspect.Parameter.KEYWORD_ONLY, 0) in interface
+    for client in (OpenAIChatClient, VertexChatClient, LocalChatClient):
+        assert arguments(client.complete) == interface, client.__name__
+    client = _ScriptedClient([RetryableError("429"), '{"Summary": "ok"}'])
+    assert _caller(client).call(_spec()).ok and client.attempts == [0, 1]
+
+
 # --- the OpenAI-compatible client against a loopback server -----------------------------------------
 
 def test_base_url_forms():

@@ -30,10 +30,12 @@ class ChatClient(abc.ABC):
 
     @abc.abstractmethod
     def complete(self, messages: list[dict], *, json_output: bool | dict, max_tokens: int,
-                 timeout_s: float) -> Completion:
+                 timeout_s: float, attempt: int = 0) -> Completion:
         """Raises RetryableError or PermanentError. json_output: False, free text; True, a JSON object;
         a dict, a JSON schema the answer must follow (enforced where the backend can: OpenAI-compatible
-        servers' `json_schema` response format; Gemini gets JSON mode)."""
+        servers' `json_schema` response format; Gemini gets JSON mode). attempt: which attempt of one
+        call this request is, 0 for the first (fanout.Caller's retries pass it; the OpenAI-compatible
+        and local clients send it as a header a test server reads, Vertex ignores it)."""
 
     def close(self) -> None:
         """Releases connections."""

@@ -3,7 +3,8 @@ asked of an LLM backend (backends/llm/: the job's clients, fan-out with retries,
 
 The prompt carries the two summaries and nothing else. The baseline's summaries may quote
 conversation text, so with --pseudonymize on (the default for remote backends, as in the job) both
-summaries of a pair are pseudonymized together before they are sent; the judge is not told which one
+summaries of a pair are pseudonymized together before they are sent (with the job's --pseudonyms, typed
+or surrogate, and --pseudonymize_judge); the judge is not told which one
 is private. An answer that cannot be read after the fan-out's retries is a failed pair: it is counted
 and left out, never given a rating.
 
@@ -62,7 +63,9 @@ class LLMSummaryJudge(SummaryJudge):
             self._caller = self.config.make_caller()
         if self.config.pseudonymizes and self._pseudonymizer is None:
             from backends.llm.pseudonymize import shared_pseudonymizer
-            self._pseudonymizer = shared_pseudonymizer()
+            # the job's pseudonyms (--pseudonyms: typed or surrogate) and person judge, as backends/llm/steps.py
+            self._pseudonymizer = shared_pseudonymizer(self.config.pseudonyms or "typed",
+                                                       self.config.person_judge_spec())
 
     def _spec(self, first: str, second: str) -> CallSpec:
         if self._pseudonymizer is not None:
