@@ -18,7 +18,8 @@ whole stream: preferences are sticky).
 Each planted topic has an expected count per night: `conversations_per_night` / 25 times its trend's
 multiplier, and its count is Poisson with that mean, independently per topic and night. The trends:
 - emerging (default `video games`): absent before night `--emerging_night` (0-based), then 1/3, 2/3
-  and from the third night on the full expected count (`--ramp_nights`);
+  and from the third night on the full expected count (`--ramp_nights`): a steady topic's, or
+  `--emerging_share` of the night's expected conversations when given (e.g. 0.03);
 - fading (default `tenant and legal questions`): the full count before `--fading_night`, then down
   by 1/`--fade_nights` a night to none;
 - weekly (default `travel planning`): `--weekly_factor` times the count on `--weekday` (Saturday);
@@ -66,20 +67,23 @@ class Trend:
     start_night: int = 0  # emerging: first night with any; fading: first night below full
     ramp_nights: int = 0  # emerging: nights to reach the full count; fading: nights to reach none
     weekday: int | None = None  # weekly: 0 Monday ... 6 Sunday
-    factor: float = 1.0  # weekly: the multiplier on that weekday
+    factor: float = 1.0  # weekly: the multiplier on that weekday; emerging: at its full count
 
     def __post_init__(self):
         if self.kind not in TREND_KINDS:
             raise ValueError(f"trend kind must be one of {TREND_KINDS}, got {self.kind!r}")
         if self.kind in ("emerging", "fading") and self.ramp_nights < 1:
             raise ValueError(f"{self.kind} trend of {self.topic!r} needs ramp_nights >= 1")
-        if self.kind == "weekly" and (self.weekday not in range(7) or not self.factor > 0):
-            raise ValueError(f"weekly trend of {self.topic!r} needs a weekday in 0..6 and a factor > 0")
+        if not self.factor > 0:
+            raise ValueError(f"trend of {self.topic!r} needs a factor > 0")
+        if self.kind == "weekly" and self.weekday not in range(7):
+            raise ValueError(f"weekly trend of {self.topic!r} needs a weekday in 0..6")
 
     def multiplier(self, night: int, date: dt.date) -> float:
         """The topic's expected count on `night` (0-based; on `date`) relative to its steady count."""
         if self.kind == "emerging":
-            return 0.0 if night < self.start_night else min(1.0, (night - self.start_night + 1) / self.ramp_nights)
+            return 0.0 if night < self.start_night else self.factor * min(
+                1.0, (night - self.start_night + 1) / self.ramp_nights)
         if self.kind == "fading":
             return 1.0 if night < self.start_night else max(0.0, 1 - (night - self.start_night + 1) / self.ramp_nights)
         if self.kind == "weekly":
@@ -90,7 +94,7 @@ class Trend:
         data = {"topic": self.topic, "kind": self.kind, "start_night": self.start_night,
                 "start_date": (start + dt.timedelta(days=self.start_night)).isoformat()}
         if self.kind == "emerging":
-            data["full_night"] = self.start_night + self.ramp_nights - 1
+            data.update(full_night=self.start_night + self.ramp_nights - 1, factor=self.factor)
         elif self.kind == "fading":
             data["gone_night"] = self.start_night + self.ramp_nights - 1
             data["gone_date"] = (start + dt.timedelta(days=data["gone_night"])).isoformat()
@@ -109,6 +113,7 @@ class StreamSpec:
     emerging_topic: str = "video games"
     emerging_night: int = 20
     ramp_nights: int = 3
+    emerging_share: float | None = None  # at its full count; None: a steady topic's (1 / the planted topics)
     fading_topic: str = "tenant and legal questions"
     fading_night: int = 35
     fade_nights: int = 7
@@ -126,11 +131,15 @@ class StreamSpec:
             raise ValueError(f"unknown planted topic(s) {unknown}; known: {sorted(names)}")
         if len(set(special)) != 3:
             raise ValueError(f"the emerging, fading and weekly topics must differ, got {special}")
+        if self.emerging_share is not None and not 0 < self.emerging_share < 1:
+            raise ValueError(f"the emerging share must be in (0, 1), got {self.emerging_share}")
 
     def trends(self) -> list[Trend]:
         """One trend per planted topic, in PLANTED_TOPICS order."""
         special = {
-            self.emerging_topic: Trend(self.emerging_topic, "emerging", self.emerging_night, self.ramp_nights),
+            self.emerging_topic: Trend(self.emerging_topic, "emerging", self.emerging_night, self.ramp_nights,
+                                       factor=1.0 if self.emerging_share is None
+                                       else self.emerging_share * len(PLANTED_TOPICS)),
             self.fading_topic: Trend(self.fading_topic, "fading", self.fading_night, self.fade_nights),
             self.weekly_topic: Trend(self.weekly_topic, "weekly", weekday=self.weekday, factor=self.weekly_factor),
         }
@@ -300,6 +309,8 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--emerging_night", type=int, default=defaults.emerging_night,
                         help="first night (0-based) with the emerging topic")
     parser.add_argument("--ramp_nights", type=int, default=defaults.ramp_nights)
+    parser.add_argument("--emerging_share", type=float, default=defaults.emerging_share,
+                        help="the emerging topic's share of a night at its full count (default: a steady topic's)")
     parser.add_argument("--fading_topic", default=defaults.fading_topic)
     parser.add_argument("--fading_night", type=int, default=defaults.fading_night,
                         help="first night (0-based) the fading topic is below its steady count")

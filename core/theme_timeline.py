@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import math
 
-from core.timeline import BASELINE_NIGHTS, DAY_TO_DAY_CV, EMERGING_NIGHTS, Z, night_status
+from core.timeline import BASELINE_NIGHTS, DAY_TO_DAY_CV, EMERGING_NIGHTS, FIRST_NIGHT, Z, night_status
 
 WEEK = 7
 PRIOR_WEEKS = 4
-FIRST_NIGHT = "first night"
 WEEKLY_STATUSES = ("rising", "falling", "steady", "too few nights")
 
 

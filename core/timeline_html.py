@@ -15,7 +15,6 @@ import re
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from core.theme_timeline import FIRST_NIGHT
 from core.timeline import CHANGE_STATUSES, STATUSES, status_rule
 
 CHART_WIDTH, CHART_HEIGHT = 960, 150
@@ -132,6 +131,6 @@ def render_timeline_html(timeline: dict) -> str:
         nights=nights, lineages=lineages,
         new_this_week=[by_id[i] for i in timeline.get("new_this_week", []) if i in by_id],
         rising=[by_id[i] for i in timeline.get("rising", []) if i in by_id],
-        rule=timeline.get("status_rule") or status_rule(), statuses=(*STATUSES, FIRST_NIGHT), colours=STATUS_COLOURS,
+        rule=timeline.get("status_rule") or status_rule(), statuses=STATUSES, colours=STATUS_COLOURS,
         change_statuses=[s for s in STATUSES if s in CHANGE_STATUSES],
         quiet_statuses=[s for s in STATUSES if s not in CHANGE_STATUSES])

@@ -97,3 +97,47 @@ def test_a_planted_topic_maps_to_the_lineage_holding_most_of_its_conversations()
     report["_private"]["assignments"]["a"] = 1
     assert nightly_stream.planted_lineages([night], {"2026-10-01": report})["2026-10-01"]["x"] == "2026-10-01#1"
     assert dataclasses.is_dataclass(night)
+
+
+def test_without_the_themes_stage_the_free_themes_are_summed_from_the_category_votes(figures):
+    free = figures["trends"]["free_themes"]
+    assert "themes" not in figures["trends"]  # the run had no themes stage
+    assert free["themes"] > 1 and free["steady"]["theme_nights"] > 0
+    assert free["emerging"]["topic"] == "video games"
+    assert any(line.startswith("free themes (summed category votes):") for line in nightly_stream.format_figures(figures))
+
+
+def test_free_themes_sum_each_category_over_the_kept_clusters_with_that_many_partitions_noise():
+    import math
+
+    from dp_ops.keyword_votes import CategoryVote
+
+    release = {(0, CategoryVote("A")): 4.0, (1, CategoryVote("A")): 2.0, (0, "bread"): 9.0,
+               (1, CategoryVote("B")): -1.0, (0, CategoryVote("B")): 0.5}
+    report = {"topics": [], "_private": {"keyword_votes": {"release": release, "sigma": 2.0}}}
+    run = nightly_stream.StreamRun(Ledger(), {"2026-10-01": report}, {}, 0.0)
+    free = nightly_stream.with_free_themes(run, 0.25)
+    section = free.reports["2026-10-01"]["themes"]
+    sizes = {t["id"]: t["size"] for t in section["themes"]}
+    assert sizes == {"A": pytest.approx(12.0), "B": pytest.approx(-1.0)}  # summed, divided by sqrt(0.25)
+    assert section["sigma"] == pytest.approx(2.0 * math.sqrt(2) / 0.5)  # two kept clusters
+    assert run.reports["2026-10-01"].get("themes") is None  # the run itself is left as it was
+    assert nightly_stream.with_free_themes(run, 0.0) is None  # no category votes, no free themes
+
+
+def test_a_week_is_counted_once_when_it_holds_more_than_one_flagged_night():
+    # 2026-10-05 is a Monday: the 5th and the 11th share a week, the 12th starts the next.
+    assert nightly_stream.weeks_flagged_more_than_once(["2026-10-05", "2026-10-11", "2026-10-12"]) == 1
+    assert nightly_stream.weeks_flagged_more_than_once(["2026-10-04", "2026-10-11", "2026-10-18"]) == 0
+    assert nightly_stream.weeks_flagged_more_than_once(["2026-10-05", "2026-10-06", "2026-10-07"]) == 1
+
+
+def test_a_change_counts_as_flagged_when_its_theme_or_its_topic_is_flagged_first():
+    figures = {"trends": {"emerging": {"flagged": {"nights_to_flag": 9}}, "fading": {"flagged": None},
+                          "themes": {"emerging": {"flagged": {"nights_to_flag": 4}},
+                                     "fading": {"flagged": {"nights_to_flag": 8}}}}}
+    assert nightly_stream.first_flags(figures) == {"emerging": 4, "fading": 8}
+    figures["trends"]["themes"]["emerging"]["flagged"] = None
+    assert nightly_stream.first_flags(figures) == {"emerging": 9, "fading": 8}
+    del figures["trends"]["themes"]
+    assert nightly_stream.first_flags(figures) == {"emerging": 9, "fading": None}

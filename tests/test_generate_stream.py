@@ -41,7 +41,7 @@ def test_writes_one_folder_a_night_in_the_jobs_date_layout_and_records_the_trend
     assert collections.Counter(t["kind"] for t in planted["trends"]) == {"steady": 22, "emerging": 1, "fading": 1,
                                                                          "weekly": 1}
     assert kinds["video games"] == {"topic": "video games", "kind": "emerging", "start_night": 5,
-                                    "start_date": "2026-10-06", "full_night": 7}
+                                    "start_date": "2026-10-06", "full_night": 7, "factor": 1.0}
     assert kinds["travel planning"]["weekday"] == "saturday"
     for summary, date in zip(planted["nights"], planted["dates"]):  # the ground truth is the files' truth
         assert summary["counts"] == dict(collections.Counter(r["planted_topic"] for r in records[date])) | {
@@ -112,6 +112,15 @@ def test_trend_multipliers():
     assert [Trend("x", "fading", 4, 2).multiplier(n, day) for n in (3, 4, 5, 6)] == [1, 0.5, 0, 0]
     assert Trend("x", "weekly", weekday=5, factor=4).multiplier(0, day) == 4
     assert Trend("x", "weekly", weekday=5, factor=4).multiplier(0, day + dt.timedelta(days=1)) == 1
+    # --emerging_share 0.03: 3% of a night's expected conversations at its full count (of 25 topics).
+    share = StreamSpec(emerging_share=0.03)
+    emerging = next(t for t in share.trends() if t.kind == "emerging")
+    assert emerging.multiplier(share.emerging_night + 5, day) * share.steady_rate == pytest.approx(
+        0.03 * share.conversations_per_night)
+    assert emerging.multiplier(share.emerging_night - 1, day) == 0
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError):
+            StreamSpec(emerging_share=bad)
     with pytest.raises(ValueError):
         StreamSpec(emerging_topic="travel planning")  # the weekly topic too
     with pytest.raises(ValueError):

@@ -19,30 +19,60 @@ from transforms.theme_histogram import ThemeHistogram
 CATEGORIES = ("Cooking", "Python", "Travel")
 
 
-def _anchors():
-    vectors = np.eye(4)[:3] + 0.01
-    keywords = ("bread", "pandas", "flights")
-    return th.theme_anchors(vectors, keywords, dict(zip(keywords, CATEGORIES)), CATEGORIES)
+def _rule():
+    """Six keywords in three categories: two near each of the first three axes."""
+    vectors = np.array([[1.0, 0.1, 0, 0], [1.0, -0.1, 0, 0], [0, 1.0, 0.1, 0], [0.1, 1.0, 0, 0],
+                        [0, 0, 1.0, 0.1], [0, 0.1, 1.0, 0]])
+    keywords = ("bread", "soup", "pandas", "numpy", "flights", "hotels")
+    return th.ThemeRule.of(vectors, keywords, dict(zip(keywords, np.repeat(CATEGORIES, 2))), CATEGORIES)
 
 
-def test_a_conversation_goes_to_its_nearest_theme_or_other_and_alone_as_in_a_batch():
-    anchors = _anchors()
+def _by_hand(embedding, rule, neighbours=th.THEME_NEIGHBOURS):
+    """The rule written out: the category most of the nearest keywords have, the nearest breaking a tie."""
+    similarity = [float(np.dot(d, embedding / np.linalg.norm(embedding))) for d in rule.directions]
+    order = sorted(range(len(similarity)), key=lambda i: -similarity[i])[:neighbours]
+    if similarity[order[0]] < th.MIN_THEME_SIMILARITY:
+        return rule.other
+    counts = [sum(rule.themes[j] == rule.themes[i] for j in order) for i in order]
+    return int(rule.themes[order[counts.index(max(counts))]])
+
+
+def test_a_conversation_goes_to_its_nearest_keywords_category_or_other_and_alone_as_in_a_batch():
+    rule = _rule()
+    assert rule.other == len(CATEGORIES) and list(rule.themes) == [0, 0, 1, 1, 2, 2]
     rng = np.random.default_rng(1)
-    embeddings = rng.normal(size=(200, 4))
-    alone = [th.nearest_theme(e, anchors) for e in embeddings]
-    batch = np.argmax(embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True) @ anchors.T, axis=1)
-    similarity = (embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True) @ anchors.T).max(axis=1)
-    assert alone == [int(b) if s >= th.MIN_THEME_SIMILARITY else len(CATEGORIES) for b, s in zip(batch, similarity)]
-    assert th.nearest_theme(np.array([0.0, 0.0, 0.0, 1.0]), anchors) == len(CATEGORIES)  # Other
+    embeddings = rng.normal(size=(300, 4))
+    alone = [th.nearest_theme(e, rule) for e in embeddings]
+    assert alone == [_by_hand(e, rule) for e in embeddings]
+    assert set(alone) == {0, 1, 2, rule.other}  # each category and Other occur
+    assert [th.nearest_theme(e, rule) for e in np.array(embeddings)[::-1]] == alone[::-1]  # order-free
+    assert th.nearest_theme(np.array([0.0, 0.0, 0.0, 1.0]), rule) == rule.other  # far from every keyword
     for bad in (np.zeros(4), np.array([np.nan, 1, 0, 0]), np.array([np.inf, 0, 0, 0])):
         with pytest.raises(ValueError):
-            th.nearest_theme(bad, anchors)
+            th.nearest_theme(bad, rule)
 
 
-def test_anchors_are_unit_means_of_their_keywords_and_an_empty_category_is_never_nearest():
-    vectors = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]])
-    anchors = th.theme_anchors(vectors, ("a", "b", "c"), {"a": "X", "b": "X", "c": None}, ("X", "Empty"))
-    assert anchors[0] == pytest.approx([2 ** -0.5, 2 ** -0.5, 0]) and not anchors[1].any()
+def test_the_majority_of_the_nearest_keywords_wins_over_the_single_nearest():
+    """The one nearest keyword is Python's, but three of the five nearest are Cooking's."""
+    vectors = np.array([[1.0, 0, 0], [0.95, 0.3, 0], [0.94, 0.31, 0.05], [0.93, 0.3, 0.1], [0, 1.0, 0], [0, 0, 1.0]])
+    keywords = ("pandas", "bread", "soup", "stew", "flights", "hotels")
+    categories = {"pandas": "Python", "bread": "Cooking", "soup": "Cooking", "stew": "Cooking",
+                  "flights": "Travel", "hotels": "Travel"}
+    rule = th.ThemeRule.of(vectors, keywords, categories, CATEGORIES)
+    query = np.array([1.0, 0.05, 0.0])
+    assert th.nearest_theme(query, rule, neighbours=1) == CATEGORIES.index("Python")
+    assert th.nearest_theme(query, rule) == CATEGORIES.index("Cooking")
+    # A tie (one keyword each) goes to the nearest.
+    assert th.nearest_theme(query, rule, neighbours=2) == CATEGORIES.index("Python")
+
+
+def test_keywords_without_a_category_do_not_vote_and_other_is_a_reserved_name():
+    vectors = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.9, 0.1, 0]])
+    rule = th.ThemeRule.of(vectors, ("a", "b", "c"), {"a": "X", "b": "X", "c": None}, ("X", "Empty"))
+    assert list(rule.themes) == [0, 0] and rule.directions.shape == (2, 3) and rule.other == 2
+    assert th.nearest_theme(np.array([1.0, 0, 0]), rule) == 0
+    empty = th.ThemeRule.of(vectors, ("a", "b", "c"), {}, ("X",))
+    assert th.nearest_theme(np.array([1.0, 0, 0]), empty) == empty.other
     with pytest.raises(ValueError, match="Other"):
         th.theme_columns(("Travel", th.OTHER_THEME))
 
@@ -132,7 +162,7 @@ def _stage(noise_multiplier, budget):
 
     categories = KeywordCategories(dict(zip(("bread", "pandas", "flights"), CATEGORIES)))
     stage = ThemeHistogram(("bread", "pandas", "flights"), categories, "unused", noise_multiplier, 1e-6, budget)
-    stage._fn.setup = lambda: setattr(stage._fn, "_anchors", _anchors())  # no model: the test's own anchors
+    stage._fn.setup = lambda: setattr(stage._fn, "_rule", _rule())  # no model: the test's own rule
     return stage
 
 

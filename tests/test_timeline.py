@@ -16,6 +16,7 @@ import pytest
 from core.timeline import (
     BASELINE_NIGHTS,
     EMERGING_NIGHTS,
+    FIRST_NIGHT,
     ROW_COLUMNS,
     STATUSES,
     Z,
@@ -136,8 +137,8 @@ def test_a_steady_lineage_is_rarely_flagged(mean, scale):
     for _ in range(60):
         timeline = build_timeline(_simulate(rng, {"s": [mean] * 60}, scale))
         statuses = _statuses(timeline, "s")
-        assert len(statuses) == 60 and statuses[0] == "new"
-        others = sum(status != "steady" for status in statuses)  # its first night ("new") counts against it
+        assert len(statuses) == 60 and statuses[0] == FIRST_NIGHT
+        others = sum(status != "steady" for status in statuses)  # its first night counts against it
         flagged, total = flagged + others, total + len(statuses)
         worst = max(worst, others / len(statuses))
     assert flagged / total <= 0.05, f"steady lineage flagged on {flagged} of {total} nights"
@@ -201,7 +202,7 @@ def test_emerging_is_only_in_a_lineages_first_week_and_growing_after():
     sizes = [30, 80, 130, 180, 230, 280, 330, 380, 430, 480]
     runs = [(_date(n), _report(_date(n), [_topic("r", s), _topic("big", 1000, topic_id=1)])) for n, s in enumerate(sizes)]
     statuses = _statuses(build_timeline(runs), "r")
-    assert statuses[0] == "new"
+    assert statuses[0] == FIRST_NIGHT
     assert set(statuses[1:EMERGING_NIGHTS]) == {"emerging"}
     assert set(statuses[EMERGING_NIGHTS:]) == {"growing"}
 
@@ -213,7 +214,7 @@ def test_vanished_once_then_nothing_until_it_returns_and_a_return_is_not_new():
     timeline = build_timeline(runs)
     (item,) = [i for i in timeline["lineages"] if i["id"] == "v"]
     assert [n["date"] for n in item["nights"]] == [_date(n) for n in (0, 1, 2, 3, 6, 7)]
-    assert [n["status"] for n in item["nights"]] == ["new", "steady", "steady", "vanished", "steady", "steady"]
+    assert [n["status"] for n in item["nights"]] == [FIRST_NIGHT, "steady", "steady", "vanished", "steady", "steady"]
     vanished = item["nights"][3]
     assert (vanished["size"], vanished["low"], vanished["high"], vanished["share"]) == (None, None, None, None)
     assert set(STATUSES) >= {n["status"] for i in timeline["lineages"] for n in i["nights"]}
@@ -224,7 +225,7 @@ def test_a_lineage_gone_on_the_last_night_ends_with_vanished_and_is_listed_last(
             for n in range(3)]
     timeline = build_timeline(runs)
     assert [i["id"] for i in timeline["lineages"]] == ["stays", "goes"]
-    assert _statuses(timeline, "goes") == ["new", "steady", "vanished"]
+    assert _statuses(timeline, "goes") == [FIRST_NIGHT, "steady", "vanished"]
 
 
 # --- near the release threshold: below threshold, not vanished -----------------------------------------
@@ -245,7 +246,7 @@ def _nights_of(series: dict[str, list[int | None]], threshold: float | None = TA
 def test_a_topic_hovering_just_above_the_threshold_that_misses_a_night_is_below_threshold():
     hovering = [32, 28, 35, 30, 27, None, 31, 29]
     timeline = build_timeline(_nights_of({"big": [500] * 8, "hover": hovering}))
-    assert _statuses(timeline, "hover") == ["new", "steady", "steady", "steady", "steady", "below threshold",
+    assert _statuses(timeline, "hover") == [FIRST_NIGHT, "steady", "steady", "steady", "steady", "below threshold",
                                             "steady", "steady"]
     from core.timeline import CHANGE_STATUSES
     (item,) = [i for i in timeline["lineages"] if i["id"] == "hover"]
@@ -330,7 +331,7 @@ def test_each_night_says_how_far_that_nights_label_can_be_trusted():
     runs = [(_date(0), _report(_date(0), [guessed, old])), (_date(1), _report(_date(1), [voted]))]
     nights = {item["id"]: item["nights"] for item in build_timeline(runs)["lineages"]}
     assert [(n["date"], n["label_evidence"]) for n in nights["a"]] == [(_date(0), "approximate"), (_date(1), "dp_votes")]
-    assert [(n["status"], n["label_evidence"]) for n in nights["b"]] == [("new", None), ("vanished", None)]
+    assert [(n["status"], n["label_evidence"]) for n in nights["b"]] == [(FIRST_NIGHT, None), ("vanished", None)]
 
 
 def test_new_this_week_and_rising():
@@ -381,7 +382,7 @@ def test_rows_are_long_format():
     rows = timeline_rows(build_timeline(runs))
     assert all(tuple(row) == ROW_COLUMNS for row in rows)
     assert [(r["lineage_id"], r["date"], r["status"]) for r in rows] == [
-        ("a", _date(0), "new"), ("a", _date(1), "steady"), ("b", _date(0), "new"), ("b", _date(1), "vanished")]
+        ("a", _date(0), FIRST_NIGHT), ("a", _date(1), "steady"), ("b", _date(0), FIRST_NIGHT), ("b", _date(1), "vanished")]
     assert rows[0]["keywords"] == "x; y" and rows[-1]["size"] is None
 
 
@@ -558,7 +559,7 @@ def test_finalizing_a_dated_run_rebuilds_the_timeline(tmp_path):
         context = _finalizable_run(tmp_path, _date(n), [_topic("a", size)])
         finalize(context.report_pending, context, (), None)
     timeline = json.load(open(os.path.join(str(tmp_path / "out"), "timeline.json")))
-    assert timeline["nights"] == [_date(0), _date(1)] and _statuses(timeline, "a") == ["new", "steady"]
+    assert timeline["nights"] == [_date(0), _date(1)] and _statuses(timeline, "a") == [FIRST_NIGHT, "steady"]
 
 
 def test_a_failed_timeline_rebuild_does_not_fail_the_published_run(tmp_path, monkeypatch, caplog):
@@ -572,3 +573,21 @@ def test_a_failed_timeline_rebuild_does_not_fail_the_published_run(tmp_path, mon
         assert finalize_run.finalize(context.report_pending, context, (), None) == context.path("release", "report.json")
     assert any(getattr(r, "event", None) == "timeline_failed" for r in caplog.records)
     assert json.load(open(context.index))["runs"][0]["status"] == "committed"
+
+
+def test_a_lineage_released_one_night_only_is_never_new_and_one_back_within_three_nights_is():
+    """No one-night blips: a lineage's first night is not a change; its second released night within
+    RECENT_NIGHTS of its first is `new`; one back later is judged against its first night only."""
+    def statuses(present):
+        runs = [(_date(n), _report(_date(n), [_topic("big", 500, topic_id=1)] + ([_topic("b", 100)] if p else [])))
+                for n, p in enumerate(present)]
+        return _statuses(build_timeline(runs), "b")
+
+    assert statuses([False, True, False, False, False]) == [FIRST_NIGHT, "vanished"]
+    assert statuses([False, True, False, True, True]) == [FIRST_NIGHT, "vanished", "new", "steady"]
+    assert statuses([False, True, True]) == [FIRST_NIGHT, "new"]
+    assert statuses([False, True, False, False, True]) == [FIRST_NIGHT, "vanished", "steady"]
+    # On the timeline's first night every lineage is first: nothing was there before to be new against.
+    assert statuses([True, True, True]) == [FIRST_NIGHT, "steady", "steady"]
+    from core.timeline import CHANGE_STATUSES
+    assert FIRST_NIGHT not in CHANGE_STATUSES and FIRST_NIGHT in STATUSES

@@ -18,10 +18,10 @@ import functools
 
 import apache_beam as beam
 import numpy as np
-import threadpoolctl
 
 from backends import embedding
 from backends.keyword_set import load_keyword_set
+from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as mechanism
 from dp_ops.run_budget import RunBudget
@@ -44,7 +44,7 @@ def project_block(block: ConversationBlock, projection: np.ndarray | None, activ
     # already runs one process or bundle per core. With the BLAS default (a thread per core) each
     # small product waits for busy cores: 16-20x slower on the 2-vCPU bench machine when anything
     # else runs (bench/bench_dp_kmeans.py, README "Performance"). Same arithmetic, same points.
-    with _one_blas_thread():
+    with one_blas_thread():
         points = mechanism.project_points(block.embeddings, projection, active_dim)
     return dataclasses.replace(block, points=points)
 
@@ -85,18 +85,6 @@ class ClusteringDimension(beam.PTransform):
                 [mechanism.active_dimension(params, sigma, self._expected_users)])
         return (blocks | "DP user count" >> self._user_count
                 | "dimension from the DP count" >> beam.Map(lambda users: mechanism.active_dimension(params, sigma, users)))
-
-
-_blas_controller = None
-
-
-def _one_blas_thread():
-    # The controller is made once per process: threadpool_limits() alone scans every loaded library
-    # on each call (~5 ms, as slow as the problem it solves).
-    global _blas_controller
-    if _blas_controller is None:
-        _blas_controller = threadpoolctl.ThreadpoolController()
-    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 def points_and_weights(block: ConversationBlock) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """ThemeHistogram: every night, each fixed public theme's size as one user-level DP histogram
 (dp_ops/theme_histogram.py): the bounded, embedded conversations -> report.json's `themes` section.
 
-ThemeVotes gives each conversation's weight to its nearest theme (a public rule, one conversation at
+ThemeVotes gives each conversation's weight to its theme (a public rule: its nearest keywords' category, one conversation at
 a time; a conversation whose embedding is unusable is dead-lettered alone), DPKeywordVotes' release
 of weighted votes sums them over the fixed partition with Gaussian noise (one "cluster"), and the
 section states each theme's noisy size, 95% interval and share. Independent of the clustering: the
@@ -15,12 +15,13 @@ import dataclasses
 import apache_beam as beam
 
 from backends.keyword_categories import KeywordCategories
+from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock, DeadLetter
 from dp_ops.run_budget import RunBudget
 from dp_ops.theme_histogram import (
     NOISE_STREAM,
+    ThemeRule,
     nearest_theme,
-    theme_anchors,
     theme_columns,
     theme_spend,
     themes_section,
@@ -49,18 +50,23 @@ class _ThemeVotesFn(beam.DoFn):
 
     def setup(self):
         self._categories.setup()
-        self._anchors = theme_anchors(keyword_vectors(self._model, self._keywords), self._keywords,
-                                      self._categories.category_of, self.columns[:-1])
+        self._rule = ThemeRule.of(keyword_vectors(self._model, self._keywords), self._keywords,
+                                  self._categories.category_of, self.columns[:-1])
 
     def process(self, block: ConversationBlock):
-        for conversation_id, weight, embedding in zip(block.conversation_ids, block.weights.tolist(),
-                                                      block.embeddings):
-            try:
-                theme = self.columns[nearest_theme(embedding, self._anchors)]
-            except ValueError as error:
-                yield stage_dead_letter("themes", "theme_assignment_failed", conversation_id, error)
-                continue
-            yield THEMES_CLUSTER, theme, float(weight)
+        with one_blas_thread():
+            themes = [self._theme(embedding) for embedding in block.embeddings]
+        for conversation_id, weight, theme in zip(block.conversation_ids, block.weights.tolist(), themes):
+            if isinstance(theme, ValueError):
+                yield stage_dead_letter("themes", "theme_assignment_failed", conversation_id, theme)
+            else:
+                yield THEMES_CLUSTER, theme, float(weight)
+
+    def _theme(self, embedding) -> str | ValueError:
+        try:
+            return self.columns[nearest_theme(embedding, self._rule)]
+        except ValueError as error:
+            return error
 
 
 class ThemeHistogram(beam.PTransform):

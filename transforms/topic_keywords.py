@@ -100,7 +100,8 @@ class TopicKeywordsOutput:
     --keyword_mode both, else None. `sampled` and `keyword_pairs` (the sampled blocks and the selected
     vote records, for the run stats) and `dead_letter`: None in centroid mode. `labelling`: report.json's
     labelling section (None in centroid mode); `stage`: the DP stage, registered with the budget (None:
-    centroid mode)."""
+    centroid mode); `release`: its noisy release, ((cluster_id, column), noisy value) (None: centroid
+    mode), which the evaluation sums into the free themes (eval/utility/nightly_stream.py)."""
 
     labels: beam.PCollection
     centroid_keywords: beam.PCollection | None = None
@@ -109,6 +110,7 @@ class TopicKeywordsOutput:
     dead_letter: beam.PCollection | None = None
     labelling: dict | None = None
     stage: beam.PTransform | None = None
+    release: beam.PCollection | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +166,7 @@ class TopicKeywords(beam.PTransform):
             return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords)
         return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords, sampled=votes.sampled,
                                    keyword_pairs=votes.keyword_pairs, dead_letter=votes.dead_letter,
-                                   labelling=votes.labelling, stage=votes.stage)
+                                   labelling=votes.labelling, stage=votes.stage, release=votes.release)
 
     def _votes(self, engine, assigned) -> _Votes:
         """Sample, select and release the DP votes (or counts); the release floors and the labelling section."""
