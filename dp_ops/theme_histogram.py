@@ -7,8 +7,8 @@ keywords belong to, the nearest of them breaking a tie; OTHER_THEME when even it
 similar than `MIN_THEME_SIMILARITY`), and votes its contribution weight w = 1/n_u there (the weight DP k-means and
 the keyword votes give it: a user's weights sum to at most 1). A user's vote vector over the themes
 therefore has L2 norm <= L1 norm <= 1, and one Gaussian sum of L2 sensitivity 1 over all themes releases
-them: the same mechanism as the keyword votes (dp_ops.keyword_votes.weighted_vote_spend), over one
-"cluster". A theme's noisy sum is in users (a user whose every conversation is in it adds 1).
+them: a fixed-partition histogram (dp_ops/fixed_histogram.py, the keyword votes' mechanism over one
+"cluster"), as the facets are. A theme's noisy sum is in users (a user whose every conversation is in it adds 1).
 
 Because the partition never changes, nights are directly comparable: a theme's size tonight against
 its last week's needs no lineage (core/timeline.py). The stage is part of the run's joint calibration
@@ -24,9 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.spend import MechanismSpend
+from dp_ops.fixed_histogram import Z_95, FixedPartition, fixed_partition_request
 from dp_ops.joint_calibration import StageRequest
-from dp_ops.keyword_votes import VOTE_L2_SENSITIVITY, weighted_vote_spend
 
 STAGE = "themes"
 OTHER_THEME = "Other"
@@ -41,21 +40,21 @@ THEME_NEIGHBOURS = 5
 MIN_THEME_SIMILARITY = 0.3
 # The seeded test noise's stream (dp_ops.gaussian_noise): distinct from the keyword votes'.
 NOISE_STREAM = 0x7E4E
-# Two-sided 95% interval of a Gaussian.
-Z_95 = 1.959963984540054
+# How the report names the themes' release and its unit (the release's declaration, `theme_partition`).
+THEME_MECHANISM = ("theme histogram: Gaussian sum per fixed public theme (the keyword set's categories and "
+                   "Other; each conversation weighs 1/n_u and votes its nearest theme; user L2 <= 1)")
+THEME_UNIT = "theme sum, in users"
 
 
 def theme_request(weight: float) -> StageRequest:
-    """The themes' calibration request: one Gaussian sum of L2 sensitivity 1, drawn by
-    dp_ops.gaussian_noise from the noise multiplier."""
-    return StageRequest(STAGE, "gaussian", VOTE_L2_SENSITIVITY, weight, drawn_by_pipeline_dp=False)
+    """The themes' calibration request: one fixed-partition histogram (a Gaussian sum of L2 sensitivity 1,
+    drawn by dp_ops.gaussian_noise from the noise multiplier)."""
+    return fixed_partition_request(STAGE, weight)
 
 
-def theme_spend(noise_multiplier: float, delta: float) -> MechanismSpend:
-    return weighted_vote_spend(
-        STAGE, "theme histogram: Gaussian sum per fixed public theme (the keyword set's categories and "
-               "Other; each conversation weighs 1/n_u and votes its nearest theme; user L2 <= 1)",
-        "theme sum, in users", noise_multiplier, delta)
+def theme_partition(columns: Sequence[str]) -> FixedPartition:
+    """The themes' release as a fixed public partition (dp_ops/fixed_histogram.py): its spend and noise stream."""
+    return FixedPartition(STAGE, tuple(columns), THEME_MECHANISM, THEME_UNIT, NOISE_STREAM)
 
 
 def theme_columns(categories: Sequence[str]) -> tuple[str, ...]:

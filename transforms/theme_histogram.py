@@ -19,11 +19,10 @@ from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock, DeadLetter
 from dp_ops.run_budget import RunBudget
 from dp_ops.theme_histogram import (
-    NOISE_STREAM,
     ThemeRule,
     nearest_theme,
     theme_columns,
-    theme_spend,
+    theme_partition,
     themes_section,
 )
 from transforms.centroid_keywords import keyword_vectors
@@ -79,8 +78,9 @@ class ThemeHistogram(beam.PTransform):
         super().__init__()
         self._fn = _ThemeVotesFn(tuple(keywords), categories, model)
         self._sensitive = categories.sensitive
+        partition = theme_partition(self._fn.columns)
         self._release = DPKeywordVotes(1, self._fn.columns, noise_multiplier, delta, [THEMES_CLUSTER], budget,
-                                       noise_seed, spend_of=theme_spend, noise_stream=NOISE_STREAM)
+                                       noise_seed, spend_of=partition.spend, noise_stream=partition.noise_stream)
 
     def _section(self, release) -> dict:
         values = dict(release)
