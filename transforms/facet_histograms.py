@@ -21,6 +21,7 @@ from apache_beam.metrics import Metrics
 
 from backends.facet_set import FacetClassifier, FacetDeclaration
 from backends.keyword_categories import KeywordCategories
+from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock
 from dp_ops.facets import UNKNOWN, by_topic_partition, facet_section, overall_partition
 from dp_ops.fixed_histogram import FixedPartition
@@ -59,18 +60,25 @@ class _AnswerFacetsFn(beam.DoFn):
         self._counters = {facet.name: Metrics.counter("facets", f"unknown_{facet.name}") for facet in self._facets}
 
     def process(self, block: ConversationBlock):
-        for text, embedding, cluster, weight in zip(block.facets, block.embeddings, block.cluster_ids.tolist(),
-                                                    block.weights.tolist()):
-            for classifier in self.classifiers:
-                name = classifier.facet.name
-                try:
-                    answer = classifier.answer(text, embedding)
-                except Exception:  # noqa: BLE001 - any classifier failure is this record's "unknown", counted
-                    answer = UNKNOWN
-                if answer == UNKNOWN:
-                    self.unknown[name] += 1
-                    self._counters[name].inc()
-                yield name, int(cluster), answer, float(weight)
+        # One BLAS thread for the per-conversation products (core/blas_threads.py says why); the answers
+        # are taken first so that the limit is not held across the yields.
+        with one_blas_thread():
+            answers = [[self._answer(classifier, text, embedding) for classifier in self.classifiers]
+                       for text, embedding in zip(block.facets, block.embeddings)]
+        for row, cluster, weight in zip(answers, block.cluster_ids.tolist(), block.weights.tolist()):
+            for classifier, answer in zip(self.classifiers, row):
+                yield classifier.facet.name, int(cluster), answer, float(weight)
+
+    def _answer(self, classifier: FacetClassifier, text: str, embedding) -> str:
+        name = classifier.facet.name
+        try:
+            answer = classifier.answer(text, embedding)
+        except Exception:  # noqa: BLE001 - any classifier failure is this record's "unknown", counted
+            answer = UNKNOWN
+        if answer == UNKNOWN:
+            self.unknown[name] += 1
+            self._counters[name].inc()
+        return answer
 
 
 class FacetHistograms(beam.PTransform):
