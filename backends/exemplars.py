@@ -101,14 +101,18 @@ def variations_per_round(candidates: int, count: int) -> int:
 
 def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
                      points_of: Callable[[list[str]], np.ndarray], count: int, candidates: int = 20,
-                     rounds: int = 2) -> Evolution:
+                     rounds: int = 2, refuse: Callable[[list[str]], list[str | None]] | None = None) -> Evolution:
     """Up to `count` exemplars for one released topic.
 
     `centre`: the topic's released DP centre (clustering space); `points_of`: texts -> unit rows in
     that space (the job's embedding model, basis and dimension). Round 0 drafts `candidates`; each
     of `rounds` rounds varies the best few and ranks everything written so far again. A topic whose
     label is unverified (backends/label_evidence.py) gets none: examples written from a sensitive
-    guess would show the reader requests that no vote of its conversations supports."""
+    guess would show the reader requests that no vote of its conversations supports.
+    `refuse`: texts -> a reason (counted in `dropped`) or None for each, for what a caller may not
+    keep beyond candidate_problem's rules; the centre decoder (backends/centre_decoder.py) runs this
+    same search over candidate names and refuses those of a sensitive category the topic's votes do
+    not support, before they are scored (so they are never varied either)."""
     if topic.get("label_evidence") == UNVERIFIED:
         return Evolution([], [], 0, {})
     norm = float(np.linalg.norm(centre))
@@ -117,13 +121,21 @@ def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
     dropped: collections.Counter = collections.Counter()
     scored: list[tuple[Exemplar, np.ndarray]] = []
 
+    def usable(texts: list[str]) -> list[str]:
+        kept = usable_candidates(texts, seen, dropped)
+        if refuse is None or not kept:
+            return kept
+        problems = refuse(kept)
+        dropped.update(problem for problem in problems if problem is not None)
+        return [text for text, problem in zip(kept, problems) if problem is None]
+
     def score(texts: list[str], round_: int) -> None:
         if texts:
             points = points_of(texts)
             scored.extend((Exemplar(text, float(point @ direction), round_), point)
                           for text, point in zip(texts, points))
 
-    score(usable_candidates(writer.write(topic, candidates), seen, dropped), 0)
+    score(usable(writer.write(topic, candidates)), 0)
     first_draft = best_distinct(scored, count)
     parents = max(count, 3)
     varied: set[str] = set()
@@ -134,6 +146,5 @@ def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
         if not winners:
             break
         varied.update(winners)
-        score(usable_candidates(writer.vary(topic, winners, variations_per_round(candidates, count)), seen,
-                                dropped), round_)
+        score(usable(writer.vary(topic, winners, variations_per_round(candidates, count))), round_)
     return Evolution(best_distinct(scored, count), first_draft, len(scored), dict(dropped))

@@ -10,7 +10,12 @@ sees one conversation at a time, so a batch gives each the answer it gets alone.
   download the large model) on the text; a language outside the answers is the facet's "other".
   With an LLM facet extractor the text is an English summary, so this facet then says "en".
 - "nearest_description": the answer owning the description nearest the embedding (cosine), or
-  "other" when even that one is below "min_similarity". Descriptions are public phrases.
+  "other" when even that one is below "min_similarity". Descriptions are public phrases. An answer
+  with "cues" holds only for a text containing one of them (case-insensitive substrings); otherwise
+  the nearest description of another answer decides. Translation has cues ("translat", "traduc",
+  "übersetz", "翻译", ...): the embedding model is English, and a text in another language lands near
+  the descriptions that name languages, so without the cue rule being non-English looked like a
+  request to translate.
 - "sensitive_similarity": the conversation's cosine similarity to the nearest keyword of the keyword
   set's sensitive categories; the answer is the last whose "from" threshold it reaches (the first
   answer has none). Levels of concern, not a verdict: the keywords name what is sensitive.
@@ -44,6 +49,7 @@ class Answer:
     label: str
     descriptions: tuple[str, ...] = ()
     threshold: float | None = None  # sensitive_similarity: the similarity from which this level holds
+    cues: tuple[str, ...] = ()  # nearest_description: the text must contain one (casefolded) for this answer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,11 +87,14 @@ def _answer(raw: dict, where: str) -> Answer:
     descriptions = raw.get("descriptions", [])
     if not isinstance(descriptions, list) or not all(isinstance(d, str) and d.strip() for d in descriptions):
         raise ValueError(f"{where}: {raw['id']}'s \"descriptions\" must be a list of phrases")
+    cues = raw.get("cues", [])
+    if not isinstance(cues, list) or not all(isinstance(c, str) and c.strip() for c in cues):
+        raise ValueError(f"{where}: {raw['id']}'s \"cues\" must be a list of strings")
     threshold = raw.get("from")
     if threshold is not None and not (isinstance(threshold, (int, float)) and math.isfinite(threshold)):
         raise ValueError(f"{where}: {raw['id']}'s \"from\" must be a number")
     return Answer(raw["id"], raw.get("label", raw["id"]), tuple(descriptions),
-                  None if threshold is None else float(threshold))
+                  None if threshold is None else float(threshold), tuple(c.casefold() for c in cues))
 
 
 def _facet(raw: dict, where: str) -> FacetDeclaration:
@@ -158,6 +167,7 @@ class FacetClassifier:
         self.facet = facet
         self._detect = detect
         self._rows = self._owners = None
+        self._cues = {answer.id: answer.cues for answer in facet.answers if answer.cues}
 
     def setup(self, vectors_of: Callable[[tuple[str, ...]], np.ndarray], sensitive_keywords: tuple[str, ...]):
         if self.facet.classifier == "nearest_description":
@@ -176,8 +186,13 @@ class FacetClassifier:
             return code if code in facet.answer_ids else facet.other
         similarity = self._rows @ _unit(embedding)  # one conversation: a matrix-vector product
         if facet.classifier == "nearest_description":
-            best = int(np.argmax(similarity))  # the first of equal ones: the file's order
-            return self._owners[best] if similarity[best] >= facet.min_similarity else facet.other
+            folded = str(text).casefold()
+            for best in np.argsort(-similarity, kind="stable").tolist():  # stable: the first of equal ones, the file's order
+                cues = self._cues.get(self._owners[best])
+                if cues and not any(cue in folded for cue in cues):
+                    continue  # a cued answer without its cue: the next nearest description decides
+                return self._owners[best] if similarity[best] >= facet.min_similarity else facet.other
+            return facet.other
         nearest = float(similarity.max())
         level = facet.answers[0].id
         for answer in facet.answers[1:]:

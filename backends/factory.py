@@ -7,6 +7,7 @@ keyword proposals) get none: a record whose call fails is dead-lettered, or prop
 
 from __future__ import annotations
 
+from backends.centre_decoder import TemplateLabelWriter
 from backends.interfaces import (
     ClusterNamer,
     ExemplarWriter,
@@ -56,6 +57,16 @@ def make_exemplar_writer(llm: LLMParams | None) -> ExemplarWriter:
         return offline
     from backends.llm.steps import LLMExemplarWriter
     return LLMExemplarWriter(llm, fallback=offline)
+
+
+def make_label_writer(llm: LLMParams | None) -> ExemplarWriter:
+    """The centre decoder's candidate names (--centre_decoder): on the model when it names topics
+    (--llm_steps names), else from templates; the templates are the model's per-call fallback."""
+    offline = TemplateLabelWriter()
+    if llm is None or not llm.uses("names"):
+        return offline
+    from backends.llm.steps import LLMLabelWriter
+    return LLMLabelWriter(llm, fallback=offline)
 
 
 def make_keyword_proposer(llm: LLMParams | None) -> KeywordProposer:

@@ -32,6 +32,15 @@ third of whose votes went to one sensitive category) is named by its other evide
 (transforms/voted_labels.py drops the thin category before the topic's keywords and category are
 chosen), and the share is released as a number, `sensitive_share` (post-processing of DP values).
 
+A name from votes must also stand for its topic: a keyword can clear the noise floor while holding a
+small part of a large topic's votes. Each vote-named topic publishes its keywords' and category's
+shares of its votes with 95% intervals (`keyword_shares`, `category_share`: transforms/voted_labels.py
+`vote_shares`), and keeps its name unless the share of what names it is shown to be small (its upper
+bound under `NAME_SHARE`): its lead keyword or its category (`named_by_votes`); a topic where neither does is named
+"Mixed: <its top keywords>". Over all of K a keyword's share is a ratio to a sum of |K| noisy values,
+so its interval is wide and the category (a share of ~40 values) decides, unless --keyword_candidates
+narrows the keywords a topic's share is taken over. Sensitive categories keep their own, stricter rule above.
+
 Both the job (transforms/name_clusters.py) and the in-process evaluation call `labelled_topic` through
 `name_topic`, and both label topics through transforms/voted_labels.py's LabelTopics.
 """
@@ -41,7 +50,7 @@ from __future__ import annotations
 import math
 
 from backends.keyword_categories import dominant_category
-from backends.offline import MAX_NAME_WORDS, UNLABELLED_NAME, cut_name, in_running_text, note_label_source
+from backends.offline import MAX_NAME_WORDS, UNLABELLED_NAME, cut_name, in_running_text, join_words, note_label_source
 from core.report import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from dp_ops.dp_counts import noise_upper_quantile
 
@@ -61,6 +70,13 @@ SENSITIVE_NAME_SHARE = 0.5
 # Each bound of `vote_share` takes each of its two noisy sums at its one-sided 1 - SHARE_TAIL quantile,
 # so it fails with probability at most 2 x SHARE_TAIL = 5% (a union bound): a 95% bound.
 SHARE_TAIL = 0.025
+# A keyword or category whose share of its topic's votes is shown to be under this (its upper 95% bound)
+# does not name the topic (docs/report.md, "Names that stand for their topic": chosen on the shared real
+# mix and the generated sample, where the lower bound is 0 for most well-named topics).
+NAME_SHARE = 0.2
+# A vote-named topic none of whose keywords or category reaches NAME_SHARE: "Mixed: <top keywords>".
+MIXED_PREFIX = "Mixed: "
+MIXED_KEYWORDS = 3
 
 
 def label_evidence(source: str, keywords: list[str], category_of: dict[str, str | None],
@@ -173,19 +189,50 @@ def share_note(share: dict) -> str:
             f"{'' if exact else 'or uncertain '}a share to name it by{rule}; its sensitive_share says which.")
 
 
+def stands_for_topic(row: dict | None) -> bool:
+    """Whether a keyword's or category's share of its topic's votes (a histogram_rows row) may be a
+    meaningful part of it: not shown to be under NAME_SHARE. A topic's votes are a sample of tens of
+    users, so a share's interval is wide; a lower-bound rule would rename most well-named topics."""
+    return row is not None and row["share_high"] >= NAME_SHARE
+
+
+def named_by_votes(evidence: str, shares: dict | None) -> bool:
+    """Whether a topic labelled from votes with `shares` (`vote_shares`) keeps the name its votes give:
+    its lead keyword (VOTED) or its category (the head of a VOTED name, a CATEGORY_VOTED name) stands
+    for it. A topic without shares, or not named by its votes, keeps its name."""
+    if shares is None or evidence not in VOTED_CATEGORY_EVIDENCE:
+        return True
+    lead = shares["keywords"][0] if evidence == VOTED and shares["keywords"] else None
+    return stands_for_topic(lead) or stands_for_topic(shares.get("category"))
+
+
+def mixed_text(keywords: list[str], shares: dict) -> tuple[str, str]:
+    """Name and description of a topic none of whose keywords or category stands for it."""
+    rows = {row["keyword"]: row for row in shares["keywords"]}
+    held = join_words([f"{k} {rows[k]['share']:.0%}" for k in keywords[:MIXED_KEYWORDS] if k in rows])
+    return (cut_name(MIXED_PREFIX + ", ".join(keywords[:MIXED_KEYWORDS]), MAX_NAME_WORDS),
+            f"No keyword or category holds a clear share of this topic's votes (the upper 95% bound of each "
+            f"share is under {NAME_SHARE:.0%}){f'; its top keywords hold {held}' if held else ''}. It mixes "
+            "several requests.")
+
+
 def labelled_topic(name_keywords, keywords: list[str], source: str, category_of: dict[str, str | None],
                    sensitive: frozenset[str], voted_category: str | None = None,
-                   sensitive_share: dict | None = None) -> dict:
+                   sensitive_share: dict | None = None, shares: dict | None = None) -> dict:
     """A released topic's {"name", "description", "keywords", "label_source", "label_evidence"}, and
-    "voted_category" when its votes support one, and "sensitive_share" (`vote_share`) when a sensitive
-    category's votes cleared their floor. `name_keywords(keywords) -> (name, description)` is
+    "voted_category" when its votes support one, "sensitive_share" (`vote_share`) when a sensitive
+    category's votes cleared their floor, and with `shares` (`vote_shares`) its shown keywords' shares
+    ("keyword_shares") and its voted category's ("category_share"); a topic whose name would not
+    stand for it is named as mixed (`named_by_votes`). `name_keywords(keywords) -> (name, description)` is
     the namer; it is not asked for a topic named by its category alone, nor for an unverified topic
     (its name is fixed, and an LLM namer would only be sent a guess). The caller
     (transforms/voted_labels.py) has already kept a sensitive category that `may_name` refuses out of
     `keywords` and `voted_category`."""
     evidence = label_evidence(source, keywords, category_of, sensitive)
     shown = shown_keywords(keywords, evidence, category_of, sensitive)
-    if source == CATEGORY_SOURCE:
+    if not named_by_votes(evidence, shares):
+        name, description = mixed_text(shown or [voted_category], shares)
+    elif source == CATEGORY_SOURCE:
         if voted_category is None:
             raise ValueError("a topic labelled by its category votes needs the voted category")
         name, description = category_text(voted_category, shown)
@@ -204,4 +251,23 @@ def labelled_topic(name_keywords, keywords: list[str], source: str, category_of:
         topic["voted_category"] = voted_category
     if sensitive_share is not None:
         topic["sensitive_share"] = dict(sensitive_share)
+    if shares is not None:
+        topic["keyword_shares"] = [row for row in shares["keywords"] if row["keyword"] in shown]
+        if shares.get("category") is not None and topic.get("voted_category"):
+            topic["category_share"] = dict(shares["category"])
     return topic
+
+
+def voted_categories(topic: dict, category_of: dict[str, str | None]) -> frozenset[str]:
+    """The categories a released topic's own DP votes support: its voted category (VOTED or
+    CATEGORY_VOTED), and the categories of its keywords when they are its own votes (VOTED). A name
+    that no vote wrote (one decoded from the DP centre, backends/centre_decoder.py) may lie in a
+    sensitive category only if it is one of these: the rule names from votes already follow
+    (`may_name` was applied before the label was chosen, transforms/voted_labels.py)."""
+    evidence = topic.get("label_evidence")
+    supported = set()
+    if evidence in VOTED_CATEGORY_EVIDENCE and topic.get("voted_category"):
+        supported.add(topic["voted_category"])
+    if evidence == VOTED:
+        supported |= {category_of.get(k) for k in topic.get("keywords") or []}
+    return frozenset(c for c in supported if c is not None)

@@ -17,6 +17,13 @@ turns until it reaches it; the planted conversation is the floor, so 3,000 such 
 median ~220 characters, 90th percentile ~640, 99th ~1,900. The default keeps the planted conversations' own lengths (median ~160,
 90th percentile ~235), which the tests and the evaluation data use. The scale bench uses `real`.
 
+`--facet_mix` plants languages and kinds of request: the sample is drawn from the ten topics of
+`sample_facets` (not all 25), each conversation written in a language drawn from its topic's declared
+shares (for example poetry 40% Spanish, travel 30% French and 10% German; the rest English) and asking
+for the topic's kind of request; each record then also carries `planted_language` and
+`planted_request_kind` (ignored by the pipeline) for eval/utility/facet_accuracy.py. Without it the
+output is unchanged.
+
 `--malformed N` appends N invalid lines cycling through every kind of bad input the pipeline must
 dead-letter (bad JSON, invalid UTF-8, missing ids, wrong types, no user message, oversized records).
 """
@@ -31,6 +38,7 @@ import random
 import string
 from collections.abc import Iterator
 
+from beam_jobs.sample_facets import FACET_TOPICS, FacetTopic, facet_topic
 from beam_jobs.sample_topics import PLANTED_TOPICS, PlantedTopic
 
 _ASSISTANT_REPLIES = (
@@ -84,6 +92,18 @@ def conversation_messages(topic: PlantedTopic, rng: random.Random, ticket: str) 
     return messages
 
 
+def facet_conversation_messages(facet: FacetTopic, language: str, rng: random.Random, ticket: str) -> list[dict]:
+    """A conversation of `facet`'s topic and kind whose user turns are all in `language`; the first
+    carries `ticket`."""
+    messages = []
+    for i, turn in enumerate(facet.turns(language, rng)):
+        messages.append({"role": "user", "content": f"{turn} (ticket {ticket})" if i == 0 else turn})
+        messages.append({"role": "assistant", "content": rng.choice(_ASSISTANT_REPLIES).format(hint=rng.choice(_HINTS))})
+    if rng.random() < 0.2:
+        messages.insert(0, {"role": "system", "content": "You are a helpful assistant."})
+    return messages
+
+
 # log(characters of user text) ~ Normal(mean, std), measured on the shared real sets (only these two
 # summary figures are kept here, no text).
 REAL_LOG_LENGTH = (5.02, 1.08)
@@ -111,17 +131,21 @@ def user_activity_weights(num_users: int, rng: random.Random) -> list[float]:
 
 def generate_records(num_conversations: int, num_users: int, seed: int,
                      start_date: dt.date = dt.date(2026, 11, 1), days: int = 1,
-                     topics: int | None = None, lengths: str = "planted") -> Iterator[dict]:
+                     topics: int | None = None, lengths: str = "planted", facet_mix: bool = False) -> Iterator[dict]:
     """Yields valid conversation records (dicts) with a `planted_topic` field, drawn from the first
-    `topics` planted topics (default: all of them). `lengths`: "planted" or "real" (see the module
-    docstring); "real" draws from its own random stream, so the records are otherwise the same."""
+    `topics` planted topics (default: all of them; with `facet_mix`, of its ten). `lengths`: "planted"
+    or "real" (see the module docstring); "real" draws from its own random stream, so the records are
+    otherwise the same. `facet_mix`: plant languages and kinds of request (the module docstring)."""
     if num_users < 1 or num_conversations < 0:
         raise ValueError("need at least one user and a non-negative number of conversations")
-    if topics is not None and not 2 <= topics <= len(PLANTED_TOPICS):
-        raise ValueError(f"topics must be in [2, {len(PLANTED_TOPICS)}], got {topics}")
+    pool = tuple(t for f in FACET_TOPICS for t in PLANTED_TOPICS if t.name == f.topic) if facet_mix else PLANTED_TOPICS
+    if topics is not None and not 2 <= topics <= len(pool):
+        raise ValueError(f"topics must be in [2, {len(pool)}], got {topics}")
     if lengths not in LENGTHS:
         raise ValueError(f"lengths must be one of {LENGTHS}, got {lengths!r}")
-    planted = PLANTED_TOPICS[:topics]
+    if facet_mix and lengths != "planted":
+        raise ValueError("facet_mix writes its own turns in each language: lengths must be 'planted'")
+    planted = pool[:topics]
     rng = random.Random(seed)
     length_rng = random.Random(f"lengths-{seed}")
     users = [f"user-{i:06d}" for i in range(num_users)]
@@ -136,7 +160,14 @@ def generate_records(num_conversations: int, num_users: int, seed: int,
         else:
             topic = rng.choice(planted)
         timestamp = start + dt.timedelta(seconds=rng.randrange(days * 86400))
-        messages = conversation_messages(topic, rng, ticket_code(rng))
+        planted_facets = {}
+        if facet_mix:
+            facet = facet_topic(topic.name)
+            language = facet.language(rng)
+            messages = facet_conversation_messages(facet, language, rng, ticket_code(rng))
+            planted_facets = {"planted_language": language, "planted_request_kind": facet.request_kind}
+        else:
+            messages = conversation_messages(topic, rng, ticket_code(rng))
         if lengths == "real":
             target = round(length_rng.lognormvariate(*REAL_LOG_LENGTH))
             messages = lengthen(messages, topic, length_rng, target)
@@ -147,6 +178,7 @@ def generate_records(num_conversations: int, num_users: int, seed: int,
             "messages": messages,
             "source": "urania-beam synthetic sample",
             "planted_topic": topic.name,
+            **planted_facets,
         }
 
 
@@ -178,12 +210,14 @@ def malformed_line(kind: str, index: int) -> bytes:
 
 
 def write_sample(path: str, num_conversations: int, num_users: int, seed: int,
-                 malformed: int = 0, days: int = 1, topics: int | None = None, lengths: str = "planted") -> int:
+                 malformed: int = 0, days: int = 1, topics: int | None = None, lengths: str = "planted",
+                 facet_mix: bool = False) -> int:
     """Writes the sample as JSON Lines (gzip if path ends in .gz); returns the number of lines."""
     opener = gzip.open if path.endswith(".gz") else open
     lines = 0
     with opener(path, "wb") as out:
-        for record in generate_records(num_conversations, num_users, seed, days=days, topics=topics, lengths=lengths):
+        for record in generate_records(num_conversations, num_users, seed, days=days, topics=topics, lengths=lengths,
+                                       facet_mix=facet_mix):
             out.write(json.dumps(record).encode() + b"\n")
             lines += 1
         for i in range(malformed):
@@ -204,11 +238,13 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"draw from the first N planted topics (default: all {len(PLANTED_TOPICS)})")
     parser.add_argument("--lengths", choices=LENGTHS, default="planted",
                         help="planted: the planted conversations' lengths; real: a long-tailed spread like real logs")
+    parser.add_argument("--facet_mix", action="store_true",
+                        help="plant languages and kinds of request per topic (beam_jobs/sample_facets.py)")
     args = parser.parse_args(argv)
     import os
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     lines = write_sample(args.output, args.conversations, args.users, args.seed, args.malformed, args.days,
-                         args.topics, args.lengths)
+                         args.topics, args.lengths, args.facet_mix)
     print(f"wrote {lines} lines ({args.conversations} conversations, {args.malformed} malformed) to {args.output}")
 
 

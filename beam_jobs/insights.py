@@ -19,10 +19,12 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from backends import factory
+from backends.centre_decoder import load_bank
 from backends.facet_set import load_facet_set
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import KeywordSet, load_keyword_set
 from backends.label_evidence import sensitive_guess
+from backends.token_decoder import TokenDecoder
 from beam_jobs import job_help, progress
 from beam_jobs.freed_memory import freed_memory_returned
 from beam_jobs.job_runtime import (
@@ -47,7 +49,8 @@ from beam_jobs.options import (
     resolve_embedding_threads,
     runs_on_dataflow,
 )
-from core.lineage import LOOKBACK_NIGHTS, PreviousNights
+from core.lineage import LOOKBACK_NIGHTS
+from core.previous_nights import PreviousNights
 from core.release_gate import load_canaries
 from core.released_runs import committed_dates, released_reports
 from core.run_context import RunContext, make_run_context
@@ -60,6 +63,7 @@ from dp_ops.run_budget import RunBudget, spend_event
 from transforms import dp_stage_specs
 from transforms.assign_clusters import assignment_rows
 from transforms.bound_contributions import BoundUserContributions
+from transforms.decode_centres import DecoderSettings
 from transforms.dp_stage import require_registered_dp_stages
 from transforms.dp_stage_specs import StageSettings
 from transforms.embed import EmbedConversations
@@ -67,6 +71,7 @@ from transforms.engine import BeamEngine
 from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun
 from transforms.read_conversations import ReadConversations
+from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_keywords import KeywordSettings
 from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan, topic_stages
@@ -148,7 +153,7 @@ def stage_requests(params: InsightsParams):
     return dp_stage_specs.stage_requests(StageSettings(
         privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
         privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users, params.keywords.themes,
-        len(params.keywords.facet_names)))
+        len(params.keywords.facet_names), params.decoding.token_decoding))
 
 
 def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBudget:
@@ -221,6 +226,8 @@ def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: Key
         # Public: the selected facets' declarations (an unknown name is refused here, before any data is read).
         facets=load_facet_set(params.keywords.facet_set).select(params.keywords.facet_names)
         if params.keywords.facet_names else (),
+        decoder=decoder_settings(params, llm),
+        token_decoding=token_decoding_plan(params),
     )
 
 
@@ -245,6 +252,22 @@ def exemplar_settings(params: InsightsParams, llm) -> ExemplarSettings:
     return ExemplarSettings(exemplars.exemplars_per_topic, exemplars.exemplar_candidates, exemplars.exemplar_rounds,
                             factory.make_exemplar_writer(llm) if exemplars.exemplars_per_topic else None,
                             embedding.embedding_backend, embedding.embedding_device)
+
+
+def decoder_settings(params: InsightsParams, llm) -> DecoderSettings | None:
+    """--centre_decoder's writer and the bundled public bank; None when names are not decoded."""
+    if not params.exemplars.centre_decoder:
+        return None
+    return DecoderSettings(factory.make_label_writer(llm), load_bank(), params.embedding.embedding_backend,
+                           params.embedding.embedding_device)
+
+
+def token_decoding_plan(params: InsightsParams) -> TokenDecodingPlan | None:
+    """--token_decoding_steps' parameters, the bundled model (loaded on the workers) and the sampling seed
+    (the run's); None when it is off."""
+    if params.decoding.token_decoding is None:
+        return None
+    return TokenDecodingPlan(params.decoding.token_decoding, TokenDecoder(), params.run.seed)
 
 
 def run_budget(keyword_set: KeywordSet, delta: float) -> RunBudget:
@@ -294,14 +317,16 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
             lambda d: {"clustering_dimension": d, "warm_start": warm_started}),
         lineage=released.lineage, plan=night.report_section(params),
         themes=topics.themes.section if topics.themes else None,
-        facets=topics.facets.section if topics.facets else None)
+        facets=topics.facets.section if topics.facets else None,
+        token_descriptions=topics.token_decoding.descriptions if topics.token_decoding else None)
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
     # The guesses the public names withhold, for an operator (private/; post-processing, no budget).
     (keywords.labels | "sensitive guesses" >> beam.FlatMap(sensitive_guess_rows, plan.categories)
      | "write sensitive guesses" >> WriteJsonLines(paths["sensitive_guesses"]))
 
     dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter, keywords.dead_letter,
-                    topics.themes.dead_letter if topics.themes else None]
+                    topics.themes.dead_letter if topics.themes else None,
+                    topics.token_decoding.dead_letter if topics.token_decoding else None]
     all_dead_letters = [d for d in dead_letters if d is not None] | "all dead letters" >> beam.Flatten()
     _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, keywords.sampled,
                            keywords.keyword_pairs, kmeans.active_dim)
@@ -365,6 +390,7 @@ def run(argv: list[str] | None = None) -> int:
         # name model, the local server's start, the remote backend's fixed call).
         check_embedding_device(params.embedding, pipeline_options)
         params.llm.preflight()
+        params.decoding.preflight()
         keyword_set = load_keyword_set(params.keywords.keyword_set)
         canaries = load_canaries(params.run.canary_file)
         context = make_run_context(params.reading.input, params.run.output, params.run.date,

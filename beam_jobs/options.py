@@ -22,12 +22,14 @@ from backends.embedding import BACKENDS as EMBEDDING_BACKENDS
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, check_device_value
 from backends.embedding import DEVICES as EMBEDDING_DEVICES
 from backends.llm.config import LLMParams
+from backends.token_decoder import model_path as token_decoder_model_path
 from beam_jobs.flags import options_class, params_from
 from core.params import Params, check, flag, parse_bool
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, LedgerPolicy
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
 from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
+from dp_ops.token_decoding import TokenDecodingParams
 from transforms import dp_stage_specs
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
 
@@ -101,7 +103,8 @@ class PrivacyParams(Params):
         " may be left out); a stage's noise is calibrated to its "
         "weighted share, then all are scaled together until the composition meets --epsilon. A stage that "
         "does not run (keyword_histograms with --keyword_mode centroid; user_count unless --projection_dim "
-        "auto without --expected_users) is left out.", public=True)
+        "auto without --expected_users; themes without --themes, facets and facet_topics without --facets, "
+        "token_decoding without --token_decoding_steps) is left out, and its weight moves nothing.", public=True)
     delta: float = flag(1e-6, "Total delta of a run, at which its epsilon is composed (not split between stages).",
                         type=float, public=True)
     keyword_votes: str = flag(
@@ -374,7 +377,8 @@ class KeywordParams(Params):
 
 @dataclasses.dataclass(frozen=True)
 class ExemplarParams(Params):
-    """Synthetic example requests per topic, evolved toward its DP centre (post-processing, no budget)."""
+    """Synthetic example requests per topic, and names decoded from its DP centre, both evolved toward the
+    centre (post-processing, no budget)."""
 
     exemplars_per_topic: int = flag(
         0, "Synthetic example requests released per topic (0: none). Written from the topic's released name, "
@@ -387,12 +391,72 @@ class ExemplarParams(Params):
     exemplar_rounds: int = flag(
         2, "Rounds of varying the candidates nearest the DP centre and ranking again (0: the first draft only).",
         type=int, public=True)
+    centre_decoder: bool = flag(
+        False, "Name and describe each released topic by decoding its DP centre: candidate names written from "
+               "its released labels (by the LLM backend when --llm_steps includes names, else from templates) "
+               "and from a public bank are kept by closeness to the centre, varied and kept again. The report "
+               "marks such names dp_centre_decoded; a name in a sensitive category still needs the topic's "
+               "votes. No privacy budget (docs/llm_backends.md#names-decoded-from-the-dp-centre).",
+        type=parse_bool, nargs="?", const=True)
 
     def __post_init__(self):
         check(0 <= self.exemplars_per_topic <= 10, "--exemplars_per_topic must be in [0, 10]")
         check(self.exemplars_per_topic <= self.exemplar_candidates <= 50,
               "--exemplar_candidates must be in [--exemplars_per_topic, 50]")
         check(0 <= self.exemplar_rounds <= 10, "--exemplar_rounds must be in [0, 10]")
+
+    def derived_public_values(self) -> dict:
+        # Shown only when on: a run without it releases the same report (config included) as before it existed.
+        return {"centre_decoder": True} if self.centre_decoder else {}
+
+
+MAX_TOKEN_DECODING_STEPS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingParams(Params):
+    """Token-level private decoding: each kept topic described by a frozen local LM that reads a sample of its
+    members' conversations, one DP stage of the run (dp_ops/token_decoding.py)."""
+
+    token_decoding_steps: int = flag(
+        0, "T: tokens of each kept topic's description decoded under DP (0: off). Each step averages the "
+           "clipped final hidden states of a sample of the topic's members (one conversation of one topic per "
+           "user), adds Gaussian noise and takes the LM head's argmax; the T steps are the token_decoding stage "
+           "of the joint calibration (its share of --epsilon by --epsilon_weights). Needs the bundled model "
+           "(requirements-models.txt); the report marks these descriptions dp_token_decoded "
+           "(docs/privacy.md#token-level-private-decoding).", type=int)
+    token_decoding_sample: int = flag(
+        8, "n: members sampled per topic for --token_decoding_steps, the public denominator of each mean (a "
+           "step's L2 sensitivity is 2C/n).", type=int)
+    token_decoding_clip: float = flag(
+        40.0, "C: L2 bound on each member's final hidden state for --token_decoding_steps (the bundled model's "
+              "are about 45).", type=float)
+
+    def __post_init__(self):
+        check(0 <= self.token_decoding_steps <= MAX_TOKEN_DECODING_STEPS,
+              f"--token_decoding_steps must be in [0, {MAX_TOKEN_DECODING_STEPS}] (0: off)")
+        check(self.token_decoding_sample >= 1, "--token_decoding_sample must be >= 1")
+        check(self.token_decoding_clip > 0 and math.isfinite(self.token_decoding_clip),
+              "--token_decoding_clip must be a positive finite number")
+
+    @property
+    def token_decoding(self) -> TokenDecodingParams | None:
+        """The stage's public parameters, or None when it is off."""
+        return (TokenDecodingParams(self.token_decoding_steps, self.token_decoding_sample, self.token_decoding_clip)
+                if self.token_decoding_steps else None)
+
+    def preflight(self) -> None:
+        """Before any data is read: the bundled model is installed (a missing one is a bad option)."""
+        if self.token_decoding_steps:
+            try:
+                token_decoder_model_path()
+            except RuntimeError as error:
+                raise ValueError(f"--token_decoding_steps: {error}") from None
+
+    def derived_public_values(self) -> dict:
+        # Shown only when on: a run without it releases the same report (config included) as before it existed.
+        return {"token_decoding": {"steps": self.token_decoding_steps, "sample_size": self.token_decoding_sample,
+                                   "clip_norm": self.token_decoding_clip}} if self.token_decoding_steps else {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -480,12 +544,13 @@ ClusteringOptions = options_class(ClusteringParams)
 EmbeddingOptions = options_class(EmbeddingParams)
 KeywordOptions = options_class(KeywordParams)
 ExemplarOptions = options_class(ExemplarParams)
+DecodingOptions = options_class(DecodingParams)
 LLMOptions = options_class(LLMParams)
 RunOptions = options_class(RunParams)
 
 
 class InsightsOptions(ReadingOptions, PrivacyOptions, ClusteringOptions, EmbeddingOptions, KeywordOptions,
-                      ExemplarOptions, LLMOptions, RunOptions):
+                      ExemplarOptions, DecodingOptions, LLMOptions, RunOptions):
     """Every flag of the insights job."""
 
 
@@ -556,6 +621,7 @@ class InsightsParams:
     embedding: EmbeddingParams
     keywords: KeywordParams
     exemplars: ExemplarParams
+    decoding: DecodingParams
     llm: LLMParams
     run: RunParams
 
@@ -580,7 +646,8 @@ def insights_params(options: PipelineOptions) -> InsightsParams:
     return InsightsParams(reading=params_from(options, ReadingParams), privacy=params_from(options, PrivacyParams),
                           clustering=params_from(options, ClusteringParams),
                           embedding=params_from(options, EmbeddingParams), keywords=params_from(options, KeywordParams),
-                          exemplars=params_from(options, ExemplarParams), llm=params_from(options, LLMParams),
+                          exemplars=params_from(options, ExemplarParams),
+                          decoding=params_from(options, DecodingParams), llm=params_from(options, LLMParams),
                           run=params_from(options, RunParams))
 
 

@@ -146,41 +146,11 @@ def _direction(vector: np.ndarray) -> np.ndarray | None:
     return unit if np.isfinite(unit).all() else None
 
 
-def _topics(report: dict) -> list[dict]:
+def released_topics(report: dict) -> list[dict]:
     """The report's topics that have an integer id (a malformed entry is skipped)."""
     topics = report.get("topics") if isinstance(report, dict) else None
     return [t for t in (topics if isinstance(topics, list) else [])
             if isinstance(t, dict) and isinstance(t.get("id"), int) and not isinstance(t.get("id"), bool)]
-
-
-@dataclasses.dataclass(frozen=True)
-class PreviousNights:
-    """What tonight takes from the released nights before it: the lineages it may continue, and the
-    warm start (the latest night's topic centres, largest first, seeded as clusters 0, 1, ... in
-    that order, and the lineage each of them carries)."""
-
-    known: tuple[KnownLineage, ...] = ()
-    warm_centres: np.ndarray | None = None
-    warm_lineages: tuple[str | None, ...] = ()
-
-    @classmethod
-    def of(cls, reports: list[dict], model: str, warm_start: bool = True, dim: int | None = None,
-           committed: Collection[str] | None = None) -> "PreviousNights":
-        """From `reports` (released nights, oldest first). `committed`: every committed night of the
-        output folder (core.released_runs.committed_dates), which a lineage id's date must be one of;
-        None (in-process) checks the ids' form and dates only."""
-        known = tuple(known_lineages(reports, model, dim, committed))
-        latest = reports[-1] if reports and warm_start else {}
-        centres = report_centres(latest, model, dim)
-        seeds = [t for t in _topics(latest) if t["id"] in centres]
-        if not seeds:
-            return cls(known)
-        return cls(known, np.stack([centres[t["id"]] for t in seeds]),
-                   tuple(_lineage(t, latest, committed) for t in seeds))
-
-    def seeded(self) -> dict[int, str]:
-        """Tonight's cluster id -> the lineage of the warm centre it was seeded from."""
-        return {cluster: lineage for cluster, lineage in enumerate(self.warm_lineages) if lineage}
 
 
 def known_lineages(reports: list[dict], model: str, dim: int | None = None,
@@ -188,13 +158,13 @@ def known_lineages(reports: list[dict], model: str, dim: int | None = None,
     """Every lineage in `reports` (released nights, oldest first) with its reference centre: the
     direction of the sum of its last SMOOTHING_NIGHTS released centres, which averages out part of
     each night's noise (one night's centre alone is as noisy as tonight's). A lineage whose sum has no
-    direction is left out; `committed` as for PreviousNights.of."""
+    direction is left out; `committed` as for core.previous_nights.PreviousNights.of."""
     history: dict[str, list[np.ndarray]] = {}
     last_date: dict[str, str | None] = {}
     for report in reports:
         centres = report_centres(report, model, dim)
-        for topic in _topics(report):
-            lineage = _lineage(topic, report, committed)
+        for topic in released_topics(report):
+            lineage = inheritable_lineage(topic, report, committed)
             if lineage is not None and topic["id"] in centres:
                 history.setdefault(lineage, []).append(centres[topic["id"]])
                 last_date[lineage] = _report_date(report)
@@ -202,6 +172,36 @@ def known_lineages(reports: list[dict], model: str, dim: int | None = None,
                  for lineage, centres in history.items()}
     return [KnownLineage(lineage, centre, last_date[lineage]) for lineage, centre in reference.items()
             if centre is not None]
+
+
+def split_parents(reports: list[dict]) -> dict[str, str]:
+    """lineage id -> the lineage it split from, for the lineages of `reports` (released nights, oldest first)
+    whose first night's centre is within MIN_COSINE of a lineage released in the LOOKBACK_NIGHTS nights
+    before it. Tonight's matching is one-to-one, so such a topic would have continued that lineage had
+    another of tonight's topics not been closer to it: it is a part of a known topic (a cluster that
+    split, or took a share of its neighbour's conversations), not a topic that was not there before.
+    Centres are compared in the space each report names; a report without centres splits nothing.
+    Post-processing of released centres, like the matching itself."""
+    parents: dict[str, str] = {}
+    seen: set[str] = set()
+    for index, report in enumerate(reports):
+        model = (report.get("centres") or {}).get("embedding_model") if isinstance(report, dict) else None
+        centres = report_centres(report, model) if isinstance(model, str) else {}
+        starting = [t for t in released_topics(report) if isinstance(t.get("lineage"), str) and t["lineage"] not in seen]
+        seen.update(t["lineage"] for t in released_topics(report) if isinstance(t.get("lineage"), str))
+        if not (starting and centres and index):
+            continue
+        known = known_lineages(reports[max(0, index - LOOKBACK_NIGHTS):index], model)
+        if not known:
+            continue
+        references = np.stack([k.centre for k in known])
+        for topic in starting:
+            if topic["id"] in centres and len(centres[topic["id"]]) == references.shape[1]:
+                similarity = references @ centres[topic["id"]]
+                best = int(np.argmax(similarity))
+                if similarity[best] >= MIN_COSINE:
+                    parents[topic["lineage"]] = known[best].id
+    return parents
 
 
 def _report_date(report: dict) -> str | None:
@@ -213,7 +213,7 @@ def _report_date(report: dict) -> str | None:
         return None
 
 
-def _lineage(topic: dict, report: dict, committed: Collection[str] | None) -> str | None:
+def inheritable_lineage(topic: dict, report: dict, committed: Collection[str] | None) -> str | None:
     """The topic's lineage id if it may be inherited (valid_lineage_id), else None."""
     lineage = topic.get("lineage")
     return lineage if valid_lineage_id(lineage, _report_date(report), committed) else None

@@ -99,6 +99,20 @@ EXEMPLARS_NOTE = ("Exemplars are synthetic: a model (or, offline, fixed template
                   "They cost no privacy budget (post-processing of released values).")
 
 
+DECODED_NAMES_NOTE = ("A topic whose name_evidence is dp_centre_decoded was named and described by search against its "
+                      "DP centre: candidate names written from its released labels and from a public bank, kept for "
+                      "being closest to the centre. The name is a guess at what the centre is near, not something its "
+                      "conversations said, and may be wrong; name_from_labels is the name its labels gave. It costs no "
+                      "privacy budget (post-processing of released values).")
+
+
+TOKEN_DECODING_NOTE = ("A topic's token_decoded description (evidence dp_token_decoded) was written token by token by a "
+                       "small language model reading a sample of the topic's conversations (at most one per user), "
+                       "under differential privacy: at each token, the noisy mean of the sampled conversations' "
+                       "states chose it. It is decoded from a sample, not from the whole topic, and at small sample "
+                       "sizes or epsilon it may be noise; read it beside the topic's name and keywords.")
+
+
 def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None = None) -> list[dict]:
     """The report's topics (id, lineage id when known, name, description, keywords, where the
     keywords came from, rounded noisy size, synthetic exemplars when the run wrote them), largest first."""
@@ -114,6 +128,11 @@ def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None =
             **({"label_evidence": topic["label_evidence"]} if "label_evidence" in topic else {}),
             **({"voted_category": topic["voted_category"]} if topic.get("voted_category") else {}),
             **({"sensitive_share": topic["sensitive_share"]} if topic.get("sensitive_share") else {}),
+            # each shown keyword's and the voted category's share of the topic's votes, with 95% intervals
+            **{key: topic[key] for key in ("keyword_shares", "category_share") if key in topic},
+            # --centre_decoder: the name and description were decoded from the DP centre (a guess)
+            **({key: topic[key] for key in ("name_evidence", "name_from_labels", "centre_similarity")}
+               if "name_evidence" in topic else {}),
             "size": max(0, int(round(noisy_sizes[cluster_id]))),
             **({"exemplars": topic["exemplars"]} if "exemplars" in topic else {}),
         }
@@ -128,7 +147,7 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
                  hierarchy: dict | None = None, composition: dict | None = None,
                  labelling: dict | None = None, lineage: dict | None = None, plan: dict | None = None,
                  stage_releases: Mapping[str, str] | None = None, themes: dict | None = None,
-                 facets: dict | None = None) -> dict:
+                 facets: dict | None = None, token_descriptions: dict | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
     the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
@@ -138,7 +157,8 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
     `lineage` (transforms.topic_lineage.lineage_section): each topic's lineage id, and the topics'
     centres as the report's "centres". `themes` (dp_ops.theme_histogram.themes_section, --themes): the
     fixed themes' noisy sizes, as the report's "themes". `facets` ({facet: dp_ops.facets.facet_section},
-    --facets): each facet's answers overall and per topic, as the report's "facets"."""
+    --facets): each facet's answers overall and per topic, as the report's "facets". `token_descriptions`
+    ({cluster id: {"description", "evidence"}}, --token_decoding_steps): each topic's token_decoded."""
     topics = report_topics(named_topics, noisy_sizes, (lineage or {}).get("lineages"))
     report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition,
                                                               stage_releases),
@@ -153,6 +173,14 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         report["keyword_agreement"] = keyword_agreement(histogram, centroid_keywords)
     if any("exemplars" in topic for topic in topics):
         report["exemplars_note"] = EXEMPLARS_NOTE
+    if any("name_evidence" in topic for topic in topics):
+        report["decoded_names_note"] = DECODED_NAMES_NOTE
+    if token_descriptions is not None:
+        for topic in topics:
+            # A topic whose decoding failed (dead-lettered) has none; every other kept topic has one.
+            if topic["id"] in token_descriptions:
+                topic["token_decoded"] = token_descriptions[topic["id"]]
+        report["token_decoding_note"] = TOKEN_DECODING_NOTE
     if hierarchy is not None:
         report["hierarchy"] = hierarchy
     if lineage is not None:

@@ -1,7 +1,10 @@
 """report.json -> report.html, and a comparison -> compare.html: self-contained pages, no network at view time.
 
 Pure functions of released data (the report dict) to an HTML string: inline CSS, static inline SVG
-and a little vanilla JS (search filter, JSON/CSV download built from the embedded table). Rendered by
+and a little vanilla JS (search and facet filter, JSON/CSV download built from the embedded table).
+With report.json's `facets`, the page shows each facet's overall table and each topic's facet bars,
+every number read from the report's rows (dp_ops.fixed_histogram.histogram_rows): nothing is
+recomputed here. Rendered by
 Jinja2 from core/templates/ (report.html.j2 and compare.html.j2 on the layout report_page.html.j2,
 with report_macros.html.j2, the scripts report_filter.js.j2 and report_download.js.j2, and
 report.css.j2, which the timeline page includes too) with autoescaping on for every value: topic names
@@ -80,6 +83,9 @@ def _label_source(topic: dict) -> dict | None:
         return None
     evidence = topic.get("label_evidence", "")
     shown = _LABEL_SOURCES.get(source, source) + (f"; {_LABEL_EVIDENCE[evidence]}" if evidence in _LABEL_EVIDENCE else "")
+    if topic.get("name_evidence") == "dp_centre_decoded":  # --centre_decoder (backends/centre_decoder.py)
+        shown += (f"; name and description decoded from the DP centre (the labels gave "
+                  f"\u201c{topic.get('name_from_labels', '')}\u201d): a guess, may be wrong")
     return {"source": _text(source), "evidence": _text(evidence), "text": shown}
 
 
@@ -164,22 +170,106 @@ def _bar_chart(topics: list[dict]) -> dict | None:
             "bar_x": label_width, "bar_height": row - 6, "bars": bars}
 
 
-def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict[int, str]) -> list[dict]:
+def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict[int, str],
+                bars: dict[str, list[dict]]) -> list[dict]:
     return [{"search": _search_text(t["name"], t["keywords"], t.get("description", "")), "rank": ranks[t["id"]],
-             "name": _text(t["name"]), "size": f"{t['size']:,}", "keywords": _keywords(t["keywords"]),
-             "label": _label_source(t), "group": _text(groups_by_topic.get(t["id"], "")),
+             "id": _text(t["id"]), "name": _text(t["name"]), "size": f"{t['size']:,}", "keywords": _keywords(t["keywords"]),
+             "label": _label_source(t), "shares": _vote_shares(t), "group": _text(groups_by_topic.get(t["id"], "")),
              "description": _text(t.get("description", "")),
-             "exemplars": [_text(e["text"]) for e in t.get("exemplars") or []]}
+             "exemplars": [_text(e["text"]) for e in t.get("exemplars") or []], "facets": bars.get(str(t["id"]), [])}
             for t in topics]
 
 
-def _groups(report: dict, by_id: dict[int, dict], ranks: dict[int, int], groups_by_topic: dict[int, str]) -> list[dict]:
+def _vote_shares(topic: dict) -> list[dict]:
+    """Each shown keyword's and the voted category's share of the topic's votes, with its 95% interval."""
+    rows = list(topic.get("keyword_shares") or []) + ([topic["category_share"]] if topic.get("category_share") else [])
+    return [{"label": _text(row.get("keyword", row.get("category"))), "share": f"{row['share']:.0%}",
+             "interval": f"{row['share_low']:.0%}\u2013{row['share_high']:.0%}"} for row in rows]
+
+
+def _groups(report: dict, by_id: dict[int, dict], ranks: dict[int, int], groups_by_topic: dict[int, str],
+            bars: dict[str, list[dict]]) -> list[dict]:
     groups = []
     for group in (report.get("hierarchy") or {}).get("groups", []):
         members = [by_id[i] for i in group["topic_ids"] if i in by_id]
         groups.append({"name": _text(group["name"]), "topic_count": len(members), "size": f"{group['size']:,}",
-                       "keywords": _keywords(group["keywords"]), "rows": _topic_rows(members, ranks, groups_by_topic)})
+                       "keywords": _keywords(group["keywords"]),
+                       "rows": _topic_rows(members, ranks, groups_by_topic, bars)})
     return groups
+
+
+# ---------------------------------------------------------------------------------------------- facets
+
+# A topic's bars draw its answers whose noisy share is at least FACET_BAR_MIN_SHARE, largest first, at
+# most FACET_BARS: a topic's cells carry the noise of a few users each, so a small topic's small shares
+# are noise, and a language facet has 22 answers. The overall table and the filter use every answer.
+FACET_BAR_MIN_SHARE = 0.05
+FACET_BARS = 4
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+def answer_label(label, answer: str) -> str:
+    """"Spanish (es)": a facet answer's public label (report.json's `labels`) and its id (the filter's
+    and facets.csv's name for it); one of them when they differ in case only ("High", "unknown")."""
+    label = _text(answer if label is None else label)
+    return label if label.lower() == _text(answer).lower() else f"{label} ({answer})"
+
+
+def _answer_label(section: dict, answer: str) -> str:
+    return answer_label((section.get("labels") or {}).get(answer), answer)
+
+
+def _facet_tables(facets: dict) -> list[dict]:
+    """The overall table of each facet: every answer in the facet's fixed order, its noisy size in users
+    with its 95% interval and its noisy share with the share's (all read from report.json)."""
+    return [{"name": _text(name), "question": _text(section["question"]),
+             "rows": [{"answer": _text(row["answer"]), "label": _answer_label(section, row["answer"]),
+                       "size": f"{row['size']:,.0f}", "interval": f"{row['low']:,.0f} to {row['high']:,.0f}",
+                       "share": _percent(row["share"]),
+                       "share_interval": f"{_percent(row['share_low'])} to {_percent(row['share_high'])}"}
+                      for row in section["overall"]]}
+            for name, section in facets.items()]
+
+
+def _facet_bar_chart(section: dict, rows: list[dict]) -> dict:
+    """One topic's bars for one facet (SVG user units, integers): a bar per shown answer, its length the
+    noisy share (the full width is 100%), a whisker over the share's 95% interval."""
+    label_width, bar_width, row_height, top = 110, 120, 16, 2
+    shown = sorted((r for r in rows if r["share"] >= FACET_BAR_MIN_SHARE), key=lambda r: -r["share"])[:FACET_BARS]
+    bars = []
+    for index, row in enumerate(shown):
+        y = top + index * row_height
+        label = _answer_label(section, row["answer"])
+        bars.append({"answer": _text(row["answer"]), "label": _truncate(label, 16), "y": y + 3, "text_y": y + 12,
+                     "whisker_y": y + 8, "width": max(1, round(bar_width * row["share"])),
+                     "low_x": label_width + round(bar_width * row["share_low"]),
+                     "high_x": label_width + round(bar_width * row["share_high"]),
+                     "value": f"{100 * row['share']:.0f}%",
+                     "title": (f"{label}: {_percent(row['share'])} of the topic (95%: {_percent(row['share_low'])} "
+                               f"to {_percent(row['share_high'])}), {row['size']:,.0f} users")})
+    return {"width": label_width + bar_width + 40, "height": top * 2 + row_height * max(len(shown), 1),
+            "label_x": label_width - 6, "bar_x": label_width, "bar_height": row_height - 6,
+            "value_x": label_width + bar_width + 4, "bars": bars}
+
+
+def _facet_bars(facets: dict) -> dict[str, list[dict]]:
+    """{topic id: [{"name", "chart"}]}: each released topic's bars, one small chart per facet."""
+    bars: dict[str, list[dict]] = {}
+    for name, section in facets.items():
+        for topic, rows in section["by_topic"].items():
+            bars.setdefault(str(topic), []).append({"name": _text(name), "chart": _facet_bar_chart(section, rows)})
+    return bars
+
+
+def _facet_filter_data(facets: dict) -> dict:
+    """What the page's facet filter compares: {facet: {topic id: {answer: noisy share}}}, the shares as
+    report.json has them."""
+    return {name: {str(topic): {row["answer"]: row["share"] for row in rows}
+                   for topic, rows in section["by_topic"].items()}
+            for name, section in facets.items()}
 
 
 def _config_rows(config: dict) -> list[dict]:
@@ -222,11 +312,16 @@ def render_report(report: dict) -> str:
     groups_by_topic = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
     config = report.get("config", {})
     privacy = report.get("privacy", {})
+    facets = report.get("facets") or {}
+    bars = _facet_bars(facets)
     return _template("report.html.j2").render(
         title="Topic insights " + run_label(report), run_label=run_label(report), topic_count=len(topics),
         model=_text(config.get("embedding_model", "")), epsilon=_number(privacy.get("epsilon", 0.0)),
         delta=_number(privacy.get("delta", 0.0)), chart=_bar_chart(topics),
-        groups=_groups(report, by_id, ranks, groups_by_topic), topics=_topic_rows(topics, ranks, groups_by_topic),
+        groups=_groups(report, by_id, ranks, groups_by_topic, bars),
+        topics=_topic_rows(topics, ranks, groups_by_topic, bars),
+        facets=_facet_tables(facets), facet_filter=_facet_filter_data(facets),
+        bar_min_share=f"{100 * FACET_BAR_MIN_SHARE:.0f}%", max_bars=FACET_BARS,
         privacy=_privacy(report), config=_config_rows(config),
         table={"columns": TABLE_COLUMNS, "rows": table_rows(report)})
 

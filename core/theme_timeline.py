@@ -22,10 +22,22 @@ from __future__ import annotations
 
 import math
 
-from core.timeline import BASELINE_NIGHTS, DAY_TO_DAY_CV, EMERGING_NIGHTS, FIRST_NIGHT, Z, night_status
+from core.timeline import (
+    BASELINE_NIGHTS,
+    DAY_TO_DAY_CV,
+    EMERGING_NIGHTS,
+    FIRST_NIGHT,
+    Z,
+    day_number,
+    night_status,
+    same_weekday_history,
+)
 
 WEEK = 7
 PRIOR_WEEKS = 4
+# At most this many of tonight's k-means seeds go to risen themes (themes_to_seed): the other slots keep
+# last night's topics and the fresh seeds.
+MAX_THEME_SEEDS = 2
 WEEKLY_STATUSES = ("rising", "falling", "steady", "too few nights")
 
 
@@ -65,6 +77,33 @@ def weekly_status(sizes: list[tuple[float, float]]) -> str:
     return "rising" if score > Z else "falling" if score < -Z else "steady"
 
 
+class PartitionSeries:
+    """One column of a fixed public partition (a theme, a facet's answer) night by night: each night's
+    nightly status (`first night`, then growing/shrinking/steady; a fixed column is never new nor
+    emerging) and the weekly status as of that night."""
+
+    def __init__(self):
+        self._history: list[tuple[float, float]] = []
+        self._by_day: dict[int, tuple[float, float]] = {}
+
+    def add(self, date: str, size: float, variance: float) -> dict:
+        """Tonight's {"status", "week"}; `variance`: tonight's noise variance."""
+        day = day_number(date)
+        status = FIRST_NIGHT if not self._history else night_status(
+            size, variance, self._history, EMERGING_NIGHTS, same_weekday=same_weekday_history(self._by_day, day))
+        self._history.append((size, variance))
+        if day is not None:
+            self._by_day[day] = (size, variance)
+        return {"status": status, "week": weekly_status(self._history)}
+
+    def weekly(self) -> dict:
+        """{"status", "week_mean", "prior_mean"} as of the last night added."""
+        week, before = self._history[-WEEK:], self._history[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
+        return {"status": weekly_status(self._history),
+                "week_mean": round(sum(s for s, _ in week) / len(week), 2) if week else None,
+                "prior_mean": round(sum(s for s, _ in before) / len(before), 2) if before else None}
+
+
 def theme_timeline(runs: list[tuple[str, dict]]) -> list[dict]:
     """[{"id", "name", "kind", "sensitive", "nights": [{"date", "size", "low", "high", "share", "status",
     "week"}], "weekly": {"status", "week_mean", "prior_mean"}}] over `runs` (a night's "week": the weekly
@@ -80,22 +119,14 @@ def theme_timeline(runs: list[tuple[str, dict]]) -> list[dict]:
             if not (isinstance(theme, dict) and isinstance(theme.get("id"), str)
                     and isinstance(theme.get("size"), (int, float))):
                 continue
-            item = series.setdefault(theme["id"], {"id": theme["id"], "nights": [], "_history": []})
+            item = series.setdefault(theme["id"], {"id": theme["id"], "nights": [], "_series": PartitionSeries()})
             item.update(name=theme.get("name", theme["id"]), kind=theme.get("kind"), sensitive=bool(theme.get("sensitive")))
             size = float(theme["size"])
-            history = item["_history"]
-            # A fixed theme is never new nor emerging: past its first night only the change from its recent nights.
-            status = FIRST_NIGHT if not history else night_status(size, variance, history, EMERGING_NIGHTS)
-            history.append((size, variance))
             item["nights"].append({"date": date, "size": size, "low": theme.get("low"), "high": theme.get("high"),
-                                   "share": theme.get("share"), "status": status, "week": weekly_status(history)})
+                                   "share": theme.get("share"), **item["_series"].add(date, size, variance)})
     timeline = []
     for item in series.values():
-        history = item.pop("_history")
-        week, before = history[-WEEK:], history[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
-        item["weekly"] = {"status": weekly_status(history),
-                          "week_mean": round(sum(s for s, _ in week) / len(week), 2) if week else None,
-                          "prior_mean": round(sum(s for s, _ in before) / len(before), 2) if before else None}
+        item["weekly"] = item.pop("_series").weekly()
         timeline.append(item)
     return timeline
 
@@ -120,6 +151,23 @@ def lineages_of_themes(report: dict, themes: list[str]) -> list[str]:
     wanted = set(themes)
     return [topic["lineage"] for topic in report.get("topics", [])
             if isinstance(topic, dict) and topic.get("voted_category") in wanted and isinstance(topic.get("lineage"), str)]
+
+
+def themes_to_seed(reports: list[dict], limit: int = MAX_THEME_SEEDS) -> tuple[str, ...]:
+    """The themes (at most `limit`, in the themes' order) that rose as of the latest of `reports` (released
+    nights, oldest first: `rising_themes`) while none of its topics' own DP votes supports them: a rise no
+    released topic is about. Tonight's DP k-means starts a centre at each one's public anchor (issue 40's
+    "topics split when a theme rises inside them"); post-processing of released themes. Never the rest
+    theme, which has no anchor."""
+    runs = [(report["config"]["date"], report) for report in reports
+            if isinstance(report, dict) and isinstance(report.get("config"), dict)
+            and isinstance(report["config"].get("date"), str)]
+    themes = theme_timeline(runs)
+    if not themes:
+        return ()
+    covered = {topic.get("voted_category") for topic in runs[-1][1].get("topics", []) if isinstance(topic, dict)}
+    kinds = {theme["id"]: theme.get("kind") for theme in themes}
+    return tuple(theme for theme in rising_themes(themes) if kinds[theme] == "category" and theme not in covered)[:limit]
 
 
 def rising_themes(themes: list[dict]) -> list[str]:

@@ -15,6 +15,8 @@ import re
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from core.facet_timeline import SHOWN_SHARE, shown_answers
+from core.report_html import answer_label
 from core.timeline import CHANGE_STATUSES, STATUSES, status_rule
 
 CHART_WIDTH, CHART_HEIGHT = 960, 150
@@ -112,6 +114,48 @@ def _chart(lineage: dict, nights: list[str]) -> dict:
             "y_ticks": y_ticks, "x_ticks": x_ticks}
 
 
+SPARK_WIDTH, SPARK_HEIGHT = 240, 36
+
+
+def _share_sparkline(answer: dict, nights: list[str]) -> dict:
+    """A facet answer's noisy share across the timeline's nights (core/facet_timeline.py): the band is
+    the share's 95% interval, the line the share, on the same x axis as the lineages' charts; its y axis
+    runs from 0 to a round ceiling of its highest interval, so a 5% answer's changes are visible."""
+    released = [n for n in answer["nights"] if n["share"] is not None and n["date"] in nights]
+    position = {date: i for i, date in enumerate(nights)}
+    top = _nice_ceiling(max(n["share_high"] if n["share_high"] is not None else n["share"] for n in released))
+
+    def x(date: str) -> float:
+        return 2 + ((SPARK_WIDTH - 4) * position[date] / (len(nights) - 1) if len(nights) > 1 else (SPARK_WIDTH - 4) / 2)
+
+    def y(value: float) -> float:
+        return 2 + (SPARK_HEIGHT - 4) * (1 - (value or 0.0) / top)
+
+    band = [f"{_f(x(n['date']))},{_f(y(n['share_high']))}" for n in released] + [
+        f"{_f(x(n['date']))},{_f(y(n['share_low']))}" for n in reversed(released)]
+    only = released[0]  # one night alone: its interval as a bar, as the lineages' charts draw it
+    return {"width": SPARK_WIDTH, "height": SPARK_HEIGHT, "band": " ".join(band),
+            "line": " ".join(f"{_f(x(n['date']))},{_f(y(n['share']))}" for n in released),
+            "bar": None if len(released) > 1 else {"x": _f(x(only["date"])), "y1": _f(y(only["share_low"])),
+                                                   "y2": _f(y(only["share_high"]))},
+            "scale": f"0 to {100 * top:g}%"}
+
+
+def _facets(timeline: dict) -> list[dict]:
+    """The facets panel: per facet, its shown answers (core.facet_timeline.shown_answers), each with its
+    latest night and a sparkline of its share."""
+    nights = timeline.get("nights", [])
+    facets = []
+    for name, facet in (timeline.get("facets") or {}).items():
+        answers = [{**answer, "shown_label": answer_label(answer["label"], answer["answer"]),
+                    "latest": answer["nights"][-1], "spark": _share_sparkline(answer, nights)}
+                   for answer in shown_answers(facet) if any(n["date"] in nights for n in answer["nights"])]
+        if answers:
+            facets.append({"name": name, "question": facet["question"], "answers": answers,
+                           "hidden": len(facet["answers"]) - len(answers)})
+    return facets
+
+
 def render_timeline_html(timeline: dict) -> str:
     """The timeline page for a timeline dict (core.timeline.build_timeline)."""
     nights = timeline.get("nights", [])
@@ -122,12 +166,16 @@ def render_timeline_html(timeline: dict) -> str:
                          "latest": lineage["nights"][-1], "first_date": lineage["nights"][0]["date"],
                          "released_nights": len(released)})
     by_id = {lineage["id"]: lineage for lineage in lineages}
+    for lineage in lineages:  # a parent outside the nights shown is named by its id
+        parent = lineage.get("split_from")
+        lineage["split_from_name"] = by_id[parent]["name"] if parent in by_id else parent
     # The fixed themes lead the page (core/theme_timeline.py): each with its latest night.
     themes = [{**theme, "latest": theme["nights"][-1]} for theme in timeline.get("themes", []) if theme["nights"]]
     theme_by_id = {theme["id"]: theme for theme in themes}
     return _template().render(
         themes=themes, rising_themes=[theme_by_id[i] for i in timeline.get("rising_themes", []) if i in theme_by_id],
         theme_rule=timeline.get("theme_rule"),
+        facets=_facets(timeline), facet_min_share=f"{100 * SHOWN_SHARE:g}%",
         nights=nights, lineages=lineages,
         new_this_week=[by_id[i] for i in timeline.get("new_this_week", []) if i in by_id],
         rising=[by_id[i] for i in timeline.get("rising", []) if i in by_id],

@@ -52,13 +52,16 @@ def by_topic_partition(facet: str, index: int, answers: Sequence[str]) -> FixedP
 
 
 def facet_section(question: str, columns: Sequence[str], overall: Mapping, overall_sigma: float,
-                  by_topic: Mapping, by_topic_sigma: float, topics: Sequence[int]) -> dict:
+                  by_topic: Mapping, by_topic_sigma: float, topics: Sequence[int],
+                  labels: Mapping[str, str] | None = None) -> dict:
     """One facet of report.json's "facets": its question, the answers overall and per released topic
     (dp_ops.fixed_histogram.histogram_rows: size, 95% interval, share and the share's interval).
-    `overall`: the (0, answer) release; `by_topic`: the (topic, answer) release. Post-processing."""
+    `overall`: the (0, answer) release; `by_topic`: the (topic, answer) release; `labels`: the
+    answers' public labels from the declaration (the page shows "Spanish (es)"). Post-processing."""
     return {
         "question": question,
         "answers": list(columns),
+        "labels": {column: (labels or {}).get(column, column) for column in columns},
         "unit": "users (each user's conversations weigh 1 in all), as the votes weigh them",
         "interval": "95% from the noise drawn (1.96 sigma; a share's by the delta method)",
         "sigma": {"overall": overall_sigma, "by_topic": by_topic_sigma},

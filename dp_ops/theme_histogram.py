@@ -86,6 +86,17 @@ class ThemeRule:
                    np.array([columns[category_of[keywords[i]]] for i in rows], dtype=int), len(categories))
 
 
+def theme_anchor(rule: ThemeRule, theme: int) -> np.ndarray | None:
+    """A theme's public anchor: the direction of the sum of its keywords' unit directions (None for a theme
+    without keywords). Where DP k-means is seeded for a theme that rose with no topic about it."""
+    rows = rule.directions[rule.themes == theme]
+    if not len(rows):
+        return None
+    total = rows.astype(np.float64).sum(axis=0)
+    norm = float(np.linalg.norm(total))
+    return total / norm if norm > 0 else None
+
+
 def nearest_theme(embedding: np.ndarray, rule: ThemeRule, neighbours: int = THEME_NEIGHBOURS,
                   min_similarity: float = MIN_THEME_SIMILARITY) -> int:
     """The theme (a category's index, or rule.other for OTHER_THEME) of one conversation: the category

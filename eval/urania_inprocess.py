@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from backends.centre_decoder import NameBank, TemplateLabelWriter, load_bank
 from backends.facet_set import load_facet_set
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
@@ -37,17 +38,22 @@ from beam_jobs.options import (
     PrivacyParams,
     facet_names,
 )
-from core.lineage import LOOKBACK_NIGHTS, PreviousNights
+from core.lineage import LOOKBACK_NIGHTS
+from core.previous_nights import PreviousNights
 from core.records import ConversationBlock
 from core.report import build_report
 from dp_ops import dp_kmeans as km
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.run_budget import RunBudget
+from dp_ops.token_decoding import STAGE as TOKEN_DECODING_STAGE
+from dp_ops.token_decoding import token_decoding_request
 from eval.data import bound_contributions
 from transforms import dp_stage_specs
+from transforms.decode_centres import DecoderSettings
 from transforms.dp_stage_specs import StageSettings
 from transforms.engine import LocalEngine
 from transforms.keyword_histograms import DPKeywordVotes
+from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_keywords import KeywordSettings
 from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan, topic_stages
@@ -84,6 +90,7 @@ class UraniaConfig:
     exemplars_per_topic: int = ExemplarParams.exemplars_per_topic
     exemplar_candidates: int = ExemplarParams.exemplar_candidates
     exemplar_rounds: int = ExemplarParams.exemplar_rounds
+    centre_decoder: bool = ExemplarParams.centre_decoder
     warm_start: str = ClusteringParams.warm_start
     themes: bool = KeywordParams.themes
     facets: str = KeywordParams.facets
@@ -154,6 +161,11 @@ def _categories(path: str | None, model: str) -> KeywordCategories:
     return categories
 
 
+@functools.lru_cache(maxsize=1)
+def _bank() -> NameBank:
+    return load_bank()
+
+
 @functools.lru_cache(maxsize=4)
 def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> EmbeddingKeywordSelector:
     selector = EmbeddingKeywordSelector(keywords, model, min_similarity)
@@ -163,10 +175,11 @@ def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> E
 
 def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: int, seed: int,
                noise_seed: int | None, exemplar_writer: ExemplarWriter | None, date: str | None,
-               previous_reports) -> TopicPlan:
+               previous_reports, label_writer: ExemplarWriter | None = None) -> TopicPlan:
     """The job's topic stages' plan for this config (beam_jobs.insights.topic_plan's counterpart), with
     the offline backends, memoised across runs where they are set up (keyword set, categories, selector).
-    Non-private (no `joint`): any noise multiplier, never drawn."""
+    Non-private (no `joint`): any noise multiplier, never drawn. `label_writer`: with
+    config.centre_decoder, the decoder's writer (default: the offline template writer)."""
     keywords = _keywords(config.keyword_set).keywords
     categories = _categories(config.keyword_set, config.embedding_model)
     privacy = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
@@ -207,13 +220,25 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         themes=config.themes,
         facets=(load_facet_set(config.facet_set).select(facet_names(config.facets)) if config.facets.strip()
                 else ()),
+        decoder=(DecoderSettings(label_writer or TemplateLabelWriter(), _bank(), EmbeddingParams.embedding_backend,
+                                 EmbeddingParams.embedding_device) if config.centre_decoder else None),
     )
+
+
+def _config_shown(config: UraniaConfig) -> dict:
+    """The config as the report shows it; centre_decoder only when on (as the job's derived_public_values)."""
+    shown = dataclasses.asdict(config)
+    if not config.centre_decoder:
+        del shown["centre_decoder"]
+    return shown
 
 
 def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[str], embeddings: np.ndarray,
                config: UraniaConfig = UraniaConfig(), seed: int = 0, noise_seed: int | None = None,
                exemplar_writer: ExemplarWriter | None = None, joint: JointCalibration | None = None,
-               date: str | None = None, previous_reports: list[dict] = ()) -> dict:
+               date: str | None = None, previous_reports: list[dict] = (),
+               label_writer: ExemplarWriter | None = None,
+               token_decoding: TokenDecodingPlan | None = None) -> dict:
     """The report the job would release for these conversations, plus `_private` (assignments; the
     released centres and, with exemplars, each topic's Evolution for evaluation). `exemplar_writer`:
     with config.exemplars_per_topic, the writer (default: the offline template writer). `joint`: a
@@ -222,20 +247,29 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     the earlier nights' released reports, oldest first (as this returns them, or the job writes them):
     as the job's --warm_start auto, k-means starts from the latest one's centres (if config.warm_start
     is "auto"), and each topic gets the lineage id it continues (core/lineage.py), new ones named by
-    `date`."""
+    `date`. `label_writer`: with config.centre_decoder, the decoder's writer (default: templates); each
+    topic's DecodedLabel is then in `_private["centre_decodings"]`. `token_decoding`:
+    the token-level private decoding stage (transforms/token_decoding.py), calibrated jointly with the
+    others at its --epsilon_weights share; its descriptions are in report["token_decoding"]."""
     kept, weights = bound_contributions(user_ids, conversation_ids, config.max_conversations_per_user, seed)
     kept_ids = [conversation_ids[i] for i in kept]
     block = ConversationBlock(kept_ids, [user_ids[i] for i in kept], weights, [facets[i] for i in kept],
                               embeddings[kept])
+    if token_decoding is not None and config.private and joint is None:
+        weights = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
+                                  config.keyword_noise, config.max_keyword_partitions_per_user).stage_weights()
+        joint = calibrate_jointly(config.epsilon, config.delta, [
+            *stage_requests(config), token_decoding_request(weights[TOKEN_DECODING_STAGE], token_decoding.params)])
     joint = (joint or joint_calibration(config)) if config.private else None
     budget = RunBudget(config.delta) if config.private else None
     engine = LocalEngine()
-    stages = topic_stages(engine, [block], topic_plan(config, joint, embeddings.shape[1], seed, noise_seed,
-                                                      exemplar_writer, date, previous_reports), budget)
+    plan = topic_plan(config, joint, embeddings.shape[1], seed, noise_seed, exemplar_writer, date, previous_reports,
+                      label_writer)
+    stages = topic_stages(engine, [block], dataclasses.replace(plan, token_decoding=token_decoding), budget)
     kmeans, released = stages.kmeans, stages.released
     report = build_report(released.topics, stages.kept_sizes, list(budget.entries) if budget else [],
                           config.max_conversations_per_user,
-                          {"pipeline": "urania (in-process evaluation run)", **dataclasses.asdict(config),
+                          {"pipeline": "urania (in-process evaluation run)", **_config_shown(config),
                            "seed": seed, "clustering_dimension": kmeans.active_dim}, hierarchy=released.hierarchy,
                           composition=budget.composition() if budget else None,
                           labelling=stages.keywords.labelling, lineage=released.lineage,
@@ -246,9 +280,13 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:
         report["privacy"]["differentially_private"] = True
+    if stages.token_decoding is not None:
+        report["token_decoding"] = {str(c): row for c, row in sorted(stages.token_decoding.descriptions.items())}
     clusters = np.concatenate([assigned.cluster_ids for assigned in stages.assigned])
     report["_private"] = {"assignments": dict(zip(kept_ids, clusters.tolist())), "centres": kmeans.centres,
+                          "basis": kmeans.basis,  # with config.clustering_dimension, the centres' projection
                           "exemplar_evolutions": engine.private.get("exemplar_evolutions", {}),
+                          "centre_decodings": engine.private.get("centre_decodings", {}),
                           # the weighted votes' noisy release, for the free themes (nightly_stream.with_free_themes)
                           "keyword_votes": ({"release": dict(stages.keywords.release), "sigma": stages.keywords.stage.sigma}
                                             if isinstance(stages.keywords.stage, DPKeywordVotes) else None)}

@@ -100,3 +100,42 @@ def keyword_embed(texts: list[str]) -> np.ndarray:
         if not vectors[row].any():
             vectors[row, -1] = 1.0
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+# Planted per-topic answer shares for the facets fixture, by the topic's rank: uneven across topics,
+# as the issue's generator plants them (Spanish 40% in one topic, none in another).
+SPANISH = (0.05, 0.40, 0.10, 0.25, 0.0, 0.22, 0.02, 0.15, 0.30)
+GERMAN = (0.05, 0.0, 0.10, 0.05, 0.20, 0.0, 0.05, 0.05, 0.0)
+ELEVATED_OR_HIGH = ((0.02, 0.01), (0.10, 0.05), (0.0, 0.0), (0.20, 0.15), (0.05, 0.0), (0.0, 0.02), (0.30, 0.10),
+                    (0.01, 0.0), (0.05, 0.04))
+FACET_SIGMA = 3.0
+
+
+def sample_facets(topics: list[dict], labels: dict[str, dict[str, str]] | None = None) -> dict:
+    """report.json's `facets` for `topics` (ranked), built by the job's own dp_ops.facets.facet_section:
+    language (en, es, de, other) and concern (none, low, elevated, high), each topic's users planted at
+    the shares above (half its size in users), the overall release their sum. `labels`: per facet,
+    labels to use instead of the default ones."""
+    from dp_ops.facets import facet_columns, facet_section
+    declared = {"language": ("Which language is the conversation in?",
+                             {"en": "English", "es": "Spanish", "de": "German", "other": "Another language"}),
+                "concern": ("How concerning is the request?",
+                            {"none": "None", "low": "Low", "elevated": "Elevated", "high": "High"})}
+    facets = {}
+    for facet, (question, default_labels) in declared.items():
+        columns = facet_columns(list((labels or {}).get(facet, default_labels)))
+        by_topic, overall = {}, dict.fromkeys(((0, column) for column in columns), 0.0)
+        for rank, topic in enumerate(topics):
+            users = topic["size"] / 2
+            if facet == "language":
+                spanish, german = SPANISH[rank % len(SPANISH)], GERMAN[rank % len(GERMAN)]
+                shares = [1 - spanish - german - 0.03, spanish, german, 0.02, 0.01]
+            else:
+                elevated, high = ELEVATED_OR_HIGH[rank % len(ELEVATED_OR_HIGH)]
+                shares = [0.8 - elevated - high, 0.2, elevated, high, 0.0]
+            for column, share in zip(columns, shares):
+                by_topic[(topic["id"], column)] = round(users * share, 2)
+                overall[(0, column)] += round(users * share, 2)
+        facets[facet] = facet_section(question, columns, overall, FACET_SIGMA, by_topic, FACET_SIGMA,
+                                      [t["id"] for t in topics], (labels or {}).get(facet, default_labels))
+    return facets

@@ -66,3 +66,36 @@ def test_an_empty_input_still_releases_one_set_of_pure_noise_centres():
     with local_pipeline() as pipeline:
         no_blocks = pipeline | beam.Create([]).with_output_types(ConversationBlock)
         assert_that((no_blocks | DPKMeans(params, None, noise_seed=11)).centres, checked(pure_noise), label="centres")
+
+
+class _AnchorSeeds:
+    """transforms.theme_histogram.ThemeSeeds' interface without a model: one fixed public anchor."""
+
+    def __init__(self, anchor: np.ndarray):
+        self.anchor = anchor
+
+    def anchors(self) -> np.ndarray:
+        return self.anchor[None]
+
+
+def test_warm_centres_and_theme_anchors_seed_the_beam_transform_as_in_process():
+    rng = np.random.default_rng(2)
+    points = dk.normalise_rows(rng.standard_normal((600, 48))).astype(np.float32)
+    weights = np.ones(len(points))
+    params = dk.DPKMeansParams(num_clusters=5, epsilon=2.0, delta=1e-6, input_dim=48, projection_dim=16,
+                               iterations=1, seed=4)
+    warm = dk.normalise_rows(rng.standard_normal((2, 48)))
+    seeds = _AnchorSeeds(dk.normalise_rows(rng.standard_normal((1, 48)))[0])
+    blocks = _blocks(points, weights, 100)
+    expected = DPKMeans(params, None, noise_seed=9, warm_centres=warm, theme_seeds=seeds).local(blocks).centres
+    cold = DPKMeans(params, None, noise_seed=9, warm_centres=warm).local(blocks).centres
+    assert not np.allclose(expected, cold)  # the anchor's seed moved the release
+
+    def same_centres(centres):
+        (released,) = centres
+        np.testing.assert_allclose(released, expected, atol=1e-5)
+
+    with local_pipeline() as pipeline:
+        clustering = pipeline | beam.Create(blocks) | DPKMeans(params, None, noise_seed=9, warm_centres=warm,
+                                                               theme_seeds=seeds)
+        assert_that(clustering.centres, checked(same_centres), label="centres")

@@ -36,9 +36,9 @@ def with_toy_stage(monkeypatch):
 def test_the_declared_stages_are_the_jobs(tmp_path):
     specs = dp_stage_specs.calibrated_specs()
     assert [s.name for s in specs] == ["user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes",
-                                       "facets", "facet_topics"]
+                                       "facets", "facet_topics", "token_decoding"]
     assert dp_stage_specs.default_weights() == (
-        "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1,themes:1,facets:1,facet_topics:1")
+        "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1,themes:1,facets:1,facet_topics:1,token_decoding:1")
     # Every stage the job registers with its budget has a declaration saying what it releases.
     params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path)]))
     requested = [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()]
@@ -49,7 +49,11 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
     params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path), "--facets", "language,concern"]))
     requests = calibrate_night(params, load_keyword_set()).calibration.stages.values()
     assert [(r.stage, r.request.releases) for r in requests][-2:] == [("facets", 2), ("facet_topics", 2)]
-    assert set(requested) | {r.stage for r in requests} | {"keyword_set"} == set(dp_stage_specs.stage_releases())
+    params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path), "--token_decoding_steps", "3"]))
+    decoding = calibrate_night(params, load_keyword_set()).calibration.stages["token_decoding"].request
+    assert (decoding.releases, decoding.sensitivity) == (3, 2 * 40.0 / 8)  # T steps of 2C/n, the defaults' C and n
+    assert set(requested) | {r.stage for r in requests} | {"keyword_set", "token_decoding"} == set(
+        dp_stage_specs.stage_releases())
     keys = [stage.key for stage in progress.stages()]
     assert keys.index("embed") < keys.index("user_count") < keys.index("dp_kmeans") < keys.index("assign_clusters")
 
@@ -58,7 +62,7 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
 def test_a_stage_declared_once_is_weighted_calibrated_budgeted_shown_and_labelled(with_toy_stage, tmp_path):
     # Weighted: --epsilon_weights knows it, its default weight is in the default, leaving it out is refused.
     assert dp_stage_specs.default_weights().endswith(
-        "keyword_histograms:2,toy_sums:0.5,user_count:0.1,themes:1,facets:1,facet_topics:1")
+        "keyword_histograms:2,toy_sums:0.5,user_count:0.1,themes:1,facets:1,facet_topics:1,token_decoding:1")
     with pytest.raises(ValueError, match="give a weight for toy_sums"):
         PrivacyParams(epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2")
 

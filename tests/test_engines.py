@@ -10,7 +10,8 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from backends.offline import KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
-from core.lineage import PreviousNights, centres_section
+from core.lineage import centres_section
+from core.previous_nights import PreviousNights
 from core.records import ConversationBlock
 from core.report import CENTROID_SOURCE
 from tests.conftest import assert_together, check_dp_stage, local_pipeline
@@ -42,6 +43,16 @@ def _inputs():
     return labels, centres, sizes, previous, categories, exemplars
 
 
+def beam_release_inputs(pipeline, centres, sizes: dict):
+    """The kept sizes and DP k-means' outputs (no basis) as release_topics reads them on Beam."""
+    def singleton(label, value):
+        return pipeline | label >> beam.Create([value])
+
+    kept_sizes = pipeline | "sizes" >> beam.Create(sorted(sizes.items()))
+    return kept_sizes, DPKMeansOutput(singleton("centres", centres), None, singleton("basis", None),
+                                      singleton("dim", centres.shape[1]))
+
+
 def test_released_topics_are_the_same_on_beam_and_in_process():
     labels, centres, sizes, previous, categories, exemplars = _inputs()
     local = LocalEngine()
@@ -54,12 +65,7 @@ def test_released_topics_are_the_same_on_beam_and_in_process():
     assert sorted(local.private["exemplar_evolutions"]) == list(range(5))
 
     with local_pipeline() as pipeline:
-        def singleton(label, value):
-            return pipeline | label >> beam.Create([value])
-
-        kept_sizes = pipeline | "sizes" >> beam.Create(sorted(sizes.items()))
-        kmeans = DPKMeansOutput(singleton("centres", centres), None, singleton("basis", None),
-                                singleton("dim", centres.shape[1]))
+        kept_sizes, kmeans = beam_release_inputs(pipeline, centres, sizes)
         released = release_topics(BeamEngine(), pipeline | "labels" >> beam.Create(sorted(labels.items())),
                                   KeywordClusterNamer(categories), categories, kept_sizes,
                                   kept_sizes | "ids" >> beam.Keys(), kmeans, previous, "2026-11-02", MODEL, exemplars)

@@ -111,6 +111,8 @@ def test_the_exact_baseline_counts_each_answer_overall_and_per_kept_topic():
     topic = {row["answer"]: row["size"] for row in out["by_topic"]["1"]}
     assert topic["coding"] == float((answers[1::2] == 0).sum())
     assert out["question"] == "What kind?" and out["answers"] == ["coding", "math", "other", "unknown"]
+    # The declaration's public labels travel with the release, for the page ("unknown" is its own label).
+    assert out["labels"] == {"coding": "Coding", "math": "Math", "other": "Other", "unknown": "unknown"}
 
 
 def test_a_failing_classifier_makes_its_record_unknown_and_is_counted_without_touching_the_others():

@@ -60,3 +60,43 @@ def test_real_lengths_add_a_long_tail_and_change_nothing_else():
     assert 450 < np.percentile(real_lengths, 90) < 900 and np.percentile(real_lengths, 99) > 1200
     with pytest.raises(ValueError, match="lengths"):
         next(generate_records(10, 5, seed=1, lengths="long"))
+
+
+def test_the_facet_mix_plants_each_topics_kind_and_its_declared_language_shares_deterministically(tmp_path):
+    from beam_jobs.sample_facets import FACET_TOPICS
+    records = list(generate_records(8000, 2500, seed=3, facet_mix=True))
+    assert records == list(generate_records(8000, 2500, seed=3, facet_mix=True))
+    declared = {topic.topic: topic for topic in FACET_TOPICS}
+    assert {r["planted_topic"] for r in records} == set(declared)
+    by_topic = collections.defaultdict(collections.Counter)
+    for record in records:
+        topic = declared[record["planted_topic"]]
+        assert record["planted_request_kind"] == topic.request_kind
+        by_topic[topic.topic][record["planted_language"]] += 1
+        # Every user turn is one of the topic's templates in the planted language (the ticket aside).
+        templates = topic.phrasings[record["planted_language"]].templates
+        for turn in (m["content"] for m in record["messages"] if m["role"] == "user"):
+            turn = turn.split(" (ticket ")[0]
+            assert any(_matches(template, turn) for template in templates), turn
+    for name, counts in by_topic.items():
+        total = sum(counts.values())
+        shares = {"en": 1 - sum(declared[name].languages.values()), **declared[name].languages}
+        assert set(counts) == set(shares)
+        for language, share in shares.items():
+            sd = (share * (1 - share) / total) ** 0.5
+            assert abs(counts[language] / total - share) < 4 * sd, (name, language)
+    # The default sample carries no planted facets; the facet mix keeps to its own turn lengths.
+    assert "planted_language" not in next(generate_records(5, 2, seed=3))
+    with pytest.raises(ValueError, match="lengths"):
+        next(generate_records(5, 2, seed=3, facet_mix=True, lengths="real"))
+    path = tmp_path / "f.jsonl"
+    main(["--output", str(path), "--conversations", "50", "--users", "20", "--seed", "3", "--facet_mix"])
+    assert [json.loads(line) for line in path.read_bytes().splitlines()] == list(
+        generate_records(50, 20, seed=3, facet_mix=True))
+
+
+def _matches(template: str, text: str) -> bool:
+    """Does `text` fill `template`'s slots?"""
+    import re
+    pattern = "".join(".+" if i % 2 else re.escape(part) for i, part in enumerate(re.split(r"\{(\w+)\}", template)))
+    return re.fullmatch(pattern, text) is not None

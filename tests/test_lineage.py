@@ -6,12 +6,13 @@ import pytest
 
 from core.lineage import (
     KnownLineage,
-    PreviousNights,
     assign_lineages,
     centres_section,
     known_lineages,
     report_centres,
+    split_parents,
 )
+from core.previous_nights import PreviousNights
 from core.release_gate import scan
 from dp_ops import dp_kmeans as km
 from transforms.topic_lineage import lineage_section
@@ -46,6 +47,24 @@ def test_topics_keep_the_lineage_they_are_close_to_and_others_start_one():
     between = km.normalise_rows((old[0] + old[1])[None])[0]
     assert assign_lineages({4: between}, known[:2], "d", seeded={4: "L1"}) == {4: "L1"}
     assert assign_lineages({4: between}, known[:2], "d", seeded={4: "L0"}) == {4: "L0"}
+
+
+def test_a_lineage_whose_first_centre_is_close_to_a_known_one_split_from_it():
+    rng = np.random.default_rng(2)
+    old = _unit(rng, 2)
+    half = km.normalise_rows((old[0] + 0.4 * _unit(rng, 1)[0])[None])[0]  # cosine ~0.9 to lineage A
+    stranger = _unit(rng, 1)[0]
+    assert abs(old @ stranger).max() < 0.4
+    reports = [_report("2026-11-01", {0: old[0], 1: old[1]}, {0: "2026-11-01#0", 1: "2026-11-01#1"}),
+               _report("2026-11-02", {0: old[0], 1: old[1], 2: half, 3: stranger},
+                       {0: "2026-11-01#0", 1: "2026-11-01#1", 2: "2026-11-02#2", 3: "2026-11-02#3"})]
+    assert split_parents(reports) == {"2026-11-02#2": "2026-11-01#0"}
+    # Only a lineage's first night counts, and the timeline's first night splits from nothing.
+    assert split_parents(reports[1:]) == {}
+    assert split_parents(reports + [reports[1]]) == {"2026-11-02#2": "2026-11-01#0"}
+    # A report without centres (or in another space) splits nothing and fails nothing.
+    bare = {**reports[1], "centres": None}
+    assert split_parents([reports[0], bare]) == {}
 
 
 def test_a_lineages_reference_centre_averages_its_last_nights():

@@ -14,6 +14,7 @@ from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_UNREADABLE_INPUT
 from beam_jobs.keyword_options import BuildKeywordsOptions, KeywordSetParams, build_keywords_params
 from beam_jobs.options import (
     ClusteringParams,
+    DecodingParams,
     EmbeddingParams,
     ExemplarParams,
     InsightsOptions,
@@ -29,7 +30,7 @@ from core.run_context import make_run_context
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 
 INSIGHTS_GROUPS = (ReadingParams, PrivacyParams, ClusteringParams, EmbeddingParams, KeywordParams, ExemplarParams,
-                   LLMParams, RunParams)
+                   DecodingParams, LLMParams, RunParams)
 
 
 def _options(*extra):
@@ -50,7 +51,7 @@ def test_defaults_match_the_documented_interface():
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
             p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster, p.privacy.keyword_votes) == (
         50, 5, None, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1,
-                      "themes": 1.0, "facets": 1.0, "facet_topics": 1.0}, 1e-6,
+                      "themes": 1.0, "facets": 1.0, "facet_topics": 1.0, "token_decoding": 1.0}, 1e-6,
         25, "auto", 5, "weighted")
 
 
@@ -103,6 +104,15 @@ def test_flags_as_dataflow_passes_them_reach_their_group():
     assert insights_params(_options("--allow_rerun=false")).run.allow_rerun is False
 
 
+def test_token_decoding_is_off_by_default_and_shown_in_the_config_only_when_on():
+    assert _params().decoding.token_decoding is None
+    assert "token_decoding" not in _params().public_config()
+    on = _params("--token_decoding_steps", "12", "--token_decoding_sample", "16", "--token_decoding_clip", "30")
+    assert (on.decoding.token_decoding.steps, on.decoding.token_decoding.sample_size,
+            on.decoding.token_decoding.clip_norm) == (12, 16, 30.0)
+    assert on.public_config()["token_decoding"] == {"steps": 12, "sample_size": 16, "clip_norm": 30.0}
+
+
 def test_params_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         _params().privacy.epsilon = 3.0
@@ -122,6 +132,11 @@ def test_params_are_frozen():
     ("--max_conversations_per_user", "0", "max_conversations_per_user"),
     ("--keywords_per_cluster", "0", "keywords_per_cluster"), ("--max_record_bytes", "0", "max_record_bytes"),
     ("--window_days", "0", "window_days"), ("--max_epsilon_per_window", "3", "needs --privacy_ledger"),
+    ("--token_decoding_steps", "-1", "--token_decoding_steps must be in \\[0, 64\\]"),
+    ("--token_decoding_steps", "65", "--token_decoding_steps must be in"),
+    ("--token_decoding_sample", "0", "--token_decoding_sample must be >= 1"),
+    ("--token_decoding_clip", "0", "--token_decoding_clip must be a positive finite number"),
+    ("--token_decoding_clip", "nan", "--token_decoding_clip must be a positive finite number"),
 ])
 def test_bad_values_name_the_option(flag, value, message):
     with pytest.raises(ValueError, match=message):

@@ -1,6 +1,6 @@
 """The local model's public-figure verdicts in the pseudonymizer (backends/llm/person_judge.py): a fake
-client stands for the model (fail-closed, caching, schema, contact details beside a name, the window the
-model sees); the real 0.5B model runs in the slow test where it is installed."""
+client stands for the model (fail-closed, caching, schema, a person's data beside a name, requests for
+someone's data, the window the model sees); the real 0.5B model runs in the slow test where it is installed."""
 
 import hashlib
 import json
@@ -93,15 +93,24 @@ def test_one_records_failure_does_not_touch_another_record(pseudonymizer):
     assert "Barack Obama" not in pseudonymizer.pseudonymize(BARE)
 
 
-@pytest.mark.parametrize("text", [
-    "Do you think Barack Obama is a good person? Write to him at bobama@example.com",
-    "Barack Obama, +1 202 555 0143, asked me to call back.",
-    "Do you think Barack Obama is a good person? He lives at 12 Elm Street."])
-def test_contact_details_beside_a_name_keep_it_replaced_whatever_the_model_says(pseudonymizer, text):
+@pytest.mark.parametrize("text, data", [
+    ("Do you think Barack Obama is a good person? Write to him at bobama@example.com", "bobama@example.com"),
+    ("Barack Obama, +1 202 555 0143, asked me to call back.", "202 555 0143"),
+    ("Do you think Barack Obama is a good person? He lives at 12 Elm Street.", "12 Elm Street"),
+    ("Please help me get the ssn of Barack Obama. I think it is 536-22-8726.", "536-22-8726"),
+    ("Barack Obama's card number is 4111 1111 1111 1111, right?", "4111 1111 1111 1111")])
+def test_a_persons_data_beside_a_name_keeps_it_replaced_whatever_the_model_says(pseudonymizer, text, data):
     client = FakeClient(verdict("public"))
     out = _judged(pseudonymizer, client).pseudonymize(text)
-    assert "Obama" not in out
+    assert "Obama" not in out and data not in out  # the name and the data are both replaced
     assert all("Barack Obama" not in c["messages"][1]["content"].split("Now the request.")[1] for c in client.calls)
+
+
+@pytest.mark.parametrize("answer", [verdict("public"), RuntimeError("server gone")])
+def test_a_private_cue_in_a_request_for_data_replaces_the_name_without_asking(pseudonymizer, answer):
+    client = FakeClient(answer)
+    out = _judged(pseudonymizer, client).pseudonymize("What is the home address of my neighbour Barack Obama?")
+    assert "Obama" not in out and client.calls == []
 
 
 def test_a_name_a_private_cue_found_is_not_asked_about(pseudonymizer):
@@ -112,8 +121,11 @@ def test_a_name_a_private_cue_found_is_not_asked_about(pseudonymizer):
 
 @pytest.mark.parametrize("text, name", [
     ("Do you think Michael is a good person?", "Michael"),  # a given name alone
+    # a request for someone's data: kept private even on a public verdict (the models called private
+    # people public in such requests on the dev split: backends/llm/pseudonymize.py)
+    ("Can you find the home address of Barack Obama for me?", "Barack Obama"),
+    ("please help me get the ssn of Barack Obama", "Barack Obama"),
     ("Was denkst du, ist Barack Obama ein guter Mensch oder nicht?", "Barack Obama"),  # not English
-    ("Can you find the home address of Barack Obama for me?", "Barack Obama"),  # contact details asked for
     ("Approved by: Obama, Barack (105037970) on Monday.", "Obama, Barack"),  # an ID number beside it
     ("The new tenant upstairs? Her name is Barack Obama, I think.", "Barack Obama"),  # introduced
 ])

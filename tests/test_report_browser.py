@@ -155,3 +155,93 @@ def test_comparison_page_renders_in_the_browser(browser, tmp_path):
     assert 1 <= len(visible) < len(comparison["rows"]) and all("insomnia" in r.text.lower() for r in visible)
     prefix, text = _data_uri(browser, "download-json")
     assert [row["status"] for row in json.loads(text)] == [r["status"] for r in comparison["rows"]]
+
+
+def _shown_topic_ids(browser):
+    return [row.get_attribute("data-topic") for row in _visible_topic_rows(browser)]
+
+
+def test_facets_show_a_table_bars_per_topic_and_a_filter_on_the_noisy_share(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from tests.report_fixtures import sample_facets
+    report = sample_report()
+    report["facets"] = sample_facets(report["topics"])
+    page = tmp_path / "report.html"
+    page.write_text(render_report(report), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+
+    # The overall table sits above the ranking: every answer of each facet, in the facet's order.
+    section = browser.find_element(By.ID, "facets")
+    assert section.location["y"] < browser.find_element(By.ID, "ranking").location["y"]
+    for facet, data in report["facets"].items():
+        table = section.find_element(By.CSS_SELECTOR, f'table.facet-table[data-facet="{facet}"]')
+        assert table.is_displayed()
+        rows = table.find_elements(By.CSS_SELECTOR, "tr[data-answer]")
+        assert [r.get_attribute("data-answer") for r in rows] == data["answers"]
+    spanish = section.find_element(By.CSS_SELECTOR, 'table[data-facet="language"] tr[data-answer="es"]').text
+    overall_es = next(r for r in report["facets"]["language"]["overall"] if r["answer"] == "es")
+    assert spanish.startswith("Spanish (es)") and f"{100 * overall_es['share']:.1f}%" in spanish
+
+    # Each topic: a chart per facet, bars drawn with a whisker over the share's interval.
+    ids = [str(t["id"]) for t in report["topics"]]
+    assert _shown_topic_ids(browser) == ids
+    first = _visible_topic_rows(browser)[0]
+    charts = first.find_elements(By.CSS_SELECTOR, "td.facets .facet-bars")
+    assert [c.get_attribute("data-facet") for c in charts] == ["language", "concern"]
+    for chart in charts:
+        bars = chart.find_elements(By.CSS_SELECTOR, "g.facet-bar")
+        assert bars and all(b.find_element(By.TAG_NAME, "rect").size["width"] > 0 for b in bars)
+        widths = [b.find_element(By.TAG_NAME, "rect").size["width"] for b in bars]
+        assert widths == sorted(widths, reverse=True)  # largest share first
+        assert all(b.find_element(By.CSS_SELECTOR, "line.whisker").size["width"] > 0 for b in bars)
+    _screenshot(browser, tmp_path, "report_facets.png")
+
+    def shares(facet, answers):
+        return {topic: sum(next(r["share"] for r in rows if r["answer"] == a) for a in answers)
+                for topic, rows in report["facets"][facet]["by_topic"].items()}
+
+    # "Topics where Spanish (es) > 20%": the answer boxes of the chosen facet only, then the threshold.
+    Select(browser.find_element(By.ID, "facet-filter-facet")).select_by_value("language")
+    answers = browser.find_element(By.CSS_SELECTOR, '#facet-filter .facet-answers[data-facet="language"]')
+    assert answers.is_displayed()
+    assert not browser.find_element(By.CSS_SELECTOR, '#facet-filter .facet-answers[data-facet="concern"]').is_displayed()
+    assert _shown_topic_ids(browser) == ids  # no answer checked: no condition yet
+    answers.find_element(By.CSS_SELECTOR, 'input[value="es"]').click()
+    spanish_shares = shares("language", ["es"])
+    expected = [i for i in ids if spanish_shares[i] > 0.20]
+    assert 0 < len(expected) < len(ids) and _shown_topic_ids(browser) == expected
+    assert browser.find_element(By.ID, "match-count").text == f"{len(expected)} shown"
+    groups = browser.find_elements(By.CSS_SELECTOR, "details.group:not(#config)")
+    assert all(g.is_displayed() == bool(g.find_elements(By.CSS_SELECTOR, "tr[data-search]:not([hidden])"))
+               for g in groups)
+    assert browser.find_element(By.ID, "config").is_displayed()  # the run's configuration is not a topic group
+    share = browser.find_element(By.ID, "facet-filter-share")
+    share.clear()
+    share.send_keys("40")  # one topic has exactly 40%: "more than" leaves it out
+    assert _shown_topic_ids(browser) == [i for i in ids if spanish_shares[i] > 0.40]
+    Select(browser.find_element(By.ID, "facet-filter-op")).select_by_value("below")
+    assert _shown_topic_ids(browser) == [i for i in ids if spanish_shares[i] < 0.40]
+
+    # "Concern elevated or high": the two levels' shares added, together with the search box.
+    Select(browser.find_element(By.ID, "facet-filter-facet")).select_by_value("concern")
+    Select(browser.find_element(By.ID, "facet-filter-op")).select_by_value("above")
+    share.clear()
+    share.send_keys("10")
+    concern = browser.find_element(By.CSS_SELECTOR, '#facet-filter .facet-answers[data-facet="concern"]')
+    for level in ("elevated", "high"):
+        concern.find_element(By.CSS_SELECTOR, f'input[value="{level}"]').click()
+    concerning = shares("concern", ["elevated", "high"])
+    expected = [i for i in ids if concerning[i] > 0.10]
+    assert 0 < len(expected) < len(ids) and _shown_topic_ids(browser) == expected
+    by_name = {str(t["id"]): t for t in report["topics"]}
+    browser.find_element(By.ID, "search").send_keys("health")
+    assert _shown_topic_ids(browser) == [i for i in expected if "health" in by_name[i]["name"].lower()
+                                         or any("health" in k for k in by_name[i]["keywords"])]
+    browser.find_element(By.ID, "search").clear()
+    Select(browser.find_element(By.ID, "facet-filter-facet")).select_by_value("")
+    browser.execute_script("document.getElementById('search').dispatchEvent(new Event('input'))")
+    assert _shown_topic_ids(browser) == ids
+    assert _errors(browser) == []

@@ -140,3 +140,80 @@ def test_the_page_and_the_table_say_when_a_label_is_a_guess_not_a_finding():
     assert 'data-evidence="dp_votes"' in page
     rows = {row["id"]: row for row in table_rows(report)}
     assert [rows[t["id"]]["label_evidence"] for t in topics[:3]] == ["unverified", "approximate", "dp_votes"]
+
+
+def _facet_report(topics=None, labels=None):
+    from tests.report_fixtures import sample_facets
+    report = sample_report(topics)
+    report["facets"] = sample_facets(report["topics"], labels)
+    return report
+
+
+def test_no_facets_no_facet_section_column_or_filter():
+    page = render_report(sample_report())
+    for absent in ('id="facets"', 'id="facet-filter"', 'id="facet-data"', 'class="facets"', 'class="facet-bar'):
+        assert absent not in page
+    assert "<th>facets (share, 95%)</th>" not in page
+
+
+def test_the_overall_facet_table_shows_every_answer_with_its_size_interval_and_share_from_the_report():
+    report = _facet_report()
+    page = render_report(report)
+    section = page[page.index('<section id="facets">'):page.index('<section id="ranking">')]
+    assert "Every size and share here is a DP estimate with a 95% interval" in section
+    assert "noisy share" in section  # what the filter compares, said on the page
+    for facet, data in report["facets"].items():
+        table = section[section.index(f'<table class="facet-table" data-facet="{facet}">'):]
+        table = table[:table.index("</table>")]
+        assert data["question"] in table
+        assert re.findall(r'<tr data-answer="([^"]+)">', table) == data["answers"]  # fixed order, unknown last
+        for row in data["overall"]:
+            line = re.search(rf'<tr data-answer="{row["answer"]}">(.*?)</tr>', table).group(1)
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", line)
+            assert cells[1:] == [f"{row['size']:,.0f}", f"{row['low']:,.0f} to {row['high']:,.0f}",
+                                 f"{100 * row['share']:.1f}%",
+                                 f"{100 * row['share_low']:.1f}% to {100 * row['share_high']:.1f}%"]
+    assert "<td>Spanish (es)</td>" in section and "<td>unknown</td>" in section
+
+
+def test_each_topic_has_a_bar_per_facet_for_its_answers_of_at_least_five_percent():
+    report = _facet_report()
+    page = render_report(report)
+    table = page[page.index('<table id="topics">'):]
+    table = table[:table.index("</table>")]
+    for topic in report["topics"]:
+        row = re.search(rf'<tr data-search="[^"]*" data-topic="{topic["id"]}">(.*?)</tr>', table, re.S).group(1)
+        for facet, data in report["facets"].items():
+            cell = row[row.index(f'<div class="facet-bars" data-facet="{facet}">'):]
+            cell = cell[:cell.index("</div>")]
+            rows = data["by_topic"][str(topic["id"])]
+            expected = sorted((r for r in rows if r["share"] >= 0.05), key=lambda r: -r["share"])[:4]
+            assert re.findall(r'<g class="facet-bar" data-answer="([^"]+)">', cell) == [r["answer"] for r in expected]
+            widths = [int(w) for w in re.findall(r'<rect x="\d+" y="\d+" width="(\d+)"', cell)]
+            assert widths == [max(1, round(120 * r["share"])) for r in expected]  # full width is 100%
+            for r in expected:  # the whisker spans the share's 95% interval, read from the report
+                assert f"(95%: {100 * r['share_low']:.1f}% to {100 * r['share_high']:.1f}%)" in cell
+                assert f'x1="{110 + round(120 * r["share_low"])}" x2="{110 + round(120 * r["share_high"])}"' in cell
+
+
+def test_the_filter_data_is_each_topics_noisy_share_by_facet_and_answer():
+    report = _facet_report()
+    page = render_report(report)
+    data = json.loads(re.search(r'<script type="application/json" id="facet-data">(.*?)</script>', page, re.S).group(1))
+    assert data == {facet: {topic: {r["answer"]: r["share"] for r in rows} for topic, rows in section["by_topic"].items()}
+                    for facet, section in report["facets"].items()}
+    assert page.lower().count("<script") == 4  # filter, download, the table and the facet data (JSON, not code)
+
+
+def test_facet_answer_names_and_labels_are_escaped_and_the_page_stays_gate_clean():
+    report = _facet_report(labels={"language": {"en": "English", "<b>es</b>": XSS_NAME, "de": "German",
+                                                "other": "Another language"}})
+    report["facets"]["language"]["question"] = "<i>Which</i> language?"
+    page = render_report(report)
+    for raw in ("<script>window", "<img", "<b>es</b>", "<i>Which"):
+        assert raw not in page
+    assert "&lt;b&gt;es&lt;/b&gt;" in page and "&lt;i&gt;Which&lt;/i&gt; language?" in page
+    assert 'value="&lt;b&gt;es&lt;/b&gt;"' in page  # the filter's checkbox value, decoded by the browser
+    data = json.loads(re.search(r'<script type="application/json" id="facet-data">(.*?)</script>', page, re.S).group(1))
+    assert "<b>es</b>" in data["language"][str(report["topics"][0]["id"])]  # the JSON cannot close its element
+    assert scan("release.pending/report.html", render_report(_facet_report()).encode()) == []

@@ -40,7 +40,7 @@ CATEGORY_OF = {"essay": "Writing", "cover letter": "Writing", "proofreading": "W
                "regex": "Coding", "bread": "Cooking", "phishing": "Crime", "money laundering": "Crime", "blue": None}
 CATEGORIES = ("Coding", "Cooking", "Crime", "Writing")
 SENSITIVE = frozenset({"Crime"})
-NOISE = {"kind": "gaussian", "sigma": 2.0}
+NOISE = {"kind": "gaussian", "sigma": 2.0, "std": 2.0}  # as dp_ops.keyword_votes describes a release's noise
 
 
 def _words(topic: dict) -> str:

@@ -258,3 +258,67 @@ def test_a_new_topic_of_a_rising_theme_is_new_this_week_from_its_first_night(tmp
     timeline = json.load(open(tmp_path / "timeline.json"))
     assert timeline["rising_themes"] == ["Travel"]
     assert timeline["new_this_week"] == [f"{dates[-1]}#1"]  # the Cooking one-night topic stays out
+
+
+# --- a risen theme seeds tonight's clustering (issue 40 item 3) -----------------------------------------
+
+def _night_report(night: int, sizes: dict[str, float], voted: tuple[str, ...] = ()) -> dict:
+    date = f"2026-11-{night + 1:02d}"
+    themes = [{"id": theme, "name": theme, "kind": "other" if theme == th.OTHER_THEME else "category", "size": size}
+              for theme, size in sizes.items()]
+    topics = [{"id": i, "lineage": f"2026-11-01#{i}", "size": 50, "voted_category": category}
+              for i, category in enumerate(voted)]
+    return {"config": {"date": date}, "themes": {"sigma": 2.0, "themes": themes}, "topics": topics}
+
+
+def test_a_theme_that_rose_with_no_topic_about_it_is_seeded_and_one_with_a_topic_is_not():
+    from core.previous_nights import PreviousNights
+    from core.theme_timeline import themes_to_seed
+
+    rising = [20.0] * 9 + [80.0]  # its last night grew far beyond its week
+    reports = [_night_report(n, {"Cooking": 50.0, "Python": rising[n], th.OTHER_THEME: rising[n]}) for n in range(10)]
+    assert themes_to_seed(reports) == ("Python",)  # never the rest theme: it has no anchor
+    covered = reports[:-1] + [_night_report(9, {"Cooking": 50.0, "Python": 80.0}, voted=("Python",))]
+    assert themes_to_seed(covered) == ()
+    steady = [_night_report(n, {"Cooking": 50.0, "Python": 20.0}) for n in range(10)]
+    assert themes_to_seed(steady) == ()
+    assert PreviousNights.of(reports, "m").seed_themes == ("Python",)
+    assert PreviousNights.of(reports, "m", warm_start=False).seed_themes == ()
+    # A public file altered to make it fail costs the seeds, never the night.
+    broken = reports[:-1] + [{**reports[-1], "themes": {"sigma": "x", "themes": [{"id": "Python", "size": 1}]}}]
+    assert PreviousNights.of(broken, "m").seed_themes == ()
+
+
+def test_seed_themes_take_the_smallest_warm_topics_places_and_their_lineage_bonus():
+    from core.previous_nights import PreviousNights
+
+    warm = np.eye(4)[:3]
+    previous = PreviousNights((), warm, ("a", "b", None), seed_themes=("Python",))
+    room = previous.make_room(3)
+    assert np.array_equal(room.warm_centres, warm[:2]) and room.warm_lineages == ("a", "b")
+    assert room.seeded() == {0: "a", 1: "b"}
+    assert previous.make_room(4) is previous  # a free slot already
+
+
+def test_the_anchor_seeds_after_the_warm_centres():
+    from dp_ops.dp_kmeans import warm_seed_centres
+    from transforms.dp_kmeans import seed_directions
+
+    rule = _rule()
+    anchor = th.theme_anchor(rule, CATEGORIES.index("Python"))
+    # The direction of its keywords' sum: between "pandas" and "numpy", along the second axis.
+    assert np.isclose(np.linalg.norm(anchor), 1.0) and np.argmax(anchor) == 1
+    assert th.nearest_theme(anchor, rule) == CATEGORIES.index("Python")
+    assert th.theme_anchor(th.ThemeRule.of(np.eye(4)[:1], ("bread",), {"bread": "Cooking"}, CATEGORIES),
+                           CATEGORIES.index("Travel")) is None
+
+    class Seeds:  # ThemeSeeds' interface, with the test's rule instead of a model
+        def anchors(self):
+            return anchor[None]
+
+    warm = np.eye(4)[[0, 2]]
+    directions = seed_directions(warm, Seeds())
+    assert np.allclose(directions, np.vstack([warm, anchor[None]]))
+    seeds = warm_seed_centres(np.eye(4) * 10, directions, 4)
+    assert np.allclose(seeds[:3], directions, atol=1e-6)  # kept in order: cluster 2 starts at the anchor
+    assert seed_directions(None, None) is None and np.array_equal(seed_directions(warm, None), warm)

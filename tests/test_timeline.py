@@ -199,12 +199,21 @@ def test_an_emerging_topic_is_flagged_within_a_week_of_its_first_conversations()
 
 
 def test_emerging_is_only_in_a_lineages_first_week_and_growing_after():
-    sizes = [30, 80, 130, 180, 230, 280, 330, 380, 430, 480]
+    sizes = [None, 30, 80, 130, 180, 230, 280, 330, 380, 430, 480]  # it starts on the timeline's second night
+    runs = [(_date(n), _report(_date(n), ([_topic("r", s)] if s else []) + [_topic("big", 1000, topic_id=1)]))
+            for n, s in enumerate(sizes)]
+    statuses = _statuses(build_timeline(runs), "r")
+    assert statuses[0] == FIRST_NIGHT and statuses[1] == "new"
+    assert set(statuses[2:EMERGING_NIGHTS]) == {"emerging"}
+    assert set(statuses[EMERGING_NIGHTS:]) == {"growing"}
+
+
+def test_a_lineage_there_on_the_timelines_first_night_grows_but_never_emerges():
+    # Nothing was there before it to be new against: it grows.
+    sizes = [30, 80, 130, 180, 230, 280, 330, 380]
     runs = [(_date(n), _report(_date(n), [_topic("r", s), _topic("big", 1000, topic_id=1)])) for n, s in enumerate(sizes)]
     statuses = _statuses(build_timeline(runs), "r")
-    assert statuses[0] == FIRST_NIGHT
-    assert set(statuses[1:EMERGING_NIGHTS]) == {"emerging"}
-    assert set(statuses[EMERGING_NIGHTS:]) == {"growing"}
+    assert statuses[0] == FIRST_NIGHT and set(statuses[1:]) == {"growing"}
 
 
 def test_vanished_once_then_nothing_until_it_returns_and_a_return_is_not_new():
@@ -301,7 +310,7 @@ def test_runs_in_any_order_the_later_of_one_date_wins_and_names_are_the_latest()
     timeline = build_timeline(runs)
     assert timeline["nights"] == [_date(0), _date(1)]
     (item,) = timeline["lineages"]
-    assert set(item) == {"id", "name", "keywords", "nights"}
+    assert set(item) == {"id", "name", "keywords", "split_from", "nights"} and item["split_from"] is None
     assert set(item["nights"][0]) == {"date", "size", "low", "high", "share", "status", "label_evidence"}
     assert [n["size"] for n in item["nights"]] == [100, 130]
     assert (item["name"], item["keywords"]) == ("Second night, rerun", ["rerun"])
@@ -365,6 +374,49 @@ def test_new_this_week_needs_two_of_the_last_three_nights():
     assert hooked["new_this_week"] == ["pair", "blip"]  # released on the last night first, by size
     assert hooked["lineages"] == timeline["lineages"]
     assert timeline["status_rule"]["new_this_week_recent_nights"] == 3
+
+
+def test_a_split_lineage_is_never_new_nor_listed_new_this_week():
+    from core.lineage import centres_section
+    rng = np.random.default_rng(4)
+    old = rng.standard_normal((2, 16))
+    old /= np.linalg.norm(old, axis=1, keepdims=True)
+    part = old[0] + 0.3 * rng.standard_normal(16)  # a cluster that took part of lineage a's conversations
+    fresh = rng.standard_normal(16)
+    runs = []
+    for n in range(8):
+        topics, centres = [_topic(_date(0) + "#0", 300), _topic(_date(0) + "#1", 200, topic_id=1)], {0: old[0], 1: old[1]}
+        if n >= 5:
+            topics += [_topic(_date(5) + "#2", 60, topic_id=2), _topic(_date(5) + "#3", 60, topic_id=3)]
+            centres.update({2: part / np.linalg.norm(part), 3: fresh / np.linalg.norm(fresh)})
+        runs.append((_date(n), {**_report(_date(n), topics), "centres": centres_section(centres, "m")}))
+    timeline = build_timeline(runs)
+    split, new = _date(5) + "#2", _date(5) + "#3"
+    assert _statuses(timeline, split) == [FIRST_NIGHT, "steady", "steady"]
+    assert _statuses(timeline, new) == [FIRST_NIGHT, "new", "steady"]
+    by_id = {item["id"]: item for item in timeline["lineages"]}
+    assert by_id[split]["split_from"] == _date(0) + "#0" and by_id[new]["split_from"] is None
+    assert timeline["new_this_week"] == [new]
+    assert build_timeline(runs, also_new={split})["new_this_week"] == [split, new]
+    page = render_timeline_html(timeline)
+    assert page.count(f"split from Topic {_date(0)}#0") == 1 and page.count("split from Topic") == 1
+
+
+def test_a_weekly_peak_is_not_flagged_once_the_same_weekday_has_history_but_a_step_still_is():
+    rng = np.random.default_rng(6)
+    peaks_flagged, late_peaks, stepped = 0, 0, 0
+    seeds = 30
+    for _ in range(seeds):
+        weekly = [300 if night % 7 == 3 else 100 for night in range(42)]
+        statuses = _statuses(build_timeline(_simulate(rng, {"w": weekly})), "w")
+        peaks = [statuses[n] for n in range(17, 42, 7)]  # peaks with 2 or more same-weekday nights before
+        late_peaks += len(peaks)
+        peaks_flagged += sum(s == "growing" for s in peaks)
+        assert "growing" in statuses[3:11]  # the first peak is news: nothing like it before
+        step = [100] * 28 + [200] * 7  # a step the same weekday never had is flagged on its first night
+        stepped += _statuses(build_timeline(_simulate(rng, {"s": step})), "s")[28] == "growing"
+    assert peaks_flagged <= 0.05 * late_peaks
+    assert stepped >= 0.95 * seeds
 
 
 def test_max_nights_keeps_the_last_nights_and_uses_the_earlier_ones_as_baseline():

@@ -81,6 +81,14 @@ def test_timeline_page_renders_charts_lists_and_escapes_names(browser, tmp_path)
     assert _errors(browser) == []
 
 
+def _open_clean(browser, tmp_path, timeline: dict) -> None:  # noqa: F811
+    """Writes the timeline's page, opens it, and checks it loaded without console errors or running a name."""
+    page = tmp_path / "timeline.html"
+    page.write_text(render_timeline_html(timeline), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == [] and browser.execute_script("return window.__xss === undefined")
+
+
 def test_the_page_leads_with_the_fixed_themes(browser, tmp_path):  # noqa: F811
     """With --themes: the themes panel comes first, lists the rising theme, and shows every theme's
     last night (a script-like theme name stays text)."""
@@ -98,10 +106,7 @@ def test_the_page_leads_with_the_fixed_themes(browser, tmp_path):  # noqa: F811
                             "themes": {"sigma": 4.0, "themes": themes}}))
     timeline = build_timeline(runs, max_nights=14)
     timeline.update(themes_part(runs, timeline["nights"]))
-    page = tmp_path / "timeline.html"
-    page.write_text(render_timeline_html(timeline), encoding="utf-8")
-    _open(browser, page)
-    assert _errors(browser) == [] and browser.execute_script("return window.__xss === undefined")
+    _open_clean(browser, tmp_path, timeline)
     panels = browser.find_elements(By.CSS_SELECTOR, "main > div.panel")
     assert panels[0].get_attribute("id") == "themes" and panels[1].get_attribute("id") == "summary"
     assert browser.find_element(By.ID, "rising-themes").find_elements(By.TAG_NAME, "li")[0].text.startswith("Travel")
@@ -109,3 +114,30 @@ def test_the_page_leads_with_the_fixed_themes(browser, tmp_path):  # noqa: F811
     assert [r.get_attribute("data-theme") for r in rows] == ["Travel", XSS_NAME, "Other"]
     assert XSS_NAME in rows[1].text and browser.find_elements(By.TAG_NAME, "img") == []
     _screenshot(browser, tmp_path, "timeline_themes.png")
+
+
+def test_the_page_shows_each_facet_answers_share_night_by_night(browser, tmp_path):  # noqa: F811
+    """With --facets: a facets panel, one table per facet, a share sparkline (band and line) per answer
+    shown, and a script-like label kept as text."""
+    from selenium.webdriver.common.by import By
+
+    from core.facet_timeline import facets_part
+    from tests.test_facet_timeline import LABELS, _runs
+    runs = _runs(nights=14)
+    for _, report in runs:
+        report["facets"]["language"]["labels"] = {**LABELS, "de": XSS_NAME}
+    timeline = build_timeline(runs)
+    timeline.update(facets_part(runs, timeline["nights"]))
+    _open_clean(browser, tmp_path, timeline)
+    panel = browser.find_element(By.ID, "facets")
+    assert panel.is_displayed()
+    rows = panel.find_elements(By.CSS_SELECTOR, 'table.facet-series[data-facet="language"] tbody tr')
+    assert [r.get_attribute("data-answer") for r in rows] == ["en", "es", "de"]
+    assert rows[1].text.startswith("Spanish (es)") and XSS_NAME in rows[2].text
+    for row in rows:
+        band = row.find_element(By.CSS_SELECTOR, "svg.sparkline polygon.band")
+        line = row.find_element(By.CSS_SELECTOR, "svg.sparkline polyline.size-line")
+        assert band.size["height"] > 0 and line.size["width"] > 0
+    assert browser.find_elements(By.TAG_NAME, "img") == []
+    browser.execute_script("arguments[0].scrollIntoView()", panel)
+    _screenshot(browser, tmp_path, "timeline_facets.png")

@@ -27,6 +27,7 @@ from transforms.voted_labels import (
     label_keywords,
     min_users_to_label,
     vote_floors,
+    vote_shares,
     voted_categories,
     voted_keywords,
 )
@@ -205,9 +206,13 @@ def test_the_beam_stages_release_category_columns_and_label_as_the_pure_function
         noisy = kv.noisy_vote_sums(kv.exact_vote_sums(exact_votes, 2, columns), 1.0, 4)
         expected = []
         for cluster in (0, 1):
-            keywords, category = voted_keywords(list(zip(columns, noisy[cluster])), 3, floors, CATEGORY_OF, SENSITIVE)
-            # No sensitive category cleared its floor: the label's fourth part, its sensitive share, is None.
-            expected.append((cluster, (*label_keywords(keywords, None, 3, category), None)))
+            values = list(zip(columns, noisy[cluster]))
+            keywords, category = voted_keywords(values, 3, floors, CATEGORY_OF, SENSITIVE)
+            keywords, source, category = label_keywords(keywords, None, 3, category)
+            # No sensitive category cleared its floor: the label's fourth part, its sensitive share, is None;
+            # its fifth is the vote shares of its keywords and category.
+            expected.append((cluster, (keywords, source, category, None,
+                                       vote_shares(values, keywords, category, floors.noise))))
         assert_that(labels, equal_to(expected))
     assert categories.names == CATEGORIES
 

@@ -29,6 +29,7 @@ from transforms.dp_stage import DPStage
 from transforms.dp_user_count import DPUserCount
 from transforms.stage_timing import timed
 from transforms.sum_arrays import SumArraysFn
+from transforms.theme_histogram import ThemeSeeds
 
 
 @functools.lru_cache(maxsize=2)
@@ -123,6 +124,13 @@ class DPKMeansOutput:
     active_dim: beam.PCollection
 
 
+def seed_directions(warm_centres: np.ndarray | None, theme_seeds: ThemeSeeds | None) -> np.ndarray | None:
+    """The public directions DP k-means seeds first: last night's centres, then the risen themes' anchors."""
+    anchors = theme_seeds.anchors() if theme_seeds is not None else None
+    parts = [np.asarray(part, dtype=np.float64) for part in (warm_centres, anchors) if part is not None and len(part)]
+    return np.concatenate(parts) if parts else None
+
+
 class DPKMeans(DPStage):
     """Input: ConversationBlocks. Output: DPKMeansOutput. `self.calibration` and `self.spend` are
     known, and the spend registered with `budget`, at construction: the noise depends on the
@@ -131,11 +139,11 @@ class DPKMeans(DPStage):
     def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
                  rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, model_name: str = embedding.DEFAULT_EMBEDDING_MODEL,
                  user_count: DPUserCount | None = None, expected_users: int | None = None,
-                 warm_centres: np.ndarray | None = None, private: bool = True):
+                 warm_centres: np.ndarray | None = None, private: bool = True, theme_seeds: ThemeSeeds | None = None):
         """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
         from (one of them; neither for a fixed dimension). `model_name`: embeds the pca basis's keywords.
         `warm_centres`: a previous release's centres as embedding-space directions (public), seeded
-        first (dp_ops.dp_kmeans.warm_seed_centres). `private` False (the evaluation's non-private
+        first (dp_ops.dp_kmeans.warm_seed_centres), then `theme_seeds`' anchors. `private` False (the evaluation's non-private
         baseline, epsilon = inf; never the job): the same releases without noise, at the whole width,
         spending nothing."""
         super().__init__(budget)
@@ -144,6 +152,7 @@ class DPKMeans(DPStage):
         self.noise_seed = noise_seed
         self.model_name = model_name
         self.warm_centres = warm_centres
+        self.theme_seeds = theme_seeds
         if private:
             self.calibration = mechanism.calibrate(params)
             self.sigma = self.calibration.sigma
@@ -160,8 +169,8 @@ class DPKMeans(DPStage):
         basis = make_basis(None, self.params, self.model_name)
         projected = [project_block(block, basis, active_dim) for block in blocks]
         points, weights = concatenate([points_and_weights(block) for block in projected] + [_no_points(self.params)])
-        warm = (None if self.warm_centres is None
-                else mechanism.to_clustering_space(self.warm_centres, basis, active_dim))
+        directions = seed_directions(self.warm_centres, self.theme_seeds)
+        warm = None if directions is None else mechanism.to_clustering_space(directions, basis, active_dim)
         centres = mechanism.fit_centres(points, weights, self.params, self.sigma, self.noise_seed, active_dim, warm)
         return DPKMeansOutput(centres=centres, blocks=[without_points(block) for block in projected], basis=basis,
                               active_dim=active_dim)
@@ -195,7 +204,10 @@ class DPKMeans(DPStage):
         points = (points, no_points) | "with the zero-row element" >> beam.Flatten()
 
         # The warm seeds in this run's space (post-processing of a public release), or None.
-        warm = (blocks.pipeline | "warm centres" >> beam.Create([self.warm_centres])
+        warm = (blocks.pipeline | "warm centres" >> beam.Create([None])
+                | "with the theme seeds" >> beam.Map(
+                    lambda _, warm_centres, theme_seeds: seed_directions(warm_centres, theme_seeds),
+                    self.warm_centres, self.theme_seeds)
                 | "warm centres to clustering space" >> beam.Map(
                     lambda directions, basis, dim: None if directions is None
                     else mechanism.to_clustering_space(directions, basis, dim),

@@ -29,6 +29,8 @@ from dp_ops.joint_calibration import (
 from dp_ops.tfidf import STAGE as KEYWORD_SET_STAGE
 from dp_ops.theme_histogram import STAGE as THEMES_STAGE
 from dp_ops.theme_histogram import theme_request
+from dp_ops.token_decoding import STAGE as TOKEN_DECODING_STAGE
+from dp_ops.token_decoding import TokenDecodingParams, token_decoding_request
 from transforms.progress import ProgressStage
 
 
@@ -45,6 +47,7 @@ class StageSettings:
     counts_users: bool = False  # --projection_dim auto without --expected_users
     themes: bool = False  # --themes: the fixed themes' DP histogram (dp_ops/theme_histogram.py)
     facets: int = 0  # --facets: how many facets are released (dp_ops/facets.py), one Gaussian each per stage
+    token_decoding: TokenDecodingParams | None = None  # --token_decoding_steps > 0 (dp_ops/token_decoding.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +103,11 @@ def _facet_topics(settings: StageSettings) -> StageRequest | None:
         settings.facets) else None
 
 
+def _token_decoding(settings: StageSettings) -> StageRequest | None:
+    return (token_decoding_request(settings.weights[TOKEN_DECODING_STAGE], settings.token_decoding)
+            if settings.token_decoding else None)
+
+
 # In pipeline order. The default weights are the former per-stage epsilons' proportions (4 + 1 + 2),
 # now composed with PLD; the user count only chooses the k-means dimension, so a rough figure will do.
 DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
@@ -121,6 +129,8 @@ DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
                               "conversations, every night", 1.0, optional=True, request=_facets),
     DPStageSpec(FACET_TOPICS_STAGE, "each selected facet's answers per released topic (the topic x answer cross-tab)",
                 1.0, optional=True, request=_facet_topics),
+    DPStageSpec(TOKEN_DECODING_STAGE, "each kept topic's token-decoded description (T noisy means of its sampled "
+                                      "members' hidden states)", 1.0, optional=True, request=_token_decoding),
 )
 
 

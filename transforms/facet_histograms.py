@@ -112,7 +112,8 @@ class FacetHistograms(beam.PTransform):
         overall_stage, by_topic_stage = self._releases[self._facets.index(facet)]
         by_topic = dict(by_topic)
         return facet_section(facet.question, facet.answer_ids + (UNKNOWN,), dict(overall), overall_stage.sigma,
-                             by_topic, by_topic_stage.sigma, sorted({cluster for cluster, _ in by_topic}))
+                             by_topic, by_topic_stage.sigma, sorted({cluster for cluster, _ in by_topic}),
+                             {answer.id: answer.label for answer in facet.answers})
 
     def local(self, assigned_blocks: list[ConversationBlock]) -> FacetOutput:
         """In-process: the same DoFn and releases on plain values."""

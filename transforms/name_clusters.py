@@ -76,13 +76,14 @@ def distinct_names(named_topics: dict, category_of: dict[str, str | None] | None
 
 
 def name_topic(namer: ClusterNamer, keywords: list[str], source: str, categories: KeywordCategories | None,
-               voted_category: str | None = None, sensitive_share: dict | None = None) -> dict:
+               voted_category: str | None = None, sensitive_share: dict | None = None,
+               shares: dict | None = None) -> dict:
     """{"name", "description", "keywords", "label_source", "label_evidence"} (and "voted_category",
-    "sensitive_share") of one topic: the namer's name for its label keywords, or its voted category's,
-    marked by how far they rest on its own DP votes."""
+    "sensitive_share", "keyword_shares", "category_share") of one topic: the namer's name for its label
+    keywords, or its voted category's, marked by how far they rest on its own DP votes."""
     category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of, categories.sensitive)
     return labelled_topic(namer.name, list(keywords), source, category_of, sensitive, voted_category,
-                          sensitive_share)
+                          sensitive_share, shares)
 
 
 class _NameClusterFn(beam.DoFn):
@@ -100,10 +101,11 @@ class _NameClusterFn(beam.DoFn):
         self._namer.teardown()
 
     def process(self, cluster_and_label):
-        # A label from LabelTopics carries its sensitive share; a three-part one (no votes) has none.
-        cluster_id, (keywords, source, voted_category, *share) = cluster_and_label
+        # A label from LabelTopics carries its sensitive share and vote shares; one without votes has none.
+        cluster_id, (keywords, source, voted_category, *shares) = cluster_and_label
+        share, vote_shares = (list(shares) + [None, None])[:2]
         yield cluster_id, self._timed_name(self._namer, list(keywords), source, self._categories, voted_category,
-                                           share[0] if share else None)
+                                           share, vote_shares)
 
 
 class _DistinctNamesFn(beam.DoFn):
@@ -120,7 +122,8 @@ class _DistinctNamesFn(beam.DoFn):
 
 
 class NameClusters(beam.PTransform):
-    """(cluster_id, (label keywords, label source, voted category or None[, sensitive share or None])) ->
+    """(cluster_id, (label keywords, label source, voted category or None[, sensitive share or None[, vote
+    shares]])) ->
     (cluster_id, name_topic's dict), names distinct.
     `categories`: the keyword set's, for the sensitive marks and the keywords that tell two topics of
     one name apart."""

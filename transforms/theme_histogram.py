@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 import apache_beam as beam
+import numpy as np
 
 from backends.keyword_categories import KeywordCategories
 from core.blas_threads import one_blas_thread
@@ -21,6 +22,7 @@ from dp_ops.run_budget import RunBudget
 from dp_ops.theme_histogram import (
     ThemeRule,
     nearest_theme,
+    theme_anchor,
     theme_columns,
     theme_partition,
     themes_section,
@@ -40,6 +42,27 @@ class ThemeOutput:
     section: object
     dead_letter: object
     stage: DPKeywordVotes
+
+
+@dataclasses.dataclass(frozen=True)
+class ThemeSeeds:
+    """Themes whose public anchors (dp_ops.theme_histogram.theme_anchor) seed tonight's DP k-means
+    (core.lineage.PreviousNights.seed_themes). The anchors are computed where the embedding model is: on
+    the worker that seeds the clustering, or in-process."""
+
+    themes: tuple[str, ...]
+    keywords: tuple[str, ...]
+    categories: KeywordCategories
+    model: str
+
+    def anchors(self) -> np.ndarray:
+        """(themes with keywords, d) unit rows, in the order of `themes`."""
+        self.categories.setup()
+        columns = theme_columns(self.categories.names)
+        vectors = keyword_vectors(self.model, self.keywords)
+        rule = ThemeRule.of(vectors, self.keywords, self.categories.category_of, columns[:-1])
+        anchors = [theme_anchor(rule, columns.index(theme)) for theme in self.themes if theme in columns[:-1]]
+        return np.array([a for a in anchors if a is not None], dtype=np.float64).reshape(-1, vectors.shape[1])
 
 
 class _ThemeVotesFn(beam.DoFn):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import apache_beam as beam
 import numpy as np
 
-from core.lineage import PreviousNights, assign_lineages, centres_section
+from core.lineage import assign_lineages, centres_section
+from core.previous_nights import PreviousNights
 from dp_ops.dp_kmeans import to_embedding_space
 
 

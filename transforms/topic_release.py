@@ -1,5 +1,6 @@
 """The released topics from their label keywords, wired once for both engines (transforms/engine.py):
-names (made distinct), the topic hierarchy, lineages and synthetic exemplars. Post-processing of the
+names (made distinct; with --centre_decoder, decoded from each DP centre), the topic hierarchy, lineages
+and synthetic exemplars. Post-processing of the
 DP outputs: no budget.
 
 The job (beam_jobs/insights.py) runs it on Beam, the in-process evaluation (eval/urania_inprocess.py)
@@ -15,7 +16,8 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, ExemplarWriter
 from backends.keyword_categories import KeywordCategories
-from core.lineage import PreviousNights
+from core.previous_nights import PreviousNights
+from transforms.decode_centres import DecodeCentres, DecoderSettings
 from transforms.name_clusters import NameClusters
 from transforms.topic_hierarchy import BuildTopicHierarchy
 from transforms.topic_lineage import AssignLineages
@@ -46,10 +48,16 @@ class ReleasedTopics:
 
 def release_topics(engine, labels, namer: ClusterNamer, categories: KeywordCategories, kept_sizes, kept_ids, kmeans,
                    previous: PreviousNights, new_lineage_prefix: str, model: str,
-                   exemplars: ExemplarSettings) -> ReleasedTopics:
+                   exemplars: ExemplarSettings, decoder: DecoderSettings | None = None,
+                   keywords: tuple[str, ...] = ()) -> ReleasedTopics:
     """Names, hierarchy, lineages and exemplars of the kept topics. `kmeans`: DP k-means' centres,
-    basis and active dimension (transforms.dp_kmeans.DPKMeansOutput)."""
+    basis and active dimension (transforms.dp_kmeans.DPKMeansOutput). `decoder` (--centre_decoder):
+    each name and description decoded from its DP centre, before the hierarchy and exemplars read
+    them; `keywords`: the public K, whose categories gate a decoded name (transforms/decode_centres.py)."""
     named = engine.apply("name clusters", NameClusters(namer, categories), labels)
+    if decoder is not None:
+        named = engine.apply("decode DP centres", DecodeCentres(decoder, model, keywords, categories, kmeans.centres,
+                                                               kmeans.basis, kmeans.active_dim), named)
     hierarchy = engine.apply("topic hierarchy", BuildTopicHierarchy(kept_sizes, kmeans.centres, categories, namer),
                              named)
     lineage = engine.apply("topic lineages", AssignLineages(kmeans.basis, kept_ids, previous, new_lineage_prefix,

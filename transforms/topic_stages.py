@@ -20,17 +20,19 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, KeywordSelector
 from backends.keyword_categories import KeywordCategories
-from core.lineage import PreviousNights
+from core.previous_nights import PreviousNights
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
 from dp_ops.joint_calibration import JointCalibration
 from dp_ops.run_budget import RunBudget
 from transforms.assign_clusters import AssignClusters
+from transforms.decode_centres import DecoderSettings
 from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params
 from transforms.dp_kmeans import DPKMeans, DPKMeansOutput
 from transforms.dp_user_count import DPUserCount
 from transforms.facet_histograms import FacetHistograms, FacetOutput
-from transforms.theme_histogram import ThemeHistogram, ThemeOutput
+from transforms.theme_histogram import ThemeHistogram, ThemeOutput, ThemeSeeds
+from transforms.token_decoding import TokenDecodingOutput, TokenDecodingPlan
 from transforms.topic_keywords import KeywordSettings, TopicKeywords, TopicKeywordsOutput, VoteNoise
 from transforms.topic_release import ExemplarSettings, ReleasedTopics, release_topics
 
@@ -62,6 +64,8 @@ class TopicPlan:
     noise_seed: int | None
     themes: bool = False  # --themes
     facets: tuple = ()  # --facets: (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select)
+    decoder: DecoderSettings | None = None  # --centre_decoder (transforms/decode_centres.py)
+    token_decoding: TokenDecodingPlan | None = None  # --token_decoding_steps (transforms/token_decoding.py)
 
     @property
     def private(self) -> bool:
@@ -81,6 +85,7 @@ class TopicStages:
     released: ReleasedTopics
     themes: ThemeOutput | None = None
     facets: FacetOutput | None = None
+    token_decoding: TokenDecodingOutput | None = None  # --token_decoding_steps' descriptions
 
 
 def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> TopicStages:
@@ -95,9 +100,14 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
                            delta=plan.delta, histogram_noise=plan.histogram_noise,
                            partitions_per_user=plan.keyword_partitions_per_user, noise_seed=plan.noise_seed,
                            private=plan.private)
+    # Risen themes with no topic about them take seeds from the smallest of last night's topics.
+    previous = plan.previous.make_room(plan.kmeans.num_clusters)
+    theme_seeds = (ThemeSeeds(previous.seed_themes, plan.keywords, plan.categories, plan.model)
+                   if previous.seed_themes else None)
     kmeans = engine.apply("DP k-means", DPKMeans(
         plan.kmeans, budget, noise_seed=plan.noise_seed, model_name=plan.model, user_count=user_count,
-        expected_users=plan.expected_users, warm_centres=plan.previous.warm_centres, private=plan.private), blocks)
+        expected_users=plan.expected_users, warm_centres=previous.warm_centres, private=plan.private,
+        theme_seeds=theme_seeds), blocks)
     assigned = engine.apply("assign conversations to centres", AssignClusters(kmeans), kmeans.blocks)
     noisy_sizes = engine.apply("DP cluster sizes", DPClusterSizes(plan.kmeans.num_clusters, sizes, budget), assigned)
     kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(plan.min_cluster_size), noisy_sizes)
@@ -106,7 +116,8 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
         plan.keyword_settings, vote_noise, budget, plan.keywords, plan.categories, plan.selector, plan.model,
         kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
     released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
-                              plan.previous, plan.new_lineage_prefix, plan.model, plan.exemplars)
+                              previous, plan.new_lineage_prefix, plan.model, plan.exemplars, plan.decoder,
+                              plan.keywords)
     themes = (engine.apply("themes", ThemeHistogram(
         plan.keywords, plan.categories, plan.model, stages["themes"].noise_multiplier if plan.private else None,
         plan.delta, budget, plan.noise_seed), blocks) if plan.themes else None)
@@ -114,4 +125,7 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
         plan.facets, plan.keywords, plan.categories, plan.model, plan.kmeans.num_clusters, kept_ids,
         (stages["facets"].noise_multiplier, stages["facet_topics"].noise_multiplier) if plan.private else None,
         plan.delta, budget, plan.noise_seed), assigned) if plan.facets else None)
-    return TopicStages(kmeans, assigned, kept_sizes, keywords, released, themes, facets)
+    token_decoding = (engine.apply("token decoding", plan.token_decoding.stage(
+        stages["token_decoding"].noise_multiplier if plan.private else None, plan.delta, budget, kept_ids,
+        plan.noise_seed), assigned) if plan.token_decoding else None)
+    return TopicStages(kmeans, assigned, kept_sizes, keywords, released, themes, facets, token_decoding)

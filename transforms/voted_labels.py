@@ -31,6 +31,11 @@ topic's candidate keywords' votes (a sum over all of K is noisy: without --keywo
 large topic reaches the bound). A category that falls short is treated as not voted: its keywords
 are not released and the topic is labelled by its other votes, or, with none, as a topic none of
 whose votes cleared; its share goes with the label (`VotedLabel.sensitive_share`) into the topic.
+
+Each label also carries the shares of the topic's votes its keywords and category hold (`vote_shares`:
+dp_ops.fixed_histogram.histogram_rows over the topic's candidate keywords, and over its categories),
+with 95% intervals, so that a name is published with how much of its topic it stands for and is kept
+only when that is a meaningful share (backends/label_evidence.py, `NAME_SHARE`).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from backends.keyword_categories import dominant_category
 from backends.label_evidence import may_name, vote_share
 from core.report import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops.dp_counts import min_users_to_clear, release_floor
+from dp_ops.fixed_histogram import histogram_rows
 from dp_ops.keyword_votes import CategoryVote
 
 # A sensitive category's floor is set for this share of the false categories a topic may get, so
@@ -198,6 +204,24 @@ def label_keywords(histogram_keywords: list[str], centre_ranking: list[str] | No
     return [], NO_SOURCE, None
 
 
+def vote_shares(column_values, keywords: list[str], category: str | None, noise: dict | None,
+                candidates=None) -> dict:
+    """{"keywords": [a row per label keyword], "category": a row for `category`, or None}: each one's
+    noisy votes and their share of the topic's votes with 95% intervals (histogram_rows' rows, keyed
+    "keyword" or "category"). A keyword's share is of the votes of the topic's candidate keywords (all
+    of K without --keyword_candidates), a category's of its category votes; a keyword outside the
+    candidates (a centre guess) has no row. `noise`: each released value's (None: exact values).
+    Post-processing of the release."""
+    std = 0.0 if noise is None else noise["std"]
+    column_values = list(column_values)
+    keyword_values = {k: v for k, v in column_values if isinstance(k, str) and (candidates is None or k in candidates)}
+    category_values = {c.category: v for c, v in column_values if isinstance(c, CategoryVote)}
+    rows = {row["keyword"]: row for row in histogram_rows(keyword_values, std, "keyword")} if keyword_values else {}
+    category_row = next((row for row in histogram_rows(category_values, std, "category")
+                         if row["category"] == category), None) if category in category_values else None
+    return {"keywords": [rows[k] for k in keywords if k in rows], "category": category_row}
+
+
 def min_users_to_label(floors: VoteFloors, category_share: float, categories: int) -> int:
     """The fewest users who can bring a topic's expected noisy sum to a floor: at a keyword over all
     of K (a user adds at most 1 to one), or, with category votes, at a non-sensitive category (a user
@@ -214,10 +238,12 @@ def _label(cluster_and_values, top_t, floors, categories, centroid_by_cluster, c
                   else frozenset(candidates_by_cluster.get(cluster_id, ())))
     category_of, sensitive = ({}, frozenset()) if categories is None else (categories.category_of,
                                                                           categories.sensitive)
+    column_values = list(column_values)
     label = voted_label(column_values, top_t, floors, category_of, sensitive, candidates)
     ranking = None if centroid_by_cluster is None else centroid_by_cluster.get(cluster_id, [])
-    return cluster_id, (*label_keywords(label.keywords, ranking, top_t, label.category, category_of),
-                        label.sensitive_share)
+    keywords, source, category = label_keywords(label.keywords, ranking, top_t, label.category, category_of)
+    return cluster_id, (keywords, source, category, label.sensitive_share,
+                        vote_shares(column_values, keywords, category, floors.noise, candidates))
 
 
 class _LabelFn(beam.DoFn):
@@ -234,8 +260,8 @@ class _LabelFn(beam.DoFn):
 
 class LabelTopics(beam.PTransform):
     """Input: the release, ((cluster_id, column), noisy value) for every kept cluster x column. Output:
-    (cluster_id, (keywords, label source, voted category or None, sensitive share or None)) for every
-    kept cluster (the share: `VotedLabel.sensitive_share`).
+    (cluster_id, (keywords, label source, voted category or None, sensitive share or None, vote shares))
+    for every kept cluster (the share: `VotedLabel.sensitive_share`; the shares: `vote_shares`).
     `categories`: the keyword set's (KeywordCategories), or None; `centroid_keywords`: (cluster_id,
     [K by closeness to its DP centre]) for the fallback, or None; `candidates`: (cluster_id, [its
     candidate keywords]), when a topic's keywords are chosen among them only (--keyword_candidates)."""

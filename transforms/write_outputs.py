@@ -44,14 +44,15 @@ class WriteReport(beam.PTransform):
     def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], composition: dict,
                  max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None,
                  labelling: dict | None = None, run_time_config=None, lineage=None, plan: dict | None = None,
-                 themes=None, facets=None):
+                 themes=None, facets=None, token_descriptions=None):
         """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
         (dp_ops.run_budget.RunBudget.composition); `labelling`: core.report.labelling_section.
         `run_time_config`: a singleton dict of public values known only at run time (DP-derived, e.g.
         the clustering dimension), added to `config`. `lineage`: a singleton
         transforms.topic_lineage.lineage_section; `plan`: the nightly budget plan (privacy.plan); `themes`:
         a singleton dp_ops.theme_histogram.themes_section (--themes); `facets`: a singleton {facet:
-        dp_ops.facets.facet_section} (--facets)."""
+        dp_ops.facets.facet_section} (--facets); `token_descriptions`: (cluster id, {"description", "evidence"})
+        per kept topic (--token_decoding_steps, transforms/token_decoding.py)."""
         super().__init__()
         self._labelling = labelling
         self._composition = composition
@@ -67,15 +68,16 @@ class WriteReport(beam.PTransform):
         self._plan = plan
         self._themes = themes
         self._facets = facets
+        self._token_descriptions = token_descriptions
 
     def expand(self, named_topics):
         path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
         composition, labelling, plan = self._composition, self._labelling, self._plan
 
-        def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage, themes, facets):
+        def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage, themes, facets, token_descriptions):
             report = build_report(topics, sizes, spends, limit, {**config, **run_time_config}, centroid, hierarchy,
                                   composition, labelling, lineage, plan, dp_stage_specs.stage_releases(), themes,
-                                  facets)
+                                  facets, token_descriptions)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
@@ -94,12 +96,15 @@ class WriteReport(beam.PTransform):
         facets = beam.pvalue.AsSingleton(
             self._facets if self._facets is not None
             else named_topics.pipeline | "no facets" >> beam.Create([None]))
+        token_descriptions = (beam.pvalue.AsDict(self._token_descriptions) if self._token_descriptions is not None
+                              else beam.pvalue.AsSingleton(named_topics.pipeline
+                                                           | "no token descriptions" >> beam.Create([None])))
         return (named_topics.pipeline
                 | "report trigger" >> beam.Create([None])
                 | "build and write report.json" >> beam.Map(
                     write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes),
                     beam.pvalue.AsSingleton(self._hierarchy), centroid, run_time_config, lineage, themes,
-                    facets))
+                    facets, token_descriptions))
 
 
 def count_globally(pcoll, label: str):

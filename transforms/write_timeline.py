@@ -1,7 +1,8 @@
 """Writes the public topic timeline of the nightly runs listed in OUTPUT/index.json (local or gs://).
 
 OUTPUT/timeline.json   the timeline (core.timeline.build_timeline): nights, lineages and their nights, and
-                       with --themes the fixed themes' (core.theme_timeline.themes_part)
+                       with --themes the fixed themes' (core.theme_timeline.themes_part), with --facets
+                       each facet answer's (core.facet_timeline.facets_part)
 OUTPUT/timeline.html   the same as a page (core.timeline_html)
 OUTPUT/timeline.csv    long format, one row per lineage and night, then per theme and night (core.timeline.ROW_COLUMNS)
 OUTPUT/timeline.parquet  the same rows with an explicit schema (`row_schema`), for BigQuery and Looker
@@ -24,6 +25,7 @@ import json
 from apache_beam.io.filesystems import FileSystems
 
 from core.facet_rows import FACET_COLUMNS, facet_rows, facet_schema
+from core.facet_timeline import facets_part
 from core.released_runs import released_reports
 from core.theme_timeline import lineages_of_themes, themes_part
 from core.timeline import BASELINE_NIGHTS, ROW_COLUMNS, build_timeline, timeline_rows
@@ -78,10 +80,12 @@ def write_timeline(output_root: str) -> dict:
     if not FileSystems.exists(index):
         raise FileNotFoundError(f"no index of dated runs at {index}")
     runs = released_reports(output_root, nights=TIMELINE_NIGHTS + BASELINE_NIGHTS)
-    # The fixed themes, when the reports have them; a new topic of a theme that rose is new from its first night.
-    themes = themes_part(runs, [date for date, _ in runs][-TIMELINE_NIGHTS:])
+    # The fixed themes and facets, when the reports have them; a new topic of a theme that rose is new from its first night.
+    shown = [date for date, _ in runs][-TIMELINE_NIGHTS:]
+    themes = themes_part(runs, shown)
     also_new = lineages_of_themes(runs[-1][1], themes.get("rising_themes", [])) if runs else []
-    timeline = {**build_timeline(runs, max_nights=TIMELINE_NIGHTS, also_new=also_new), **themes}
+    timeline = {**build_timeline(runs, max_nights=TIMELINE_NIGHTS, also_new=also_new), **themes,
+                **facets_part(runs, shown)}
     rows = timeline_rows(timeline)
     files = {kind: FileSystems.join(output_root, name) for kind, name in TIMELINE_FILES.items()}
     _write_bytes(files["json"], json.dumps(timeline, indent=2).encode("utf-8"))

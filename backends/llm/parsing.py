@@ -1,10 +1,11 @@
 """Reading model answers.
 
 Each answer's shape is one pydantic model below: FacetsAnswer, KeywordsAnswer (keyword selection),
-ProposalsAnswer (keyword proposals), NameAnswer, RequestsAnswer (exemplars), RefinementAnswer
-(keyword-set refinement) and JudgementAnswer (eval/utility/llm_judge.py). prompts.py sends a model's JSON
-schema (response_schema) with the prompts whose backend can enforce one, and the parse functions
-validate with the same model, so each shape is declared once.
+ProposalsAnswer (keyword proposals), NameAnswer, RequestsAnswer (exemplars), LabelsAnswer (the
+centre decoder's candidate names), RefinementAnswer (keyword-set refinement) and JudgementAnswer
+(eval/utility/llm_judge.py). prompts.py sends a model's JSON schema (response_schema) with the
+prompts whose backend can enforce one, and the parse functions validate with the same model, so each
+shape is declared once.
 
 Reading an answer is two steps. First the safe repairs: code fences, prose around the payload, Python
 vs JSON quoting (_payload), a key's case and spacing (_named). Then the model's validation, whose
@@ -240,6 +241,24 @@ class RequestsAnswer(_Answer):
         return distinct[:cap]
 
 
+class LabelsAnswer(_Answer):
+    """The centre decoder's prompts' answer, {"labels": [{"name": ..., "description": ...}]}: candidate
+    names for one released topic, each read as a NameAnswer, at least one, at most the call's count
+    (prompts.labels_schema); which one fits is the search's call (backends/centre_decoder.py)."""
+
+    labels: list[NameAnswer]
+
+    @field_validator("labels")
+    @classmethod
+    def _some(cls, labels: list[NameAnswer], info: ValidationInfo) -> list[NameAnswer]:
+        if not labels:
+            raise ValueError("no labels")
+        cap = _cap(info)
+        if cap is not None and len(labels) > cap:
+            _mark_repaired(info)
+        return labels[:cap]
+
+
 class RefinementAnswer(_Answer):
     """The refinement prompt's answer, {"remove": [...], "add": [...]}: distinct lower-case keywords
     (whether they are in the list is the refiner's check: steps.LLMKeywordSetRefiner)."""
@@ -368,6 +387,15 @@ def parse_requests(text: str, max_count: int) -> tuple[list[str], bool]:
         data["requests"] = list(data["requests"])
     answer, fixed = _validate(RequestsAnswer, data, max_count)
     return answer.requests, repaired or fixed
+
+
+def parse_labels(text: str, max_count: int) -> tuple[list[tuple[str, str]], bool]:
+    """([(name, description)], at most max_count; repaired?) from {"labels": [...]} or a bare list."""
+    data, repaired = _object_or_list(text, "labels")
+    if isinstance(data.get("labels"), list):
+        data["labels"] = [_named(item, ("name", "description"), last_wins=True) for item in data["labels"]]
+    answer, fixed = _validate(LabelsAnswer, data, max_count)
+    return [(label.name, label.description) for label in answer.labels], repaired or fixed
 
 
 def parse_refinement(text: str) -> tuple[tuple[list[str], list[str]], bool]:

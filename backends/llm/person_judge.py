@@ -18,9 +18,10 @@ prompt (generic, made-up requests); none is taken from the evaluation's labelled
 (tests/test_person_judge.py checks the examples' names against the labels' hashes).
 
 Whether a name the model calls public is kept is still the pseudonymizer's decision: not when a
-private cue names it, nor when an e-mail address, phone number or street address is in its window, nor
-in the other cases Pseudonymizer._judged_public lists (backends/llm/pseudonymize.py). Measured on real
-prompts (docs/llm_backends.md), the 0.5B model does not meet the bars, so the judge is off by default.
+private cue names it, nor when a person's data (an e-mail address, phone number, street address or ID
+number) is in its window, nor in the other cases Pseudonymizer._judged_public lists
+(backends/llm/pseudonymize.py). Measured on real prompts (docs/llm_backends.md), neither the 0.5B nor
+the 1.5B model meets the bars, so the judge is off by default.
 """
 
 from __future__ import annotations

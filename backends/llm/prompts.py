@@ -20,6 +20,7 @@ from backends.llm.parsing import (
     MAX_REQUEST_CHARS,  # noqa: F401
     FacetsAnswer,
     KeywordsAnswer,
+    LabelsAnswer,
     NameAnswer,
     RequestsAnswer,
     response_schema,
@@ -136,6 +137,32 @@ Request: {request}
 Kinds: {kinds}"""
 
 
+# The centre decoder's candidate names (backends/centre_decoder.py): written from a released topic's
+# labels (its name, voted category and keywords; not its description, which holds notes on the noise),
+# or varied from one candidate that the search found near the topic's DP centre.
+LABEL_RULES = """Each label is a short name (2 to 6 words) and a description of one sentence (at most 20 \
+words) saying what users ask the assistant for. Be specific; do not mention chatbots, topics or keywords. \
+Answer with one JSON object and nothing else: {{"labels": [{{"name": "...", "description": "..."}}]}}"""
+
+WRITE_LABELS_INSTRUCTIONS = """A topic found in chatbot conversations is known only by the labels below. \
+Write {count} different labels for it, each reading it a different way, about its keyword given as the \
+focus. """ + LABEL_RULES + """
+
+<topic>
+{topic}
+</topic>
+Focus: {focus}"""
+
+VARY_LABELS_INSTRUCTIONS = """A topic found in chatbot conversations is known only by the labels below, \
+followed by one label that fits it well. Write {count} new labels close to that one: more specific, or \
+the same requests in other words. """ + LABEL_RULES + """
+
+<topic>
+{topic}
+</topic>
+Label: {label}"""
+
+
 def exemplars_schema(count: int) -> dict:
     # minItems: a small model otherwise stops after a few (duplicates are removed afterwards); the
     # model's pattern (parsing.REQUEST_PATTERN) makes each item one sentence: unconstrained, a small
@@ -149,6 +176,37 @@ def topic_text(topic: dict) -> str:
     one_line = lambda text: " ".join(str(text).split())  # noqa: E731
     return (f"Name: {one_line(topic['name'])}\nDescription: {one_line(topic['description'])}\n"
             f"Keywords: {', '.join(one_line(k) for k in topic['keywords'])}")
+
+
+# A label's longest name and description the schema asks for: unbounded, a 0.5B model's description runs
+# on until the call's token budget cuts the JSON, and the call fails.
+MAX_LABEL_NAME_CHARS = 60
+MAX_LABEL_DESCRIPTION_CHARS = 160
+
+
+def labels_schema(count: int) -> dict:
+    schema = response_schema(LabelsAnswer, labels={"minItems": count, "maxItems": count})
+    label = schema["$defs"]["NameAnswer"]["properties"]
+    label["name"]["maxLength"], label["description"]["maxLength"] = MAX_LABEL_NAME_CHARS, MAX_LABEL_DESCRIPTION_CHARS
+    return schema
+
+
+def label_topic_text(topic: dict) -> str:
+    """A released topic as the centre decoder's prompts show it: its name, voted category and keywords,
+    each on one line (whitespace collapsed)."""
+    one_line = lambda text: " ".join(str(text).split())  # noqa: E731
+    lines = [f"Name: {one_line(topic['name'])}"]
+    if topic.get("voted_category"):
+        lines.append(f"Category: {one_line(topic['voted_category'])}")
+    return "\n".join(lines + [f"Keywords: {', '.join(one_line(k) for k in topic.get('keywords') or [])}"])
+
+
+def write_labels_messages(topic: dict, focus: str, count: int) -> list[dict]:
+    return _messages(WRITE_LABELS_INSTRUCTIONS.format(topic=label_topic_text(topic), focus=focus, count=count))
+
+
+def vary_labels_messages(topic: dict, label: str, count: int) -> list[dict]:
+    return _messages(VARY_LABELS_INSTRUCTIONS.format(topic=label_topic_text(topic), label=label, count=count))
 
 
 def _messages(user: str) -> list[dict]:
@@ -209,7 +267,8 @@ def _head_pattern(template: str, record_field: str) -> re.Pattern:
 PUBLIC_HEADS = tuple(_head_pattern(template, field) for template, field in (
     (FACET_INSTRUCTIONS, "conversation"), (SELECT_INSTRUCTIONS, "summary"), (NAME_INSTRUCTIONS, "keywords"),
     (PROPOSE_INSTRUCTIONS, "summary"), (REFINE_INSTRUCTIONS, "keywords"), (JUDGE_INSTRUCTIONS, "summary_a"),
-    (WRITE_EXEMPLARS_INSTRUCTIONS, "topic"), (VARY_EXEMPLARS_INSTRUCTIONS, "topic")))
+    (WRITE_EXEMPLARS_INSTRUCTIONS, "topic"), (VARY_EXEMPLARS_INSTRUCTIONS, "topic"),
+    (WRITE_LABELS_INSTRUCTIONS, "topic"), (VARY_LABELS_INSTRUCTIONS, "topic")))
 
 
 def public_head(messages: list[dict]) -> str | None:

@@ -34,9 +34,11 @@ PII_ENTITIES = (
     "CRYPTO", "STREET_ADDRESS",
 )
 MIN_SCORE = 0.4
-# Contact details beside a name (in the person judge's window) keep it replaced whatever the judge says:
-# a public figure's name next to an e-mail address or phone number is most likely someone's contact.
-CONTACT_ENTITIES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "STREET_ADDRESS")
+# A person's own data beside a name (in the person judge's window) keeps the name replaced whatever the
+# judge says: a famous name next to an e-mail address, phone number, street address or ID number is most
+# likely the contact of the person it belongs to. (The data itself is replaced anyway: these types are
+# in PII_ENTITIES.) A URL is not among them: a link beside a public figure is mostly a public page.
+PRIVATE_DATA_ENTITIES = tuple(e for e in PII_ENTITIES if e not in ("PERSON", "URL"))
 # Share of the judge's window's words that must be English words for a name to be judged at all.
 ENGLISH_SHARE = 0.5
 PSEUDONYM_KINDS = ("typed", "surrogate")
@@ -147,13 +149,14 @@ class Pseudonymizer:
 
     def _judged_public(self, text: str, person, patterns: list) -> bool:
         """Whether the person judge keeps this name: never one a private cue found (score 1.0) or one
-        with contact details in the judge's window; otherwise the model's verdict (fail closed: a
-        failed judgement replaces the name)."""
+        with a person's data (an e-mail, phone number, address, ID) in the judge's window, nor in the
+        cases _private_context lists; otherwise the model's verdict (fail closed: a failed judgement
+        replaces the name)."""
         if person.score >= 1.0:
             return False
         from backends.llm.person_judge import context_bounds
         left, right = context_bounds(text, person.start, person.end)
-        if any(p.entity_type in CONTACT_ENTITIES and p.start < right and left < p.end for p in patterns):
+        if any(p.entity_type in PRIVATE_DATA_ENTITIES and p.start < right and left < p.end for p in patterns):
             return False
         if (_given_name_alone(text[person.start:person.end]) or not self._english(text, left, right, person)
                 or _private_context(text, person.start, person.end, left, right)):
@@ -394,11 +397,17 @@ def english_words(nlp) -> frozenset[str]:
 
 
 # Where the rules do not let the judge keep a name (chosen on the dev split of eval/pii/pii_real.py, where
-# the 0.5B model called such names public): a request for someone's contact details in the window (a
-# public figure's home address is no more public than a neighbour's), an ID number beside the name
-# on its line ("Doe, Jane L (104433991)": a record of a person), a name introduced as such ("her name is X",
-# "a girl named X"). (Forbidding keeps in requests for fiction, whose characters users mostly invent,
-# replaced 2 more of the dev split's private names but 8 more public figures: not done.)
+# the 0.5B model called such names public): a request for someone's contact details or ID in the window,
+# an ID number beside the name on its line ("Doe, Jane L (104433991)": a record of a person), a name
+# introduced as such ("her name is X", "a girl named X").
+# The request words go beyond the issue's rule (data beside the name: PRIVATE_DATA_ENTITIES), and they
+# cost public figures ("the home address of Elon Musk"), but dropping them kept private names: on the
+# dev split, a request for the contact information of a private person (full name and US state) was
+# judged public by both the 0.5B and the 1.5B model, and a request for another's e-mail address by the
+# 0.5B (2 private names kept for 3 public figures with the 0.5B). A private name kept is the wrong side
+# of the trade, so they stay.
+# (Forbidding keeps in requests for fiction, whose characters users mostly invent, replaced 2 more of the
+# dev split's private names but 8 more public figures: not done.)
 _CONTACT_REQUEST = re.compile(
     r"\b(?:e-?mails?|phone|cell|ssn|social security|(?:home|residential|street|mailing|email|e-mail) address(?:es)?|"
     r"address (?:of|for)|contact|get in touch|reach (?:out to )?(?:him|her|them)?|locate|where (?:does|do) \w+ live)\b",

@@ -22,6 +22,7 @@ import itertools
 
 import numpy as np
 
+from backends.centre_decoder import TemplateLabelWriter, base_name, label_text
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from backends.interfaces import (
     ClusterNamer,
@@ -296,11 +297,10 @@ TOKENS_PER_EXEMPLAR = 56
 MAX_EXEMPLARS_PER_CALL = 6
 
 
-def _shares(total: int, parts: int) -> list[int]:
-    """`total` split over `parts` as evenly as possible, larger shares first, each at most
-    MAX_EXEMPLARS_PER_CALL (so a topic with few keywords gets fewer candidates)."""
-    return [min(n, MAX_EXEMPLARS_PER_CALL) for n in (total // parts + (1 if i < total % parts else 0)
-                                                    for i in range(parts))]
+def _shares(total: int, parts: int, most: int = MAX_EXEMPLARS_PER_CALL) -> list[int]:
+    """`total` split over `parts` as evenly as possible, larger shares first, each at most `most`
+    (so a topic with few keywords gets fewer candidates)."""
+    return [min(n, most) for n in (total // parts + (1 if i < total % parts else 0) for i in range(parts))]
 
 
 class LLMExemplarWriter(_LLMStep, ExemplarWriter):
@@ -320,15 +320,25 @@ class LLMExemplarWriter(_LLMStep, ExemplarWriter):
         self._setup_llm(uses_private_text=False)
         self.fallback.setup()
 
+    # The answer's reader and schema, and its output tokens per item (the label writer's differ).
+    parse = staticmethod(parsing.parse_requests)
+    schema = staticmethod(prompts.exemplars_schema)
+    tokens_per_item = TOKENS_PER_EXEMPLAR
+
+    @staticmethod
+    def texts(value) -> list[str]:
+        """An answer's candidates as texts."""
+        return value
+
     def _ask(self, requests: list[tuple[list[dict], int]], fallbacks: list) -> list[str]:
-        """Every call's requests, in order; a failed call's from its fallback (a thunk)."""
+        """Every call's candidates, in order; a failed call's from its fallback (a thunk)."""
         self.setup()
-        specs = [CallSpec(messages, functools.partial(parsing.parse_requests, max_count=count),
-                          json_output=prompts.exemplars_schema(count), max_tokens=TOKENS_PER_EXEMPLAR * count + 24)
+        specs = [CallSpec(messages, functools.partial(self.parse, max_count=count),
+                          json_output=self.schema(count), max_tokens=self.tokens_per_item * count + 24)
                  for messages, count in requests]
         written: list[str] = []
         for result, fallback in zip(self._run(specs), fallbacks):
-            written += result.value if result.ok else fallback()
+            written += self.texts(result.value) if result.ok else fallback()
         return written
 
     def write(self, topic: dict, count: int) -> list[str]:
@@ -350,3 +360,57 @@ class LLMExemplarWriter(_LLMStep, ExemplarWriter):
         return self._ask([(prompts.vary_exemplars_messages(topic, winner, n, start), n)
                           for (winner, n), start in zip(parents, starts)],
                          [functools.partial(self.fallback.vary, topic, [winner], n) for winner, n in parents])
+
+
+# Output tokens per candidate label: a name, a one-sentence description and their JSON.
+TOKENS_PER_LABEL = 72
+# Labels asked of one call, as for exemplars: more and a small model repeats itself.
+MAX_LABELS_PER_CALL = 4
+
+
+class LLMLabelWriter(LLMExemplarWriter):
+    """The centre decoder's candidate names (backends/centre_decoder.py), "name — description", written
+    from a released topic's labels only (prompts.label_topic_text: its name, voted category and
+    keywords): one call per focus keyword when drafting and one per winner when varying, as the
+    exemplar writer's calls. A failed call gets the template writer's candidates for its keyword or
+    winner. A topic with no released keyword and no name is left to the bank."""
+
+    step = "centre_names"
+    parse = staticmethod(parsing.parse_labels)
+    schema = staticmethod(prompts.labels_schema)
+    tokens_per_item = TOKENS_PER_LABEL
+
+    @staticmethod
+    def texts(value) -> list[str]:
+        return [label_text(name, description) for name, description in value]
+
+    def __init__(self, config: LLMParams, fallback: ExemplarWriter | None = None):
+        super().__init__(config, fallback or TemplateLabelWriter())
+
+    @staticmethod
+    def _shown(topic: dict) -> dict:
+        return {"name": base_name(topic) or topic.get("voted_category") or "", "keywords": topic.get("keywords") or [],
+                "voted_category": topic.get("voted_category")}
+
+    def write(self, topic: dict, count: int) -> list[str]:
+        shown = self._shown(topic)
+        focuses = list(shown["keywords"]) or ([shown["name"]] if shown["name"] else [])
+        if not focuses:
+            return []
+        focus = [(f, n) for f, n in zip(focuses, _shares(count, len(focuses), MAX_LABELS_PER_CALL)) if n]
+        return self._ask([(prompts.write_labels_messages(shown, f, n), n) for f, n in focus],
+                         [functools.partial(self.fallback.write, topic, n) for _, n in focus])
+
+    def write_about(self, topic: dict, focus: str, count: int) -> list[str]:
+        """At most MAX_LABELS_PER_CALL labels in one call about `focus` (several keywords joined, say):
+        how scripts/build_name_bank.py writes the public bank from the keyword set. A failed call: none."""
+        count = min(count, MAX_LABELS_PER_CALL)
+        return self._ask([(prompts.write_labels_messages(self._shown(topic), focus, count), count)], [list])
+
+    def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
+        if not winners:
+            return []
+        shown = self._shown(topic)
+        parents = [(w, n) for w, n in zip(winners, _shares(count, len(winners), MAX_LABELS_PER_CALL)) if n]
+        return self._ask([(prompts.vary_labels_messages(shown, w, n), n) for w, n in parents],
+                         [functools.partial(self.fallback.vary, topic, [w], n) for w, n in parents])

@@ -27,6 +27,24 @@ Printed per data set and seed, then averaged over the seeds:
                (ref chance) the reference's
   gap          reference top-3 minus DP top-3
 `--set FIELD=VALUE` overrides a UraniaConfig field (the job's flags of the same name).
+
+`--names` (issue 41) instead compares namings of the same DP run's topics (one run per seed, with
+--centre_decoder; its `name_from_labels` is the name the run gives without it), each label one text
+"name: keywords" judged as above, beside the reference:
+  votes        keyword-vote names: the release's name from its DP votes (or category), and its keywords;
+               a name whose keyword or category holds too small a share of the topic's votes is
+               "Mixed: ..." (backends/label_evidence.py, NAME_SHARE)
+  votes today  the same names without that rule (as before it): `renamed` counts the topics it renames
+  centroid     centroid-keyword names: the offline namer's name for the t keywords nearest each DP
+               centre (as --label_fallback names a topic without votes), and those keywords
+  decoded      names decoded from the DP centre (backends/centre_decoder.py), and the release's keywords
+  decoded+desc the decoded name and its one-sentence description, without keywords
+  c-TF-IDF     the non-private reference (its own clusters)
+`--decoder_llm MODEL` writes the decoder's candidates with the local model (e.g. qwen2.5-coder-0.5b,
+scripts/install_local_llm.py); default: the offline templates.
+
+    python -m eval.utility.label_fit --names --decoder_llm qwen2.5-coder-0.5b --seeds 0 1 \
+        --data real=../shared/data/arena_hard_v2_prompts.jsonl,../shared/data/hh_rlhf_harmless_test.jsonl:20
 """
 
 from __future__ import annotations
@@ -127,6 +145,18 @@ def reference_clusters(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 # ---- running it ----
 
+def reference_fit(dataset: Dataset, embeddings: np.ndarray, assignments: Mapping[str, int], texts: Mapping[str, str],
+                  judge: Embed, k: int, seed: int) -> dict:
+    """The non-private reference's label fit on the conversations the DP run kept: spherical k-means
+    with the same k, each cluster labelled by its c-TF-IDF terms."""
+    index = {cid: i for i, cid in reversed(list(enumerate(dataset.conversation_ids)))}
+    kept = list(assignments)
+    clusters = reference_clusters(embeddings[[index[cid] for cid in kept]], k, seed)
+    terms = ctfidf_labels([texts[cid] for cid in kept], clusters.tolist())
+    return label_fit({c: ", ".join(words) for c, words in terms.items() if words},
+                     dict(zip(kept, clusters.tolist())), texts, judge)
+
+
 def run_once(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: UraniaConfig, seed: int) -> dict:
     """The DP release's and the reference's label fit for one seed."""
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
@@ -134,12 +164,7 @@ def run_once(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: Ura
     assignments = report["_private"]["assignments"]
     texts = dict(zip(dataset.conversation_ids, dataset.facets))
     dp = label_fit({t["id"]: topic_label_text(t) for t in report["topics"]}, assignments, texts, judge)
-    index = {cid: i for i, cid in reversed(list(enumerate(dataset.conversation_ids)))}
-    kept = list(assignments)
-    clusters = reference_clusters(embeddings[[index[cid] for cid in kept]], config.num_clusters, seed)
-    terms = ctfidf_labels([texts[cid] for cid in kept], clusters.tolist())
-    reference = label_fit({c: ", ".join(words) for c, words in terms.items() if words},
-                          dict(zip(kept, clusters.tolist())), texts, judge)
+    reference = reference_fit(dataset, embeddings, assignments, texts, judge, config.num_clusters, seed)
     top1_chance, top3_chance = chance(dp["labels"])
     ref_top1_chance, ref_top3_chance = chance(reference["labels"])
     return {"topics": dp["labels"], "members": dp["members"], "dp_top1": dp["top1"], "dp_top3": dp["top3"],
@@ -147,6 +172,90 @@ def run_once(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: Ura
             "ref_top1": reference["top1"], "ref_top3": reference["top3"],
             "chance_top1": top1_chance, "chance_top3": top3_chance,
             "ref_chance_top1": ref_top1_chance, "ref_chance_top3": ref_top3_chance, "gap": reference["top3"] - dp["top3"]}
+
+
+# ---- --names: namings of one DP run's topics ----
+
+NAMINGS = ("votes", "votes today", "centroid", "decoded", "decoded+desc")
+
+
+def naming_labels(report: Mapping, config: UraniaConfig) -> dict[str, dict[int, str]]:
+    """{naming: {topic id: label text}} for a run_urania report made with config.centre_decoder."""
+    from backends.label_evidence import MIXED_PREFIX
+    from backends.offline import KeywordClusterNamer
+    from core.report import CENTROID_SOURCE
+    from eval.urania_inprocess import _categories, _keywords
+    from transforms.centroid_keywords import CentroidKeywords
+    from transforms.name_clusters import distinct_names, name_topic
+
+    topics = report["topics"]
+    private = report["_private"]
+    categories = _categories(config.keyword_set, config.embedding_model)
+    nearest = CentroidKeywords(_keywords(config.keyword_set).keywords, config.embedding_model,
+                               config.keywords_per_cluster, [t["id"] for t in topics], private["basis"],
+                               report["config"]["clustering_dimension"]).local(private["centres"])
+    namer = KeywordClusterNamer(categories)
+    centroid = {t["id"]: name_topic(namer, nearest[t["id"]], CENTROID_SOURCE, categories) for t in topics}
+    by_votes = {t["id"]: {**t, "name": t.get("name_from_labels", t["name"])} for t in topics}
+    # Today's name of a topic the share rule calls mixed: its votes' name without the shares.
+    today = distinct_names({i: name_topic(namer, t["keywords"], t["label_source"], categories, t.get("voted_category"),
+                                          t.get("sensitive_share")) if t["name"].startswith(MIXED_PREFIX) else t
+                            for i, t in by_votes.items()}, categories.category_of)
+    return {"votes": {i: topic_label_text(t) for i, t in by_votes.items()},
+            "votes today": {i: topic_label_text(t) for i, t in today.items()},
+            "centroid": {i: topic_label_text(topic) for i, topic in centroid.items()},
+            "decoded": {t["id"]: topic_label_text(t) for t in topics},
+            "decoded+desc": {t["id"]: f"{t['name']}: {t['description']}" for t in topics}}
+
+
+def run_names(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: UraniaConfig, seed: int,
+              label_writer=None) -> dict:
+    """Each naming's label fit on one DP run (with the decoder), and the reference's."""
+    config = dataclasses.replace(config, centre_decoder=True)
+    report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
+                        seed=seed, noise_seed=seed, label_writer=label_writer)
+    assignments = report["_private"]["assignments"]
+    texts = dict(zip(dataset.conversation_ids, dataset.facets))
+    row = {"topics": len(report["topics"]),
+           "decoded_topics": sum(t.get("name_evidence") == "dp_centre_decoded" for t in report["topics"])}
+    namings = naming_labels(report, config)
+    row["renamed"] = sum(namings["votes"][i] != namings["votes today"][i] for i in namings["votes"])
+    for naming, labels in namings.items():
+        fit = label_fit(labels, assignments, texts, judge)
+        row[f"{naming}_top1"], row[f"{naming}_top3"], row["members"] = fit["top1"], fit["top3"], fit["members"]
+    reference = reference_fit(dataset, embeddings, assignments, texts, judge, config.num_clusters, seed)
+    row["ref_top1"], row["ref_top3"] = reference["top1"], reference["top3"]
+    row["names"] = [(namings["votes today"][t["id"]], t.get("name_from_labels", t["name"]), t["name"],
+                     _shares_text(t)) for t in report["topics"]]
+    return row
+
+
+def _shares_text(topic: Mapping) -> str:
+    """A topic's lead keyword's and category's shares of its votes, "kw 12% [3%, 21%]"."""
+    rows = (topic.get("keyword_shares") or [])[:1] + ([topic["category_share"]] if "category_share" in topic else [])
+    return ", ".join(f"{row.get('keyword', row.get('category'))} {row['share']:.0%} [{row['share_low']:.0%}, "
+                     f"{row['share_high']:.0%}]" for row in rows) or "no shares"
+
+
+NAMES_HEADER = (f"{'data':8} {'k':>3} {'seed':>5} {'topics':>6} {'decoded':>7} {'renamed':>7} {'members':>7} "
+                + " ".join(f"{n + ' t1/t3':>17}" for n in NAMINGS) + f" {'c-TF-IDF t1/t3':>17}")
+
+
+def format_names_row(name: str, k: int, seed: str, row: Mapping) -> str:
+    cells = " ".join(f"{row[f'{n}_top1']:>8.2f}/{row[f'{n}_top3']:<8.2f}" for n in NAMINGS)
+    return (f"{name:8} {k:>3} {seed:>5} {row['topics']:>6.1f} {row['decoded_topics']:>7.1f} {row['renamed']:>7.1f} "
+            f"{row['members']:>7.0f} "
+            f"{cells} {row['ref_top1']:>8.2f}/{row['ref_top3']:<8.2f}")
+
+
+def local_label_writer(model: str):
+    """The decoder's LLM writer on the local model (a server for this process, 2 threads)."""
+    from backends.llm import local_client
+    from backends.llm.config import LLMParams
+    from backends.llm.steps import LLMLabelWriter
+    local_client.acquire_server(local_client.local_model_path(model), threads=2, slots=1)
+    return LLMLabelWriter(LLMParams(llm_backend="local", llm_model=model, pseudonymize="off", llm_max_retries=1,
+                                    llm_timeout_s=300, llm_max_concurrency=1, llm_threads=2))
 
 
 HEADER = (f"{'data':8} {'k':>3} {'seed':>5} {'topics':>6} {'members':>7} {'DP top1':>7} {'DP top3':>7} "
@@ -161,17 +270,9 @@ def format_row(name: str, k: int, seed: str, row: Mapping[str, float]) -> str:
             f"{row['ref_chance_top1']:>5.2f}/{row['ref_chance_top3']:<5.2f} {row['gap']:>+6.2f}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", action="append", required=True, help="NAME=PATH[,PATH...]:K (repeatable)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--judge_model", default=JUDGE_MODEL,
-                        help="the embedding model that judges the fit (not the job's own)")
-    parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
-    args = parser.parse_args(argv)
-    overrides = config_overrides(args.set)
-    print(f"overrides: {overrides or 'none (the job defaults)'}; seeds {args.seeds}; judge {args.judge_model}")
-    print(HEADER, flush=True)
+def for_each_data_set(args, overrides: dict, run, format_row) -> None:
+    """For each --data NAME=PATH:K: run(dataset, embeddings, judge, config, seed) -> a row per seed,
+    printed with format_row as it comes, then their mean."""
     for spec in args.data:
         name, _, rest = spec.partition("=")
         paths, _, k = rest.rpartition(":")
@@ -184,10 +285,48 @@ def main(argv: list[str] | None = None) -> None:
         judge = TextEmbedder(args.judge_model, dict(zip(dataset.facets, embed_cached(dataset.facets, args.judge_model))))
         rows = []
         for seed in args.seeds:
-            rows.append(run_once(dataset, embeddings, judge, config, seed))
+            rows.append(run(dataset, embeddings, judge, config, seed))
             print(format_row(name, int(k), str(seed), rows[-1]), flush=True)
         mean = {key: statistics.fmean(r[key] for r in rows) for key in rows[0]}
         print(format_row(name, int(k), "mean", mean) + f"   ({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", action="append", required=True, help="NAME=PATH[,PATH...]:K (repeatable)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--judge_model", default=JUDGE_MODEL,
+                        help="the embedding model that judges the fit (not the job's own)")
+    parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
+    parser.add_argument("--names", action="store_true",
+                        help="compare namings of the same DP run: votes, centroid keywords, decoded from the centre")
+    parser.add_argument("--decoder_llm", default=None, help="--names: the local model that writes the decoder's "
+                                                             "candidates (default: the offline templates)")
+    args = parser.parse_args(argv)
+    if args.names:
+        return main_names(args)
+    overrides = config_overrides(args.set)
+    print(f"overrides: {overrides or 'none (the job defaults)'}; seeds {args.seeds}; judge {args.judge_model}")
+    print(HEADER, flush=True)
+    for_each_data_set(args, overrides, run_once, format_row)
+
+
+def main_names(args) -> None:
+    overrides = config_overrides(args.set)
+    writer = local_label_writer(args.decoder_llm) if args.decoder_llm else None
+    print(f"overrides: {overrides or 'none'}; seeds {args.seeds}; judge {args.judge_model}; "
+          f"decoder writer: {args.decoder_llm or 'offline templates'}")
+    print(NAMES_HEADER, flush=True)
+
+    def run(dataset, embeddings, judge, config, seed):
+        row = run_names(dataset, embeddings, judge, config, seed, writer)
+        for today, by_votes, decoded, shares in row.pop("names"):
+            print(f"    {today} -> {by_votes} -> {decoded} | {shares}")
+        return row
+
+    for_each_data_set(args, overrides, run, format_names_row)
+    if writer is not None:
+        print(f"decoder calls: {dict(writer.counters.totals)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,227 @@
+"""One-shot decoding of a released topic's DP centre into a name and a one-sentence description, by search.
+
+"Differentially Private Summarization with Large Language Models" decodes one noisy mean of its
+inputs' representations into text with an adapter trained on public data. Each released topic's DP
+k-means centre is such a noisy mean, already paid for by the clustering. A trained adapter does not
+fit this CPU-only job (issue 41), so the centre is decoded by search instead, with the synthetic
+exemplars' Private Evolution loop (backends/exemplars.evolve_exemplars, one implementation for both):
+
+- a writer drafts candidate labels, "name — one sentence", from the topic's released labels only
+  (its name, voted category and keywords; never its description, which holds notes on the noise);
+- a bank of labels written once, offline, from the public keyword set
+  (beam_jobs/resources/centre_name_bank.json, scripts/build_name_bank.py) adds candidates that no
+  released word of the topic suggests (a topic named only "Web development" may sit nearest
+  "React state management");
+- the candidates are embedded with the job's model and projected as the conversations were, the
+  nearest to the released centre are kept, the writer varies the best few, and the nearest is kept.
+
+Every input is public or released (the centre, the topic's labels, the keyword set, the bank), so the
+decoded name is post-processing: no added epsilon. It is a guess at what the centre is near, marked as
+such in the report (`NAME_EVIDENCE`).
+
+A name that no vote wrote must not put a topic in a sensitive category its votes do not support
+(backends/label_evidence.py): bank labels of a sensitive category are offered only to a topic whose
+own votes support that category, and a candidate whose text lies in a sensitive category the votes do
+not support (its nearest keywords' category, the themes' public rule: dp_ops/theme_histogram.py) is
+refused before it is scored, so it is never varied or kept. A topic with an unverified label gets no
+decoded name (its name is fixed, as it gets no exemplars).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from typing import Callable
+
+import numpy as np
+
+from backends.exemplars import evolve_exemplars
+from backends.interfaces import ExemplarWriter
+from backends.label_evidence import APPROXIMATE_SUFFIX, MIXED_PREFIX, may_name, share_note, voted_categories
+from backends.offline import MAX_NAME_WORDS, UNLABELLED_NAME, cut_name, in_running_text, join_words
+
+# What the report's topics say of a decoded name (their `name_evidence`).
+NAME_EVIDENCE = "dp_centre_decoded"
+# Between a candidate's name and its description, in the one text that is embedded and ranked. Not
+# ": ", which the offline namer's names hold ("Python coding: unit testing").
+SEPARATOR = " \u2014 "
+DEFAULT_BANK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "beam_jobs", "resources", "centre_name_bank.json")
+# Candidates drafted from a topic's own labels (the bank's come on top) and rounds of variations.
+DRAFTS = 8
+ROUNDS = 1
+# The problem a refused candidate is counted under (Evolution.dropped).
+SENSITIVE_REFUSAL = "sensitive_without_votes"
+
+
+def label_text(name: str, description: str) -> str:
+    """One candidate as it is embedded: "name — description" (the name's dashes made commas)."""
+    name = " ".join(str(name).replace("\u2014", ",").split())
+    return f"{name}{SEPARATOR}{' '.join(str(description).split())}"
+
+
+def split_label(text: str) -> tuple[str, str] | None:
+    """(name, description) of a candidate label, or None for one without both parts."""
+    name, separator, description = text.partition(SEPARATOR)
+    name, description = name.strip(" .\"'"), description.strip()
+    if not separator or not name or not description:
+        return None
+    return cut_name(name, MAX_NAME_WORDS), description
+
+
+def _sentence(text: str) -> str:
+    """The first sentence of `text`, ended with a full stop."""
+    first = re.split(r"(?<=[.!?])\s+", " ".join(text.split()), maxsplit=1)[0]
+    return first if first.endswith((".", "!", "?")) else first + "."
+
+
+def base_name(topic: dict) -> str:
+    """The topic's current name as a starting point: without "(approximate)", and nothing for an
+    unlabelled or a mixed one (its name is a list of keywords, which the drafts take from its keywords)."""
+    name = str(topic.get("name") or "")
+    name = name[: -len(APPROXIMATE_SUFFIX)] if name.endswith(APPROXIMATE_SUFFIX) else name
+    return "" if name == UNLABELLED_NAME or name.startswith(MIXED_PREFIX) else name
+
+
+# ---- the public bank ----
+
+@dataclasses.dataclass(frozen=True)
+class NameBank:
+    """Labels written once, offline, from the public keyword set: (category, label text) pairs. The
+    category is the keyword set's category they were written for (None: none)."""
+
+    labels: tuple[tuple[str | None, str], ...] = ()
+
+    def offered(self, supported_sensitive: frozenset[str], sensitive: frozenset[str]) -> list[str]:
+        """The labels a topic may be offered: those of no sensitive category, or of one its votes support."""
+        return [text for category, text in self.labels
+                if category not in sensitive or category in supported_sensitive]
+
+
+def load_bank(path: str | None = None) -> NameBank:
+    """The bank file (default: the bundled one): {"labels": [{"category", "name", "description"}]}."""
+    with open(path or DEFAULT_BANK, encoding="utf-8") as handle:
+        data = json.load(handle)
+    return NameBank(tuple((entry.get("category"), label_text(entry["name"], entry["description"]))
+                          for entry in data["labels"]))
+
+
+# ---- the offline writer ----
+
+class TemplateLabelWriter(ExemplarWriter):
+    """Candidate labels from fixed templates over a topic's released labels: the offline writer, and the
+    LLM writer's per-call fallback. Deterministic."""
+
+    def write(self, topic: dict, count: int) -> list[str]:
+        keywords = list(topic.get("keywords") or [])
+        base = base_name(topic) or (topic.get("voted_category") or "")
+        labels = []
+        if base and keywords:
+            labels.append(label_text(base, f"Requests about {join_words(keywords[:3])}."))
+        if base:
+            labels.append(label_text(base, f"Requests about {in_running_text(base)}."))
+        for i, keyword in enumerate(keywords):
+            others = [k for k in keywords if k != keyword][:2]
+            about = f"Requests about {keyword}" + (f", often with {join_words(others)}" if others else "") + "."
+            labels.append(label_text(keyword[:1].upper() + keyword[1:], about))
+            if base:
+                labels.append(label_text(f"{base}: {keyword}", f"Requests about {keyword} in {in_running_text(base)}."))
+        return list(dict.fromkeys(labels))[:count]
+
+    def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
+        """Each winner's name with the topic's keywords its description does not name yet."""
+        keywords = list(topic.get("keywords") or [])
+        varied = []
+        for winner in winners:
+            parts = split_label(winner)
+            if parts is None:
+                continue
+            name, description = parts
+            for keyword in keywords:
+                if keyword.casefold() not in winner.casefold():
+                    varied.append(label_text(name, f"{description.rstrip('.!?')}, especially {keyword}."))
+        return list(dict.fromkeys(varied))[:count]
+
+
+class WithBank(ExemplarWriter):
+    """`writer`'s drafts after the bank's labels a topic may be offered (`offered(topic)`); its
+    variations as they are. The bank's labels are many and cheap: the caller embeds each once."""
+
+    def __init__(self, writer: ExemplarWriter, offered: Callable[[dict], list[str]]):
+        self.writer, self.offered = writer, offered
+
+    def setup(self) -> None:
+        self.writer.setup()
+
+    def teardown(self) -> None:
+        self.writer.teardown()
+
+    def write(self, topic: dict, count: int) -> list[str]:
+        return self.offered(topic) + self.writer.write(topic, count)
+
+    def vary(self, topic: dict, winners: list[str], count: int) -> list[str]:
+        return self.writer.vary(topic, winners, count)
+
+
+# ---- the gate and the search ----
+
+@dataclasses.dataclass(frozen=True)
+class SensitiveGate:
+    """Refuses a candidate label whose category (`categories_of`: texts -> each text's category or
+    None, the themes' nearest-keywords rule) is sensitive and not supported by the topic's votes."""
+
+    categories_of: Callable[[list[str]], list[str | None]]
+    category_of: dict
+    sensitive: frozenset[str]
+
+    def supported(self, topic: dict) -> frozenset[str]:
+        return voted_categories(topic, self.category_of) & self.sensitive
+
+    def refuse_for(self, topic: dict) -> Callable[[list[str]], list[str | None]]:
+        supported = self.supported(topic)
+
+        def refuse(texts: list[str]) -> list[str | None]:
+            return [SENSITIVE_REFUSAL if category in self.sensitive and category not in supported else None
+                    for category in self.categories_of(texts)]
+
+        return refuse
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodedLabel:
+    name: str
+    description: str
+    similarity: float  # cosine with the topic's DP centre, in the clustering space
+    first_draft_similarity: float  # the best of round 0 alone (no variations): for evaluation
+    round: int  # 0: drafted (or from the bank); r >= 1: a variation written in round r
+    candidates_scored: int
+    dropped: dict
+
+
+def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
+                  points_of: Callable[[list[str]], np.ndarray], gate: SensitiveGate | None,
+                  drafts: int = DRAFTS, rounds: int = ROUNDS) -> DecodedLabel | None:
+    """The candidate label nearest the topic's DP centre after the search (None: no usable candidate,
+    or an unverified topic). `writer`: drafts and variations (WithBank adds the bank's labels)."""
+    evolution = evolve_exemplars(writer, topic, centre, points_of, 1, drafts, rounds,
+                                 refuse=gate.refuse_for(topic) if gate is not None else None)
+    best = next((e for e in evolution.exemplars if split_label(e.text) is not None), None)
+    if best is None:
+        return None
+    name, description = split_label(best.text)
+    first = evolution.first_draft[0].similarity if evolution.first_draft else best.similarity
+    return DecodedLabel(name, _sentence(description), best.similarity, first, best.round,
+                        evolution.candidates_scored, evolution.dropped)
+
+
+def decoded_topic(topic: dict, decoded: DecodedLabel) -> dict:
+    """The topic with the decoded name and description; `name_from_labels` keeps the name its labels
+    gave. A sensitive share too small to name the topic is still stated in the description."""
+    description = decoded.description
+    share = topic.get("sensitive_share")
+    if share is not None and not may_name(share):
+        description += share_note(share)
+    return {**topic, "name": decoded.name, "description": description, "name_evidence": NAME_EVIDENCE,
+            "name_from_labels": topic["name"], "centre_similarity": round(decoded.similarity, 4)}

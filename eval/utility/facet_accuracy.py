@@ -1,0 +1,253 @@
+"""The facet classifiers against planted truth, and the DP intervals' coverage of the planted cells.
+
+    python -m eval.utility.facet_accuracy        # 8,000 generated conversations (2,500 user ids), k = 10, 5 noise seeds
+    python -m eval.utility.facet_accuracy --conversations 300 --users 120 --noise_seeds 2 --real_data ''
+
+On `generate_sample --facet_mix` data (ten topics, each with one kind of request and known language
+shares, beam_jobs/sample_facets.py), prints:
+
+1. each classifier's accuracy on the planted answers: overall, and per planted answer its recall and
+   what it was mistaken for most. request_kind twice, without and with the translation cue rule
+   (backends/facet_set.py: an answer with "cues" needs one in the text), split English / not.
+2. the job's DP release (eval/urania_inprocess.run_urania with --facets language,request_kind) over
+   --noise_seeds noise seeds: how often the 95% interval holds the planted (true) size of a cell, for
+   the released topics' topic x answer cells with at least --min_conversations planted conversations,
+   overall and per topic (named by the planted topic most of its conversations have). Beside it, the
+   coverage of the same classifiers' exact sizes (noise alone), so classifier error and noise can be
+   told apart. A size is in users, each conversation weighing 1/n_u as the votes weigh it.
+3. on the real mix (--real_data, ../shared/data by default; '' skips it), the request kinds per data
+   set without and with the cue rule, and how many of its non-English conversations are "translation".
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+
+import numpy as np
+
+from backends.facet_set import FacetDeclaration, load_facet_set
+from backends.keyword_categories import KeywordCategories
+from backends.keyword_set import load_keyword_set
+from beam_jobs.generate_sample import generate_records
+from core.records import ConversationBlock
+from eval.data import bound_contributions, embed_cached, load_dataset
+from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.utility.facet_shares import DEFAULT_DATA
+from transforms.facet_histograms import _AnswerFacetsFn
+
+PLANTED_FIELDS = {"language": "planted_language", "request_kind": "planted_request_kind"}
+
+
+def planted_sample(path: str, conversations: int, users: int, seed: int) -> dict[str, dict[str, str]]:
+    """Writes a --facet_mix sample to `path`; returns {conversation id: {facet: planted answer, "topic": ...}}."""
+    planted = {}
+    with open(path, "w", encoding="utf-8") as out:
+        for record in generate_records(conversations, users, seed, facet_mix=True):
+            out.write(json.dumps(record) + "\n")
+            planted[record["conversation_id"]] = {**{facet: record[field] for facet, field in PLANTED_FIELDS.items()},
+                                                  "topic": record["planted_topic"]}
+    return planted
+
+
+def without_cues(facet: FacetDeclaration) -> FacetDeclaration:
+    """`facet` with no answer needing a cue: the classification before the cue rule."""
+    return dataclasses.replace(facet, answers=tuple(dataclasses.replace(a, cues=()) for a in facet.answers))
+
+
+def classify(facets: Sequence[FacetDeclaration], texts: list[str], embeddings: np.ndarray,
+             model: str) -> list[list[str]]:
+    """Per facet (in order; two variants of one facet may be given), its answer per conversation, by
+    the job's own per-conversation step (a failing classifier gives that conversation "unknown")."""
+    keywords = load_keyword_set()
+    answer_fn = _AnswerFacetsFn(tuple(facets), keywords.keywords, KeywordCategories.of_keyword_set(keywords), model)
+    answer_fn.setup()
+    block = ConversationBlock([str(i) for i in range(len(texts))], [""] * len(texts), np.ones(len(texts)), texts,
+                              embeddings, cluster_ids=np.zeros(len(texts), dtype=np.int64))
+    answers: list[list[str]] = [[] for _ in facets]
+    for i, (_, _, answer, _) in enumerate(answer_fn.process(block)):
+        answers[i % len(facets)].append(answer)
+    return answers
+
+
+def accuracy(planted: Sequence[str], answered: Sequence[str]) -> dict:
+    """Overall accuracy, and per planted answer {"n", "recall", "confused": [(answer, count)] most first}."""
+    if len(planted) != len(answered):
+        raise ValueError("one answer per planted label")
+    by_truth: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for truth, answer in zip(planted, answered):
+        by_truth[truth][answer] += 1
+    per_answer = {truth: {"n": sum(got.values()), "recall": got[truth] / sum(got.values()),
+                          "confused": [(a, n) for a, n in got.most_common() if a != truth]}
+                  for truth, got in sorted(by_truth.items())}
+    correct = sum(t == a for t, a in zip(planted, answered))
+    return {"overall": correct / len(planted) if planted else float("nan"), "n": len(planted),
+            "per_answer": per_answer}
+
+
+def accuracy_lines(title: str, result: dict) -> list[str]:
+    lines = [f"  {title}: {result['overall']:.3f} of {result['n']}"]
+    for truth, row in result["per_answer"].items():
+        confused = ", ".join(f"{a} {n}" for a, n in row["confused"][:3]) or "-"
+        lines.append(f"    {truth:<14} n {row['n']:>5}  recall {row['recall']:.3f}  mistaken for: {confused}")
+    return lines
+
+
+def cell_truth(kept_ids: Sequence[str], weights: Sequence[float], assignments: dict, labels: dict[str, str]) -> dict:
+    """{(topic, answer): [size in users, conversations]} of the kept conversations under `labels`."""
+    cells: dict = collections.defaultdict(lambda: [0.0, 0])
+    for conversation, weight in zip(kept_ids, weights):
+        cell = cells[(int(assignments[conversation]), labels[conversation])]
+        cell[0] += float(weight)
+        cell[1] += 1
+    return cells
+
+
+def covered_cells(section: dict, truth: dict, min_conversations: int) -> list[tuple[int, str, bool]]:
+    """(topic, answer, interval holds the true size) for each released topic's cell with at least
+    `min_conversations` true conversations."""
+    scored = []
+    for topic, rows in section["by_topic"].items():
+        for row in rows:
+            size, count = truth.get((int(topic), row["answer"]), (0.0, 0))
+            if count >= min_conversations:
+                scored.append((int(topic), row["answer"], row["low"] <= size <= row["high"]))
+    return scored
+
+
+def overall_covered(section: dict, truth: dict) -> list[bool]:
+    """Per answer of the overall release: does its interval hold the true size (all topics summed)?"""
+    totals: dict[str, float] = collections.defaultdict(float)
+    for (_, answer), (size, _) in truth.items():
+        totals[answer] += size
+    return [row["low"] <= totals.get(row["answer"], 0.0) <= row["high"] for row in section["overall"]]
+
+
+def share(flags: Sequence[bool]) -> str:
+    return f"{sum(flags)}/{len(flags)} ({sum(flags) / len(flags):.0%})" if flags else "0/0"
+
+
+def coverage_lines(dataset, planted, answers: dict[str, list[str]], embeddings, config: UraniaConfig, seed: int,
+                   noise_seeds: int, min_conversations: int) -> list[str]:
+    kept, weights = bound_contributions(dataset.user_ids, dataset.conversation_ids, config.max_conversations_per_user,
+                                        seed)
+    kept_ids = [dataset.conversation_ids[i] for i in kept]
+    scored: dict = {(facet, kind): [] for facet in PLANTED_FIELDS for kind in ("planted", "exact")}
+    overall: dict = {(facet, kind): [] for facet in PLANTED_FIELDS for kind in ("planted", "exact")}
+    per_topic: dict = collections.defaultdict(list)
+    lines = []
+    for noise_seed in range(noise_seeds):
+        report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
+                            seed=seed, noise_seed=noise_seed)
+        assignments = report["_private"]["assignments"]
+        majority = {}
+        for topic, members in _members(kept_ids, assignments).items():
+            majority[topic] = collections.Counter(planted[c]["topic"] for c in members).most_common(1)[0][0]
+        lines.append(f"  noise seed {noise_seed}: {len(report['topics'])} topics released, report epsilon "
+                     f"{report['privacy']['epsilon']:.4f} (budget {config.epsilon:g}), sigma per topic cell "
+                     + ", ".join(f"{name} {report['facets'][name]['sigma']['by_topic']:.2f}" for name in PLANTED_FIELDS))
+        for facet in PLANTED_FIELDS:
+            section = report["facets"][facet]
+            for kind, labels in (("planted", {c: planted[c][facet] for c in kept_ids}),
+                                 ("exact", dict(zip(dataset.conversation_ids, answers[facet])))):
+                truth = cell_truth(kept_ids, weights, assignments, labels)
+                cells = covered_cells(section, truth, min_conversations)
+                scored[(facet, kind)] += [flag for _, _, flag in cells]
+                overall[(facet, kind)] += overall_covered(section, truth)
+                if kind == "planted":
+                    for topic, _, flag in cells:
+                        per_topic[(facet, majority[topic])].append(flag)
+    lines.append(f"  released topic x answer cells with >= {min_conversations} planted conversations, over "
+                 f"{noise_seeds} noise seeds: the 95% interval holds")
+    for facet in PLANTED_FIELDS:
+        lines.append(f"    {facet:<13} the planted size {share(scored[(facet, 'planted')])}; the classifier's "
+                     f"exact size {share(scored[(facet, 'exact')])}; overall answers: planted "
+                     f"{share(overall[(facet, 'planted')])}, exact {share(overall[(facet, 'exact')])}")
+    lines.append("  per topic (named by its planted majority), planted sizes held:")
+    for (facet, topic), flags in sorted(per_topic.items()):
+        lines.append(f"    {facet:<13} {topic:<30} {share(flags)}")
+    return lines
+
+
+def _members(kept_ids: Sequence[str], assignments: dict) -> dict[int, list[str]]:
+    members: dict[int, list[str]] = collections.defaultdict(list)
+    for conversation in kept_ids:
+        members[int(assignments[conversation])].append(conversation)
+    return members
+
+
+def real_mix_lines(paths: str, language: FacetDeclaration, request_kind: FacetDeclaration, model: str) -> list[str]:
+    lines = []
+    for path in paths.split(","):
+        dataset = load_dataset(path)
+        embeddings = embed_cached(dataset.facets, model)
+        languages, before, after = classify([language, without_cues(request_kind), request_kind], dataset.facets,
+                                            embeddings, model)
+        foreign = [lang != "en" for lang in languages]
+        counts_before, counts_after = collections.Counter(before), collections.Counter(after)
+        lines.append(f"  {os.path.basename(path)}: {len(dataset)} conversations, {sum(foreign)} not English; "
+                     "request kinds without -> with the cue rule:")
+        lines.append("    " + ", ".join(f"{a} {counts_before[a]} -> {counts_after[a]}"
+                                        for a in request_kind.answer_ids + ("unknown",)
+                                        if counts_before[a] or counts_after[a]))
+        lines.append(f"    translation among the non-English: "
+                     f"{sum(f and a == 'translation' for f, a in zip(foreign, before))} -> "
+                     f"{sum(f and a == 'translation' for f, a in zip(foreign, after))}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--conversations", type=int, default=8000)
+    parser.add_argument("--users", type=int, default=2500)
+    parser.add_argument("--seed", type=int, default=7, help="the sample's and the run's (bounding, clustering) seed")
+    parser.add_argument("--num_clusters", type=int, default=10)
+    parser.add_argument("--epsilon", type=float, default=UraniaConfig.epsilon)
+    parser.add_argument("--noise_seeds", type=int, default=5)
+    parser.add_argument("--min_conversations", type=int, default=100,
+                        help="the least planted conversations of a topic x answer cell to score its interval")
+    parser.add_argument("--real_data", default=DEFAULT_DATA,
+                        help="JSON Lines file(s), joined by commas, for the request kinds before/after; '' skips")
+    args = parser.parse_args(argv)
+    config = UraniaConfig(num_clusters=args.num_clusters, epsilon=args.epsilon, facets=",".join(PLANTED_FIELDS))
+    facet_set = load_facet_set(config.facet_set)
+    language, request_kind = (facet for _, facet in facet_set.select(tuple(PLANTED_FIELDS)))
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "facet_mix.jsonl")
+        planted = planted_sample(path, args.conversations, args.users, args.seed)
+        dataset = load_dataset(path)
+    embeddings = embed_cached(dataset.facets, config.embedding_model)
+    ids = dataset.conversation_ids
+    languages, before, after = classify([language, without_cues(request_kind), request_kind], dataset.facets,
+                                        embeddings, config.embedding_model)
+    print(f"generate_sample --facet_mix: {len(dataset)} conversations, {len(set(dataset.user_ids))} users, "
+          f"seed {args.seed}")
+    print("== classifier accuracy on the planted answers")
+    for line in accuracy_lines("language", accuracy([planted[c]["language"] for c in ids], languages)):
+        print(line)
+    truth_kind = [planted[c]["request_kind"] for c in ids]
+    english = [planted[c]["language"] == "en" for c in ids]
+    for title, answered in (("request_kind without the cue rule", before), ("request_kind with the cue rule", after)):
+        for line in accuracy_lines(title, accuracy(truth_kind, answered)):
+            print(line)
+        for subset, keep in (("English", True), ("not English", False)):
+            picked = [i for i, e in enumerate(english) if e == keep]
+            result = accuracy([truth_kind[i] for i in picked], [answered[i] for i in picked])
+            print(f"    {subset}: {result['overall']:.3f} of {result['n']}")
+    print(f"== DP 95% intervals against the planted cells (epsilon {args.epsilon:g}, k = {args.num_clusters})")
+    for line in coverage_lines(dataset, planted, {"language": languages, "request_kind": after}, embeddings, config,
+                               args.seed, args.noise_seeds, args.min_conversations):
+        print(line)
+    if args.real_data:
+        print("== the real mix: request kinds without and with the cue rule")
+        for line in real_mix_lines(args.real_data, language, request_kind, config.embedding_model):
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
