@@ -185,7 +185,8 @@ def split_parents(reports: list[dict]) -> dict[str, str]:
     parents: dict[str, str] = {}
     seen: set[str] = set()
     for index, report in enumerate(reports):
-        model = (report.get("centres") or {}).get("embedding_model") if isinstance(report, dict) else None
+        section = report.get("centres") if isinstance(report, dict) else None
+        model = section.get("embedding_model") if isinstance(section, dict) else None
         centres = report_centres(report, model) if isinstance(model, str) else {}
         starting = [t for t in released_topics(report) if isinstance(t.get("lineage"), str) and t["lineage"] not in seen]
         seen.update(t["lineage"] for t in released_topics(report) if isinstance(t.get("lineage"), str))

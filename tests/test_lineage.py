@@ -65,6 +65,9 @@ def test_a_lineage_whose_first_centre_is_close_to_a_known_one_split_from_it():
     # A report without centres (or in another space) splits nothing and fails nothing.
     bare = {**reports[1], "centres": None}
     assert split_parents([reports[0], bare]) == {}
+    # An earlier report is a public file: whatever shape it was altered to, nothing raises.
+    for altered in ({**reports[0], "centres": ["x"]}, {**reports[0], "topics": "x"}, "x", None):
+        assert split_parents([altered, reports[1]]) == {}
 
 
 def test_a_lineages_reference_centre_averages_its_last_nights():
