@@ -176,7 +176,8 @@ def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict
              "id": _text(t["id"]), "name": _text(t["name"]), "size": f"{t['size']:,}", "keywords": _keywords(t["keywords"]),
              "label": _label_source(t), "shares": _vote_shares(t), "group": _text(groups_by_topic.get(t["id"], "")),
              "description": _text(t.get("description", "")),
-             "exemplars": [_text(e["text"]) for e in t.get("exemplars") or []], "facets": bars.get(str(t["id"]), [])}
+             "exemplars": [_text(e["text"]) for e in t.get("exemplars") or []], "facets": bars.get(str(t["id"]), []),
+             "token_decoded": _text((t.get("token_decoded") or {}).get("description", ""))}
             for t in topics]
 
 

@@ -217,3 +217,15 @@ def test_facet_answer_names_and_labels_are_escaped_and_the_page_stays_gate_clean
     data = json.loads(re.search(r'<script type="application/json" id="facet-data">(.*?)</script>', page, re.S).group(1))
     assert "<b>es</b>" in data["language"][str(report["topics"][0]["id"])]  # the JSON cannot close its element
     assert scan("release.pending/report.html", render_report(_facet_report()).encode()) == []
+
+
+def test_a_token_decoded_description_shows_under_its_topic_marked_as_decoded_and_escaped():
+    report = sample_report()
+    decoded, plain = report["topics"][0], report["topics"][1]
+    decoded["token_decoded"] = {"description": '<b>"How to"</b> fix a bike', "evidence": "dp_token_decoded"}
+    page = render_report(report)
+    row = next(r for r in re.findall(r"<tr data-search.*?</tr>", page, re.S) if f'data-topic="{decoded["id"]}"' in r)
+    assert "Decoded under DP from a sample" in row and "&lt;b&gt;&#34;How to&#34;&lt;/b&gt; fix a bike" in row
+    other = next(r for r in re.findall(r"<tr data-search.*?</tr>", page, re.S) if f'data-topic="{plain["id"]}"' in r)
+    assert "Decoded under DP" not in other
+    assert "Decoded under DP" not in render_report(sample_report())  # without the stage, nothing
