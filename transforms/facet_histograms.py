@@ -43,7 +43,11 @@ class FacetOutput:
     unknown: dict | None = None
 
 
-class _AnswerFacetsFn(beam.DoFn):
+class AnswerFacetsFn(beam.DoFn):
+    """Each conversation's answer to every facet, as (facet, cluster, answer, weight); a classifier that
+    fails gives that record "unknown" for that facet, counted. Public so the evaluations classify with
+    exactly the job's code (eval/utility/facet_shares.py, facet_accuracy.py)."""
+
     def __init__(self, facets: tuple[FacetDeclaration, ...], keywords: tuple[str, ...],
                  categories: KeywordCategories, model: str):
         self._facets, self._keywords, self._categories, self._model = facets, keywords, categories, model
@@ -92,7 +96,7 @@ class FacetHistograms(beam.PTransform):
                  budget: RunBudget | None, noise_seed: int | None = None):
         super().__init__()
         self._facets = tuple(facet for _, facet in facets)
-        self._fn = _AnswerFacetsFn(self._facets, tuple(keywords), categories, model)
+        self._fn = AnswerFacetsFn(self._facets, tuple(keywords), categories, model)
         self._releases = []
         for index, facet in facets:
             pair = []
@@ -114,6 +118,10 @@ class FacetHistograms(beam.PTransform):
         return facet_section(facet.question, facet.answer_ids + (UNKNOWN,), dict(overall), overall_stage.sigma,
                              by_topic, by_topic_stage.sigma, sorted({cluster for cluster, _ in by_topic}),
                              {answer.id: answer.label for answer in facet.answers})
+
+    def answers(self, block: ConversationBlock):
+        """The stage's own per-conversation answers for `block` (after `local`, which sets it up)."""
+        return self._fn.process(block)
 
     def local(self, assigned_blocks: list[ConversationBlock]) -> FacetOutput:
         """In-process: the same DoFn and releases on plain values."""

@@ -39,7 +39,7 @@ from core.records import ConversationBlock
 from eval.data import bound_contributions, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.facet_shares import DEFAULT_DATA
-from transforms.facet_histograms import _AnswerFacetsFn
+from transforms.facet_histograms import AnswerFacetsFn
 
 PLANTED_FIELDS = {"language": "planted_language", "request_kind": "planted_request_kind"}
 
@@ -65,7 +65,7 @@ def classify(facets: Sequence[FacetDeclaration], texts: list[str], embeddings: n
     """Per facet (in order; two variants of one facet may be given), its answer per conversation, by
     the job's own per-conversation step (a failing classifier gives that conversation "unknown")."""
     keywords = load_keyword_set()
-    answer_fn = _AnswerFacetsFn(tuple(facets), keywords.keywords, KeywordCategories.of_keyword_set(keywords), model)
+    answer_fn = AnswerFacetsFn(tuple(facets), keywords.keywords, KeywordCategories.of_keyword_set(keywords), model)
     answer_fn.setup()
     block = ConversationBlock([str(i) for i in range(len(texts))], [""] * len(texts), np.ones(len(texts)), texts,
                               embeddings, cluster_ids=np.zeros(len(texts), dtype=np.int64))

@@ -54,7 +54,7 @@ def exact_section(config: UraniaConfig, conversation_ids, user_ids, facets, embe
 def _conversation_shares(stage: FacetHistograms, block: ConversationBlock, name: str) -> dict[str, float]:
     """Each answer's share of the kept conversations, unweighted (the classifiers are set up already)."""
     counts: dict[str, int] = {}
-    for facet_name, _, answer, _ in stage._fn.process(block):
+    for facet_name, _, answer, _ in stage.answers(block):
         if facet_name == name:
             counts[answer] = counts.get(answer, 0) + 1
     total = sum(counts.values())
