@@ -23,13 +23,22 @@ A name that no vote wrote must not put a topic in a sensitive category its votes
 (backends/label_evidence.py): bank labels of a sensitive category are offered only to a topic whose
 own votes support that category, and a candidate whose text lies in a sensitive category the votes do
 not support (its nearest keywords' category, the themes' public rule: dp_ops/theme_histogram.py) is
-refused before it is scored, so it is never varied or kept. A topic with an unverified label gets no
-decoded name (its name is fixed, as it gets no exemplars).
+refused before it is scored, so it is never varied or kept.
+
+A topic with an unverified label (its centre's nearest keywords lie mostly in a sensitive category, no
+vote behind them) is decoded too, from non-sensitive candidates only: its votes support no category, so
+the bank offers it only labels of non-sensitive categories, its writer sees only its released
+(non-sensitive) keywords and fixed name, and the gate refuses any candidate of a sensitive category and,
+for it alone, any candidate that holds a sensitive category's keyword or name word
+(`SensitiveGate.sensitive_terms`): its name is the one place its guess could leak. It stays UNVERIFIED
+(its group, no exemplars); only its name and description change, and the description says it is
+unverified (`UNVERIFIED_NOTE`). Where no candidate passes, it keeps its fixed name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -39,7 +48,14 @@ import numpy as np
 
 from backends.exemplars import evolve_exemplars
 from backends.interfaces import ExemplarWriter
-from backends.label_evidence import APPROXIMATE_SUFFIX, MIXED_PREFIX, may_name, share_note, voted_categories
+from backends.label_evidence import (
+    APPROXIMATE_SUFFIX,
+    MIXED_PREFIX,
+    UNVERIFIED,
+    may_name,
+    share_note,
+    voted_categories,
+)
 from backends.offline import MAX_NAME_WORDS, UNLABELLED_NAME, cut_name, in_running_text, join_words
 
 # What the report's topics say of a decoded name (their `name_evidence`).
@@ -54,6 +70,13 @@ DRAFTS = 8
 ROUNDS = 1
 # The problem a refused candidate is counted under (Evolution.dropped).
 SENSITIVE_REFUSAL = "sensitive_without_votes"
+# An unverified topic's candidate holding a sensitive category's keyword or name word (its category may
+# still come out non-sensitive: the nearest-keywords rule reads the whole label).
+SENSITIVE_WORD_REFUSAL = "sensitive_word_unverified"
+# What a decoded unverified topic's description adds: the label's evidence, which the decoded name hides.
+UNVERIFIED_NOTE = (" Its label is unverified: no keyword vote of its own conversations cleared the privacy noise, and "
+                   "most keywords nearest its DP centre lie in a category that only a topic's own votes may name "
+                   "(not shown). This name is the nearest to its centre of candidates outside those categories.")
 
 
 def label_text(name: str, description: str) -> str:
@@ -167,10 +190,15 @@ class WithBank(ExemplarWriter):
 
 # ---- the gate and the search ----
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w'-]+", text.casefold())
+
+
 @dataclasses.dataclass(frozen=True)
 class SensitiveGate:
     """Refuses a candidate label whose category (`categories_of`: texts -> each text's category or
-    None, the themes' nearest-keywords rule) is sensitive and not supported by the topic's votes."""
+    None, the themes' nearest-keywords rule) is sensitive and not supported by the topic's votes; for
+    an UNVERIFIED topic also one holding a sensitive term (`sensitive_terms`)."""
 
     categories_of: Callable[[list[str]], list[str | None]]
     category_of: dict
@@ -179,12 +207,34 @@ class SensitiveGate:
     def supported(self, topic: dict) -> frozenset[str]:
         return voted_categories(topic, self.category_of) & self.sensitive
 
+    @functools.cached_property
+    def sensitive_terms(self) -> re.Pattern | None:
+        """The sensitive categories' keywords and names, and each word of those names that no
+        non-sensitive keyword or category uses ("Sexual content" gives "sexual", not "content"), as
+        whole words, a plural "s" or "es" either way (None: no sensitive category)."""
+        if not self.sensitive:
+            return None
+        sensitive_keywords = [k for k, c in self.category_of.items() if c in self.sensitive]
+        common = {w for text in [k for k, c in self.category_of.items() if c not in self.sensitive]
+                  + [c for c in set(self.category_of.values()) if c is not None and c not in self.sensitive]
+                  for w in _words(text)}
+        name_words = {w for c in self.sensitive for w in _words(c) if len(w) > 2 and w not in common}
+        terms = {" ".join(_words(t)) for t in [*sensitive_keywords, *self.sensitive, *name_words]} - {""}
+        stems = {t[:-2] if t.endswith("es") else t[:-1] if t.endswith("s") else t for t in terms}
+        alternatives = "|".join(re.escape(t).replace(r"\ ", r"[\s,-]+") for t in sorted(terms | stems, key=len, reverse=True))
+        return re.compile(rf"(?<![\w])(?:{alternatives})(?:e?s)?(?![\w])")
+
     def refuse_for(self, topic: dict) -> Callable[[list[str]], list[str | None]]:
         supported = self.supported(topic)
+        terms = self.sensitive_terms if topic.get("label_evidence") == UNVERIFIED else None
 
         def refuse(texts: list[str]) -> list[str | None]:
-            return [SENSITIVE_REFUSAL if category in self.sensitive and category not in supported else None
-                    for category in self.categories_of(texts)]
+            problems = [SENSITIVE_REFUSAL if category in self.sensitive and category not in supported else None
+                        for category in self.categories_of(texts)]
+            if terms is not None:
+                problems = [problem or (SENSITIVE_WORD_REFUSAL if terms.search(text.casefold()) else None)
+                            for problem, text in zip(problems, texts)]
+            return problems
 
         return refuse
 
@@ -204,9 +254,14 @@ def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
                   points_of: Callable[[list[str]], np.ndarray], gate: SensitiveGate | None,
                   drafts: int = DRAFTS, rounds: int = ROUNDS) -> DecodedLabel | None:
     """The candidate label nearest the topic's DP centre after the search (None: no usable candidate,
-    or an unverified topic). `writer`: drafts and variations (WithBank adds the bank's labels)."""
+    or an unverified topic without a gate). `writer`: drafts and variations (WithBank adds the bank's
+    labels). An unverified topic is searched only with the gate, which refuses every sensitive
+    candidate for it (its votes support no category)."""
+    unverified = topic.get("label_evidence") == UNVERIFIED
+    if unverified and gate is None:
+        return None
     evolution = evolve_exemplars(writer, topic, centre, points_of, 1, drafts, rounds,
-                                 refuse=gate.refuse_for(topic) if gate is not None else None)
+                                 refuse=gate.refuse_for(topic) if gate is not None else None, unverified=unverified)
     best = next((e for e in evolution.exemplars if split_label(e.text) is not None), None)
     if best is None:
         return None
@@ -218,8 +273,11 @@ def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
 
 def decoded_topic(topic: dict, decoded: DecodedLabel) -> dict:
     """The topic with the decoded name and description; `name_from_labels` keeps the name its labels
-    gave. A sensitive share too small to name the topic is still stated in the description."""
+    gave. A sensitive share too small to name the topic is still stated in the description, and an
+    unverified topic's description says so (its evidence, group and lack of exemplars are unchanged)."""
     description = decoded.description
+    if topic.get("label_evidence") == UNVERIFIED:
+        description += UNVERIFIED_NOTE
     share = topic.get("sensitive_share")
     if share is not None and not may_name(share):
         description += share_note(share)

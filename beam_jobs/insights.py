@@ -419,7 +419,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         night = calibrate_night(params, keyword_set)
     except ValueError as error:
-        return fail(EXIT_BUDGET_REFUSED, "budget_refused", f"no nightly plan fits: {error}", run_id=context.run_id)
+        return fail(EXIT_BUDGET_REFUSED, "budget_refused", f"no budget plan fits: {error}", run_id=context.run_id)
     budget = build_pipeline(pipeline, params, embedding_dim, context, canaries, night)
     if params.run.privacy_ledger:
         try:

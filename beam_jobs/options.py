@@ -396,7 +396,8 @@ class ExemplarParams(Params):
                "its released labels (by the LLM backend when --llm_steps includes names, else from templates) "
                "and from a public bank are kept by closeness to the centre, varied and kept again. The report "
                "marks such names dp_centre_decoded; a name in a sensitive category still needs the topic's "
-               "votes. No privacy budget (docs/llm_backends.md#names-decoded-from-the-dp-centre).",
+               "votes, and an unverified topic gets non-sensitive candidates only (it stays unverified). No "
+               "privacy budget (docs/llm_backends.md#names-decoded-from-the-dp-centre).",
         type=parse_bool, nargs="?", const=True)
 
     def __post_init__(self):

@@ -6,9 +6,10 @@ them, the mechanisms' spends), so it costs no budget.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
-from core.spend import MechanismSpend, total_spend
+from core.spend import MechanismSpend
 
 # Where a topic's label keywords came from (its `label_source`; transforms/voted_labels.label_keywords).
 HISTOGRAM_SOURCE = "dp_keyword_histogram"
@@ -36,27 +37,44 @@ def keyword_agreement(histogram: dict[int, list[str]], centroid: dict[int, list[
 
 
 def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: int,
-                    composition: dict | None = None, stage_releases: Mapping[str, str] | None = None) -> dict:
+                    composition: dict | None, stage_releases: Mapping[str, str] | None = None) -> dict:
     """The report's privacy guarantee. `composition` is the run's total as its budget composed it
     (dp_ops.run_budget.RunBudget.composition(): {"composition": "PLD", "accountant", "epsilon",
-    "delta"}), and `spends` its registered entries, each listing the event composed. Without it the
-    total is the basic composition (sum) of the spends, which is a valid but looser bound.
-    `stage_releases` (transforms/dp_stage_specs.stage_releases) says what each stage released: it is
-    written into the stage's entry as "releases"."""
-    if composition is None:
-        epsilon, delta = total_spend(spends)
-        composition = {"composition": "basic (sum over stages; each stage's own composition is in its entry)",
-                       "epsilon": epsilon, "delta": delta}
-    elif any(spend.event is None for spend in spends):
+    "delta"}), and `spends` its registered entries, each listing the event composed. None only where
+    no DP stage ran (no spends: the non-private evaluation, which states its own privacy section), and
+    then the section states no total. `stage_releases` (transforms/dp_stage_specs.stage_releases) says
+    what each stage released: it is written into the stage's entry as "releases"."""
+    if composition is None and spends:
+        # Every caller with DP stages has their PLD total (RunBudget): a total made up here would be another claim.
+        raise ValueError("the DP stages' composed total (RunBudget.composition()) is missing")
+    if any(spend.event is None for spend in spends):
         raise ValueError("a PLD total must list the event of every mechanism it composed")
     return {
         "unit": "user",
         "max_conversations_per_user": max_conversations_per_user,
-        **composition,
+        **(composition or {}),
         "mechanisms": [{**spend.to_json(), **({"releases": stage_releases[spend.stage]}
                                               if spend.stage in (stage_releases or {}) else {})}
                        for spend in spends],
     }
+
+
+def size_noise_of(privacy: dict) -> dict | None:
+    """The noise of a report's cluster sizes (its `cluster_sizes` mechanism's "noise"), None if it has none."""
+    for mechanism in privacy.get("mechanisms", []):
+        if mechanism.get("stage") == "cluster_sizes":
+            return mechanism.get("noise")
+    return None
+
+
+def noise_margin(noise: dict | None) -> float | None:
+    """Half-width of the interval a noisy count falls in around the true one 95% of the time."""
+    if not noise:
+        return None
+    if noise.get("kind") == "laplace" and "scale" in noise:
+        return noise["scale"] * math.log(20)
+    std = noise.get("std", noise.get("sigma"))
+    return None if std is None else 1.96 * std
 
 
 def labelling_section(min_users: int | None, floor: float | None, candidates_per_topic: int,

@@ -3,6 +3,7 @@
 Pure functions of released data (the report dict) to an HTML string: inline CSS, static inline SVG
 and a little vanilla JS (search and facet filter, JSON/CSV download built from the embedded table).
 With report.json's `facets`, the page shows each facet's overall table and each topic's facet bars,
+the downloads carry each topic's facet shares,
 every number read from the report's rows (dp_ops.fixed_histogram.histogram_rows): nothing is
 recomputed here. Rendered by
 Jinja2 from core/templates/ (report.html.j2 and compare.html.j2 on the layout report_page.html.j2,
@@ -16,12 +17,12 @@ avoids what its patterns look for (no URLs, no space-separated runs of digits, i
 from __future__ import annotations
 
 import json
-import math
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
 from core.dates import day_of_run_id
+from core.report import noise_margin, size_noise_of
 
 _environment = None
 
@@ -101,24 +102,6 @@ def _truncate(text: str, limit: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- report
-
-
-def size_noise_of(privacy: dict) -> dict | None:
-    """The noise of a report's cluster sizes (its `cluster_sizes` mechanism's "noise"), None if it has none."""
-    for mechanism in privacy.get("mechanisms", []):
-        if mechanism.get("stage") == "cluster_sizes":
-            return mechanism.get("noise")
-    return None
-
-
-def noise_margin(noise: dict | None) -> float | None:
-    """Half-width of the interval a noisy count falls in around the true one 95% of the time."""
-    if not noise:
-        return None
-    if noise.get("kind") == "laplace" and "scale" in noise:
-        return noise["scale"] * math.log(20)
-    std = noise.get("std", noise.get("sigma"))
-    return None if std is None else 1.96 * std
 
 
 def _privacy(report: dict) -> dict:
@@ -284,18 +267,49 @@ def _config_rows(config: dict) -> list[dict]:
     return [{"name": _text(key), "value": show(value)} for key, value in config.items()]
 
 
-def table_rows(report: dict) -> list[dict]:
-    """The downloadable table: one row per released topic, ranked."""
-    groups_by_topic = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
-    return [{"rank": rank, "id": t["id"], "name": t["name"], "size": t["size"], "keywords": list(t["keywords"]),
-             "group": groups_by_topic.get(t["id"], ""), "description": t.get("description", ""),
-             "label_source": t.get("label_source", ""), "label_evidence": t.get("label_evidence", ""),
-             "synthetic_exemplars": [e["text"] for e in t.get("exemplars", [])]}
-            for rank, t in enumerate(report.get("topics", []), start=1)]
-
-
 TABLE_COLUMNS = ["rank", "id", "name", "size", "keywords", "group", "description", "label_source",
                  "label_evidence", "synthetic_exemplars"]
+# Each topic's facet answers in the downloads: the by_topic row's noisy share and its 95% interval.
+FACET_SHARE_VALUES = ("share", "share_low", "share_high")
+
+
+def _column_part(name) -> str:
+    """A facet's name or an answer's id inside a column name, its '%' and ':' percent-encoded: facet
+    files may use either, and "a:b" then stays one part."""
+    return _text(name).replace("%", "%25").replace(":", "%3A")
+
+
+def _facet_columns(facets: dict) -> list[tuple[str, str, str, str]]:
+    """(column, facet, answer, value) per facet, answer (the facet's fixed order) and FACET_SHARE_VALUES."""
+    return [(f"facet:{_column_part(facet)}:{_column_part(answer)}:{value}", facet, answer, value)
+            for facet, section in facets.items() for answer in section["answers"] for value in FACET_SHARE_VALUES]
+
+
+def table_columns(report: dict) -> list[str]:
+    """The downloads' columns: TABLE_COLUMNS, then with `facets` one per facet, answer and share value,
+    "facet:<facet>:<answer>:share" (and share_low, share_high)."""
+    return TABLE_COLUMNS + [column for column, *_ in _facet_columns(report.get("facets") or {})]
+
+
+def table_rows(report: dict) -> list[dict]:
+    """The downloadable table: one row per released topic, ranked; its facet cells are report.json's
+    by_topic numbers, None for a topic without that facet's row."""
+    groups_by_topic = {i: g["name"] for g in (report.get("hierarchy") or {}).get("groups", []) for i in g["topic_ids"]}
+    facets = report.get("facets") or {}
+    facet_columns = _facet_columns(facets)
+    rows = []
+    for rank, t in enumerate(report.get("topics", []), start=1):
+        row = {"rank": rank, "id": t["id"], "name": t["name"], "size": t["size"], "keywords": list(t["keywords"]),
+               "group": groups_by_topic.get(t["id"], ""), "description": t.get("description", ""),
+               "label_source": t.get("label_source", ""), "label_evidence": t.get("label_evidence", ""),
+               "synthetic_exemplars": [e["text"] for e in t.get("exemplars", [])]}
+        answers = {facet: {r["answer"]: r for r in section["by_topic"].get(str(t["id"]), [])}
+                   for facet, section in facets.items()}
+        for column, facet, answer, value in facet_columns:
+            cell = answers[facet].get(answer)
+            row[column] = None if cell is None else cell[value]
+        rows.append(row)
+    return rows
 
 
 def run_label(report: dict) -> str:
@@ -324,7 +338,7 @@ def render_report(report: dict) -> str:
         facets=_facet_tables(facets), facet_filter=_facet_filter_data(facets),
         bar_min_share=f"{100 * FACET_BAR_MIN_SHARE:.0f}%", max_bars=FACET_BARS,
         privacy=_privacy(report), config=_config_rows(config),
-        table={"columns": TABLE_COLUMNS, "rows": table_rows(report)})
+        table={"columns": table_columns(report), "rows": table_rows(report)})
 
 
 # ------------------------------------------------------------------------------------------ comparison

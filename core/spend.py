@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,13 +40,3 @@ class MechanismSpend:
     def from_json(cls, data: dict) -> "MechanismSpend":
         optional = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
         return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data or f.name not in optional})
-
-
-def total_spend(spends: Iterable[MechanismSpend]) -> tuple[float, float]:
-    """(epsilon, delta) of running all mechanisms on the same users: basic composition.
-
-    Basic composition is an upper bound that holds for any mix of mechanisms and any adaptivity
-    between them (later stages use earlier DP outputs), which is how the stages are chained.
-    """
-    spends = list(spends)
-    return sum(s.epsilon for s in spends), sum(s.delta for s in spends)

@@ -78,8 +78,20 @@ it), so a topic hovering near tau misses nights by noise alone.
   (Laplace noise of scale 5), counting every missed night as `vanished` flagged 16% of their nights;
   with `below threshold` they carry a change flag on 0.1% (tests/test_timeline.py).
 
+**Only a topic named by its own DP votes is announced.** A night whose status would be `new`,
+`emerging`, `growing` or `shrinking` is `unlabelled change` instead when that night's topic is not
+labelled from its own DP keyword or category votes (its `label_source` is not one of
+core.report.VOTE_SOURCES: its keywords are the ones nearest its DP centre, or it has none). Such a
+topic is too thin or too mixed for its votes to say what it is, so a flag on it would send a reader to
+a topic nobody can name; and its size moves most when DP k-means re-draws a miscellany. On the
+real-text stream (eval/utility/real_stream.py, 5 runs) 22 of the 23 false flags of steady topics were
+on such nights; on the generated stream, 5 of the 31 flags of the changing topics were, and neither the
+emerging nor the fading topic's first flag moved (their themes flag first). What is new among them
+shows in the themes (core/theme_timeline.py). A lineage whose latest night is not vote-labelled is not in
+New this week either, unless `also_new` lists it.
+
 `CHANGE_STATUSES` are the statuses that flag a change (`new`, `emerging`, `growing`, `shrinking`,
-`vanished`); `first night`, `steady` and `below threshold` are not.
+`vanished`); `first night`, `steady`, `unlabelled change` and `below threshold` are not.
 
 **New this week** (`new_this_week`): lineages first seen on one of the timeline's last `WEEK_NIGHTS`
 nights and released on at least `MIN_RECENT_NIGHTS` of its last `RECENT_NIGHTS` nights, so a topic
@@ -100,18 +112,27 @@ from collections.abc import Collection
 
 from core.dates import parse_date
 from core.lineage import split_parents
-from core.report_html import noise_margin, size_noise_of
+from core.report import VOTE_SOURCES, noise_margin, size_noise_of
 
 FIRST_NIGHT = "first night"
-STATUSES = (FIRST_NIGHT, "new", "emerging", "growing", "steady", "shrinking", "vanished", "below threshold")
-# The statuses that flag a change; `first night`, `steady` and `below threshold` (a missed night within
-# the noise of the release threshold) do not.
+UNLABELLED_CHANGE = "unlabelled change"
+STATUSES = (FIRST_NIGHT, "new", "emerging", "growing", "steady", "shrinking", UNLABELLED_CHANGE, "vanished",
+            "below threshold")
+# The statuses that flag a change; `first night`, `steady`, `unlabelled change` (a change of a topic not
+# named by its own votes) and `below threshold` (a missed night within the noise of the release
+# threshold) do not.
 CHANGE_STATUSES = ("new", "emerging", "growing", "shrinking", "vanished")
+# The released night's statuses that only a topic named by its own DP votes carries (module docstring).
+LABELLED_CHANGES = ("new", "emerging", "growing", "shrinking")
 # How many standard deviations a change must exceed to count (see the module docstring).
 Z = 3.0
 # Tonight is compared with the mean of at most this many of the lineage's previous released nights: a
 # week, so a weekday pattern averages out and a change from last week is still visible.
 BASELINE_NIGHTS = 7
+# ...and only once it has at least this many: a DP cluster's first nights are its centre settling (on real
+# text a cluster of 44 users took in a neighbour's and stood at 124 on its third night), not its topic's
+# usage changing.
+MIN_BASELINE_NIGHTS = 3
 # A lineage can be `emerging` on its nights 2..EMERGING_NIGHTS (its first week), when it is more than
 # Z_EMERGING standard deviations above its first night.
 EMERGING_NIGHTS = 7
@@ -135,7 +156,7 @@ MIN_RECENT_NIGHTS = 2
 
 def size_noise(report: dict) -> dict | None:
     """The `noise` entry of the report's cluster_sizes mechanism, or None (a non-DP baseline)."""
-    return size_noise_of(report.get("privacy", {}))  # the report page's reader: one place knows the shape
+    return size_noise_of(report.get("privacy", {}))  # core.report reads it for the page too: one place knows the shape
 
 
 def size_noise_std(report: dict) -> float:
@@ -195,6 +216,8 @@ def night_status(size: float, variance: float, history: list[tuple[float, float]
         return "new"
     if may_be_new and 1 <= age < EMERGING_NIGHTS and change_z(size, variance, history[:1]) > Z_EMERGING:
         return "emerging"
+    if len(history) < MIN_BASELINE_NIGHTS:
+        return "steady"
     score = _weekly_pattern_aware(change_z(size, variance, history[-BASELINE_NIGHTS:]), size, variance,
                                   same_weekday)
     return "growing" if score > Z else "shrinking" if score < -Z else "steady"
@@ -281,6 +304,8 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
             status = night_status(size, night["variance"], history, index - first,
                                   may_be_new=first > 0 and lineage not in split_from,
                                   same_weekday=same_weekday_history(by_day, night["day"]))
+            if status in LABELLED_CHANGES and not _named_by_votes(topic):
+                status = UNLABELLED_CHANGE
             entries.append({"date": night["date"], "size": size, "low": round(max(0.0, size - night["margin"]), 2),
                             "high": round(size + night["margin"], 2),
                             "share": round(size / night["total"], 6) if night["total"] else 0.0,
@@ -292,7 +317,7 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
             latest, last_index, present = topic, index, True
         lineages.append({"id": lineage, "name": latest.get("name", ""), "keywords": list(latest.get("keywords", [])),
                          "split_from": split_from.get(lineage), "nights": entries, "_first": first, "_last": last_index,
-                         "_size": latest.get("size") or 0,
+                         "_size": latest.get("size") or 0, "_named_by_votes": _named_by_votes(latest),
                          "_released": released})
 
     last = len(nights) - 1
@@ -306,11 +331,12 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
         if entries:
             kept.append({"id": item["id"], "name": item["name"], "keywords": item["keywords"],
                          "split_from": item["split_from"], "nights": entries,
-                         "_first": item["_first"], "_released": item["_released"]})
+                         "_first": item["_first"], "_released": item["_released"],
+                         "_named_by_votes": item["_named_by_votes"]})
     recent_start = max(0, len(nights) - RECENT_NIGHTS)
     new_this_week = [item["id"] for item in kept if _new_this_week(item, week_start, recent_start, also_new)]
     for item in kept:
-        del item["_first"], item["_released"]
+        del item["_first"], item["_released"], item["_named_by_votes"]
     rising = [item["id"] for item in kept if item["nights"][-1]["status"] in ("growing", "emerging")]
     return {
         "nights": [night["date"] for night in nights[start:]],
@@ -339,12 +365,18 @@ def same_weekday_history(by_day: dict[int, tuple[float, float]], day: int | None
 
 
 def _new_this_week(item: dict, week_start: int, recent_start: int, also_new: Collection[str]) -> bool:
-    """First seen in the week, and either listed in `also_new` or not split from a known lineage and released
-    on MIN_RECENT_NIGHTS of the last RECENT_NIGHTS nights (see build_timeline)."""
+    """First seen in the week, and either listed in `also_new` or named by its votes on its latest night, not
+    split from a known lineage and released on MIN_RECENT_NIGHTS of the last RECENT_NIGHTS nights (see
+    build_timeline)."""
     if item["_first"] < week_start:
         return False
-    return item["id"] in also_new or (item["split_from"] is None and
+    return item["id"] in also_new or (item["_named_by_votes"] and item["split_from"] is None and
                                       sum(index >= recent_start for index in item["_released"]) >= MIN_RECENT_NIGHTS)
+
+
+def _named_by_votes(topic: dict) -> bool:
+    """Whether a released topic's label rests on its own DP votes (core.report.VOTE_SOURCES)."""
+    return topic.get("label_source") in VOTE_SOURCES
 
 
 def _missed(date: str, index: int, status: str) -> dict:
@@ -356,7 +388,8 @@ def _missed(date: str, index: int, status: str) -> dict:
 def status_rule() -> dict:
     """The rule and its constants, as written into timeline.json so a reader need not find this module."""
     return {
-        "z": Z, "z_emerging": Z_EMERGING, "baseline_nights": BASELINE_NIGHTS, "emerging_nights": EMERGING_NIGHTS,
+        "z": Z, "z_emerging": Z_EMERGING, "baseline_nights": BASELINE_NIGHTS,
+        "min_baseline_nights": MIN_BASELINE_NIGHTS, "emerging_nights": EMERGING_NIGHTS,
         "day_to_day_cv": DAY_TO_DAY_CV, "new_this_week_nights": WEEK_NIGHTS,
         "new_this_week_recent_nights": RECENT_NIGHTS, "new_this_week_min_recent_nights": MIN_RECENT_NIGHTS,
         "weekday_nights": WEEKDAY_NIGHTS, "z_weekday": Z_WEEKDAY, "change_statuses": list(CHANGE_STATUSES),
@@ -365,15 +398,18 @@ def status_rule() -> dict:
                  "to one released before it) or started on the timeline's first night. emerging: such a lineage's "
                  f"nights 2-{EMERGING_NIGHTS}, more than {Z_EMERGING:g} "
                  f"standard deviations above its first night. growing/shrinking: more than {Z:g} standard deviations above/below "
-                 f"the mean of its previous up to {BASELINE_NIGHTS} released nights, unless within {Z_WEEKDAY:g} of the "
+                 f"the mean of its previous up to {BASELINE_NIGHTS} released nights (once it has {MIN_BASELINE_NIGHTS}), "
+                 f"unless within {Z_WEEKDAY:g} of the "
                  f"mean of its up to {WEEKDAY_NIGHTS} released nights on the same weekday (a weekly pattern). "
-                 "steady: otherwise. On the first "
+                 "steady: otherwise. unlabelled change: what would be new, emerging, growing or shrinking for a "
+                 "topic whose label does not rest on its own DP votes (not a change flag: nothing says what it is). "
+                 "On the first "
                  "night a lineage was not released: vanished when the mean of its previous up to "
                  f"{BASELINE_NIGHTS} released nights was more than {Z:g} standard deviations above the release "
                  "threshold (the run's minimum topic size), a real drop; below threshold otherwise, not a change: "
                  "its size may just have drawn low noise under the threshold. New this week: first seen in the last "
-                 f"{WEEK_NIGHTS} nights, not split from a known lineage and released on at least {MIN_RECENT_NIGHTS} of the "
-                 f"last {RECENT_NIGHTS}. "
+                 f"{WEEK_NIGHTS} nights, named by its own DP votes, not split from a known lineage and released on at "
+                 f"least {MIN_RECENT_NIGHTS} of the last {RECENT_NIGHTS}. "
                  "The standard deviation combines both nights' privacy noise and a "
                  f"true count's natural variation (Poisson, plus {DAY_TO_DAY_CV:.0%} of its size). Interval: 95% for "
                  "the true size from the noise drawn that night (Laplace: b ln 20; Gaussian: 1.96 sigma)."),

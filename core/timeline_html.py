@@ -22,7 +22,8 @@ from core.timeline import CHANGE_STATUSES, STATUSES, status_rule
 CHART_WIDTH, CHART_HEIGHT = 960, 150
 _LEFT, _RIGHT, _TOP, _BOTTOM = 48, 14, 10, 24
 STATUS_COLOURS = {"first night": "#8a94a6", "new": "#4f6bd8", "emerging": "#8e44ad", "growing": "#2e9e5b", "steady": "#8a94a6",
-                  "shrinking": "#d0553f", "vanished": "#1d2433", "below threshold": "#c3c9d4"}
+                  "shrinking": "#d0553f", "unlabelled change": "#b3a48a", "vanished": "#1d2433",
+                  "below threshold": "#c3c9d4"}
 # What a missed night's marker says (the status of a night without a size).
 MISSED_TITLES = {"vanished": "not released: its recent sizes were far above the release threshold (vanished)",
                  "below threshold": "not released: within the noise of the release threshold (below threshold)"}

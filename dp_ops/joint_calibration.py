@@ -40,6 +40,10 @@ from dp_ops.keyword_votes import VOTE_L2_SENSITIVITY
 NOISE_KINDS = ("gaussian", "laplace")
 # How close to the total the calibration gets (relative, on the noise scale factor).
 _SCALE_TOLERANCE = 1e-4
+# The largest epsilon share a Gaussian stage may get. PipelineDP's compute_sigma, which gives each
+# stage's reference noise, overflows above ln(max float) ~ 709 and returns the smallest float, whose
+# square is 0 in the composition (dp_ops.dp_events.merged divides by it): such a run cannot be calibrated.
+MAX_GAUSSIAN_STAGE_EPSILON = 700.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +173,14 @@ def calibrate_jointly(total_epsilon: float, delta: float, requests: Sequence[Sta
     # The reference splits one run's share of the total (basic composition's share of n runs): only
     # the stages' relative noise and the search's starting point come from it.
     run_share = total_epsilon / repetitions
+    for r in requests:
+        share = run_share * r.weight / weights
+        if r.noise == "gaussian" and share > MAX_GAUSSIAN_STAGE_EPSILON:
+            raise ValueError(
+                f"epsilon {total_epsilon:g} is too large to calibrate: stage {r.stage} would get a share of "
+                f"{share:.0f}, above {MAX_GAUSSIAN_STAGE_EPSILON:g}, where its Gaussian noise cannot be computed; "
+                f"give a smaller --epsilon (or --max_epsilon_per_window), or {r.stage} a smaller weight in "
+                "--epsilon_weights")
     reference = {r.stage: reference_noise_multiplier(r, run_share * r.weight / weights, delta) for r in requests}
     fixed_events = list(fixed_events)
 

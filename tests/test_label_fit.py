@@ -5,7 +5,15 @@ import re
 import numpy as np
 import pytest
 
-from eval.utility.label_fit import chance, ctfidf_labels, label_fit, reference_clusters, topic_label_text
+from eval.utility.label_fit import (
+    SampleNamer,
+    chance,
+    ctfidf_labels,
+    label_fit,
+    reference_clusters,
+    topic_label_text,
+    topic_samples,
+)
 
 VOCABULARY = ["cooking", "recipe", "pasta", "python", "code", "bug", "garden", "tomato", "soil", "travel"]
 
@@ -100,3 +108,66 @@ def test_reference_clusters_separate_clear_groups():
     clusters = reference_clusters(vectors, 3, seed=0)
     assert len(set(clusters)) == 3
     assert clusters[0] == clusters[1] and clusters[2] == clusters[3] and clusters[4] == clusters[5]
+
+
+def test_topic_samples_draw_a_fixed_number_of_each_topics_own_texts():
+    texts = {f"c{i}": f"text {i} " + "x" * 50 for i in range(30)}
+    assignments = {f"c{i}": i % 3 for i in range(30)}  # 10 members per topic
+    samples = topic_samples(assignments, texts, [0, 2], size=4, seed=1, max_chars=20)
+    assert set(samples) == {0, 2}  # topic 1 was not asked for
+    for topic, sample in samples.items():
+        members = {" ".join(texts[c].split())[:20] for c, t in assignments.items() if t == topic}
+        assert len(sample) == 4 and len(set(sample)) == 4 and set(sample) <= members
+        assert all(len(text) == 20 for text in sample)
+    assert samples == topic_samples(assignments, texts, [0, 2], size=4, seed=1, max_chars=20)
+    assert samples != topic_samples(assignments, texts, [0, 2], size=4, seed=2, max_chars=20)
+    # A topic with fewer members than the size gives them all.
+    assert len(topic_samples(assignments, texts, [1], size=50, seed=1)[1]) == 10
+
+
+def test_sample_namer_names_from_the_texts_and_counts_failed_calls():
+    from backends.llm.fanout import CallResult
+
+    class FakeCaller:
+        def __init__(self):
+            self.specs = []
+
+        def call_many(self, specs):
+            self.specs += specs
+            return [CallResult(value=spec.parse('{"labels": [{"name": "Pasta cooking", "description": '
+                                                '"Users ask how to cook pasta."}]}')[0], ok=True)
+                    if "pasta" in spec.messages[1]["content"] else CallResult(ok=False) for spec in specs]
+
+    namer = SampleNamer("qwen2.5-coder-0.5b")
+    namer._caller = FakeCaller()
+    named = namer.names({0: ["how long to boil pasta", "a pasta sauce"], 1: ["fix my python bug"], 2: []})
+    assert named == {0: ("Pasta cooking", "Users ask how to cook pasta.")}
+    assert (namer.calls, namer.failed) == (2, 1)  # an empty sample costs no call
+    prompt = namer._caller.specs[0].messages[1]["content"]
+    assert "1. how long to boil pasta\n2. a pasta sauce" in prompt and "2 requests" in prompt
+
+
+def test_crossfit_bank_is_written_from_the_other_fold_only():
+    from core.records import Conversation
+    from eval.data import Dataset
+    from eval.utility.label_fit import crossfit_folds, fold_of
+
+    ids = [f"conv-{i}" for i in range(80)]
+    folds = fold_of(ids)
+    assert folds.tolist() == fold_of(list(reversed(ids)))[::-1].tolist()  # by id, not by order
+    assert 20 < folds.sum() < 60
+    # Each fold's texts carry words no text of the other fold has.
+    words = {0: ["zebra stripes savanna", "zebra herd grazing"], 1: ["python code bug", "python import error"]}
+    facets = [words[int(f)][i % 2] for i, f in enumerate(folds)]
+    dataset = Dataset([Conversation(cid, f"u{i}", None, ()) for i, cid in enumerate(ids)], facets)
+    vectors = bag_of_words([t.replace("zebra", "garden").replace("python", "code") for t in facets])
+    seen = []
+    for fold, subset, subset_vectors, bank in crossfit_folds(dataset, vectors):
+        assert subset.conversation_ids == [cid for cid, f in zip(ids, folds) if f == fold]
+        assert len(subset_vectors) == len(subset)
+        bank_text = " ".join(text for _, text in bank.labels).lower()
+        own, other = ("zebra", "python") if fold == 0 else ("python", "zebra")
+        assert other in bank_text and own not in bank_text
+        assert all(category is None for category, _ in bank.labels)
+        seen.append(fold)
+    assert seen == [0, 1]

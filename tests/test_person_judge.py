@@ -11,7 +11,7 @@ import pytest
 from backends.llm import person_judge
 from backends.llm.cache import ResponseCache
 from backends.llm.client import Completion, PermanentError, RetryableError
-from backends.llm.person_judge import INSTRUCTIONS, PersonJudge, PersonVerdict, public_head
+from backends.llm.person_judge import INSTRUCTIONS, INSTRUCTIONS_SMALL, PersonJudge, PersonVerdict, public_head
 from backends.llm.pseudonymize import Pseudonymizer
 from tests.test_local_backend import TEST_MODEL, needs_local_model
 
@@ -181,6 +181,33 @@ def test_the_cache_key_is_the_name_and_a_hash_of_its_window():
     assert key != person_judge.cache_key("other", "Ada", "ask Ada about it")
 
 
+def test_a_new_prompt_version_asks_again_instead_of_reusing_the_old_verdicts(pseudonymizer, tmp_path, monkeypatch):
+    cache = ResponseCache(str(tmp_path))
+    _judged(pseudonymizer, FakeClient(verdict("public")), cache)
+    assert pseudonymizer.pseudonymize(BARE) == BARE
+    old_key = person_judge.cache_key("fake-model", "Barack Obama", BARE)
+    monkeypatch.setattr(person_judge, "PROMPT_VERSION", "person-judge-next")
+    monkeypatch.setattr(person_judge, "PROMPTS", {"person-judge-next": INSTRUCTIONS,
+                                                  person_judge.SMALL_PROMPT_VERSION: INSTRUCTIONS_SMALL})
+    assert person_judge.cache_key("fake-model", "Barack Obama", BARE) != old_key
+    client = FakeClient(verdict("private"))
+    assert "Barack Obama" not in _judged(pseudonymizer, client, cache).pseudonymize(BARE)
+    assert len(client.calls) == 1 and pseudonymizer.person_judge.counts["cached"] == 0
+
+
+@pytest.mark.parametrize("model,instructions", [
+    ("qwen2.5-coder-0.5b", INSTRUCTIONS_SMALL), ("/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", INSTRUCTIONS_SMALL),
+    ("qwen2.5-coder-1.5b", INSTRUCTIONS), ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", INSTRUCTIONS),
+    ("other.gguf", INSTRUCTIONS)])
+def test_the_small_model_keeps_the_shorter_prompt_under_its_own_version(model, instructions):
+    client = FakeClient(verdict("private"))
+    PersonJudge(client, model).is_public(BARE, 13, 25)
+    content = client.calls[0]["messages"][1]["content"]
+    assert content.startswith(instructions) and public_head(client.calls[0]["messages"]) == instructions
+    assert content[len(instructions):].startswith(BARE)
+    assert person_judge.PROMPTS[person_judge.prompt_version(model)] == instructions
+
+
 def test_the_window_is_cut_to_whole_words():
     text = "alpha beta gamma delta " * 20 + "Grace Hopper" + " epsilon zeta eta theta" * 20
     start = text.index("Grace")
@@ -194,8 +221,9 @@ def test_the_examples_are_not_from_the_labelled_prompts():
     evaluation (eval/data/pii_real_labels.jsonl holds each span's hash)."""
     from eval.pii import pii_real
     hashes = {row["sha256"] for row in pii_real.load_labels()}
-    names = re.findall(r"^Name: (.+)$", INSTRUCTIONS, re.M)
-    assert len(names) >= 6
+    names = [name for instructions in person_judge.PROMPTS.values()
+             for name in re.findall(r"^Name: (.+)$", instructions, re.M)]
+    assert len(names) >= 6 + 12
     for name in names:
         for part in {name, *name.split()}:
             assert hashlib.sha256(part.encode()).hexdigest()[:12] not in hashes, part

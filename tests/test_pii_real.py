@@ -1,6 +1,8 @@
 """Pseudonymization on real prompts (eval/pii/pii_real.py): the hand labels over the shared hh-rlhf and
 arena-hard data reference spans without holding their text, and the shipped pseudonymizer meets the
-bars on both halves of them (skipped where the shared data is not there)."""
+bars on both halves of them (skipped where the shared data is not there). The second set (labelled
+later, in other conversations) is checked for its references and hashes and scored alone with
+--splits second; it holds no bar (docs/evaluation.md, "The second set")."""
 
 import collections
 import json
@@ -19,7 +21,7 @@ def test_the_labels_hold_references_and_hashes_not_text():
     assert len(rows) >= 600
     for row in rows:
         assert set(row) <= {"conversation_id", "message", "start", "end", "label", "sha256", "split", "invented"}, row
-        assert row["label"] in pii_real.LABEL_KINDS and row["split"] in pii_real.SPLITS
+        assert row["label"] in pii_real.LABEL_KINDS and row["split"] in pii_real.ALL_SPLITS
         assert re.fullmatch(r"[0-9a-f]{12}", row["sha256"]) and 0 <= row["start"] < row["end"]
         assert any(row["conversation_id"].startswith(prefix) for prefix in pii_real.SOURCES)
     counts = collections.Counter((row["split"], row["label"]) for row in rows)
@@ -27,6 +29,17 @@ def test_the_labels_hold_references_and_hashes_not_text():
     for split in pii_real.SPLITS:
         assert counts[split, "private_person"] >= 50 and counts[split, "public_figure"] >= 90
         assert counts[split, "place"] >= 90
+    # the second set has people of both kinds, in conversations of neither half
+    assert counts[pii_real.SECOND, "private_person"] >= 15 and counts[pii_real.SECOND, "public_figure"] >= 15
+    halves = {row["conversation_id"] for row in rows if row["split"] in pii_real.SPLITS}
+    second = {row["conversation_id"] for row in rows if row["split"] == pii_real.SECOND}
+    assert second and not second & halves
+
+
+def test_an_unknown_split_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        pii_real.main(["--splits", "dev,secnd"])
+    assert "unknown split(s) ['secnd']" in capsys.readouterr().err
 
 
 def test_without_the_shared_data_the_script_says_so_and_stops(tmp_path, capsys):
@@ -41,6 +54,47 @@ def test_a_changed_data_set_is_caught_by_the_hashes(tmp_path):
     labels.write_text("".join(json.dumps({**row, "sha256": "0" * 12}) + "\n" for row in rows))
     with pytest.raises(ValueError, match="do not match their hash"):
         pii_real.load(str(labels))
+
+
+@pytest.mark.skipif(not HAVE_DATA, reason="the shared data sets (../shared/data) are not there")
+def test_a_changed_data_set_is_caught_in_the_second_set_too(tmp_path):
+    rows = [row for row in pii_real.load_labels() if row["split"] == pii_real.SECOND]
+    conversations, labels = pii_real.load(str(_labels(tmp_path, rows)))
+    assert {row["conversation_id"] for row in labels} == set(conversations)
+    text = conversations[rows[0]["conversation_id"]][rows[0]["message"]]
+    assert pii_real.span_hash(text[rows[0]["start"]:rows[0]["end"]]) == rows[0]["sha256"]
+    # a span one character off no longer matches its hash
+    shifted = [{**rows[0], "start": rows[0]["start"] + 1}]
+    with pytest.raises(ValueError, match="1 labelled spans do not match their hash"):
+        pii_real.load(str(_labels(tmp_path, shifted)))
+
+
+@pytest.mark.skipif(not HAVE_DATA, reason="the shared data sets (../shared/data) are not there")
+def test_splits_second_scores_the_second_set_alone(tmp_path, capsys, monkeypatch):
+    labels = pii_real.load_labels()
+    second = [row for row in labels if row["split"] == pii_real.SECOND and row["label"] == "private_person"][:4]
+    rows = second + [row for row in labels if row["split"] == "dev"][:3]
+    detected = []
+
+    class Detector:  # detects nothing: every private name is missed, every kept entity intact
+        def detect(self, text):
+            return []
+
+        def detect_texts(self, texts):
+            detected.append(texts)
+            return [[] for _ in texts]
+
+    monkeypatch.setattr(pii_real, "configurations", lambda args: {"none": lambda: (Detector(), "no detector")})
+    pii_real.main(["--labels", str(_labels(tmp_path, rows)), "--configs", "none", "--splits", "second"])
+    out = capsys.readouterr().out
+    assert f"  second: private names replaced 0/{len(second)} = 0.0%" in out and "  dev: " not in out
+    assert len(detected) == len({row["conversation_id"] for row in second})
+
+
+def _labels(tmp_path, rows):
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from core.report_html import render_comparison, render_report, table_rows
+from core.report_html import TABLE_COLUMNS, render_comparison, render_report, table_columns, table_rows
 from tests.report_fixtures import sample_report, theme_embed, themed_topics
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -244,4 +244,29 @@ def test_facets_show_a_table_bars_per_topic_and_a_filter_on_the_noisy_share(brow
     Select(browser.find_element(By.ID, "facet-filter-facet")).select_by_value("")
     browser.execute_script("document.getElementById('search').dispatchEvent(new Event('input'))")
     assert _shown_topic_ids(browser) == ids
+    assert _errors(browser) == []
+
+
+def test_the_downloads_carry_the_facet_shares_with_their_intervals(browser, tmp_path):
+    from tests.report_fixtures import sample_facets
+    report = sample_report()
+    # an answer id a CSV must quote, and a topic without the concern facet's row
+    report["facets"] = sample_facets(report["topics"], {"language": {"en": "English", 'es,"mx"': "Spanish",
+                                                                     "de": "German", "other": "Another language"}})
+    del report["facets"]["concern"]["by_topic"][str(report["topics"][-1]["id"])]
+    page = tmp_path / "report.html"
+    page.write_text(render_report(report), encoding="utf-8")
+    _open(browser, page)
+    assert _errors(browser) == []
+    expected = table_rows(report)
+    _, text = _data_uri(browser, "download-csv")
+    header, *lines = list(csv.reader(io.StringIO(text)))
+    assert header == table_columns(report) and 'facet:language:es,"mx":share_low' in header
+    rows = [dict(zip(header, line)) for line in lines]
+    for row, want in zip(rows, expected):
+        for column in header[len(TABLE_COLUMNS):]:
+            assert (None if row[column] == "" else float(row[column])) == want[column]
+    assert rows[-1]["facet:concern:high:share"] == "" and float(rows[0]["facet:concern:high:share_high"]) > 0
+    _, text = _data_uri(browser, "download-json")
+    assert json.loads(text) == expected
     assert _errors(browser) == []

@@ -4,7 +4,8 @@ import json
 import re
 
 from core.release_gate import scan
-from core.report_html import noise_margin, render_comparison, render_report, table_rows
+from core.report import noise_margin, size_noise_of
+from core.report_html import TABLE_COLUMNS, render_comparison, render_report, table_columns, table_rows
 from tests.report_fixtures import sample_report, themed_topics
 
 XSS_NAME = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
@@ -82,6 +83,12 @@ def test_privacy_panel_says_the_spend_the_noise_and_the_ledger_in_plain_words():
 def test_gaussian_size_noise_margin_is_two_standard_deviations():
     assert noise_margin({"kind": "gaussian", "sigma": 10.0, "std": 10.0}) == 1.96 * 10.0
     assert noise_margin(None) is None
+
+
+def test_the_size_noise_is_the_cluster_sizes_mechanisms():
+    privacy = sample_report()["privacy"]
+    assert size_noise_of(privacy) == {"kind": "laplace", "scale": 5.0, "std": 7.0710678118654755}
+    assert size_noise_of({"mechanisms": [m for m in privacy["mechanisms"] if m["stage"] != "cluster_sizes"]}) is None
 
 
 def test_empty_release_renders_without_chart():
@@ -217,6 +224,41 @@ def test_facet_answer_names_and_labels_are_escaped_and_the_page_stays_gate_clean
     data = json.loads(re.search(r'<script type="application/json" id="facet-data">(.*?)</script>', page, re.S).group(1))
     assert "<b>es</b>" in data["language"][str(report["topics"][0]["id"])]  # the JSON cannot close its element
     assert scan("release.pending/report.html", render_report(_facet_report()).encode()) == []
+
+
+def test_the_downloads_carry_each_topics_facet_shares_and_their_intervals_in_flat_columns():
+    report = _facet_report()
+    del report["facets"]["concern"]["by_topic"][str(report["topics"][-1]["id"])]  # a topic without that facet's row
+    table = _embedded_table(render_report(report))
+    assert table["rows"] == table_rows(report)
+    facet_columns = [f"facet:{facet}:{answer}:{value}" for facet, section in report["facets"].items()
+                     for answer in section["answers"] for value in ("share", "share_low", "share_high")]
+    assert table["columns"] == table_columns(report) == TABLE_COLUMNS + facet_columns
+    for row, topic in zip(table["rows"], report["topics"]):
+        assert set(row) == set(table["columns"])
+        for facet, section in report["facets"].items():
+            by_answer = {r["answer"]: r for r in section["by_topic"].get(str(topic["id"]), [])}
+            for answer in section["answers"]:
+                for value in ("share", "share_low", "share_high"):  # report.json's numbers, unrounded
+                    expected = by_answer[answer][value] if by_answer else None
+                    assert row[f"facet:{facet}:{answer}:{value}"] == expected
+    last = table["rows"][-1]
+    assert last["facet:concern:high:share"] is None and last["facet:language:es:share"] is not None
+    assert table_columns(sample_report()) == TABLE_COLUMNS  # no facets, no facet columns
+
+
+def test_facet_download_columns_stay_one_per_answer_whatever_the_names():
+    # Names and ids come from a facet file: a ':' or '%' in one is percent-encoded, so facet "a:b"'s
+    # answer "c" and facet "a"'s answer "b:c" get columns of their own.
+    report = _facet_report(labels={"language": {"en": "English", "b:c": "Odd", "50%": "Half", '<b>x</b>,"y"': XSS_NAME},
+                                   "concern": {"c": "C", "low": "Low", "elevated": "Elevated", "high": "High"}})
+    report["facets"] = {"a": report["facets"]["language"], "a:b": report["facets"]["concern"]}
+    columns = table_columns(report)
+    assert len(columns) == len(set(columns)) == len(TABLE_COLUMNS) + 3 * (5 + 5)
+    assert {"facet:a:b%3Ac:share", "facet:a%3Ab:c:share", "facet:a:50%25:share_low",
+            'facet:a:<b>x</b>,"y":share_high'} <= set(columns)
+    page = render_report(report)
+    assert "<b>x</b>" not in page and _embedded_table(page)["columns"] == columns  # the JSON cannot close its element
 
 
 def test_a_token_decoded_description_shows_under_its_topic_marked_as_decoded_and_escaped():

@@ -260,6 +260,10 @@ def test_the_report_states_the_pld_total_and_lists_every_event():
     assert [m["event"] for m in section["mechanisms"]] == [e.event for e in budget.entries]
     with pytest.raises(ValueError, match="event"):
         privacy_section([MechanismSpend("s", "m", 1.0, 0.0, 1.0, {})], C, budget.composition())
+    # No made-up total: DP stages without the total their budget composed are refused, not summed.
+    with pytest.raises(ValueError, match="composed total"):
+        privacy_section(list(budget.entries), C, None)
+    assert "epsilon" not in privacy_section([], C, None)  # no DP stage ran (the non-private evaluation)
 
 
 def test_gaussian_events_fold_into_one_exactly():
@@ -300,3 +304,20 @@ def test_events_round_trip_through_json():
 def test_bad_stage_requests_fail_at_construction(kwargs):
     with pytest.raises(ValueError):
         StageRequest(**{**dict(stage="s", noise="gaussian", sensitivity=1.0, weight=1.0), **kwargs})
+
+
+def test_an_epsilon_too_large_to_calibrate_fails_early_and_names_the_flag():
+    """Above a share of MAX_GAUSSIAN_STAGE_EPSILON PipelineDP's Gaussian formula overflows (its sigma is
+    the smallest float, 0 once squared): the run must be refused with a clear error, not a
+    ZeroDivisionError inside the composition (dp_ops.dp_events.merged)."""
+    from dp_ops.joint_calibration import MAX_GAUSSIAN_STAGE_EPSILON, user_count_request
+    assert pipeline_dp.dp_computations.compute_sigma(800.0, 1e-6, 1.0) < 1e-300  # the overflow guarded against
+    requests = [clustering_request(4.0, 5), count_request("cluster_sizes", 1.0, "laplace", l0=1, linf=1),
+                user_count_request(0.1)]
+    for total in (20000.0, 1e6):
+        with pytest.raises(ValueError, match=r"--epsilon.*clustering.*--epsilon_weights"):
+            calibrate_jointly(total, 1e-6, requests)
+    # The stage's share is what counts: a large weight on a small stage is refused as well.
+    assert 20000.0 * 30.0 / 31.0 > MAX_GAUSSIAN_STAGE_EPSILON
+    with pytest.raises(ValueError, match="stage user_count"):
+        calibrate_jointly(20000.0, 1e-6, [clustering_request(1.0, 5), user_count_request(30.0)])

@@ -13,12 +13,16 @@ import os
 import numpy as np
 import pytest
 
+from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
 from core.timeline import (
     BASELINE_NIGHTS,
+    CHANGE_STATUSES,
     EMERGING_NIGHTS,
     FIRST_NIGHT,
+    MIN_BASELINE_NIGHTS,
     ROW_COLUMNS,
     STATUSES,
+    UNLABELLED_CHANGE,
     Z,
     build_timeline,
     change_z,
@@ -51,9 +55,10 @@ def _report(date: str, topics: list[dict], noise: dict | None = LAPLACE, run_id:
             "privacy": {"epsilon": 7.0, "delta": 1e-6, "mechanisms": mechanisms}, "config": config}
 
 
-def _topic(lineage: str, size: int, name: str | None = None, keywords=("alpha", "beta"), topic_id: int = 0) -> dict:
+def _topic(lineage: str, size: int, name: str | None = None, keywords=("alpha", "beta"), topic_id: int = 0,
+           label_source: str = HISTOGRAM_SOURCE) -> dict:
     return {"id": topic_id, "lineage": lineage, "name": name or f"Topic {lineage}", "description": "d",
-            "keywords": list(keywords), "size": int(size)}
+            "keywords": list(keywords), "size": int(size), "label_source": label_source}
 
 
 def _noisy(rng, true_mean: float, scale: float) -> int:
@@ -170,6 +175,39 @@ def test_a_lineage_that_doubles_is_flagged_growing_and_one_that_halves_shrinking
     assert false_alarms <= 0.02 * seeds * 19
 
 
+def test_a_change_of_a_topic_not_named_by_its_votes_is_an_unlabelled_change_not_a_flag():
+    """The same sizes, labelled from the topic's own votes one night and from its centre's nearest keywords
+    the next: the doubling is `growing` only where the votes name it, and a new topic is only announced
+    once its votes name it."""
+    sizes = [100] * 8 + [200]
+    def runs(source_on_last):
+        return [(_date(n), _report(_date(n), [_topic("a", size, label_source=(
+            source_on_last if n == len(sizes) - 1 else HISTOGRAM_SOURCE))] + (
+            [_topic("b", 60, topic_id=1, label_source=source_on_last)] if n >= len(sizes) - 2 else [])))
+            for n, size in enumerate(sizes)]
+    voted, guessed = build_timeline(runs(HISTOGRAM_SOURCE)), build_timeline(runs(CENTROID_SOURCE))
+    assert _statuses(voted, "a")[-1] == "growing" and _statuses(guessed, "a")[-1] == UNLABELLED_CHANGE
+    assert _statuses(voted, "b") == [FIRST_NIGHT, "new"] and _statuses(guessed, "b") == [FIRST_NIGHT, UNLABELLED_CHANGE]
+    assert UNLABELLED_CHANGE not in CHANGE_STATUSES
+    assert "b" in voted["new_this_week"] and "b" not in guessed["new_this_week"]
+    assert "a" in voted["rising"] and "a" not in guessed["rising"]
+    assert "b" in build_timeline(runs(CENTROID_SOURCE), also_new={"b"})["new_this_week"]  # e.g. its theme rose
+    assert _statuses(build_timeline([(d, {**r, "topics": [{k: v for k, v in t.items() if k != "label_source"}
+                                                          for t in r["topics"]]}) for d, r in runs(HISTOGRAM_SOURCE)]),
+                     "a")[-1] == UNLABELLED_CHANGE  # a report that does not say: not a finding
+
+
+def test_a_lineage_is_not_growing_or_shrinking_before_it_has_a_baseline():
+    """A DP cluster's first nights are its centre settling: a jump on its 2nd or 3rd night is steady."""
+    for jump_at in range(1, MIN_BASELINE_NIGHTS):
+        sizes = [40] * jump_at + [130] * 3
+        timeline = build_timeline([(_date(n), _report(_date(n), [_topic("a", size)])) for n, size in enumerate(sizes)])
+        assert _statuses(timeline, "a")[jump_at] == "steady"
+    sizes = [40] * MIN_BASELINE_NIGHTS + [130]
+    timeline = build_timeline([(_date(n), _report(_date(n), [_topic("a", size)])) for n, size in enumerate(sizes)])
+    assert _statuses(timeline, "a")[-1] == "growing"
+
+
 def test_a_change_within_the_noise_is_steady():
     history = [(100, 50.0)] * BASELINE_NIGHTS
     assert abs(change_z(115, 50.0, history)) < Z  # +15 on ~100 with noise sd ~7: not significant
@@ -209,11 +247,12 @@ def test_emerging_is_only_in_a_lineages_first_week_and_growing_after():
 
 
 def test_a_lineage_there_on_the_timelines_first_night_grows_but_never_emerges():
-    # Nothing was there before it to be new against: it grows.
+    # Nothing was there before it to be new against: it grows, once it has a baseline.
     sizes = [30, 80, 130, 180, 230, 280, 330, 380]
     runs = [(_date(n), _report(_date(n), [_topic("r", s), _topic("big", 1000, topic_id=1)])) for n, s in enumerate(sizes)]
     statuses = _statuses(build_timeline(runs), "r")
-    assert statuses[0] == FIRST_NIGHT and set(statuses[1:]) == {"growing"}
+    assert statuses[0] == FIRST_NIGHT and set(statuses[1:MIN_BASELINE_NIGHTS]) == {"steady"}
+    assert set(statuses[MIN_BASELINE_NIGHTS:]) == {"growing"}
 
 
 def test_vanished_once_then_nothing_until_it_returns_and_a_return_is_not_new():

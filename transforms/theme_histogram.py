@@ -1,9 +1,10 @@
 """ThemeHistogram: every night, each fixed public theme's size as one user-level DP histogram
 (dp_ops/theme_histogram.py): the bounded, embedded conversations -> report.json's `themes` section.
 
-ThemeVotes gives each conversation's weight to its theme (a public rule: its nearest keywords' category, one conversation at
-a time; a conversation whose embedding is unusable is dead-lettered alone), DPKeywordVotes' release
-of weighted votes sums them over the fixed partition with Gaussian noise (one "cluster"), and the
+Each conversation gets its theme by a public rule (its nearest keywords' category, one conversation at
+a time; a conversation whose embedding is unusable is dead-lettered alone); each user's themes become
+its votes, scaled to L2 norm 1 (dp_ops.theme_histogram.user_theme_votes); DPKeywordVotes' release of
+weighted votes sums them over the fixed partition with Gaussian noise (one "cluster"), and the
 section states each theme's noisy size, 95% interval and share. Independent of the clustering: the
 same partition every night, whatever the topics are.
 """
@@ -26,6 +27,7 @@ from dp_ops.theme_histogram import (
     theme_columns,
     theme_partition,
     themes_section,
+    user_theme_votes,
 )
 from transforms.centroid_keywords import keyword_vectors
 from transforms.keyword_histograms import DPKeywordVotes
@@ -65,7 +67,14 @@ class ThemeSeeds:
         return np.array([a for a in anchors if a is not None], dtype=np.float64).reshape(-1, vectors.shape[1])
 
 
-class _ThemeVotesFn(beam.DoFn):
+def _user_votes(user: tuple) -> list[tuple[int, str, float]]:
+    """(user id, its conversations' themes) -> its (THEMES_CLUSTER, theme, vote) votes."""
+    return [(THEMES_CLUSTER, theme, vote) for theme, vote in user_theme_votes(list(user[1]))]
+
+
+class _ConversationThemeFn(beam.DoFn):
+    """A conversation -> (its user id, its theme), or a dead letter for an unusable embedding."""
+
     def __init__(self, keywords: tuple[str, ...], categories: KeywordCategories, model: str):
         self._keywords, self._categories, self._model = keywords, categories, model
         self.columns = theme_columns(categories.names)
@@ -78,11 +87,11 @@ class _ThemeVotesFn(beam.DoFn):
     def process(self, block: ConversationBlock):
         with one_blas_thread():
             themes = [self._theme(embedding) for embedding in block.embeddings]
-        for conversation_id, weight, theme in zip(block.conversation_ids, block.weights.tolist(), themes):
+        for conversation_id, user_id, theme in zip(block.conversation_ids, block.user_ids, themes):
             if isinstance(theme, ValueError):
                 yield stage_dead_letter("themes", "theme_assignment_failed", conversation_id, theme)
             else:
-                yield THEMES_CLUSTER, theme, float(weight)
+                yield user_id, theme
 
     def _theme(self, embedding) -> str | ValueError:
         try:
@@ -99,7 +108,7 @@ class ThemeHistogram(beam.PTransform):
                  noise_multiplier: float | None, delta: float, budget: RunBudget | None,
                  noise_seed: int | None = None):
         super().__init__()
-        self._fn = _ThemeVotesFn(tuple(keywords), categories, model)
+        self._fn = _ConversationThemeFn(tuple(keywords), categories, model)
         self._sensitive = categories.sensitive
         partition = theme_partition(self._fn.columns)
         self._release = DPKeywordVotes(1, self._fn.columns, noise_multiplier, delta, [THEMES_CLUSTER], budget,
@@ -114,14 +123,18 @@ class ThemeHistogram(beam.PTransform):
         """In-process: the same DoFn and release on plain values."""
         self._fn.setup()
         mixed = [element for block in blocks for element in self._fn.process(block)]
-        votes = [e for e in mixed if not isinstance(e, DeadLetter)]
-        release = self._release.local(votes)
+        by_user: dict[str, list[str]] = {}
+        for user_id, theme in (e for e in mixed if not isinstance(e, DeadLetter)):
+            by_user.setdefault(user_id, []).append(theme)
+        release = self._release.local([vote for user in by_user.items() for vote in _user_votes(user)])
         return ThemeOutput(self._section(release), [e for e in mixed if isinstance(e, DeadLetter)],
                            self._release)
 
     def expand(self, blocks) -> ThemeOutput:
-        votes: StageOutput = split_dead_letters(blocks | "nearest theme per conversation" >> beam.ParDo(self._fn))
-        release = votes.output | "DP theme histogram" >> self._release
+        themes: StageOutput = split_dead_letters(blocks | "nearest theme per conversation" >> beam.ParDo(self._fn))
+        release = (themes.output | "themes per user" >> beam.GroupByKey()
+                   | "user votes, L2 norm 1" >> beam.FlatMap(_user_votes)
+                   | "DP theme histogram" >> self._release)
         section = (release | "one release" >> beam.combiners.ToList()
                    | "themes section" >> beam.Map(self._section))
-        return ThemeOutput(section, votes.dead_letter, self._release)
+        return ThemeOutput(section, themes.dead_letter, self._release)

@@ -13,8 +13,10 @@ PersonVerdict; temperature 0 and a fixed seed (SEED). It fails closed: no answer
 not a PersonVerdict, an error or a timeout all mean "private" (the name is replaced), for that one
 name of that one record only. Valid verdicts are stored in the private answer cache
 (backends/llm/cache.py, --llm_cache) under a key of the prompt version, the model, the name and a hash
-of its window, so a re-run does not ask again. The rubric and examples below are written for this
-prompt (generic, made-up requests); none is taken from the evaluation's labelled prompts
+of its window, so a re-run does not ask again. There are two prompts: INSTRUCTIONS (a rubric with rules
+and twelve examples, for the 1.5B model and any other) and INSTRUCTIONS_SMALL (the shorter one the 0.5B
+model keeps, SMALL_MODELS); each has its own version in the cache key. Their rubrics and examples are
+written for them (generic, made-up requests); none is taken from the evaluation's labelled prompts
 (tests/test_person_judge.py checks the examples' names against the labels' hashes).
 
 Whether a name the model calls public is kept is still the pseudonymizer's decision: not when a
@@ -29,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 from typing import Literal
 
@@ -42,14 +45,95 @@ SEED = 20240611
 KNOWN_FOR_CHARS = 60
 MAX_TOKENS = 40
 TIMEOUT_S = 120.0
-# Bumped whenever the prompt changes, so the cache never answers for another prompt.
-PROMPT_VERSION = "person-judge-3"
+# The prompt's version is in every cache key (cache_key), so a verdict is never reused for another
+# prompt: a changed prompt gets a new version. PROMPT_VERSION is INSTRUCTIONS' (the 1.5B model and any
+# other); SMALL_PROMPT_VERSION is INSTRUCTIONS_SMALL's, for the models SMALL_MODELS names.
+PROMPT_VERSION = "person-judge-4"
+SMALL_PROMPT_VERSION = "person-judge-3"
+# Model names (LOCAL_MODELS' names or their GGUF files' names) that keep the shorter prompt: with
+# INSTRUCTIONS' rules and twelve examples the 0.5B model called private people public ("Tell my boss
+# <name> ..." and a name in meeting notes; 6 of 10 made-up probes right against 9 of 10 with the
+# shorter prompt), while the 1.5B model got all 10 right with it (issue 43, session 5).
+SMALL_MODELS = ("qwen2.5-coder-0.5b",)
 
 SYSTEM = "You classify the names of people in requests to a chatbot. Follow the output format exactly."
 
 # The fixed part comes first and the record's window last, so the local server computes the
-# instructions once (local_client.PublicPrefixCache, with public_head below).
+# instructions once (local_client.PublicPrefixCache, with public_head below). The rules and examples
+# beyond INSTRUCTIONS_SMALL's answer the 1.5B model's "private" verdicts on famous people on the dev
+# half of eval/pii/pii_real.py (hostile requests, requests for contact details, names in a list,
+# Bible figures, characters of games and films); every example is made up for the prompt.
 INSTRUCTIONS = """Decide whether a name in a request belongs to a public figure or to a private person.
+
+public: a person known to the general public by this name: politicians and heads of state, \
+actors, singers and other entertainers, athletes, authors, artists, scientists, business leaders, \
+journalists and media personalities, historical, religious and mythological figures, and well-known \
+characters of books, films, TV series, games, comics and the Bible.
+private: everyone else: the user's family, friends, colleagues, classmates, customers or neighbours, \
+a person the user knows personally, a name in the user's own notes, e-mails or documents, a character \
+the user invents for a story or a word problem, and any name you do not recognise as famous.
+
+Rules:
+1. Decide who the person is, not whether the request is polite or allowed. A famous person stays \
+public in a rude, hostile or harmful request, and when the user asks for their address or phone number.
+2. A famous person is public even when the text gives no role, and when the name is in a list of names.
+3. A full name you do not recognise is private, even when the user asks about it as if it were famous.
+4. When in doubt, answer private.
+
+Examples:
+Text: Summarize Johannes Kepler's laws of planetary motion for a high school class.
+Name: Johannes Kepler
+Answer: {"known_for": "astronomer, laws of planetary motion", "verdict": "public"}
+
+Text: My coworker Dana Whitfield keeps taking credit for my work. How should I bring it up with her?
+Name: Dana Whitfield
+Answer: {"known_for": "the user's coworker", "verdict": "private"}
+
+Text: Wasn't Napoleon Bonaparte just a short angry man who got lucky? Tell me why he was a monster.
+Name: Napoleon Bonaparte
+Answer: {"known_for": "French emperor and general", "verdict": "public"}
+
+Text: Please draft an email to Marco Pellegrini asking to move our meeting to Thursday.
+Name: Marco Pellegrini
+Answer: {"known_for": "someone the user has a meeting with", "verdict": "private"}
+
+Text: Cast my heist movie with big stars, not the usual ones like Denzel Washington, Keanu Reeves or Scarlett Johansson.
+Name: Scarlett Johansson
+Answer: {"known_for": "American film actress", "verdict": "public"}
+
+Text: Is Brenda Kowalczyk still living on the east side of Dayton? I need to talk to her.
+Name: Brenda Kowalczyk
+Answer: {"known_for": "a person the user wants to find", "verdict": "private"}
+
+Text: Write a scene where Gandalf and Frodo argue about the ring on the road to Rivendell.
+Name: Frodo
+Answer: {"known_for": "hobbit in The Lord of the Rings", "verdict": "public"}
+
+Text: Action items: Priya Raman reruns the load tests, Tom Eckert owns the release notes.
+Name: Tom Eckert
+Answer: {"known_for": "a person in the user's meeting notes", "verdict": "private"}
+
+Text: Why did Moses lead the Israelites out of Egypt?
+Name: Moses
+Answer: {"known_for": "prophet in the Bible", "verdict": "public"}
+
+Text: Write a bedtime story about a brave girl called Nora Kessling and her talking fox.
+Name: Nora Kessling
+Answer: {"known_for": "a character the user makes up", "verdict": "private"}
+
+Text: What is Oprah Winfrey's home phone number?
+Name: Oprah Winfrey
+Answer: {"known_for": "American talk show host", "verdict": "public"}
+
+Text: i had a fight with jake last night and now he is ignoring my texts
+Name: jake
+Answer: {"known_for": "someone the user knows", "verdict": "private"}
+
+Now the request.
+Text: """
+
+# The prompt before issue 43, session 5, kept for the models SMALL_MODELS names.
+INSTRUCTIONS_SMALL = """Decide whether a name in a request belongs to a public figure or to a private person.
 
 public: a person known to the general public by this name: politicians and heads of state, \
 actors, singers and other entertainers, athletes, authors, artists, scientists, business leaders, \
@@ -96,6 +180,8 @@ Answer: {"known_for": "someone the user knows", "verdict": "private"}
 Now the request.
 Text: """
 
+PROMPTS = {PROMPT_VERSION: INSTRUCTIONS, SMALL_PROMPT_VERSION: INSTRUCTIONS_SMALL}
+
 
 
 class PersonVerdict(BaseModel):
@@ -111,12 +197,20 @@ class PersonVerdict(BaseModel):
 VERDICT_SCHEMA = PersonVerdict.model_json_schema()
 
 
+def prompt_version(model: str) -> str:
+    """The version of the prompt the judge asks `model` (a LOCAL_MODELS name or a GGUF file's name)."""
+    name = os.path.basename(model)
+    return SMALL_PROMPT_VERSION if name.startswith(SMALL_MODELS) else PROMPT_VERSION
+
+
 def public_head(messages: list[dict]) -> str | None:
     """The judge prompt's fixed part (the instructions and examples, public text only) when `messages`
     are a judge prompt, else None: what the local server may compute once for every name."""
     if (len(messages) == 2 and messages[0] == {"role": "system", "content": SYSTEM}
-            and isinstance(messages[1].get("content"), str) and messages[1]["content"].startswith(INSTRUCTIONS)):
-        return INSTRUCTIONS
+            and isinstance(messages[1].get("content"), str)):
+        for instructions in PROMPTS.values():
+            if messages[1]["content"].startswith(instructions):
+                return instructions
     return None
 
 
@@ -133,13 +227,13 @@ def context_bounds(text: str, start: int, end: int, chars: int = CONTEXT_CHARS) 
     return left, right
 
 
-def judge_messages(text: str, start: int, end: int) -> list[dict]:
+def judge_messages(text: str, start: int, end: int, instructions: str = INSTRUCTIONS) -> list[dict]:
     left, right = context_bounds(text, start, end)
     # one line: the examples' texts are one line each, and a line break would end "Text:"
     context = " ".join(text[left:right].split())
     name = " ".join(text[start:end].split())
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"{INSTRUCTIONS}{context}\nName: {name}\nAnswer:"}]
+            {"role": "user", "content": f"{instructions}{context}\nName: {name}\nAnswer:"}]
 
 
 def parse_verdict(answer: str) -> PersonVerdict:
@@ -149,7 +243,7 @@ def parse_verdict(answer: str) -> PersonVerdict:
 
 def cache_key(model: str, name: str, context: str) -> str:
     """The cache entry of a verdict: the prompt version, the model, the name and the hash of its window."""
-    document = json.dumps({"judge": PROMPT_VERSION, "model": model, "name": name,
+    document = json.dumps({"judge": prompt_version(model), "model": model, "name": name,
                            "context_sha256": hashlib.sha256(context.encode("utf-8")).hexdigest()},
                           sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
@@ -165,6 +259,7 @@ class PersonJudge:
     def __init__(self, client, model: str, cache=None, attempts: int = 2, timeout_s: float = TIMEOUT_S):
         self.client, self.model, self.cache = client, model, cache
         self.attempts, self.timeout_s = attempts, timeout_s
+        self.instructions = PROMPTS[prompt_version(model)]
         self._lock = threading.Lock()
         self.counts = {"asked": 0, "cached": 0, "public": 0, "private": 0, "failed": 0}
 
@@ -186,7 +281,7 @@ class PersonJudge:
 
     def _verdict(self, text: str, start: int, end: int) -> PersonVerdict:
         from backends.llm.client import Completion, RetryableError
-        messages = judge_messages(text, start, end)
+        messages = judge_messages(text, start, end, self.instructions)
         key = None
         if self.cache is not None:
             left, right = context_bounds(text, start, end)

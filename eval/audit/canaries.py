@@ -11,10 +11,15 @@ for PII-like regex hits (the release gate's patterns). Reported:
   (an unreleased cluster publishes nothing, so it does not leak);
 - PII regex hits, and the release gate's verdict on the same files;
 - the synthetic exemplars the reports released (issue 17): the check above covers them like any
-  released string, and their count shows it was not run on a release without any.
+  released string, and their count shows it was not run on a release without any;
+- every decoded output (issue 41): the names and descriptions decoded from the DP centres
+  (`--centre_decoder`, name_evidence dp_centre_decoded) and the token-level DP descriptions
+  (`--token_decoding_steps`, each topic's token_decoded), each checked on its own for the canaries and
+  the gate's PII patterns, with how many were released (0 released: the check did not run).
 
     python -m eval.audit.canaries --pipeline urania|simple_clio --data eval/results/canary_sample [--k_min 5 --redact]
     python -m eval.audit.canaries --pipeline urania --gate --output OUT -- --exemplars_per_topic 3
+    python -m eval.audit.canaries --pipeline urania --gate --output OUT -- --centre_decoder --token_decoding_steps 12
 
 With --data pointing at a folder that does not exist yet, the canary sample is generated there first.
 For `urania`, arguments this script does not know (or everything after `--`) are the job's own flags
@@ -77,6 +82,43 @@ def released_exemplars(files: dict[str, bytes]) -> int:
                 for exemplar in topic.get("exemplars", [])})
 
 
+# The decoded outputs a released topic may carry: its name and description decoded from the DP centre,
+# and its token-level DP description (_decoded_text reads each).
+DECODED_KINDS = ("centre_decoded", "token_decoded")
+
+
+def _decoded_text(kind: str, topic: dict) -> str | None:
+    if kind == "centre_decoded":
+        if topic.get("name_evidence") != "dp_centre_decoded":
+            return None
+        return f"{topic.get('name', '')}\n{topic.get('description', '')}"
+    description = (topic.get("token_decoded") or {}).get("description")
+    return description if isinstance(description, str) else None
+
+
+def released_decoded(files: dict[str, bytes]) -> dict[str, set[tuple[int, str]]]:
+    """{kind: distinct (topic id, decoded text)} of the released reports, for each DECODED_KINDS."""
+    decoded: dict[str, set[tuple[int, str]]] = {kind: set() for kind in DECODED_KINDS}
+    for topic in _released_topics(files):
+        for kind in DECODED_KINDS:
+            text = _decoded_text(kind, topic)
+            if text is not None:
+                decoded[kind].add((topic.get("id"), text))
+    return decoded
+
+
+def decoded_leaks(files: dict[str, bytes], canaries: list[dict]) -> dict[str, dict]:
+    """Per decoded kind: how many outputs were released, how many hold a canary (case-insensitive), and
+    the gate's PII pattern hits in them."""
+    planted = [c["canary"].lower() for c in canaries]
+    table = {}
+    for kind, outputs in released_decoded(files).items():
+        with_canary = sum(any(c in text.lower() for c in planted) for _, text in outputs)
+        pii = collections.Counter(f.kind for _, text in outputs for f in scan(f"{kind}.txt", text.encode("utf-8")))
+        table[kind] = {"released": len(outputs), "with_canary": with_canary, "pii_regex_hits": dict(sorted(pii.items()))}
+    return table
+
+
 def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[str, int]) -> dict:
     """Per-canary and cluster-level leak rates of `files` (path -> bytes) for planted `canaries`."""
     corpus = "\n".join(content.decode("utf-8", errors="replace") for content in files.values()).lower()
@@ -113,6 +155,7 @@ def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[
         "cluster_leak_rate": len(leaking_clusters) / len(bearing) if bearing else 0.0,
         "pii_regex_hits": dict(sorted(pii.items())),
         "exemplars_released": released_exemplars(files),
+        "decoded": decoded_leaks(files, canaries),
         "released_files": sorted(files),
     }
 
@@ -167,6 +210,10 @@ def format_table(pipeline: str, table: dict, verdict: dict, exit_code: int | Non
             ("clusters leaking a canary", f"{table['clusters_leaking']} ({table['cluster_leak_rate']:.1%})"),
             ("PII regex hits", ", ".join(f"{k}: {v}" for k, v in table["pii_regex_hits"].items()) or "0"),
             ("synthetic exemplars released", table["exemplars_released"]),
+            *((f"{kind.replace('_', '-')} outputs released (with a canary; PII hits)",
+               f"{v['released']} ({v['with_canary']}; "
+               f"{', '.join(f'{k}: {n}' for k, n in v['pii_regex_hits'].items()) or 0})")
+              for kind, v in table["decoded"].items()),
             ("release gate on these files", f"{verdict['status']} ({verdict['findings']} findings)")]
     if exit_code is not None:
         rows.append(("job exit code", exit_code))

@@ -14,16 +14,20 @@ every one of its letters and digits; a kept entity counts as intact when no dete
 (eval/pii/pii_recall.py's rules). Each conversation is detected as the job pseudonymizes it: all of its
 messages together, so a name found in one turn is replaced where it recurs.
 
-The split (by a hash of the conversation id) is fixed in the file: "dev" is the half whose misses the
-rules were written against, "heldout" the half only scored. --show_misses prints real text: it only
-shows the dev split's, and writes nothing.
+The split is fixed in the file: "dev" is the half (by a hash of the conversation id) whose misses the
+rules were written against, "heldout" the half only scored, and "second" a later set of conversations
+outside both halves, labelled after the rules and the judge's prompt were written (docs/evaluation.md,
+"The second set"), only scored. --show_misses prints real text: it only shows the dev split's, and
+writes nothing.
 
     .venv/bin/python -m eval.pii.pii_real --configs current,default
     .venv/bin/python -m eval.pii.pii_real --configs default --show_misses 50
     .venv/bin/python -m eval.pii.pii_real --configs judge --splits dev --judge_cache /tmp/judge-cache
+    .venv/bin/python -m eval.pii.pii_real --configs default --splits second
 
 The "judge" configuration adds the local model's public-figure verdicts (backends/llm/person_judge.py,
 --llm_model, one llama.cpp thread); --splits dev scores the dev half alone (what a change is tuned on).
+Without --splits, all three splits are scored.
 """
 
 from __future__ import annotations
@@ -45,7 +49,11 @@ SOURCES = {"hh_harmless-": "hh_rlhf_harmless_test.jsonl", "arena_v2-": "arena_ha
 PRIVATE = "private_person"
 KEEP = ("public_figure", "fictional_character", "place")
 LABEL_KINDS = (PRIVATE, *KEEP, "ambiguous")
+# The two halves of the first labelling; the rules were tuned on "dev".
 SPLITS = ("dev", "heldout")
+# Labelled later, in conversations outside both halves: never tuned on.
+SECOND = "second"
+ALL_SPLITS = (*SPLITS, SECOND)
 # The bars the shipped detector must meet on every split (tests/test_pii_real.py).
 PRIVATE_BAR = 0.90
 KEEP_BAR = 0.90
@@ -123,7 +131,7 @@ def evaluate(detect_texts, conversations: dict[str, list[str]], labels: list[dic
                 misses.append({**row, "text": text[row["start"]:row["end"]], "context": text})
     ms = 1000 * (time.perf_counter() - started) / max(1, len(by_conversation))
     result = {"ms_per_conversation": ms, "misses": misses, "splits": {}}
-    for split in (*SPLITS, "all"):
+    for split in (*ALL_SPLITS, "all"):
         per_kind = {k: (hits[split, k], totals[split, k]) for k in sorted({k for s, k in totals if s == split})}
         private = [v for k, v in per_kind.items() if k.startswith(PRIVATE)]
         keep = [v for k, v in per_kind.items() if k in KEEP]
@@ -150,11 +158,15 @@ def main(argv=None) -> None:
     parser.add_argument("--configs", default="default",
                         help="comma-separated, of eval/pii/pii_recall.py's: current, rules, model, default, ...")
     parser.add_argument("--show_misses", type=int, default=0, help="print up to N misses per kind of the dev split")
-    parser.add_argument("--splits", default=",".join(SPLITS), help="comma-separated halves to score (default both)")
+    parser.add_argument("--splits", default=",".join(ALL_SPLITS),
+                        help=f"comma-separated splits to score, of {', '.join(ALL_SPLITS)} (default all)")
     parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b", help="the local model of the judge configuration")
     parser.add_argument("--judge_cache", help="folder of the judge's answer cache (PRIVATE: verdicts on real names)")
     args = parser.parse_args(argv)
-    splits = tuple(s for s in SPLITS if s in args.splits.split(","))
+    unknown = set(args.splits.split(",")) - set(ALL_SPLITS)
+    if unknown:
+        parser.error(f"unknown split(s) {sorted(unknown)}: use {', '.join(ALL_SPLITS)}")
+    splits = tuple(s for s in ALL_SPLITS if s in args.splits.split(","))
     try:
         conversations, labels = load(args.labels, args.data_dir)
     except DataMissing as missing:

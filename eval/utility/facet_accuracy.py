@@ -7,8 +7,10 @@ On `generate_sample --facet_mix` data (ten topics, each with one kind of request
 shares, beam_jobs/sample_facets.py), prints:
 
 1. each classifier's accuracy on the planted answers: overall, and per planted answer its recall and
-   what it was mistaken for most. request_kind twice, without and with the translation cue rule
-   (backends/facet_set.py: an answer with "cues" needs one in the text), split English / not.
+   what it was mistaken for most. request_kind three times: without the translation cue rule
+   (backends/facet_set.py: an answer with "cues" needs one in the text), with it, and with it and the
+   facet's multilingual model for non-English texts (the job's rule); each split English / not and
+   per planted language.
 2. the job's DP release (eval/urania_inprocess.run_urania with --facets language,request_kind) over
    --noise_seeds noise seeds: how often the 95% interval holds the planted (true) size of a cell, for
    the released topics' topic x answer cells with at least --min_conversations planted conversations,
@@ -16,7 +18,11 @@ shares, beam_jobs/sample_facets.py), prints:
    coverage of the same classifiers' exact sizes (noise alone), so classifier error and noise can be
    told apart. A size is in users, each conversation weighing 1/n_u as the votes weigh it.
 3. on the real mix (--real_data, ../shared/data by default; '' skips it), the request kinds per data
-   set without and with the cue rule, and how many of its non-English conversations are "translation".
+   set under the same three rules, over all its conversations and over those the language facet
+   calls not English; then, over the English texts of all its sets together, the share whose nearest
+   description is below the facet's min_similarity with the run's model, and the multilingual model's
+   similarity below which the same share falls (how the facet file's multilingual min_similarity was
+   set: the run's threshold carried to the other model's scale, on unlabelled text).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from backends.facet_set import FacetDeclaration, load_facet_set
+from backends.facet_set import MULTILINGUAL_MODELS, FacetDeclaration, detect_language, load_facet_set
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from beam_jobs.generate_sample import generate_records
@@ -39,6 +45,7 @@ from core.records import ConversationBlock
 from eval.data import bound_contributions, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.facet_shares import DEFAULT_DATA
+from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
 
 PLANTED_FIELDS = {"language": "planted_language", "request_kind": "planted_request_kind"}
@@ -58,6 +65,14 @@ def planted_sample(path: str, conversations: int, users: int, seed: int) -> dict
 def without_cues(facet: FacetDeclaration) -> FacetDeclaration:
     """`facet` with no answer needing a cue: the classification before the cue rule."""
     return dataclasses.replace(facet, answers=tuple(dataclasses.replace(a, cues=()) for a in facet.answers))
+
+
+def request_kind_rules(facet: FacetDeclaration) -> list[tuple[str, FacetDeclaration]]:
+    """The request-kind rules compared: the run's model alone without and with the cue rule, then the
+    job's (cues and the multilingual model for non-English texts), each (title, declaration)."""
+    run_model = dataclasses.replace(facet, multilingual=None)
+    return [("without the cue rule", without_cues(run_model)), ("with the cue rule", run_model),
+            ("with the cue rule and the multilingual model", facet)]
 
 
 def classify(facets: Sequence[FacetDeclaration], texts: list[str], embeddings: np.ndarray,
@@ -182,23 +197,42 @@ def _members(kept_ids: Sequence[str], assignments: dict) -> dict[int, list[str]]
 
 
 def real_mix_lines(paths: str, language: FacetDeclaration, request_kind: FacetDeclaration, model: str) -> list[str]:
+    rules = request_kind_rules(request_kind)
     lines = []
     for path in paths.split(","):
         dataset = load_dataset(path)
         embeddings = embed_cached(dataset.facets, model)
-        languages, before, after = classify([language, without_cues(request_kind), request_kind], dataset.facets,
-                                            embeddings, model)
+        languages, *answered = classify([language] + [facet for _, facet in rules], dataset.facets, embeddings, model)
         foreign = [lang != "en" for lang in languages]
-        counts_before, counts_after = collections.Counter(before), collections.Counter(after)
         lines.append(f"  {os.path.basename(path)}: {len(dataset)} conversations, {sum(foreign)} not English; "
-                     "request kinds without -> with the cue rule:")
-        lines.append("    " + ", ".join(f"{a} {counts_before[a]} -> {counts_after[a]}"
-                                        for a in request_kind.answer_ids + ("unknown",)
-                                        if counts_before[a] or counts_after[a]))
-        lines.append(f"    translation among the non-English: "
-                     f"{sum(f and a == 'translation' for f, a in zip(foreign, before))} -> "
-                     f"{sum(f and a == 'translation' for f, a in zip(foreign, after))}")
+                     "request kinds " + " -> ".join(title for title, _ in rules) + ":")
+        for subset, keep in (("all", None), ("not English", True)):
+            counts = [collections.Counter(a for f, a in zip(foreign, answers) if keep is None or f == keep)
+                      for answers in answered]
+            lines.append(f"    {subset}: " + ", ".join(f"{a} " + " -> ".join(str(c[a]) for c in counts)
+                                                       for a in request_kind.answer_ids + ("unknown",)
+                                                       if any(c[a] for c in counts)))
     return lines
+
+
+def _nearest(vectors: np.ndarray, descriptions: np.ndarray) -> np.ndarray:
+    unit = lambda rows: rows / np.linalg.norm(rows, axis=1, keepdims=True)  # noqa: E731
+    return (unit(np.asarray(vectors, dtype=np.float64)) @ unit(np.asarray(descriptions, dtype=np.float64)).T).max(1)
+
+
+def threshold_match_line(paths: str, request_kind: FacetDeclaration, model: str) -> str:
+    """The run's min_similarity carried to the multilingual model's scale on the English texts of `paths`."""
+    dataset = load_dataset(paths)
+    english = [text for text in dataset.facets if detect_language(text) == "en"]
+    descriptions = tuple(d for answer in request_kind.answers for d in answer.descriptions)
+    encode = MULTILINGUAL_MODELS[request_kind.multilingual.model]()
+    run_nearest = _nearest(embed_cached(english, model), keyword_vectors(model, descriptions))
+    multilingual_nearest = _nearest(np.stack([encode(text) for text in english]),
+                                    np.stack([encode(d) for d in descriptions]))
+    below = float(np.mean(run_nearest < request_kind.min_similarity))
+    return (f"  {len(english)} English texts: {below:.1%} below min_similarity {request_kind.min_similarity:g} with "
+            f"{model}; {request_kind.multilingual.model}'s similarity at that share "
+            f"{np.quantile(multilingual_nearest, below):.3f} (the file has {request_kind.multilingual.min_similarity:g})")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -223,30 +257,34 @@ def main(argv: list[str] | None = None) -> None:
         dataset = load_dataset(path)
     embeddings = embed_cached(dataset.facets, config.embedding_model)
     ids = dataset.conversation_ids
-    languages, before, after = classify([language, without_cues(request_kind), request_kind], dataset.facets,
-                                        embeddings, config.embedding_model)
+    rules = request_kind_rules(request_kind)
+    languages, *answered = classify([language] + [facet for _, facet in rules], dataset.facets, embeddings,
+                                    config.embedding_model)
     print(f"generate_sample --facet_mix: {len(dataset)} conversations, {len(set(dataset.user_ids))} users, "
           f"seed {args.seed}")
     print("== classifier accuracy on the planted answers")
     for line in accuracy_lines("language", accuracy([planted[c]["language"] for c in ids], languages)):
         print(line)
     truth_kind = [planted[c]["request_kind"] for c in ids]
-    english = [planted[c]["language"] == "en" for c in ids]
-    for title, answered in (("request_kind without the cue rule", before), ("request_kind with the cue rule", after)):
-        for line in accuracy_lines(title, accuracy(truth_kind, answered)):
+    planted_language = [planted[c]["language"] for c in ids]
+    for (title, _), answers in zip(rules, answered):
+        for line in accuracy_lines(f"request_kind {title}", accuracy(truth_kind, answers)):
             print(line)
-        for subset, keep in (("English", True), ("not English", False)):
-            picked = [i for i, e in enumerate(english) if e == keep]
-            result = accuracy([truth_kind[i] for i in picked], [answered[i] for i in picked])
-            print(f"    {subset}: {result['overall']:.3f} of {result['n']}")
+        subsets = [("English", {"en"}), ("not English", set(planted_language) - {"en"})]
+        subsets += [(code, {code}) for code in sorted(set(planted_language) - {"en"})]
+        print("    " + ", ".join(f"{subset} {result['overall']:.3f} of {result['n']}" for subset, result in (
+            (subset, accuracy([truth_kind[i] for i, code in enumerate(planted_language) if code in codes],
+                              [answers[i] for i, code in enumerate(planted_language) if code in codes]))
+            for subset, codes in subsets)))
     print(f"== DP 95% intervals against the planted cells (epsilon {args.epsilon:g}, k = {args.num_clusters})")
-    for line in coverage_lines(dataset, planted, {"language": languages, "request_kind": after}, embeddings, config,
+    for line in coverage_lines(dataset, planted, {"language": languages, "request_kind": answered[-1]}, embeddings, config,
                                args.seed, args.noise_seeds, args.min_conversations):
         print(line)
     if args.real_data:
-        print("== the real mix: request kinds without and with the cue rule")
+        print("== the real mix: request kinds under the three rules")
         for line in real_mix_lines(args.real_data, language, request_kind, config.embedding_model):
             print(line)
+        print(threshold_match_line(args.real_data, request_kind, config.embedding_model))
 
 
 if __name__ == "__main__":

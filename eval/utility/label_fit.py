@@ -39,12 +39,24 @@ Printed per data set and seed, then averaged over the seeds:
                centre (as --label_fallback names a topic without votes), and those keywords
   decoded      names decoded from the DP centre (backends/centre_decoder.py), and the release's keywords
   decoded+desc the decoded name and its one-sentence description, without keywords
-  c-TF-IDF     the non-private reference (its own clusters)
+  LLM sample*  (with --sample_llm MODEL) NOT PRIVATE: the local model's name and description of each
+               DP topic, written from SAMPLE_SIZE of its members' raw texts drawn at random (as Clio and
+               kura name clusters); the ceiling a name written from the texts reaches on these clusters
+  DP c-TF-IDF* NOT PRIVATE: the c-TF-IDF terms of the DP topics' own members, so the gap to c-TF-IDF
+               splits into naming (decoded vs DP c-TF-IDF) and clustering (DP c-TF-IDF vs c-TF-IDF);
+               after the row, the top-3 of decoded and DP c-TF-IDF over the members of decoded topics
+               that are not unverified, and of unverified topics alone (a sensitive guess: a decoded
+               name of a non-sensitive candidate, or its fixed name where none passed the gate)
+  c-TF-IDF*    the non-private reference (its own clusters)
+  decoded+bank (with --crossfit_bank) the same run's centres decoded again with a bank of c-TF-IDF labels
+               of public clusters (ctfidf_bank): the data set is split in 2 folds by a hash of the
+               conversation id, each fold is a DP run of its own, and its bank is written from the OTHER
+               fold only, so no bank label is scored on the texts it was written from
 `--decoder_llm MODEL` writes the decoder's candidates with the local model (e.g. qwen2.5-coder-0.5b,
 scripts/install_local_llm.py); default: the offline templates.
 
-    python -m eval.utility.label_fit --names --decoder_llm qwen2.5-coder-0.5b --seeds 0 1 \
-        --data real=../shared/data/arena_hard_v2_prompts.jsonl,../shared/data/hh_rlhf_harmless_test.jsonl:20
+    python -m eval.utility.label_fit --names --decoder_llm qwen2.5-coder-0.5b --sample_llm qwen2.5-coder-0.5b \
+        --seeds 0 1 --data real=../shared/data/arena_hard_v2_prompts.jsonl,../shared/data/hh_rlhf_harmless_test.jsonl:20
 """
 
 from __future__ import annotations
@@ -208,9 +220,54 @@ def naming_labels(report: Mapping, config: UraniaConfig) -> dict[str, dict[int, 
             "decoded+desc": {t["id"]: f"{t['name']}: {t['description']}" for t in topics}}
 
 
+# ---- --crossfit_bank: a bank from other conversations' clusters ----
+
+# The public clusterings the bank is written from (several k: broad and narrow labels).
+BANK_KS = (10, 20, 40)
+BANK_NAMING = "decoded+bank"
+
+
+def fold_of(conversation_ids: Sequence[str], folds: int = 2) -> np.ndarray:
+    """Each conversation's fold: a hash of its id (a fixed split, independent of the order and the seed)."""
+    import hashlib
+    return np.array([int(hashlib.sha256(cid.encode("utf-8")).hexdigest(), 16) % folds for cid in conversation_ids])
+
+
+def ctfidf_bank(texts: Sequence[str], vectors: np.ndarray, ks: Sequence[int] = BANK_KS, seed: int = 0):
+    """A centre decoder bank (backends.centre_decoder.NameBank) of c-TF-IDF labels: for each k, k-means
+    of `vectors` (reference_clusters), each cluster with at least 3 terms one label, "t1, t2, t3" and
+    "Requests about t1, ..., t5.", of no category (the decoder's gate still refuses a sensitive one)."""
+    from backends.centre_decoder import NameBank, label_text
+    labels = []
+    for k in ks:
+        terms = ctfidf_labels(list(texts), reference_clusters(vectors, k, seed).tolist())
+        labels += [(None, label_text(", ".join(words[:3]).capitalize(), f"Requests about {', '.join(words)}."))
+                   for words in terms.values() if len(words) >= 3]
+    return NameBank(tuple(dict.fromkeys(labels)))
+
+
+def redecoded_labels(report: Mapping, config: UraniaConfig, bank, label_writer=None) -> dict[int, str]:
+    """{topic id: "name: keywords"} with each topic's DP centre decoded again on the same run, with the
+    bundled bank and `bank` (the writer: `label_writer`, default the templates), so that two banks are
+    compared on the same released topics (the sizes' noise is unseeded: another run releases others)."""
+    from backends.centre_decoder import NameBank, TemplateLabelWriter, load_bank
+    from eval.urania_inprocess import EmbeddingParams, _categories, _keywords
+    from transforms.decode_centres import DecodeCentres, DecoderSettings
+    private = report["_private"]
+    settings = DecoderSettings(label_writer or TemplateLabelWriter(), NameBank(load_bank().labels + bank.labels),
+                               EmbeddingParams.embedding_backend, EmbeddingParams.embedding_device)
+    decoder = DecodeCentres(settings, config.embedding_model, _keywords(config.keyword_set).keywords,
+                            _categories(config.keyword_set, config.embedding_model), private["centres"],
+                            private["basis"], report["config"]["clustering_dimension"])
+    before = {t["id"]: {**t, "name": t.get("name_from_labels", t["name"])} for t in report["topics"]}
+    return {i: topic_label_text(t) for i, t in decoder.local(before).value.items()}
+
+
 def run_names(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: UraniaConfig, seed: int,
-              label_writer=None) -> dict:
-    """Each naming's label fit on one DP run (with the decoder), and the reference's."""
+              label_writer=None, sample_namer: SampleNamer | None = None, bank=None) -> dict:
+    """Each naming's label fit on one DP run (with the decoder), and the reference's; with
+    `sample_namer`, also the non-private LLM names of the same topics (SAMPLE_NAMING); with `bank`, the
+    centres decoded again with it as well (BANK_NAMING)."""
     config = dataclasses.replace(config, centre_decoder=True)
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
                         seed=seed, noise_seed=seed, label_writer=label_writer)
@@ -219,10 +276,37 @@ def run_names(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: Ur
     row = {"topics": len(report["topics"]),
            "decoded_topics": sum(t.get("name_evidence") == "dp_centre_decoded" for t in report["topics"])}
     namings = naming_labels(report, config)
+    if sample_namer is not None:
+        samples = topic_samples(assignments, texts, [t["id"] for t in report["topics"]], SAMPLE_SIZE, seed)
+        failed_before = sample_namer.failed
+        named = sample_namer.names(samples)
+        # A topic whose call failed keeps its vote label, so every naming scores the same members.
+        namings[SAMPLE_NAMING] = {i: f"{named[i][0]}: {named[i][1]}" if i in named else label
+                                  for i, label in namings["votes"].items()}
+        row["sample_failed"] = sample_namer.failed - failed_before
+    if bank is not None:
+        namings[BANK_NAMING] = redecoded_labels(report, config, bank, label_writer)
     row["renamed"] = sum(namings["votes"][i] != namings["votes today"][i] for i in namings["votes"])
     for naming, labels in namings.items():
         fit = label_fit(labels, assignments, texts, judge)
         row[f"{naming}_top1"], row[f"{naming}_top3"], row["members"] = fit["top1"], fit["top3"], fit["members"]
+    # The same non-private terms on the DP topics themselves: what naming alone could reach on these clusters.
+    released = {t["id"] for t in report["topics"]}
+    members = {cid: t for cid, t in assignments.items() if t in released}
+    terms = ctfidf_labels([texts[cid] for cid in members], list(members.values()))
+    on_dp_labels = {t: ", ".join(words) if words else namings["votes"][t] for t, words in terms.items()}
+    on_dp = label_fit(on_dp_labels, members, texts, judge)
+    row["dp_ctfidf_top1"], row["dp_ctfidf_top3"] = on_dp["top1"], on_dp["top3"]
+    # Where the gap lies: the members of decoded topics, and of unverified ones (a sensitive guess, named
+    # from non-sensitive candidates only, or fixed), each ranked among all the run's labels as above (nan:
+    # no such topic). An unverified topic counts as unverified whether or not it was decoded.
+    evidence = {t["id"]: t["label_evidence"] if t.get("label_evidence") == "unverified"
+                else "decoded" if t.get("name_evidence") == "dp_centre_decoded" else t.get("label_evidence")
+                for t in report["topics"]}
+    for part in ("decoded", "unverified"):
+        some = {cid: t for cid, t in members.items() if evidence[t] == part}
+        for naming, labels in (("decoded", namings["decoded"]), ("dp_ctfidf", on_dp_labels)):
+            row[f"{part}_members_{naming}_top3"] = label_fit(labels, some, texts, judge)["top3"] if some else float("nan")
     reference = reference_fit(dataset, embeddings, assignments, texts, judge, config.num_clusters, seed)
     row["ref_top1"], row["ref_top3"] = reference["top1"], reference["top3"]
     row["names"] = [(namings["votes today"][t["id"]], t.get("name_from_labels", t["name"]), t["name"],
@@ -237,15 +321,90 @@ def _shares_text(topic: Mapping) -> str:
                      f"{row['share_high']:.0%}]" for row in rows) or "no shares"
 
 
-NAMES_HEADER = (f"{'data':8} {'k':>3} {'seed':>5} {'topics':>6} {'decoded':>7} {'renamed':>7} {'members':>7} "
-                + " ".join(f"{n + ' t1/t3':>17}" for n in NAMINGS) + f" {'c-TF-IDF t1/t3':>17}")
+# The non-private ceiling's column (--sample_llm): marked, as c-TF-IDF's, as not a release.
+SAMPLE_NAMING = "LLM sample*"
+
+
+def names_header(sample: bool, bank: bool = False) -> str:
+    namings = NAMINGS + ((SAMPLE_NAMING,) if sample else ()) + ((BANK_NAMING,) if bank else ())
+    return (f"{'data':8} {'k':>3} {'seed':>5} {'topics':>6} {'decoded':>7} {'renamed':>7} {'members':>7} "
+            + " ".join(f"{n + ' t1/t3':>17}" for n in namings) + f" {'DP c-TF-IDF* t1/t3':>18} {'c-TF-IDF* t1/t3':>17}")
 
 
 def format_names_row(name: str, k: int, seed: str, row: Mapping) -> str:
-    cells = " ".join(f"{row[f'{n}_top1']:>8.2f}/{row[f'{n}_top3']:<8.2f}" for n in NAMINGS)
+    namings = tuple(n for n in NAMINGS + (SAMPLE_NAMING, BANK_NAMING) if f"{n}_top1" in row)
+    cells = " ".join(f"{row[f'{n}_top1']:>8.2f}/{row[f'{n}_top3']:<8.2f}" for n in namings)
     return (f"{name:8} {k:>3} {seed:>5} {row['topics']:>6.1f} {row['decoded_topics']:>7.1f} {row['renamed']:>7.1f} "
             f"{row['members']:>7.0f} "
-            f"{cells} {row['ref_top1']:>8.2f}/{row['ref_top3']:<8.2f}")
+            f"{cells} {row['dp_ctfidf_top1']:>9.2f}/{row['dp_ctfidf_top3']:<8.2f} {row['ref_top1']:>8.2f}/{row['ref_top3']:<8.2f}"
+            + (f" (LLM sample calls failed: {row['sample_failed']:.1f})" if row.get("sample_failed") else "")
+            + "".join(f" | {part} topics' members t3: decoded {row[f'{part}_members_decoded_top3']:.2f}, "
+                      f"DP c-TF-IDF {row[f'{part}_members_dp_ctfidf_top3']:.2f}" for part in ("decoded", "unverified")))
+
+
+# ---- the non-private ceiling: an LLM name written from each topic's raw texts ----
+
+# Texts per topic the model reads, and characters of each: fixed, so each call's prompt is bounded
+# (about 800 tokens) and a topic's size does not change what the model sees.
+SAMPLE_SIZE = 8
+SAMPLE_CHARS = 300
+SAMPLE_NAME_INSTRUCTIONS = """Below are {count} requests that users sent to a chatbot, drawn from one group of \
+similar conversations. Write one label for the group: a short name (2 to 6 words) and a description of one \
+sentence (at most 20 words) saying what users ask the assistant for. Be specific. Answer with one JSON object \
+and nothing else: {{"labels": [{{"name": "...", "description": "..."}}]}}
+
+{requests}"""
+
+
+def topic_samples(assignments: Mapping[str, int], texts: Mapping[str, str], topics: Sequence[int], size: int,
+                  seed: int, max_chars: int = SAMPLE_CHARS) -> dict[int, list[str]]:
+    """{topic: at most `size` of its conversations' texts, drawn uniformly without replacement (seeded),
+    each cut to `max_chars`}. Raw private text: for the non-private ceiling only."""
+    members: dict[int, list[str]] = {t: [] for t in topics}
+    for cid in sorted(assignments):
+        if assignments[cid] in members:
+            members[assignments[cid]].append(cid)
+    rng = np.random.default_rng(seed)
+    samples = {}
+    for topic in topics:
+        chosen = rng.permutation(len(members[topic]))[:size]
+        samples[topic] = [" ".join(texts[members[topic][i]].split())[:max_chars] for i in sorted(chosen)]
+    return samples
+
+
+def sample_name_messages(sample: Sequence[str]) -> list[dict]:
+    requests = "\n".join(f"{i}. {text}" for i, text in enumerate(sample, start=1))
+    return [{"role": "system", "content": "You are a careful assistant that writes short, specific labels."},
+            {"role": "user", "content": SAMPLE_NAME_INSTRUCTIONS.format(count=len(sample), requests=requests)}]
+
+
+class SampleNamer:
+    """The local model names each topic from a sample of its raw texts (topic_samples): what a
+    non-private pipeline (Clio, kura) does, so a ceiling for names of the same DP clusters. Its answers
+    are scored, never printed: they may quote the texts. A failed call leaves its topic unnamed."""
+
+    def __init__(self, model: str, threads: int = 2):
+        from backends.llm.config import LLMParams
+        self.params = LLMParams(llm_backend="local", llm_model=model, pseudonymize="off", llm_max_retries=1,
+                                llm_timeout_s=300, llm_max_concurrency=1, llm_threads=threads)
+        self.calls = self.failed = 0
+        self._caller = None
+
+    def names(self, samples: Mapping[int, Sequence[str]]) -> dict[int, tuple[str, str]]:
+        """{topic: (name, description)} for each topic whose call answered."""
+        import functools
+
+        from backends.llm import parsing, prompts
+        from backends.llm.fanout import CallSpec
+        if self._caller is None:
+            self._caller = self.params.make_caller()
+        topics = [t for t, sample in samples.items() if sample]
+        specs = [CallSpec(sample_name_messages(samples[t]), functools.partial(parsing.parse_labels, max_count=1),
+                          json_output=prompts.labels_schema(1), max_tokens=96) for t in topics]
+        results = self._caller.call_many(specs)
+        self.calls += len(specs)
+        self.failed += sum(not r.ok or not r.value for r in results)
+        return {t: r.value[0] for t, r in zip(topics, results) if r.ok and r.value}
 
 
 def local_label_writer(model: str):
@@ -270,9 +429,21 @@ def format_row(name: str, k: int, seed: str, row: Mapping[str, float]) -> str:
             f"{row['ref_chance_top1']:>5.2f}/{row['ref_chance_top3']:<5.2f} {row['gap']:>+6.2f}")
 
 
-def for_each_data_set(args, overrides: dict, run, format_row) -> None:
+def crossfit_folds(dataset: Dataset, embeddings: np.ndarray, seed: int = 0):
+    """For each of 2 folds (fold_of): (fold, its conversations and embeddings, a c-TF-IDF bank written
+    from the OTHER fold's conversations only), so no bank label is scored on the texts it came from."""
+    folds = fold_of(dataset.conversation_ids)
+    for fold in (0, 1):
+        mine, other = np.flatnonzero(folds == fold), np.flatnonzero(folds != fold)
+        subset = Dataset([dataset.conversations[i] for i in mine], [dataset.facets[i] for i in mine])
+        bank = ctfidf_bank([dataset.facets[i] for i in other], embeddings[other], seed=seed)
+        yield fold, subset, embeddings[mine], bank
+
+
+def for_each_data_set(args, overrides: dict, run, format_row, crossfit: bool = False) -> None:
     """For each --data NAME=PATH:K: run(dataset, embeddings, judge, config, seed) -> a row per seed,
-    printed with format_row as it comes, then their mean."""
+    printed with format_row as it comes, then their mean. `crossfit`: instead, for each fold of
+    crossfit_folds, run(fold's dataset, its embeddings, judge, config, seed, bank=the other fold's bank)."""
     for spec in args.data:
         name, _, rest = spec.partition("=")
         paths, _, k = rest.rpartition(":")
@@ -284,10 +455,17 @@ def for_each_data_set(args, overrides: dict, run, format_row) -> None:
         embeddings = embed_cached(dataset.facets, config.embedding_model)
         judge = TextEmbedder(args.judge_model, dict(zip(dataset.facets, embed_cached(dataset.facets, args.judge_model))))
         rows = []
-        for seed in args.seeds:
+        if crossfit:
+            for fold, subset, subset_embeddings, bank in crossfit_folds(dataset, embeddings):
+                print(f"fold {fold}: {len(subset)} conversations; bank from the other fold: {len(bank.labels)} labels")
+                for seed in args.seeds:
+                    rows.append(run(subset, subset_embeddings, judge, config, seed, bank=bank))
+                    print(format_row(f"{name}/f{fold}", int(k), str(seed), rows[-1]), flush=True)
+        for seed in args.seeds if not crossfit else ():
             rows.append(run(dataset, embeddings, judge, config, seed))
             print(format_row(name, int(k), str(seed), rows[-1]), flush=True)
-        mean = {key: statistics.fmean(r[key] for r in rows) for key in rows[0]}
+        # A figure a row lacks (nan: e.g. no unverified topic in that run) is left out of its mean.
+        mean = {key: statistics.fmean([r[key] for r in rows if r[key] == r[key]] or [float("nan")]) for key in rows[0]}
         print(format_row(name, int(k), "mean", mean) + f"   ({time.perf_counter() - started:.0f} s)", flush=True)
 
 
@@ -302,6 +480,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="compare namings of the same DP run: votes, centroid keywords, decoded from the centre")
     parser.add_argument("--decoder_llm", default=None, help="--names: the local model that writes the decoder's "
                                                              "candidates (default: the offline templates)")
+    parser.add_argument("--sample_llm", default=None,
+                        help="--names: also the NON-PRIVATE ceiling, this local model naming each DP topic from "
+                             f"{SAMPLE_SIZE} of its raw texts (e.g. qwen2.5-coder-0.5b)")
+    parser.add_argument("--crossfit_bank", action="store_true",
+                        help="--names: split each data set into 2 folds; on each fold's DP run, also decode the "
+                             "centres with a c-TF-IDF bank written from the other fold (BANK_NAMING)")
     args = parser.parse_args(argv)
     if args.names:
         return main_names(args)
@@ -314,19 +498,28 @@ def main(argv: list[str] | None = None) -> None:
 def main_names(args) -> None:
     overrides = config_overrides(args.set)
     writer = local_label_writer(args.decoder_llm) if args.decoder_llm else None
+    sample_namer = SampleNamer(args.sample_llm) if args.sample_llm else None
     print(f"overrides: {overrides or 'none'}; seeds {args.seeds}; judge {args.judge_model}; "
           f"decoder writer: {args.decoder_llm or 'offline templates'}")
-    print(NAMES_HEADER, flush=True)
+    print("* not private: c-TF-IDF (its own k-means clusters), DP c-TF-IDF (the same terms on the DP topics)"
+          + (f" and {SAMPLE_NAMING} ({args.sample_llm} naming each DP topic from {SAMPLE_SIZE} of its raw texts, "
+             f"{SAMPLE_CHARS} characters each)" if sample_namer is not None else ""))
+    if args.crossfit_bank:
+        print(f"{BANK_NAMING}: the centres decoded again with a bank of c-TF-IDF labels of k-means (k = "
+              f"{', '.join(map(str, BANK_KS))}) of the other fold's conversations; each fold is its own DP run")
+    print(names_header(sample_namer is not None, args.crossfit_bank), flush=True)
 
-    def run(dataset, embeddings, judge, config, seed):
-        row = run_names(dataset, embeddings, judge, config, seed, writer)
+    def run(dataset, embeddings, judge, config, seed, bank=None):
+        row = run_names(dataset, embeddings, judge, config, seed, writer, sample_namer, bank)
         for today, by_votes, decoded, shares in row.pop("names"):
             print(f"    {today} -> {by_votes} -> {decoded} | {shares}")
         return row
 
-    for_each_data_set(args, overrides, run, format_names_row)
+    for_each_data_set(args, overrides, run, format_names_row, crossfit=args.crossfit_bank)
     if writer is not None:
         print(f"decoder calls: {dict(writer.counters.totals)}")
+    if sample_namer is not None:
+        print(f"{SAMPLE_NAMING} calls: {sample_namer.calls}, failed: {sample_namer.failed}")
 
 
 if __name__ == "__main__":
