@@ -257,11 +257,10 @@ def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
     or an unverified topic without a gate). `writer`: drafts and variations (WithBank adds the bank's
     labels). An unverified topic is searched only with the gate, which refuses every sensitive
     candidate for it (its votes support no category)."""
-    unverified = topic.get("label_evidence") == UNVERIFIED
-    if unverified and gate is None:
+    if gate is None and topic.get("label_evidence") == UNVERIFIED:
         return None
     evolution = evolve_exemplars(writer, topic, centre, points_of, 1, drafts, rounds,
-                                 refuse=gate.refuse_for(topic) if gate is not None else None, unverified=unverified)
+                                 refuse=gate.refuse_for(topic) if gate is not None else None, search_unverified=True)
     best = next((e for e in evolution.exemplars if split_label(e.text) is not None), None)
     if best is None:
         return None

@@ -102,7 +102,7 @@ def variations_per_round(candidates: int, count: int) -> int:
 def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
                      points_of: Callable[[list[str]], np.ndarray], count: int, candidates: int = 20,
                      rounds: int = 2, refuse: Callable[[list[str]], list[str | None]] | None = None,
-                     unverified: bool = False) -> Evolution:
+                     search_unverified: bool = False) -> Evolution:
     """Up to `count` exemplars for one released topic.
 
     `centre`: the topic's released DP centre (clustering space); `points_of`: texts -> unit rows in
@@ -114,10 +114,10 @@ def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
     keep beyond candidate_problem's rules; the centre decoder (backends/centre_decoder.py) runs this
     same search over candidate names and refuses those of a sensitive category the topic's votes do
     not support, before they are scored (so they are never varied either).
-    `unverified`: search for an unverified topic too. Only the centre decoder asks, and only with a
+    `search_unverified`: search for an unverified topic too. Only the centre decoder asks, and only with a
     `refuse` that refuses every sensitive candidate for such a topic: a non-sensitive name is no
     finding of the guess, where an exemplar is a request the reader would take as one."""
-    if topic.get("label_evidence") == UNVERIFIED and not (unverified and refuse is not None):
+    if topic.get("label_evidence") == UNVERIFIED and not (search_unverified and refuse is not None):
         return Evolution([], [], 0, {})
     norm = float(np.linalg.norm(centre))
     direction = np.asarray(centre, dtype=np.float32) / norm if norm > 0 else np.zeros_like(centre, dtype=np.float32)

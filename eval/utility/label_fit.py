@@ -300,8 +300,10 @@ def run_names(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: Ur
     # Where the gap lies: the members of decoded topics, and of unverified ones (a sensitive guess, named
     # from non-sensitive candidates only, or fixed), each ranked among all the run's labels as above (nan:
     # no such topic). An unverified topic counts as unverified whether or not it was decoded.
-    evidence = {t["id"]: t["label_evidence"] if t.get("label_evidence") == "unverified"
-                else "decoded" if t.get("name_evidence") == "dp_centre_decoded" else t.get("label_evidence")
+    from backends.centre_decoder import NAME_EVIDENCE
+    from backends.label_evidence import UNVERIFIED
+    evidence = {t["id"]: "unverified" if t.get("label_evidence") == UNVERIFIED
+                else "decoded" if t.get("name_evidence") == NAME_EVIDENCE else t.get("label_evidence")
                 for t in report["topics"]}
     for part in ("decoded", "unverified"):
         some = {cid: t for cid, t in members.items() if evidence[t] == part}
