@@ -13,7 +13,12 @@ exemplars' Private Evolution loop (backends/exemplars.evolve_exemplars, one impl
   released word of the topic suggests (a topic named only "Web development" may sit nearest
   "React state management");
 - the candidates are embedded with the job's model and projected as the conversations were, the
-  nearest to the released centre are kept, the writer varies the best few, and the nearest is kept.
+  nearest to the released centre are kept, the writer varies the best few;
+- the name is then chosen from the best candidates' names (`NAME_POOL`): the one nearest the centre
+  on its own, joined with up to `NAME_PARTS` - 1 more ("X, Y and Z") while each brings the joined name
+  nearer (`compose_name`). A DP centre is the mean of a mixed cluster: one short name rarely sits near
+  it, a few of its facets together do. The name is ranked alone, not beside the topic's keywords: a name
+  chosen to complement them named other facets only ("Online Ads" for an address-lookup topic).
 
 Every input is public or released (the centre, the topic's labels, the keyword set, the bank), so the
 decoded name is post-processing: no added epsilon. It is a guess at what the centre is near, marked as
@@ -68,6 +73,10 @@ DEFAULT_BANK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 # Candidates drafted from a topic's own labels (the bank's come on top) and rounds of variations.
 DRAFTS = 8
 ROUNDS = 1
+# The best candidates (by their own closeness to the centre) whose names a decoded name may join, and how
+# many names at most it joins (3 fit the real mix's topics better than 2 or 1: docs/evaluation.md, issue 41).
+NAME_POOL = 30
+NAME_PARTS = 3
 # The problem a refused candidate is counted under (Evolution.dropped).
 SENSITIVE_REFUSAL = "sensitive_without_votes"
 # An unverified topic's candidate holding a sensitive category's keyword or name word (its category may
@@ -243,30 +252,95 @@ class SensitiveGate:
 class DecodedLabel:
     name: str
     description: str
-    similarity: float  # cosine with the topic's DP centre, in the clustering space
-    first_draft_similarity: float  # the best of round 0 alone (no variations): for evaluation
-    round: int  # 0: drafted (or from the bank); r >= 1: a variation written in round r
+    similarity: float  # cosine of the name with the topic's DP centre, in the clustering space
+    first_draft_similarity: float  # the same for a name composed from round 0's candidates alone: for evaluation
+    round: int  # 0: its names were drafted (or from the bank); r >= 1: one is a variation written in round r
     candidates_scored: int
     dropped: dict
 
 
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One scored candidate of the search: its name and description, and the round that wrote it."""
+
+    name: str
+    description: str
+    round: int
+
+
+def compose_name(pool: list[Candidate], direction: np.ndarray, points_of: Callable[[list[str]], np.ndarray],
+                 refuse: Callable[[list[str]], list[str | None]] | None, parts: int = NAME_PARTS
+                 ) -> tuple[list[Candidate], float] | None:
+    """The candidates whose names, joined ("X, Y and Z", at most `parts` and MAX_NAME_WORDS words), make
+    the name nearest the centre (`direction`, unit), and that cosine; greedy: the nearest single name, then
+    one more name while it brings the joined name nearer. A joined name is released with its first part's
+    description, so it must pass `refuse` as that label (its parts passed alone, not together). None: an
+    empty pool."""
+    if not pool:
+        return None
+
+    def cosines(names: list[str]) -> np.ndarray:
+        return points_of(names) @ direction
+
+    alone = cosines([c.name for c in pool])
+    chosen, best = [pool[int(np.argmax(alone))]], float(np.max(alone))
+    while len(chosen) < parts:
+        options = [chosen + [c] for c in pool if c not in chosen
+                   and len(join_words([p.name for p in chosen + [c]]).split()) <= MAX_NAME_WORDS]
+        if refuse is not None and options:
+            problems = refuse([label_text(join_words([p.name for p in o]), chosen[0].description) for o in options])
+            options = [o for o, problem in zip(options, problems) if problem is None]
+        if not options:
+            break
+        scores = cosines([join_words([p.name for p in o]) for o in options])
+        if float(np.max(scores)) <= best:
+            break
+        chosen, best = options[int(np.argmax(scores))], float(np.max(scores))
+    return chosen, best
+
+
 def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
                   points_of: Callable[[list[str]], np.ndarray], gate: SensitiveGate | None,
-                  drafts: int = DRAFTS, rounds: int = ROUNDS) -> DecodedLabel | None:
-    """The candidate label nearest the topic's DP centre after the search (None: no usable candidate,
-    or an unverified topic without a gate). `writer`: drafts and variations (WithBank adds the bank's
-    labels). An unverified topic is searched only with the gate, which refuses every sensitive
-    candidate for it (its votes support no category)."""
+                  drafts: int = DRAFTS, rounds: int = ROUNDS, pool: int = NAME_POOL,
+                  parts: int = NAME_PARTS) -> DecodedLabel | None:
+    """The name decoded from the topic's DP centre (None: no usable candidate, or an unverified topic
+    without a gate): the search (`writer`'s drafts and variations; WithBank adds the bank's labels)
+    scores each candidate label by its closeness to the centre, and compose_name joins names of the best
+    `pool` of them (distinct names). An unverified topic is searched only with the gate, which refuses
+    every sensitive candidate for it (its votes support no category)."""
     if gate is None and topic.get("label_evidence") == UNVERIFIED:
         return None
-    evolution = evolve_exemplars(writer, topic, centre, points_of, 1, drafts, rounds,
-                                 refuse=gate.refuse_for(topic) if gate is not None else None, search_unverified=True)
-    best = next((e for e in evolution.exemplars if split_label(e.text) is not None), None)
-    if best is None:
+    refuse = gate.refuse_for(topic) if gate is not None else None
+    # Every candidate the search scores (those it kept after the gate), with the round that wrote it:
+    # the search calls points_of once a round, round 0 first.
+    scored: list[tuple[str, np.ndarray, int]] = []
+
+    def recorded(texts: list[str]) -> np.ndarray:
+        points = points_of(texts)
+        round_ = scored[-1][2] + 1 if scored else 0
+        scored.extend((text, point, round_) for text, point in zip(texts, points))
+        return points
+
+    evolution = evolve_exemplars(writer, topic, centre, recorded, 1, drafts, rounds, refuse=refuse,
+                                 search_unverified=True)
+    norm = float(np.linalg.norm(centre))
+    direction = np.asarray(centre, dtype=np.float32) / norm if norm > 0 else np.zeros_like(centre, dtype=np.float32)
+
+    def best_names(last_round: int) -> list[Candidate]:
+        by_name: dict[str, Candidate] = {}
+        for text, _, round_ in sorted((s for s in scored if s[2] <= last_round), key=lambda s: -float(s[1] @ direction)):
+            parts_ = split_label(text)
+            if parts_ is not None and parts_[0].casefold() not in by_name and len(by_name) < pool:
+                by_name[parts_[0].casefold()] = Candidate(parts_[0], parts_[1], round_)
+        return list(by_name.values())
+
+    composed = compose_name(best_names(max((s[2] for s in scored), default=0)), direction, points_of, refuse, parts)
+    if composed is None:
         return None
-    name, description = split_label(best.text)
-    first = evolution.first_draft[0].similarity if evolution.first_draft else best.similarity
-    return DecodedLabel(name, _sentence(description), best.similarity, first, best.round,
+    names, similarity = composed
+    first = compose_name(best_names(0), direction, points_of, refuse, parts)
+    return DecodedLabel(join_words([c.name for c in names]), _sentence(names[0].description), similarity,
+                        first[1] if first is not None else similarity, max(c.round for c in names),
                         evolution.candidates_scored, evolution.dropped)
 
 

@@ -211,7 +211,6 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
     charge_days = builder.data_days
     if builder.method in DP_METHODS and not charge_date:
         raise ValueError(f"--method {builder.method} needs --date: the last day of its data, its spend's date")
-    spends: list[MechanismSpend] = []
     # The run's one resolved LLMParams for its steps; run() preflighted the backend before any data was read.
     llm = params.llm.resolved()
     # Every DP stage registers here (transforms/dp_stage.py); the file records their spends, which
@@ -232,7 +231,6 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
         min_df = (builder.tfidf_min_noisy_df if builder.tfidf_min_noisy_df is not None
                   else df_params.default_min_noisy_frequency())
         pairs = user_counts | "top TF-IDF terms per user" >> TopTfidfTerms(noisy, builder.max_terms_per_user, min_df)
-        spends.append(frequencies.spend)
     elif builder.method in ("llm", "hybrid"):
         # Record-isolated: a conversation whose proposal fails is dead-lettered alone.
         proposed = facets | "propose keywords" >> ProposeKeywords(
@@ -249,12 +247,13 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
         _write_private(pipeline, params, dead_letters, counts)
         select = DPSelectTerms(selection, budget)
         selected = pairs | "DP partition selection" >> select
-        spends.append(select.spend)
     if builder.method == "tfidf":
         # The noisy document frequencies are already released: ranking by them costs nothing.
         selected = selected | "rank by noisy document frequency" >> beam.Map(
             lambda pair, noisy: (pair[0], noisy.frequency(pair[0])), beam.pvalue.AsSingleton(noisy))
 
+    # What the DP stages registered as they were built (none for --method public): the file records them.
+    spends = list(budget.entries) if budget is not None else []
     refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)
     recorded, source, output = build_params(params, llm), source_description(params), params.run.output
     max_keywords, refine_to, max_rounds = builder.max_keywords, builder.refine_to, builder.max_refine_rounds

@@ -20,7 +20,6 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from backends import factory
 from backends.centre_decoder import load_bank
-from backends.facet_set import load_facet_set
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import KeywordSet, load_keyword_set
 from backends.label_evidence import sensitive_guess
@@ -49,6 +48,8 @@ from beam_jobs.options import (
     resolve_embedding_threads,
     runs_on_dataflow,
 )
+from beam_jobs.topic_plan import TopicBackends, keyword_settings, stage_requests
+from beam_jobs.topic_plan import topic_plan as plan_of
 from core.lineage import LOOKBACK_NIGHTS
 from core.previous_nights import PreviousNights
 from core.release_gate import load_canaries
@@ -56,24 +57,18 @@ from core.released_runs import committed_dates, released_reports
 from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_events import composed_epsilon
-from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.nightly_plan import NightlyPlan, nights_per_window, plan_nights
 from dp_ops.run_budget import RunBudget, spend_event
-from transforms import dp_stage_specs
 from transforms.assign_clusters import assignment_rows
 from transforms.bound_contributions import BoundUserContributions
-from transforms.decode_centres import DecoderSettings
 from transforms.dp_stage import require_registered_dp_stages
-from transforms.dp_stage_specs import StageSettings
 from transforms.embed import EmbedConversations
 from transforms.engine import BeamEngine
 from transforms.extract_facets import ExtractFacets
 from transforms.finalize_run import FinalizeRun
 from transforms.read_conversations import ReadConversations
 from transforms.token_decoding import TokenDecodingPlan
-from transforms.topic_keywords import KeywordSettings
-from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan, topic_stages
 from transforms.write_outputs import (
     WriteDeadLetters,
@@ -146,16 +141,6 @@ class NightBudget:
                 "window_epsilon_if_every_night": window}
 
 
-def stage_requests(params: InsightsParams):
-    """The run's DP stages as calibration requests (transforms/dp_stage_specs.py)."""
-    privacy, clustering = params.privacy, params.clustering
-    histogram_noise = privacy.histogram_noise if params.keywords.keyword_mode in ("histogram", "both") else None
-    return dp_stage_specs.stage_requests(StageSettings(
-        privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users, params.keywords.themes,
-        len(params.keywords.facet_names), params.decoding.token_decoding))
-
-
 def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBudget:
     """The stages' noise: jointly calibrated so that the PLD composition of all their releases meets
     --epsilon at --delta; or, with a window cap and no --epsilon, planned so that a full window of
@@ -193,73 +178,27 @@ def previous_nights(context: RunContext, model: str, embedding_dim: int, warm_st
 
 def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: KeywordSet, llm, context: RunContext,
                embedding_dim: int) -> TopicPlan:
-    """The topic stages' public parameters, calibrated noise and backends (transforms/topic_stages.py)."""
-    privacy, clustering, embedding = params.privacy, params.clustering, params.embedding
-    settings = keyword_settings(params)
+    """The topic stages' plan (beam_jobs/topic_plan.py) with the run's backends, made by the factory for
+    --llm_backend and the embedding flags."""
+    embedding = params.embedding
+    selects = keyword_settings(params).votes
     # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
     categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
                                                    embedding.embedding_device)
-    return TopicPlan(
-        calibration=joint, delta=privacy.delta, max_conversations_per_user=privacy.max_conversations_per_user,
-        kmeans=DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
-                              noise_multiplier=joint.stages["clustering"].noise_multiplier, input_dim=embedding_dim,
-                              iterations=clustering.kmeans_iterations, projection_dim=clustering.projection_dim,
-                              seed=params.run.seed, basis=clustering.projection_basis),
-        expected_users=clustering.expected_users,
-        min_cluster_size=clustering.min_cluster_size,
-        keyword_settings=settings,
-        histogram_noise=privacy.histogram_noise,
-        keyword_partitions_per_user=privacy.keyword_partitions_per_user,
+    return plan_of(params, joint, embedding_dim, TopicBackends(
         keywords=keyword_set.keywords,
         categories=categories,
         selector=(factory.make_keyword_selector(keyword_set.keywords, embedding.embedding_model,
-                                                settings.min_similarity, embedding.embedding_backend, llm,
-                                                embedding.embedding_device) if settings.votes else None),
+                                                params.keywords.keyword_min_similarity, embedding.embedding_backend,
+                                                llm, embedding.embedding_device) if selects else None),
         namer=factory.make_cluster_namer(llm, categories),
-        # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
-        previous=previous_nights(context, embedding.embedding_model, embedding_dim, clustering.warm_start == "auto"),
+        previous=previous_nights(context, embedding.embedding_model, embedding_dim,
+                                 params.clustering.warm_start == "auto"),
         new_lineage_prefix=context.date or context.run_id,
-        model=embedding.embedding_model,
-        exemplars=exemplar_settings(params, llm),
-        noise_seed=privacy.noise_seed,
-        themes=params.keywords.themes,
-        # Public: the selected facets' declarations (an unknown name is refused here, before any data is read).
-        facets=load_facet_set(params.keywords.facet_set).select(params.keywords.facet_names)
-        if params.keywords.facet_names else (),
-        decoder=decoder_settings(params, llm),
-        token_decoding=token_decoding_plan(params),
-    )
-
-
-def keyword_settings(params: InsightsParams) -> KeywordSettings:
-    """The keyword step's options as plain values (transforms/topic_keywords.py)."""
-    keyword_params = params.keywords
-    return KeywordSettings(
-        mode=keyword_params.keyword_mode, top_t=keyword_params.keywords_per_cluster,
-        candidates=keyword_params.keyword_candidates or None, label_fallback=keyword_params.label_fallback,
-        samples_per_cluster=keyword_params.resolved_samples_per_cluster(params.llm.llm_backend),
-        min_similarity=keyword_params.keyword_min_similarity, weighted=params.privacy.keyword_votes == "weighted",
-        keywords_per_vote=keyword_params.keywords_per_vote,
-        max_keywords_per_conversation=keyword_params.max_keywords_per_conversation,
-        category_vote_share=keyword_params.category_vote_share,
-        false_keywords_per_topic=keyword_params.false_keywords_per_topic,
-        min_noisy_count=keyword_params.keyword_min_noisy_count, seed=params.run.seed)
-
-
-def exemplar_settings(params: InsightsParams, llm) -> ExemplarSettings:
-    """The exemplar step's options; its writer only when the run writes exemplars."""
-    exemplars, embedding = params.exemplars, params.embedding
-    return ExemplarSettings(exemplars.exemplars_per_topic, exemplars.exemplar_candidates, exemplars.exemplar_rounds,
-                            factory.make_exemplar_writer(llm) if exemplars.exemplars_per_topic else None,
-                            embedding.embedding_backend, embedding.embedding_device)
-
-
-def decoder_settings(params: InsightsParams, llm) -> DecoderSettings | None:
-    """--centre_decoder's writer and the bundled public bank; None when names are not decoded."""
-    if not params.exemplars.centre_decoder:
-        return None
-    return DecoderSettings(factory.make_label_writer(llm), load_bank(), params.embedding.embedding_backend,
-                           params.embedding.embedding_device)
+        exemplar_writer=factory.make_exemplar_writer(llm) if params.exemplars.exemplars_per_topic else None,
+        label_writer=factory.make_label_writer(llm) if params.exemplars.centre_decoder else None,
+        name_bank=load_bank() if params.exemplars.centre_decoder else None,
+        token_decoding=token_decoding_plan(params)))
 
 
 def token_decoding_plan(params: InsightsParams) -> TokenDecodingPlan | None:

@@ -39,6 +39,7 @@ from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.sample_topics import PLANTED_TOPICS
+from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import embed_cached, load_dataset, planted_topics
 from transforms.record_isolation import run_isolated
 
@@ -204,11 +205,11 @@ def prefix_cache(args) -> None:
 
 
 def names(args) -> None:
-    from eval.urania_inprocess import UraniaConfig, run_urania
+    from eval.urania_inprocess import run_urania
     dataset = load_dataset(args.input)
     embeddings = embed_cached(dataset.facets)
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
-                        UraniaConfig(num_clusters=args.num_clusters, epsilon=args.epsilon), seed=args.seed)
+                        config_from(args), seed=args.seed)
     topics = sorted((t for t in report["topics"] if t["keywords"]), key=lambda t: -t["size"])[:args.topics]
     namer = LLMClusterNamer(_config(args.model, 1, args.threads))
     offline = KeywordClusterNamer()
@@ -259,9 +260,9 @@ def main(argv=None) -> None:
     parser.add_argument("--per_topic", type=int, default=4)
     parser.add_argument("--examples", type=int, default=10)
     parser.add_argument("--topics", type=int, default=12, help="names: how many of the largest topics")
-    parser.add_argument("--num_clusters", type=int, default=50)
+    # names: the in-process run's k and epsilon (inf: no noise)
+    add_config_flags(parser, overridable=False, num_clusters=JOB_DEFAULT, epsilon=JOB_DEFAULT)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--epsilon", type=float, default=7.0, help="names: the run's epsilon (inf: no noise)")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
     {"keywords": keywords, "prefix_cache": prefix_cache, "names": names, "cost": cost}[args.command](args)

@@ -22,6 +22,8 @@ import json
 import math
 import os
 
+from beam_jobs.options import ClusteringParams
+
 # (vCPUs, GB of memory) of the machine types in the table.
 MACHINES = {"n1-standard-4": (4, 15.0), "n2-standard-8": (8, 32.0)}
 
@@ -37,7 +39,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--night_hours", type=float, default=4.0, help="the run must finish within this")
     parser.add_argument("--utilisation", type=float, default=0.7, help="share of worker vCPU time doing work")
     parser.add_argument("--embed_speedup", type=float, default=1.0, help="divides the embedding share of the cost")
-    parser.add_argument("--num_clusters", type=int, default=50, help="k (the job's --num_clusters)")
+    parser.add_argument("--num_clusters", type=int, default=ClusteringParams.num_clusters,
+                        help="k (the job's --num_clusters)")
     parser.add_argument("--samples_per_cluster", type=int, default=200, help="m (the job's --samples_per_cluster)")
     parser.add_argument("--usd_per_vcpu_hour", type=float, default=0.056,
                         help="assumed Dataflow batch vCPU price; check the current price list")

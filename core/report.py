@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from core.dp_stages import CLUSTER_SIZES
 from core.spend import MechanismSpend
 
 # Where a topic's label keywords came from (its `label_source`; transforms/voted_labels.label_keywords).
@@ -62,7 +63,7 @@ def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: in
 def size_noise_of(privacy: dict) -> dict | None:
     """The noise of a report's cluster sizes (its `cluster_sizes` mechanism's "noise"), None if it has none."""
     for mechanism in privacy.get("mechanisms", []):
-        if mechanism.get("stage") == "cluster_sizes":
+        if mechanism.get("stage") == CLUSTER_SIZES:
             return mechanism.get("noise")
     return None
 

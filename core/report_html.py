@@ -22,6 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from core.dates import day_of_run_id
+from core.dp_stages import KEYWORD_HISTOGRAMS
 from core.report import noise_margin, size_noise_of
 
 _environment = None
@@ -129,7 +130,7 @@ def _privacy(report: dict) -> dict:
         "size_noise": size_noise,
         "keyword_noise_stds": [f"{m['noise'].get('std', m['noise'].get('sigma', 0.0)):.1f}"
                                for m in privacy.get("mechanisms", [])
-                               if m.get("stage") == "keyword_histograms" and m.get("noise")],
+                               if m.get("stage") == KEYWORD_HISTOGRAMS and m.get("noise")],
         "exemplars_note": _text(report.get("exemplars_note") or None),
         "labelling_note": _text(privacy.get("labelling_note") or None),
         "ledger": ledger or None,

@@ -36,6 +36,7 @@ import math
 
 import numpy as np
 
+from core.dp_stages import CLUSTERING
 from core.spend import MechanismSpend
 from dp_ops.dp_events import event_to_json
 from dp_ops.gaussian_accounting import (
@@ -135,7 +136,7 @@ class NoiseCalibration:
 
     def spend(self, params: DPKMeansParams) -> MechanismSpend:
         return MechanismSpend(
-            stage="clustering",
+            stage=CLUSTERING,
             mechanism=f"DP spherical k-means: {self.releases} Gaussian releases of per-cluster sums "
                       f"(1 LSH seeding + {self.releases - 1} Lloyd steps), PLD composition",
             epsilon=self.epsilon_spent,

@@ -15,6 +15,7 @@ import dataclasses
 import dp_accounting
 import numpy as np
 
+from core.dp_stages import USER_COUNT
 from core.spend import MechanismSpend
 from dp_ops.dp_events import event_to_json
 from dp_ops.gaussian_accounting import epsilon_of_gaussian_releases
@@ -40,7 +41,7 @@ class UserCountNoise:
 
     def spend(self) -> MechanismSpend:
         return MechanismSpend(
-            stage="user_count",
+            stage=USER_COUNT,
             mechanism="Gaussian release of the sum of the users' contribution weights (= the number of users), "
                       "used only to choose the DP k-means dimension",
             epsilon=epsilon_of_gaussian_releases(self.noise_multiplier, 1, self.delta),

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from core.dp_stages import FACET_TOPICS, FACETS
 from dp_ops.fixed_histogram import FixedPartition, columns_of, histogram_rows
 
-OVERALL_STAGE = "facets"
-BY_TOPIC_STAGE = "facet_topics"
+OVERALL_STAGE = FACETS
+BY_TOPIC_STAGE = FACET_TOPICS
 UNKNOWN = "unknown"
 # The seeded test noise's streams (dp_ops.gaussian_noise): facet i of the set draws OVERALL at
 # NOISE_STREAM + 2i and BY_TOPIC at NOISE_STREAM + 2i + 1, distinct from every other release's.

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import dp_accounting
 from pipeline_dp import dp_computations
 
+from core.dp_stages import CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
 from dp_ops.dp_counts import noise_for_budget, pipeline_dp_budget
 from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
 from dp_ops.dp_kmeans import USER_L2_SENSITIVITY
@@ -75,14 +76,14 @@ class StageRequest:
 def clustering_request(weight: float, kmeans_iterations: int) -> StageRequest:
     """DP k-means: 1 + iterations Gaussian releases of L2 sensitivity 1 (dp_ops.dp_kmeans), drawn by
     dp_kmeans.add_gaussian_noise from the noise multiplier."""
-    return StageRequest("clustering", "gaussian", USER_L2_SENSITIVITY, weight, releases=kmeans_iterations + 1,
+    return StageRequest(CLUSTERING, "gaussian", USER_L2_SENSITIVITY, weight, releases=kmeans_iterations + 1,
                         drawn_by_pipeline_dp=False)
 
 
 def user_count_request(weight: float) -> StageRequest:
     """The DP user count that chooses the k-means dimension (dp_ops.dp_user_count): one Gaussian
     release of sensitivity 1, drawn by dp_user_count.noisy_user_count from the noise multiplier."""
-    return StageRequest("user_count", "gaussian", USER_COUNT_SENSITIVITY, weight, drawn_by_pipeline_dp=False)
+    return StageRequest(USER_COUNT, "gaussian", USER_COUNT_SENSITIVITY, weight, drawn_by_pipeline_dp=False)
 
 
 def count_request(stage: str, weight: float, noise: str, l0: int, linf: int = 1) -> StageRequest:
@@ -97,7 +98,7 @@ def count_request(stage: str, weight: float, noise: str, l0: int, linf: int = 1)
 def keyword_votes_request(weight: float) -> StageRequest:
     """The weighted keyword votes: one Gaussian sum of L2 sensitivity 1 (dp_ops.keyword_votes), drawn
     by dp_ops.gaussian_noise from the noise multiplier."""
-    return StageRequest("keyword_histograms", "gaussian", VOTE_L2_SENSITIVITY, weight, drawn_by_pipeline_dp=False)
+    return StageRequest(KEYWORD_HISTOGRAMS, "gaussian", VOTE_L2_SENSITIVITY, weight, drawn_by_pipeline_dp=False)
 
 
 @dataclasses.dataclass(frozen=True)

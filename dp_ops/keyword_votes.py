@@ -35,12 +35,13 @@ from typing import NamedTuple
 import dp_accounting
 import numpy as np
 
+from core.dp_stages import KEYWORD_HISTOGRAMS
 from core.spend import MechanismSpend
 from dp_ops.dp_events import event_to_json
 from dp_ops.gaussian_accounting import epsilon_of_gaussian_releases
 from dp_ops.gaussian_noise import add_gaussian_noise
 
-STAGE = "keyword_histograms"
+STAGE = KEYWORD_HISTOGRAMS
 # One user's vote vector over every (cluster, keyword) partition has L2 norm <= 1 (module docstring).
 VOTE_L2_SENSITIVITY = 1.0
 # The numpy test noise's stream (dp_ops.gaussian_noise): distinct from DP k-means' releases.

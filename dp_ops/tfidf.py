@@ -35,11 +35,12 @@ import dp_accounting
 import numpy as np
 import pipeline_dp
 
+from core.dp_stages import KEYWORD_SET
 from core.spend import MechanismSpend
 from dp_ops.dp_events import EpsilonDeltaDpEvent, event_to_json
 from dp_ops.gaussian_accounting import calibrate_gaussian_noise_multiplier, epsilon_of_gaussian_releases
 
-STAGE = "keyword_set"
+STAGE = KEYWORD_SET
 # The partition selection's share of the set's delta; the Gaussian frequencies need the rest (the
 # selection's delta is a probability of unbounded loss, so the composition needs more than it).
 SELECTION_DELTA_SHARE = 0.5

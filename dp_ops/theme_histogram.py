@@ -24,10 +24,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from core.dp_stages import THEMES
 from dp_ops.fixed_histogram import Z_95, FixedPartition, fixed_partition_request
 from dp_ops.joint_calibration import StageRequest
 
-STAGE = "themes"
+STAGE = THEMES
 OTHER_THEME = "Other"
 # A conversation's theme is the category most of its THEME_NEIGHBOURS nearest keywords belong to. Measured
 # on the generated stream (all-MiniLM-L6-v2, 10 nights): a planted topic's conversations go to its main

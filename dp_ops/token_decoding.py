@@ -43,13 +43,14 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from core.dp_stages import TOKEN_DECODING
 from core.spend import MechanismSpend
 from dp_ops.dp_events import event_to_json
 from dp_ops.gaussian_accounting import composed_gaussian_event, epsilon_of_gaussian_releases
 from dp_ops.gaussian_noise import add_gaussian_noise
 from dp_ops.joint_calibration import StageRequest
 
-STAGE = "token_decoding"
+STAGE = TOKEN_DECODING
 # The seeded test noise's stream (dp_ops.gaussian_noise): distinct from the other stages'.
 NOISE_STREAM = 0x70CE
 # A step's release index for the seeded test noise: step * _RELEASE_STRIDE + cluster id.

@@ -22,79 +22,63 @@ import math
 import numpy as np
 
 from backends.centre_decoder import NameBank, TemplateLabelWriter, load_bank
-from backends.facet_set import load_facet_set
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
+from backends.llm.config import LLMParams
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
 from beam_jobs.options import (
     DEFAULT_EPSILON,
-    OFFLINE_SELECTOR,
     ClusteringParams,
+    DecodingParams,
     EmbeddingParams,
     ExemplarParams,
+    InsightsParams,
     KeywordParams,
     PrivacyParams,
-    facet_names,
+    ReadingParams,
+    RunParams,
 )
+from beam_jobs.topic_plan import TopicBackends
+from beam_jobs.topic_plan import stage_requests as job_stage_requests
+from beam_jobs.topic_plan import topic_plan as job_topic_plan
 from core.lineage import LOOKBACK_NIGHTS
+from core.params import flag_fields
 from core.previous_nights import PreviousNights
 from core.records import ConversationBlock
 from core.report import build_report
-from dp_ops import dp_kmeans as km
-from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
+from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from dp_ops.token_decoding import STAGE as TOKEN_DECODING_STAGE
 from dp_ops.token_decoding import token_decoding_request
 from eval.data import bound_contributions
 from transforms import dp_stage_specs
-from transforms.decode_centres import DecoderSettings
-from transforms.dp_stage_specs import StageSettings
 from transforms.engine import LocalEngine
 from transforms.keyword_histograms import DPKeywordVotes
 from transforms.token_decoding import TokenDecodingPlan
-from transforms.topic_keywords import KeywordSettings
-from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan, topic_stages
 
+# The job's flags this in-process run honours, in the order the report shows them. Their types, defaults
+# and checks are the job's params groups' (beam_jobs/options.py), read below, so a flag is declared
+# once. The job's other flags are about reading, workers, LLM backends and run storage, which this
+# run does not have.
+CONFIG_FLAGS = (
+    "num_clusters", "max_conversations_per_user", "epsilon", "epsilon_weights", "delta", "min_cluster_size",
+    "samples_per_cluster", "keywords_per_cluster", "max_keywords_per_conversation",
+    "max_keyword_partitions_per_user", "keyword_min_similarity", "kmeans_iterations", "projection_dim",
+    "projection_basis", "expected_users", "keyword_noise", "keyword_votes", "keywords_per_vote",
+    "category_vote_share", "false_keywords_per_topic", "keyword_candidates", "label_fallback", "embedding_model",
+    "keyword_set", "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "centre_decoder",
+    "warm_start", "themes", "facets", "facet_set")
+_GROUPS = {"privacy": PrivacyParams, "clustering": ClusteringParams, "embedding": EmbeddingParams,
+           "keywords": KeywordParams, "exemplars": ExemplarParams}
+_GROUP_OF = {field.name: group for group, params in _GROUPS.items() for field in flag_fields(params)}
 
-@dataclasses.dataclass(frozen=True)
-class UraniaConfig:
-    """The job's options that matter here, with the job's defaults (its params classes')."""
 
-    num_clusters: int = ClusteringParams.num_clusters
-    max_conversations_per_user: int = PrivacyParams.max_conversations_per_user
-    epsilon: float = DEFAULT_EPSILON  # math.inf: every mechanism switched off
-    epsilon_weights: str = PrivacyParams.epsilon_weights
-    delta: float = PrivacyParams.delta
-    min_cluster_size: float = ClusteringParams.min_cluster_size
-    samples_per_cluster: str = KeywordParams.samples_per_cluster  # the offline selector is free: "auto" = all
-    keywords_per_cluster: int = KeywordParams.keywords_per_cluster
-    max_keywords_per_conversation: int = KeywordParams.max_keywords_per_conversation
-    max_keyword_partitions_per_user: int | None = PrivacyParams.max_keyword_partitions_per_user  # count votes only
-    keyword_min_similarity: float = KeywordParams.keyword_min_similarity
-    kmeans_iterations: int = ClusteringParams.kmeans_iterations
-    projection_dim: int = ClusteringParams.projection_dim
-    projection_basis: str = ClusteringParams.projection_basis
-    expected_users: int | None = ClusteringParams.expected_users
-    keyword_noise: str | None = PrivacyParams.keyword_noise  # count votes only
-    keyword_votes: str = PrivacyParams.keyword_votes
-    keywords_per_vote: int = KeywordParams.keywords_per_vote
-    category_vote_share: float = KeywordParams.category_vote_share
-    false_keywords_per_topic: float = KeywordParams.false_keywords_per_topic
-    keyword_candidates: int = KeywordParams.keyword_candidates
-    label_fallback: str = KeywordParams.label_fallback
-    embedding_model: str = EmbeddingParams.embedding_model
-    keyword_set: str | None = KeywordParams.keyword_set
-    exemplars_per_topic: int = ExemplarParams.exemplars_per_topic
-    exemplar_candidates: int = ExemplarParams.exemplar_candidates
-    exemplar_rounds: int = ExemplarParams.exemplar_rounds
-    centre_decoder: bool = ExemplarParams.centre_decoder
-    warm_start: str = ClusteringParams.warm_start
-    themes: bool = KeywordParams.themes
-    facets: str = KeywordParams.facets
-    facet_set: str | None = KeywordParams.facet_set
+class _ConfigMethods:
+    def __post_init__(self):
+        job_params(self)  # refuses what the job's flags refuse, naming the flag
 
     @property
     def private(self) -> bool:
@@ -102,51 +86,58 @@ class UraniaConfig:
 
     @property
     def counts_users(self) -> bool:
-        return ClusteringParams(projection_dim=self.projection_dim, expected_users=self.expected_users).counts_users
+        return job_params(self).clustering.counts_users
+
+
+def job_flag(name: str) -> dataclasses.Field:
+    """The job's declaration of the flag `name` (its default, type and help), from its params group."""
+    if name not in CONFIG_FLAGS:
+        raise ValueError(f"{name!r} is not a flag the in-process run honours: {', '.join(CONFIG_FLAGS)}")
+    return {field.name: field for field in flag_fields(_GROUPS[_GROUP_OF[name]])}[name]
+
+
+def _config_field(name: str) -> tuple[str, str, dataclasses.Field]:
+    declared = job_flag(name)
+    # epsilon: the job's default budget when none is given (the job plans one from a ledger's cap,
+    # which this run has not); math.inf switches every mechanism off.
+    if name == "epsilon":
+        return name, "float", dataclasses.field(default=DEFAULT_EPSILON)
+    return name, declared.type, dataclasses.field(default=declared.default)
+
+
+UraniaConfig = dataclasses.make_dataclass(
+    "UraniaConfig", [_config_field(name) for name in CONFIG_FLAGS], bases=(_ConfigMethods,), frozen=True,
+    namespace={"__doc__": "The job's options that matter here (CONFIG_FLAGS), with the job's defaults.",
+               "__module__": __name__})
+
+
+def job_params(config: UraniaConfig, seed: int = 0, noise_seed: int | None = None) -> InsightsParams:
+    """The job's params for this config, checked as the job checks its flags. The privacy group gets the
+    job's default epsilon (its own check refuses math.inf): the run calibrates config.epsilon itself."""
+    values: dict[str, dict] = {group: {} for group in _GROUPS}
+    for name in CONFIG_FLAGS:
+        values[_GROUP_OF[name]][name] = getattr(config, name)
+    values["privacy"].update(epsilon=DEFAULT_EPSILON, noise_seed=noise_seed)
+    return InsightsParams(reading=ReadingParams(), decoding=DecodingParams(), llm=LLMParams(),
+                          run=RunParams(seed=seed),
+                          **{group: params(**values[group]) for group, params in _GROUPS.items()})
 
 
 def joint_calibration(config: UraniaConfig) -> JointCalibration:
-    """The job's joint calibration of its stages' noise (memoised on the parameters it depends on:
-    a sweep over dimensions or bases calibrates once)."""
-    return _joint_calibration_for(config.epsilon, config.epsilon_weights, config.delta, config.kmeans_iterations,
-                                  config.max_conversations_per_user, config.keyword_votes, config.keyword_noise,
-                                  config.max_keyword_partitions_per_user, config.counts_users, config.themes,
-                                  len(facet_names(config.facets)))
+    """The job's joint calibration of its stages' noise (memoised on what it depends on: a sweep over
+    dimensions or bases calibrates once)."""
+    return _joint_calibration_for(config.epsilon, config.delta, tuple(stage_requests(config)))
 
 
 @functools.lru_cache(maxsize=32)
-def _joint_calibration_for(epsilon: float, epsilon_weights: str, delta: float, kmeans_iterations: int,
-                           max_conversations_per_user: int, keyword_votes: str, keyword_noise: str | None,
-                           max_keyword_partitions_per_user: int | None, counts_users: bool,
-                           themes: bool, facets: int) -> JointCalibration:
-    privacy = _privacy_params(epsilon, epsilon_weights, delta, keyword_votes, keyword_noise,
-                              max_keyword_partitions_per_user)
-    return calibrate_jointly(epsilon, delta, _requests(privacy, kmeans_iterations, max_conversations_per_user,
-                                                       counts_users, themes, facets))
+def _joint_calibration_for(epsilon: float, delta: float, requests: tuple[StageRequest, ...]) -> JointCalibration:
+    return calibrate_jointly(epsilon, delta, list(requests))
 
 
-def stage_requests(config: UraniaConfig) -> list:
+def stage_requests(config: UraniaConfig) -> list[StageRequest]:
     """The job's DP stages for this config as calibration requests (what joint_calibration calibrates,
     and what a nightly plan calibrates over a window: eval/utility/nightly_stream.py, eval/audit/nightly_privacy_modes.py)."""
-    privacy = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
-                              config.keyword_noise, config.max_keyword_partitions_per_user)
-    return _requests(privacy, config.kmeans_iterations, config.max_conversations_per_user, config.counts_users,
-                     config.themes, len(facet_names(config.facets)))
-
-
-def _requests(privacy: PrivacyParams, kmeans_iterations: int, max_conversations_per_user: int, counts_users: bool,
-              themes: bool, facets: int):
-    return dp_stage_specs.stage_requests(StageSettings(
-        privacy.stage_weights(), kmeans_iterations, max_conversations_per_user, privacy.histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users, themes,
-        facets))
-
-
-def _privacy_params(epsilon: float, epsilon_weights: str, delta: float, keyword_votes: str,
-                    keyword_noise: str | None, max_keyword_partitions_per_user: int | None) -> PrivacyParams:
-    """The job's privacy params (they check and resolve the keyword flags as the job's do)."""
-    return PrivacyParams(epsilon=epsilon, epsilon_weights=epsilon_weights, delta=delta, keyword_votes=keyword_votes,
-                         keyword_noise=keyword_noise, max_keyword_partitions_per_user=max_keyword_partitions_per_user)
+    return job_stage_requests(job_params(config))
 
 
 @functools.lru_cache(maxsize=4)
@@ -176,37 +167,14 @@ def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> E
 def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: int, seed: int,
                noise_seed: int | None, exemplar_writer: ExemplarWriter | None, date: str | None,
                previous_reports, label_writer: ExemplarWriter | None = None) -> TopicPlan:
-    """The job's topic stages' plan for this config (beam_jobs.insights.topic_plan's counterpart), with
-    the offline backends, memoised across runs where they are set up (keyword set, categories, selector).
-    Non-private (no `joint`): any noise multiplier, never drawn. `label_writer`: with
-    config.centre_decoder, the decoder's writer (default: the offline template writer)."""
+    """The job's topic stages' plan for this config (beam_jobs/topic_plan.py), with the offline backends,
+    memoised across runs where they are set up (keyword set, categories, selector). Non-private (no
+    `joint`): no noise is drawn. `label_writer`: with config.centre_decoder, the decoder's writer
+    (default: the offline template writer)."""
+    params = job_params(config, seed, noise_seed)
     keywords = _keywords(config.keyword_set).keywords
     categories = _categories(config.keyword_set, config.embedding_model)
-    privacy = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
-                              config.keyword_noise, config.max_keyword_partitions_per_user)
-    settings = KeywordSettings(
-        mode="histogram", top_t=config.keywords_per_cluster, candidates=config.keyword_candidates or None,
-        label_fallback=config.label_fallback,
-        samples_per_cluster=KeywordParams(samples_per_cluster=config.samples_per_cluster).resolved_samples_per_cluster(
-            OFFLINE_SELECTOR),
-        min_similarity=config.keyword_min_similarity, weighted=config.keyword_votes == "weighted",
-        keywords_per_vote=config.keywords_per_vote, max_keywords_per_conversation=config.max_keywords_per_conversation,
-        category_vote_share=config.category_vote_share, false_keywords_per_topic=config.false_keywords_per_topic,
-        min_noisy_count=None, seed=seed)
-    exemplars = ExemplarSettings(config.exemplars_per_topic, config.exemplar_candidates, config.exemplar_rounds,
-                                 (exemplar_writer or TemplateExemplarWriter()) if config.exemplars_per_topic else None,
-                                 EmbeddingParams.embedding_backend, EmbeddingParams.embedding_device)
-    return TopicPlan(
-        calibration=joint, delta=config.delta, max_conversations_per_user=config.max_conversations_per_user,
-        kmeans=km.DPKMeansParams(num_clusters=config.num_clusters, epsilon=None, delta=config.delta,
-                                 noise_multiplier=joint.stages["clustering"].noise_multiplier if joint else 1.0,
-                                 input_dim=input_dim, iterations=config.kmeans_iterations,
-                                 projection_dim=config.projection_dim, seed=seed, basis=config.projection_basis),
-        expected_users=config.expected_users,
-        min_cluster_size=config.min_cluster_size,
-        keyword_settings=settings,
-        histogram_noise=privacy.histogram_noise,
-        keyword_partitions_per_user=privacy.keyword_partitions_per_user,
+    return job_topic_plan(params, joint, input_dim, TopicBackends(
         keywords=keywords,
         categories=categories,
         selector=_selector(keywords, config.embedding_model, config.keyword_min_similarity),
@@ -214,15 +182,9 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         previous=PreviousNights.of(list(previous_reports)[-LOOKBACK_NIGHTS:], config.embedding_model,
                                    warm_start=config.warm_start == "auto", dim=input_dim),
         new_lineage_prefix=date or f"seed{seed}",
-        model=config.embedding_model,
-        exemplars=exemplars,
-        noise_seed=noise_seed,
-        themes=config.themes,
-        facets=(load_facet_set(config.facet_set).select(facet_names(config.facets)) if config.facets.strip()
-                else ()),
-        decoder=(DecoderSettings(label_writer or TemplateLabelWriter(), _bank(), EmbeddingParams.embedding_backend,
-                                 EmbeddingParams.embedding_device) if config.centre_decoder else None),
-    )
+        exemplar_writer=exemplar_writer or TemplateExemplarWriter(),
+        label_writer=label_writer or TemplateLabelWriter(),
+        name_bank=_bank() if config.centre_decoder else None))
 
 
 def _config_shown(config: UraniaConfig) -> dict:
@@ -256,8 +218,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     block = ConversationBlock(kept_ids, [user_ids[i] for i in kept], weights, [facets[i] for i in kept],
                               embeddings[kept])
     if token_decoding is not None and config.private and joint is None:
-        weights = _privacy_params(DEFAULT_EPSILON, config.epsilon_weights, config.delta, config.keyword_votes,
-                                  config.keyword_noise, config.max_keyword_partitions_per_user).stage_weights()
+        weights = job_params(config).privacy.stage_weights()
         joint = calibrate_jointly(config.epsilon, config.delta, [
             *stage_requests(config), token_decoding_request(weights[TOKEN_DECODING_STAGE], token_decoding.params)])
     joint = (joint or joint_calibration(config)) if config.private else None

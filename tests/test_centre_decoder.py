@@ -17,10 +17,12 @@ from backends.centre_decoder import (
     SENSITIVE_REFUSAL,
     SENSITIVE_WORD_REFUSAL,
     UNVERIFIED_NOTE,
+    Candidate,
     NameBank,
     SensitiveGate,
     TemplateLabelWriter,
     WithBank,
+    compose_name,
     decode_centre,
     decoded_topic,
     label_text,
@@ -105,6 +107,56 @@ def test_variations_improve_on_the_first_draft_or_leave_it(better):
     else:
         assert decoded.round == 0 and decoded.name == "a20 name"
         assert decoded.similarity == decoded.first_draft_similarity
+
+
+# Three facets in 2-d: a text's point is the normalised sum of the facets whose word it holds.
+FACETS = {"alpha": (1.0, 0.0), "beta": (0.0, 1.0), "gamma": (-1.0, 0.0)}
+
+
+def _facet_points(texts):
+    rows = [np.sum([FACETS[w] for w in FACETS if w in t.casefold()] or [(0.0, 0.0)], axis=0) for t in texts]
+    return np.stack([r / (np.linalg.norm(r) or 1.0) for r in rows]).astype(np.float32)
+
+
+def _facets(*names):
+    return [Candidate(n, f"Requests about {n.casefold()}.", 0) for n in names]
+
+
+def test_a_name_joins_the_candidates_that_together_sit_nearest_the_centre():
+    between = np.array([1.0, 1.0]) / np.sqrt(2)  # a centre between two facets: the mean of a mixed cluster
+    names, similarity = compose_name(_facets("Gamma", "Alpha", "Beta"), between, _facet_points, None)
+    # Alpha alone is 45 degrees off; with Beta it is on the centre; Gamma would pull it away, so it stops.
+    assert [c.name for c in names] == ["Alpha", "Beta"] and similarity == pytest.approx(1.0)
+    assert [c.name for c in compose_name(_facets("Alpha", "Beta"), between, _facet_points, None, parts=1)[0]] == ["Alpha"]
+    # A name nearer the centre on its own is not joined with another.
+    assert [c.name for c in compose_name(_facets("Alpha beta", "Gamma", "Beta"), between, _facet_points, None)[0]] == [
+        "Alpha beta"]
+    # A joined name is released as one label (its first part's description) and must pass the gate as one;
+    # nor may it pass MAX_NAME_WORDS words.
+    refused = []
+
+    def refuse(texts):
+        refused.extend(texts)
+        return ["together" if "Beta" in t else None for t in texts]
+    assert [c.name for c in compose_name(_facets("Alpha", "Beta"), between, _facet_points, refuse)[0]] == ["Alpha"]
+    assert refused == [label_text("Alpha and Beta", "Requests about alpha.")]
+    long = _facets("Alpha one two three four five six", "Beta one two three")
+    assert len(compose_name(long, between, _facet_points, None)[0]) == 1
+    assert compose_name([], between, _facet_points, None) is None
+
+
+def test_the_decoded_name_joins_the_searched_candidates_names_with_the_first_ones_description():
+    writer = _AngleWriter([])
+    writer.write = lambda topic, count: [label_text("Gamma", "Requests about gamma."),
+                                         label_text("Alpha", "Requests about alpha."),
+                                         label_text("Beta", "Requests about beta.")]
+    decoded = decode_centre(writer, {**TOPIC, "keywords": []}, np.array([2.0, 2.0]), _facet_points, None, rounds=0)
+    assert (decoded.name, decoded.description) in {("Alpha and Beta", "Requests about alpha."),
+                                                   ("Beta and Alpha", "Requests about beta.")}
+    assert decoded.similarity == pytest.approx(1.0) == decoded.first_draft_similarity and decoded.round == 0
+    single = decode_centre(writer, {**TOPIC, "keywords": []}, np.array([2.0, 2.0]), _facet_points, None, rounds=0,
+                           parts=1)
+    assert single.similarity == pytest.approx(np.cos(np.radians(45)), abs=1e-6)
 
 
 def test_an_unverified_topic_without_the_gate_and_a_writer_with_nothing_to_say_get_no_decoded_name():

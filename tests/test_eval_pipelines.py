@@ -113,25 +113,26 @@ def _run(*args, timeout=600):
 
 
 @pytest.mark.slow
-def test_in_process_urania_assigns_like_the_beam_job(tmp_path):
+def test_in_process_urania_assigns_like_the_beam_job(small_run):
+    """The same topic stages on both engines are tests/test_engines.py's; this compares what is put together
+    differently before them: the evaluation's reading, facets and embedding (eval.data) with the job's."""
     from eval.data import embed_cached, load_dataset
     from eval.urania_inprocess import UraniaConfig, run_urania
-    path = str(tmp_path / "conversations.jsonl")
-    write_sample(path, 500, 200, seed=4)
-    _run("-m", "beam_jobs.insights", "--input", path, "--output", str(tmp_path / "out"), "--seed", "5",
-         "--noise_seed", "6", "--num_clusters", "8", "--min_cluster_size", "10")
+    from tests.small_run import MIN_CLUSTER_SIZE, NOISE_SEED, NUM_CLUSTERS, SEED
+    out = small_run.output
     beam_assignments = {}
-    for name in os.listdir(tmp_path / "out" / "private" / "assignments"):
-        with open(tmp_path / "out" / "private" / "assignments" / name) as handle:
+    for name in os.listdir(os.path.join(out, "private", "assignments")):
+        with open(os.path.join(out, "private", "assignments", name)) as handle:
             beam_assignments.update({r["conversation_id"]: r["cluster_id"] for r in map(json.loads, handle)})
-    with open(tmp_path / "out" / "release" / "report.json") as handle:
+    with open(os.path.join(out, "release", "report.json")) as handle:
         beam_report = json.load(handle)
-    dataset = load_dataset(path)
+    dataset = load_dataset(small_run.data)
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embed_cached(dataset.facets, cache_dir=None),
-                        UraniaConfig(num_clusters=8, min_cluster_size=10), seed=5, noise_seed=6)
+                        UraniaConfig(num_clusters=NUM_CLUSTERS, min_cluster_size=MIN_CLUSTER_SIZE, themes=True),
+                        seed=SEED, noise_seed=NOISE_SEED)
     assert report["_private"]["assignments"] == beam_assignments
     # The same DP-derived dimension, in the report's config and in run_stats.
-    with open(tmp_path / "out" / "private" / "run_stats.json") as handle:
+    with open(os.path.join(out, "private", "run_stats.json")) as handle:
         stats = json.load(handle)
     assert report["config"]["clustering_dimension"] == beam_report["config"]["clustering_dimension"]
     assert stats["clustering_dimension"] == beam_report["config"]["clustering_dimension"]

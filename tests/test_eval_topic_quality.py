@@ -1,7 +1,6 @@
 """eval/utility/topic_quality.py's metrics on tiny hand-made inputs with known answers."""
 
 import collections
-import math
 
 import pytest
 
@@ -91,16 +90,6 @@ def test_keyword_occurrence_weighted_and_plain():
     assert tq.keyword_occurrence([{"id": 2, "keywords": []}], assignments, facets) == (None, None)
 
 
-def test_config_overrides_are_typed_from_the_config():
-    overrides = tq.config_overrides(["projection_dim=64", "epsilon=inf", "keyword_set=none", "delta=1e-5"])
-    assert overrides == {"projection_dim": 64, "epsilon": math.inf, "keyword_set": None, "delta": 1e-5}
-    assert tq.UraniaConfig(**overrides).projection_dim == 64
-    with pytest.raises(SystemExit, match="no_such_field"):
-        tq.config_overrides(["no_such_field=1"])
-    with pytest.raises(SystemExit, match="projection_dim"):
-        tq.config_overrides(["projection_dim=sixty"])
-
-
 def test_parse_data_name_path_and_k():
     assert tq.parse_data("gen20k=/data/gen20k.jsonl:30", 50) == tq.DataSpec("gen20k", "/data/gen20k.jsonl", 30)
     assert tq.parse_data("/data/hh.jsonl", 50) == tq.DataSpec("hh", "/data/hh.jsonl", 50)
@@ -155,13 +144,3 @@ def test_cli_on_a_small_generated_sample(tmp_path):
         assert 0.3 < float(row["nmi_released"]) <= 1 and 0 <= float(row["group_purity"]) <= 1
         assert int(row["named_strict"]) <= int(row["named_loose"]) <= 4
         assert int(row["users_after_bounding"]) <= 150
-
-
-def test_override_conversion_follows_the_annotation():
-    import typing
-    assert tq._convert("none", typing.Optional[int]) is None
-    assert tq._convert("3", typing.Optional[int]) == 3
-    assert tq._convert("false", bool) is False
-    assert tq._convert("pca", typing.Literal["pca", "random"]) == "pca"
-    with pytest.raises(ValueError, match="pca, random"):
-        tq._convert("umap", typing.Literal["pca", "random"])

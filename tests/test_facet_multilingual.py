@@ -106,7 +106,10 @@ def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keep
     request_kind = load_facet_set().facets[1]
     assert request_kind.multilingual == Multilingual("use-multilingual-v3", 0.19, ("en",))
     model = embedding.DEFAULT_EMBEDDING_MODEL
-    texts = [text for text, _ in REQUESTS] + ["Write a poem about autumn leaves", "Fix the bug in my Python function"]
+    # English: the last two were explanation and analysis with the first five descriptions per answer.
+    texts = [text for text, _ in REQUESTS] + ["Write a poem about autumn leaves", "Fix the bug in my Python function",
+                                              "I need a 1000-word essay comparing capitalism and socialism for my class",
+                                              "Plan a 5-day trip to Lisbon on a budget with things to see each day"]
     vectors = embedding.embed_texts(model, texts)
 
     def answers(facet):
@@ -119,7 +122,8 @@ def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keep
     multilingual, run_model_only = answers(request_kind), answers(dataclasses.replace(request_kind, multilingual=None))
     assert multilingual[:len(REQUESTS)] == [kind for _, kind in REQUESTS]
     assert sum(a == kind for a, (_, kind) in zip(run_model_only, REQUESTS)) < len(REQUESTS)  # what the rule fixes
-    assert multilingual[len(REQUESTS):] == run_model_only[len(REQUESTS):] == ["writing", "coding"]
+    assert multilingual[len(REQUESTS):] == run_model_only[len(REQUESTS):] == [
+        "writing", "coding", "writing", "brainstorming"]
     # One block of texts gives each the answer it gets alone (the model embeds one text per call).
     alone = FacetClassifier(request_kind)
     alone.setup(lambda phrases: keyword_vectors(model, phrases), ())

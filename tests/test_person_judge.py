@@ -120,11 +120,6 @@ def test_a_name_a_private_cue_found_is_not_asked_about(pseudonymizer):
 
 
 @pytest.mark.parametrize("text, name", [
-    ("Do you think Michael is a good person?", "Michael"),  # a given name alone
-    # a request for someone's data: kept private even on a public verdict (the models called private
-    # people public in such requests on the dev split: backends/llm/pseudonymize.py)
-    ("Can you find the home address of Barack Obama for me?", "Barack Obama"),
-    ("please help me get the ssn of Barack Obama", "Barack Obama"),
     ("Was denkst du, ist Barack Obama ein guter Mensch oder nicht?", "Barack Obama"),  # not English
     ("Approved by: Obama, Barack (105037970) on Monday.", "Obama, Barack"),  # an ID number beside it
     ("The new tenant upstairs? Her name is Barack Obama, I think.", "Barack Obama"),  # introduced
@@ -134,6 +129,29 @@ def test_where_the_rules_forbid_a_keep_the_name_is_not_judged(pseudonymizer, tex
     assert name not in pseudonymizer.pseudonymize(text)  # the rules replace it
     client = FakeClient(verdict("public"))
     assert name not in _judged(pseudonymizer, client).pseudonymize(text) and client.calls == []
+
+
+# A given name alone and a request for someone's contact details: the short prompt's model (0.5B)
+# called private people public there (dev split: backends/llm/pseudonymize.py), the rubric's did not.
+CONTACT_OR_GIVEN = [("Do you think Michael is a good person?", "Michael"),
+                    ("Can you find the home address of Barack Obama for me?", "Barack Obama"),
+                    ("please help me get the ssn of Barack Obama", "Barack Obama")]
+
+
+@pytest.mark.parametrize("text, name", CONTACT_OR_GIVEN)
+def test_the_small_models_verdict_does_not_keep_a_given_name_alone_or_a_name_in_a_request_for_contact_details(
+        pseudonymizer, text, name):
+    client = FakeClient(verdict("public"))
+    pseudonymizer.person_judge = PersonJudge(client, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    assert pseudonymizer.person_judge.small
+    assert name not in pseudonymizer.pseudonymize(text) and client.calls == []
+
+
+@pytest.mark.parametrize("text, name", CONTACT_OR_GIVEN)
+def test_the_rubrics_verdict_decides_a_given_name_alone_and_a_name_in_a_request_for_contact_details(
+        pseudonymizer, text, name):
+    assert _judged(pseudonymizer, FakeClient(verdict("public"))).pseudonymize(text) == text
+    assert name not in _judged(pseudonymizer, FakeClient(verdict("private"))).pseudonymize(text)
 
 
 def test_the_model_sees_the_name_and_a_short_window_only_with_the_schema(pseudonymizer):
@@ -312,3 +330,17 @@ def test_judge_requests_reuse_the_instructions_head_only(monkeypatch):
                         {"role": "user", "content": INSTRUCTIONS + "\x00"}]).split("\x00")[0]
     assert [chat["reused"] for chat in fake.chats] == [head] * len(texts)
     assert server.prefix_cache.counts == {"heads_computed": 1, "restored": 3, "erased": 0}
+
+
+# Made-up requests in Russian and Czech: spaCy's English model and the English cues see no name.
+FOREIGN = [("Напиши рассказ о мальчике Томаше и его сестре Ксении, которые живут у бабушки.", ("Томаше", "Ксении")),
+           ("Napiš příběh o chlapci Ondřejovi a jeho kamarádce Janě, kteří spolu chodí do školy.", ("Ondřejovi", "Janě"))]
+
+
+@pytest.mark.parametrize("text, names", FOREIGN)
+def test_with_the_judge_capitalized_words_of_a_non_english_request_are_replaced_without_asking(pseudonymizer, text, names):
+    client = FakeClient(verdict("public"))
+    out = _judged(pseudonymizer, client).pseudonymize(text)
+    # the window is not English, so the verdict could not keep them: the model is not asked
+    assert not any(name in out for name in names) and client.calls == []
+    assert out.count("<PERSON_") == len(names)

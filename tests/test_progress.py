@@ -4,12 +4,12 @@ import io
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
-from beam_jobs import progress
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.progress import ProgressReporter, format_duration, progress_enabled
+from tests.small_run import CONVERSATIONS
 from transforms import progress as registry
 
 
@@ -109,20 +109,15 @@ def test_durations_read_like_a_clock():
 
 
 @pytest.mark.slow
-def test_a_local_run_prints_progress_and_writes_the_report_page(tmp_path, monkeypatch, capsys):
-    from beam_jobs.insights import run
-    data = tmp_path / "day.jsonl"
-    write_sample(str(data), 400, 150, seed=3)
-    monkeypatch.setattr(progress, "DEFAULT_INTERVAL_SECONDS", 0.5)
-    output = tmp_path / "out"
-    assert run(["--input", str(data), "--output", str(output), "--num_clusters", "6", "--min_cluster_size", "5",
-                "--seed", "1", "--embedding_block_size", "64", "--progress", "on"]) == 0
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[progress")]
+def test_a_local_run_prints_progress_and_writes_the_report_page(small_run):
+    lines = [line for line in small_run.stderr.splitlines() if line.startswith("[progress")]
     print("\n".join(lines))
     assert any(re.search(r"\] embedding: [\d,]+/[\d,]+ conversations \(\d+%\)", line) for line in lines)
-    assert re.search(r"\] done: 100% in \w+ \(400 records read, ([\d,]+) of \1 conversations embedded\)$", lines[-1])
+    assert re.search(rf"\] done: 100% in \w+ \({CONVERSATIONS} records read, ([\d,]+) of \1 conversations embedded\)$",
+                     lines[-1])
     assert all(re.fullmatch(r"\[progress \w+\] [\w ,:/()%.\-]+", line) for line in lines)  # counts, never text
 
+    output = Path(small_run.output)
     release = os.listdir(output / "release")
     assert sorted(release) == ["report.html", "report.json"]
     report = json.load(open(output / "release" / "report.json"))

@@ -417,34 +417,59 @@ def _assignments(output: str) -> dict:
     return {row["conversation_id"]: row["cluster_id"] for row in rows}
 
 
-@pytest.fixture(scope="module")
-def small_job_baseline(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("job-baseline")
-    _write(folder / "input.jsonl", SMALL_LINES)
-    assert _run_job(str(folder / "input.jsonl"), str(folder / "out")) == 0
-    return _assignments(str(folder / "out"))
+def _every_kind_of_line() -> list[bytes]:
+    """One line of each kind adversarial_line draws (the per-record steps above get them at random): what the
+    whole job gets once."""
+    valid = _line(_adversarial_record(0))
+
+    def record(index, **fields):
+        return {**_adversarial_record(index), **fields}
+
+    return [
+        valid[:-1] + b', "extra": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",  # nesting past the recursion limit
+        valid[:-1] + b', "extra": ' + b"7" * 5_000 + b"}",  # an integer past the digit limit
+        json.dumps(record(1, messages=[{"role": "user", "content": "bike \ud800"}])).encode(),  # surrogate, escaped
+        json.dumps(record(2, user_id="adv-user-2\udfff"), ensure_ascii=False).encode("utf-8", "surrogatepass"),
+        _line(record(3, conversation_id="adv-3-id\x00\x07\x1f")),  # NUL and control characters
+        b'{"user_id": "a", "user_id": "b", "conversation_id": "adv-dup-4", "messages": []}',  # duplicate keys
+        _line(record(5, messages=[{"role": "user", "content": 7}])),  # a wrong type
+        _line(record(6, timestamp=["2026-11-01"])),
+        _line(record(7, messages=[{"role": "user", "content": "a" * 200_000}])),  # a huge string under the cap
+        b"\xef\xbb\xbf" + _line(record(8)),  # a byte order mark
+        _line(record(9)) + b"\r",  # CRLF
+        _line([1, {"conversation_id": "adv-10"}]),  # non-object JSON
+        b"\x00\xff\xfe random \x80 bytes",
+        b"\xed\xa0\x80" + _line(record(11)),  # a surrogate encoded in bytes (not UTF-8)
+    ]
 
 
 @pytest.mark.slow
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                              HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(insertions=_insertions(len(SMALL_LINES), 4))
-def test_the_whole_job_exits_0_and_accounts_for_every_line_whatever_is_inserted(tmp_path_factory,
-                                                                                small_job_baseline, insertions):
-    folder = tmp_path_factory.mktemp("job")
-    lines = _with_insertions(SMALL_LINES, insertions)
-    _write(folder / "input.jsonl", lines)
-    assert _run_job(str(folder / "input.jsonl"), str(folder / "out")) == 0
-    stats = json.load(open(folder / "out" / "private" / "run_stats.json"))
-    assert stats["read"] == len(lines) == stats["valid"] + stats["dead_lettered"]
-    assert stats["read"] == stats["processed"] + stats["dead_lettered"]
-    dead = [json.loads(line) for f in glob.glob(str(folder / "out" / "private" / "dead_letter" / "*.jsonl"))
-            for line in open(f, encoding="utf-8")]
-    assert len(dead) == stats["dead_lettered"] and all(d["reason"] for d in dead)
-    assignments = _assignments(str(folder / "out"))
-    if stats["valid"] == len(SMALL_LINES):  # every inserted line was dead-lettered: nothing else may change
-        assert assignments == small_job_baseline
-    assert set(small_job_baseline) <= set(assignments)
+def test_the_whole_job_exits_0_and_accounts_for_every_kind_of_line(tmp_path):
+    """The job on the small input with the lines that pass validation inserted, then with every dead-lettered
+    kind inserted as well: each run exits 0 and accounts for every line, and the second assigns every
+    conversation as the first does (what is dead-lettered changes nothing else)."""
+    kinds = _every_kind_of_line()
+    dead_kinds = [line for line in kinds if isinstance(parse_record(line.rstrip(b"\r"), "x", None), DeadLetter)]
+    valid_kinds = [line for line in kinds if line not in dead_kinds]
+    assert len(dead_kinds) >= 9 and len(valid_kinds) >= 4  # both runs get several kinds
+    spread = len(SMALL_LINES) // len(kinds)
+    with_valid = _with_insertions(SMALL_LINES, [(spread * i, line) for i, line in enumerate(valid_kinds)])
+    with_all = _with_insertions(with_valid, [(spread * i + 1, line) for i, line in enumerate(dead_kinds)])
+    assignments = {}
+    for name, lines in (("valid", with_valid), ("all", with_all)):
+        _write(tmp_path / f"{name}.jsonl", lines)
+        output = tmp_path / f"out-{name}"
+        assert _run_job(str(tmp_path / f"{name}.jsonl"), str(output)) == 0
+        stats = json.load(open(output / "private" / "run_stats.json"))
+        assert stats["read"] == len(lines) == stats["valid"] + stats["dead_lettered"]
+        assert stats["read"] == stats["processed"] + stats["dead_lettered"]
+        assert stats["dead_lettered"] == (len(dead_kinds) if name == "all" else 0)
+        dead = [json.loads(line) for f in glob.glob(str(output / "private" / "dead_letter" / "*.jsonl"))
+                for line in open(f, encoding="utf-8")]
+        assert len(dead) == stats["dead_lettered"] and all(d["reason"] for d in dead)
+        assignments[name] = _assignments(str(output))
+    assert assignments["all"] == assignments["valid"]
+    assert {c for c in assignments["valid"] if c.startswith("adv-")}  # a weird valid record got through
 
 
 @pytest.mark.slow

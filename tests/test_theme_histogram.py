@@ -194,16 +194,11 @@ def _spend_of(joint, stage):
 
 
 @pytest.mark.slow
-def test_the_job_releases_the_themes_within_its_epsilon(tmp_path):
+def test_the_job_releases_the_themes_within_its_epsilon(small_run):
     import json
+    import os
 
-    from beam_jobs.generate_sample import write_sample
-    from beam_jobs.insights import run
-
-    write_sample(str(tmp_path / "in.jsonl"), 400, 150, seed=4)
-    assert run(["--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), "--seed", "1",
-                "--num_clusters", "6", "--min_cluster_size", "5", "--themes"]) == 0
-    report = json.load(open(tmp_path / "out" / "release" / "report.json"))
+    report = json.load(open(os.path.join(small_run.output, "release", "report.json")))
     spends = {m["stage"]: m for m in report["privacy"]["mechanisms"]}
     sigma = spends["themes"]["noise"]["sigma"]
     # The calibration meets the budget from below, to its tolerance on the noise scale.
@@ -212,7 +207,7 @@ def test_the_job_releases_the_themes_within_its_epsilon(tmp_path):
     assert themes[-1]["id"] == th.OTHER_THEME and len(themes) > 20 and report["config"]["themes"] is True
     # Each user's votes have L2 norm 1, so their sum (L1) is between 1 and sqrt(its themes) <= sqrt(C): the
     # sizes add up to between the users kept and sqrt(5) times that (the noise of ~40 themes aside).
-    users = json.load(open(tmp_path / "out" / "private" / "run_stats.json"))["users"]
+    users = json.load(open(os.path.join(small_run.output, "private", "run_stats.json")))["users"]
     slack = 5 * sigma * math.sqrt(len(themes))
     assert users - slack < sum(t["size"] for t in themes) < math.sqrt(5) * users + slack
 

@@ -7,6 +7,7 @@ import dataclasses
 
 import apache_beam as beam
 
+from core.dp_stages import CLUSTER_SIZES
 from core.records import ConversationBlock
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.joint_calibration import StageNoise
@@ -17,7 +18,7 @@ from transforms.dp_count import DPCountPerPartition, ExactCountPerPartition
 
 def cluster_size_params(epsilon: float, max_conversations_per_user: int) -> DPCountParams:
     # A user has <= C conversations, each in one cluster: L1 sensitivity C, whatever the clusters.
-    return DPCountParams(stage="cluster_sizes", epsilon=epsilon, noise="laplace",
+    return DPCountParams(stage=CLUSTER_SIZES, epsilon=epsilon, noise="laplace",
                          max_contributions=max_conversations_per_user)
 
 

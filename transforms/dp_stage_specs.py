@@ -1,4 +1,5 @@
-"""The insights job's DP stages, each declared once: its name, its default share of the run's epsilon,
+"""The insights job's DP stages, each declared once: its name (a constant of core/dp_stages.py, which
+every layer that files something under the stage imports), its default share of the run's epsilon,
 its calibration request, what it releases and its progress line.
 
 Everything that lists the stages reads this tuple: the --epsilon_weights flag (names, defaults, help),
@@ -16,8 +17,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from dp_ops.facets import BY_TOPIC_STAGE as FACET_TOPICS_STAGE
-from dp_ops.facets import OVERALL_STAGE as FACETS_STAGE
+from core.dp_stages import (
+    CLUSTER_SIZES,
+    CLUSTERING,
+    FACET_TOPICS,
+    FACETS,
+    KEYWORD_HISTOGRAMS,
+    KEYWORD_SET,
+    THEMES,
+    TOKEN_DECODING,
+    USER_COUNT,
+)
 from dp_ops.fixed_histogram import fixed_partition_request
 from dp_ops.joint_calibration import (
     StageRequest,
@@ -26,10 +36,7 @@ from dp_ops.joint_calibration import (
     keyword_votes_request,
     user_count_request,
 )
-from dp_ops.tfidf import STAGE as KEYWORD_SET_STAGE
-from dp_ops.theme_histogram import STAGE as THEMES_STAGE
 from dp_ops.theme_histogram import theme_request
-from dp_ops.token_decoding import STAGE as TOKEN_DECODING_STAGE
 from dp_ops.token_decoding import TokenDecodingParams, token_decoding_request
 from transforms.progress import ProgressStage
 
@@ -67,72 +74,72 @@ class DPStageSpec:
 
 
 def _user_count(settings: StageSettings) -> StageRequest | None:
-    return user_count_request(settings.weights["user_count"]) if settings.counts_users else None
+    return user_count_request(settings.weights[USER_COUNT]) if settings.counts_users else None
 
 
 def _clustering(settings: StageSettings) -> StageRequest:
-    return clustering_request(settings.weights["clustering"], settings.kmeans_iterations)
+    return clustering_request(settings.weights[CLUSTERING], settings.kmeans_iterations)
 
 
 def _cluster_sizes(settings: StageSettings) -> StageRequest:
     # A user adds <= C to one partition each time: L1 = C.
-    return count_request("cluster_sizes", settings.weights["cluster_sizes"], "laplace", l0=1,
+    return count_request(CLUSTER_SIZES, settings.weights[CLUSTER_SIZES], "laplace", l0=1,
                          linf=settings.max_conversations_per_user)
 
 
 def _keyword_histograms(settings: StageSettings) -> StageRequest | None:
     if settings.keyword_noise is None:
         return None
-    weight = settings.weights["keyword_histograms"]
+    weight = settings.weights[KEYWORD_HISTOGRAMS]
     if settings.keyword_votes == "weighted":
         return keyword_votes_request(weight)
-    return count_request("keyword_histograms", weight, settings.keyword_noise, l0=settings.keyword_partitions_per_user)
+    return count_request(KEYWORD_HISTOGRAMS, weight, settings.keyword_noise, l0=settings.keyword_partitions_per_user)
 
 
 def _themes(settings: StageSettings) -> StageRequest | None:
-    return theme_request(settings.weights[THEMES_STAGE]) if settings.themes else None
+    return theme_request(settings.weights[THEMES]) if settings.themes else None
 
 
 def _facets(settings: StageSettings) -> StageRequest | None:
-    return fixed_partition_request(FACETS_STAGE, settings.weights[FACETS_STAGE], settings.facets) if (
+    return fixed_partition_request(FACETS, settings.weights[FACETS], settings.facets) if (
         settings.facets) else None
 
 
 def _facet_topics(settings: StageSettings) -> StageRequest | None:
-    return fixed_partition_request(FACET_TOPICS_STAGE, settings.weights[FACET_TOPICS_STAGE], settings.facets) if (
+    return fixed_partition_request(FACET_TOPICS, settings.weights[FACET_TOPICS], settings.facets) if (
         settings.facets) else None
 
 
 def _token_decoding(settings: StageSettings) -> StageRequest | None:
-    return (token_decoding_request(settings.weights[TOKEN_DECODING_STAGE], settings.token_decoding)
+    return (token_decoding_request(settings.weights[TOKEN_DECODING], settings.token_decoding)
             if settings.token_decoding else None)
 
 
 # In pipeline order. The default weights are the former per-stage epsilons' proportions (4 + 1 + 2),
 # now composed with PLD; the user count only chooses the k-means dimension, so a rough figure will do.
 DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
-    DPStageSpec(KEYWORD_SET_STAGE, "the keyword list itself"),
-    DPStageSpec("user_count", "the number of users (it chooses the clustering dimension)", 0.1, optional=True,
+    DPStageSpec(KEYWORD_SET, "the keyword list itself"),
+    DPStageSpec(USER_COUNT, "the number of users (it chooses the clustering dimension)", 0.1, optional=True,
                 request=_user_count,
                 progress=ProgressStage("user_count", "DP user count", "blocks", "blocks", after="embed")),
-    DPStageSpec("clustering", "which topics exist (the cluster centres)", 4.0, request=_clustering,
+    DPStageSpec(CLUSTERING, "which topics exist (the cluster centres)", 4.0, request=_clustering,
                 progress=ProgressStage("dp_kmeans", "DP k-means", "block passes", "kmeans_passes", after="user_count")),
-    DPStageSpec("cluster_sizes", "each topic's size", 1.0, request=_cluster_sizes,
+    DPStageSpec(CLUSTER_SIZES, "each topic's size", 1.0, request=_cluster_sizes,
                 progress=ProgressStage("cluster_sizes", "DP cluster sizes", "conversations", "kept",
                                        after="assign_clusters")),
-    DPStageSpec("keyword_histograms", "each topic's keywords", 2.0, request=_keyword_histograms,
+    DPStageSpec(KEYWORD_HISTOGRAMS, "each topic's keywords", 2.0, request=_keyword_histograms,
                 progress=ProgressStage("keyword_histograms", "DP keyword histograms", "keyword pairs", None,
                                        after="select_keywords")),
     # Themes weigh 2: they lead what is new (docs/production.md#themes). At 1 the real-text stream's
     # held-back theme (~6 users' votes a night) was flagged within 7 nights in 0 of 5 runs; at 2, in 4 of 5
     # for about 0.01 of per-night NMI on the generated stream (the clustering's noise +4.5%).
-    DPStageSpec(THEMES_STAGE, "each fixed public theme's size (the keyword set's categories and Other), every night",
+    DPStageSpec(THEMES, "each fixed public theme's size (the keyword set's categories and Other), every night",
                 2.0, optional=True, request=_themes),
-    DPStageSpec(FACETS_STAGE, "each selected facet's answers (a fixed public question's fixed answers) over all "
+    DPStageSpec(FACETS, "each selected facet's answers (a fixed public question's fixed answers) over all "
                               "conversations, every night", 1.0, optional=True, request=_facets),
-    DPStageSpec(FACET_TOPICS_STAGE, "each selected facet's answers per released topic (the topic x answer cross-tab)",
+    DPStageSpec(FACET_TOPICS, "each selected facet's answers per released topic (the topic x answer cross-tab)",
                 1.0, optional=True, request=_facet_topics),
-    DPStageSpec(TOKEN_DECODING_STAGE, "each kept topic's token-decoded description (T noisy means of its sampled "
+    DPStageSpec(TOKEN_DECODING, "each kept topic's token-decoded description (T noisy means of its sampled "
                                       "members' hidden states)", 1.0, optional=True, request=_token_decoding),
 )
 

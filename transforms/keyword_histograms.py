@@ -22,6 +22,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends.interfaces import KeywordSelector
+from core.dp_stages import KEYWORD_HISTOGRAMS
 from core.records import ConversationBlock, DeadLetter
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.keyword_votes import (
@@ -210,7 +211,7 @@ class DPKeywordVotes(DPStage):
             | "sum votes per (cluster, column)" >> beam.CombineGlobally(
                 _VoteSumsFn((self._num_clusters, len(self._columns))))
             | "add Gaussian noise, keep kept clusters" >> beam.FlatMap(
-                timed(self.spend.stage if self.spend else "keyword_histograms", _noisy_histogram), kept,
+                timed(self.spend.stage if self.spend else KEYWORD_HISTOGRAMS, _noisy_histogram), kept,
                 self._columns, self._sigma, self._noise_seed, self._noise_stream)
         )
 
@@ -221,7 +222,7 @@ def keyword_count_params(epsilon: float, delta: float, noise: str, max_partition
     # L0 = C * max_keywords would keep every pair but costs sqrt(C * max_keywords) in noise; most users
     # have far fewer sampled pairs, so a smaller L0 loses little data and buys less noise.
     return DPCountParams(
-        stage="keyword_histograms", epsilon=epsilon, delta=delta if noise == "gaussian" else 0.0, noise=noise,
+        stage=KEYWORD_HISTOGRAMS, epsilon=epsilon, delta=delta if noise == "gaussian" else 0.0, noise=noise,
         max_partitions_contributed=max_partitions_per_user,
         max_contributions_per_partition=1,
     )

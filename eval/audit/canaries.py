@@ -38,6 +38,7 @@ import sys
 
 from core.release_gate import scan
 from core.run_context import PENDING_FOLDER, PRIVATE_FOLDER, REJECTED_FOLDER
+from eval.config_flags import JOB_DEFAULT, add_config_flags
 
 # The release gate keeps pending and rejected releases under the run's private folder (core/run_context.py);
 # the benchmark runs the job without --private_output, so that is RUN/private/.
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=3000, help="when generating")
     parser.add_argument("--users", type=int, default=1100, help="when generating")
     parser.add_argument("--fraction", type=float, default=0.6, help="when generating")
-    parser.add_argument("--num_clusters", type=int, default=50)
+    add_config_flags(parser, overridable=False, num_clusters=JOB_DEFAULT)  # passed to the job as --num_clusters
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--k_min", type=int, default=None, help="simple_clio defence: min distinct users per cluster")
     parser.add_argument("--redact", action="store_true", help="simple_clio defence: PII regex redaction")

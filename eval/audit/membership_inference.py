@@ -17,17 +17,16 @@ shared and what differs is listed there).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import time
 
 import numpy as np
 
+from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.simple_clio import run_simple_clio
-from eval.utility.topic_quality import config_overrides
 from eval.utility.utility_metrics import released_texts, report_summaries
 
 # Invented for this benchmark: a rare, identifying, sensitive request.
@@ -165,15 +164,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", help="JSON Lines data set the runs are drawn from")
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--n", type=int, default=100, help="conversations per run")
-    parser.add_argument("--num_clusters", type=int, default=10, help="k for both pipelines")
-    parser.add_argument("--min_cluster_size", type=float, default=10, help="URANIA's tau at this small n")
-    parser.add_argument("--epsilon", type=float, default=UraniaConfig.epsilon,
-                        help="the run's total epsilon, as the job's --epsilon")
-    parser.add_argument("--epsilon_weights", default=UraniaConfig.epsilon_weights,
-                        help="the stages' shares, as the job's --epsilon_weights")
+    # k for both pipelines; URANIA's tau at this small n
+    add_config_flags(parser, num_clusters=10, min_cluster_size=10, epsilon=JOB_DEFAULT, epsilon_weights=JOB_DEFAULT)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="a UraniaConfig override (the job's flag of that name), e.g. label_fallback=none")
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "membership_inference"))
     args = parser.parse_args(argv)
     if args.pool:
@@ -190,9 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     dataset = load_dataset(args.data)
     vectors = embed_cached(dataset.facets)
     target = embed_cached([SENSITIVE_CONVERSATION])[0]
-    config = dataclasses.replace(
-        UraniaConfig(num_clusters=args.num_clusters, min_cluster_size=args.min_cluster_size,
-                     epsilon=args.epsilon, epsilon_weights=args.epsilon_weights), **config_overrides(args.set))
+    config = config_from(args)
     result = run_attack(dataset.conversation_ids, dataset.user_ids, dataset.facets, vectors, target, args.runs,
                         args.n, config, args.num_clusters, args.seed,
                         progress=lambda r: print(f"  {r}/{args.runs} runs, {time.time() - started:.0f} s", flush=True))

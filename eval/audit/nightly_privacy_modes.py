@@ -49,17 +49,19 @@ import dp_accounting
 import numpy as np
 
 from beam_jobs.generate_sample import write_sample
-from beam_jobs.options import ClusteringParams, PrivacyParams
+from beam_jobs.options import PrivacyParams
 from beam_jobs.sample_topics import PLANTED_TOPICS
+from core.dp_stages import CLUSTER_SIZES, CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
 from core.report import VOTE_SOURCES
 from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
 from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly, count_request
 from dp_ops.nightly_plan import nights_per_window, plan_nights
 from dp_ops.sampling import keyed_uniform
+from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import RESULTS_DIR, embed_cached, load_dataset, planted_topics
 from eval.tables import cell, mean, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
-from eval.utility.topic_quality import composition, config_overrides, nmi, planted_named, with_unreleased
+from eval.utility.topic_quality import composition, nmi, planted_named, with_unreleased
 
 OUTPUT_DIR = os.path.join(RESULTS_DIR, "nightly_modes")
 SAMPLE_PURPOSE = "nightly user sample"
@@ -157,8 +159,8 @@ def window_epsilon_of(event: dp_accounting.DpEvent, delta: float) -> float:
 
 def sampled_requests(requests: Sequence[StageRequest], max_conversations_per_user: int) -> list[StageRequest]:
     """The job's stages with the cluster sizes as a Gaussian COUNT (L2 sensitivity C, same weight)."""
-    return [count_request("cluster_sizes", r.weight, "gaussian", l0=1, linf=max_conversations_per_user)
-            if r.stage == "cluster_sizes" else r for r in requests]
+    return [count_request(CLUSTER_SIZES, r.weight, "gaussian", l0=1, linf=max_conversations_per_user)
+            if r.stage == CLUSTER_SIZES else r for r in requests]
 
 
 def plain_night_calibration(requests: Sequence[StageRequest], cap: float, window_delta: float, window_days: int,
@@ -222,13 +224,13 @@ def mode_calibration(mode: Mode, requests: Sequence[StageRequest], max_conversat
 def noise_figures(night: NightCalibration) -> dict:
     """The per-night noise the mode's calibration draws, and the night as one Gaussian where it is one."""
     stages = night.calibration.stages
-    sizes = stages["cluster_sizes"]
+    sizes = stages[CLUSTER_SIZES]
     size_std = sizes.noise_std_parameter * (math.sqrt(2) if sizes.request.noise == "laplace" else 1.0)
     gaussian = [e for e in merged(night.calibration.events()) if isinstance(e, dp_accounting.GaussianDpEvent)]
     return {
-        "clustering_z": stages["clustering"].noise_multiplier,
-        "votes_z": stages["keyword_histograms"].noise_multiplier,
-        "user_count_z": stages["user_count"].noise_multiplier if "user_count" in stages else None,
+        "clustering_z": stages[CLUSTERING].noise_multiplier,
+        "votes_z": stages[KEYWORD_HISTOGRAMS].noise_multiplier,
+        "user_count_z": stages[USER_COUNT].noise_multiplier if USER_COUNT in stages else None,
         "sizes": f"{sizes.request.noise} std {size_std:.2f}",
         "size_std": size_std,
         "gaussians_z": gaussian[0].noise_multiplier if gaussian else None,
@@ -351,14 +353,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--generate", default="18000,12000,7",
                         help="conversations,user ids,seed for beam_jobs.generate_sample when --data is not given "
                              "(the default gives ~6,050 active users)")
-    parser.add_argument("--num_clusters", type=int, default=ClusteringParams.num_clusters)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                        help="override a UraniaConfig field (repeatable)")
+    add_config_flags(parser, num_clusters=JOB_DEFAULT)
     parser.add_argument("--output", default=OUTPUT_DIR, help="folder for the data, the CSV and the markdown")
     parser.add_argument("--noise_only", action="store_true", help="print the noise table and stop")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    config = UraniaConfig(**{**config_overrides(args.overrides), "num_clusters": args.num_clusters})
+    config = config_from(args)
     requests = stage_requests(config)
     window = dict(cap=args.max_epsilon_per_window, window_delta=args.window_delta, window_days=args.window_days,
                   cadence_days=args.cadence_days, night_delta=args.night_delta)

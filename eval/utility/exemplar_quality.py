@@ -51,10 +51,10 @@ from backends.llm import parsing, prompts
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
 from beam_jobs.options import ClusteringParams
+from eval.config_flags import add_config_flags, config_overrides
 from eval.data import TextEmbedder, embed_cached, load_dataset, planted_topics
 from eval.tables import cell, mean
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility.topic_quality import config_overrides
 
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
 
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reader", choices=("none", "local"), default="none")
     parser.add_argument("--llm_model", default=DEFAULT_LOCAL_MODEL)
     parser.add_argument("--llm_threads", type=int, default=1)
-    parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
+    add_config_flags(parser)
     parser.add_argument("--json", help="write every run's figures (and the released names and exemplars) here")
     args = parser.parse_args(argv)
     overrides = config_overrides(args.set)

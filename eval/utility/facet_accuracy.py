@@ -42,6 +42,7 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from beam_jobs.generate_sample import generate_records
 from core.records import ConversationBlock
+from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.facet_shares import DEFAULT_DATA
@@ -240,15 +241,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--conversations", type=int, default=8000)
     parser.add_argument("--users", type=int, default=2500)
     parser.add_argument("--seed", type=int, default=7, help="the sample's and the run's (bounding, clustering) seed")
-    parser.add_argument("--num_clusters", type=int, default=10)
-    parser.add_argument("--epsilon", type=float, default=UraniaConfig.epsilon)
+    add_config_flags(parser, num_clusters=10, epsilon=JOB_DEFAULT)
     parser.add_argument("--noise_seeds", type=int, default=5)
     parser.add_argument("--min_conversations", type=int, default=100,
                         help="the least planted conversations of a topic x answer cell to score its interval")
     parser.add_argument("--real_data", default=DEFAULT_DATA,
                         help="JSON Lines file(s), joined by commas, for the request kinds before/after; '' skips")
     args = parser.parse_args(argv)
-    config = UraniaConfig(num_clusters=args.num_clusters, epsilon=args.epsilon, facets=",".join(PLANTED_FIELDS))
+    config = config_from(args, facets=",".join(PLANTED_FIELDS))
     facet_set = load_facet_set(config.facet_set)
     language, request_kind = (facet for _, facet in facet_set.select(tuple(PLANTED_FIELDS)))
     with tempfile.TemporaryDirectory() as folder:
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
             (subset, accuracy([truth_kind[i] for i, code in enumerate(planted_language) if code in codes],
                               [answers[i] for i, code in enumerate(planted_language) if code in codes]))
             for subset, codes in subsets)))
-    print(f"== DP 95% intervals against the planted cells (epsilon {args.epsilon:g}, k = {args.num_clusters})")
+    print(f"== DP 95% intervals against the planted cells (epsilon {config.epsilon:g}, k = {config.num_clusters})")
     for line in coverage_lines(dataset, planted, {"language": languages, "request_kind": answered[-1]}, embeddings, config,
                                args.seed, args.noise_seeds, args.min_conversations):
         print(line)

@@ -24,6 +24,7 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from beam_jobs.options import facet_names
 from core.records import ConversationBlock
+from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.topic_quality import SHARED_DATA
@@ -97,16 +98,14 @@ def compare(dp: dict, exact: dict, min_cell: float) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=DEFAULT_DATA, help="JSON Lines file(s), joined by commas")
-    parser.add_argument("--facets", default="language,request_kind,concern")
-    parser.add_argument("--num_clusters", type=int, default=20)
-    parser.add_argument("--epsilon", type=float, default=UraniaConfig.epsilon)
+    add_config_flags(parser, facets="language,request_kind,concern", num_clusters=20, epsilon=JOB_DEFAULT)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min_cell", type=float, default=20.0,
                         help="the least exact size (users) of a topic x answer cell to score its interval")
     args = parser.parse_args(argv)
     dataset = load_dataset(args.data)
     embeddings = embed_cached(dataset.facets)
-    config = UraniaConfig(num_clusters=args.num_clusters, epsilon=args.epsilon, facets=args.facets)
+    config = config_from(args)
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
                         seed=args.seed, noise_seed=args.seed)
     exact = exact_section(config, dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
@@ -114,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     facet_events = [m["stage"] for m in report["privacy"]["mechanisms"] if m["stage"] in ("facets", "facet_topics")]
     print(f"{args.data}: {len(dataset)} conversations, {len(set(dataset.user_ids))} users, "
           f"{len(report['topics'])} topics released; report epsilon {report['privacy']['epsilon']:.4f} "
-          f"(budget {args.epsilon:g}), facet mechanisms: {len(facet_events)}")
+          f"(budget {config.epsilon:g}), facet mechanisms: {len(facet_events)}")
     for line in compare(report["facets"], exact, args.min_cell):
         print(line)
 

@@ -34,9 +34,10 @@ import time
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 from dp_ops.keyword_votes import conversation_votes
+from eval.config_flags import add_config_flags, config_overrides
 from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics, with_users
 from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_urania
-from eval.utility.topic_quality import config_overrides, mentions
+from eval.utility.topic_quality import mentions
 
 
 def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", action="append", required=True, help="NAME=PATH:K (repeatable)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
+    add_config_flags(parser)
     parser.add_argument("--users", type=int, default=None, help="simulated users per data set (default: its own)")
     args = parser.parse_args(argv)
     overrides = config_overrides(args.set)

@@ -72,9 +72,9 @@ from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import CountVectorizer
 
 from dp_ops.dp_kmeans import normalise_rows
+from eval.config_flags import config_overrides
 from eval.data import Dataset, TextEmbedder, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility.topic_quality import config_overrides
 
 JUDGE_MODEL = "all-mpnet-base-v2"
 REFERENCE_TERMS = 5

@@ -87,9 +87,10 @@ from core.timeline import CHANGE_STATUSES, FIRST_NIGHT, build_timeline
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, events_json
 from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.nightly_plan import NightlyPlan, plan_nights
+from eval.config_flags import add_config_flags, config_from
 from eval.data import DEFAULT_CACHE_DIR, RESULTS_DIR, embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
-from eval.utility.topic_quality import config_overrides, nmi
+from eval.utility.topic_quality import nmi
 
 DEFAULT_STREAM = os.path.join(RESULTS_DIR, "stream")
 FLAG_STATUSES = ("new", "emerging", "growing")
@@ -806,7 +807,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--stream", default=DEFAULT_STREAM,
                         help="stream folder (generated there unless it holds this stream already)")
     add_stream_arguments(parser)
-    parser.add_argument("--num_clusters", type=int, default=20)
+    add_config_flags(parser, num_clusters=20)
     parser.add_argument("--max_epsilon_per_window", type=float, default=30.0)
     parser.add_argument("--window_days", type=int, default=30)
     parser.add_argument("--window_delta", type=float, default=DEFAULT_WINDOW_DELTA)
@@ -817,9 +818,6 @@ def main(argv: list[str] | None = None) -> dict:
                         help="runs of the whole stream per mode (noise seeds noise_seed, noise_seed + 1, ...)")
     parser.add_argument("--cache_dir", default=DEFAULT_CACHE_DIR)
     parser.add_argument("--json", default=None, help="also write the figures here")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a job option of the nightly runs (eval/urania_inprocess.UraniaConfig), "
-                             "e.g. kmeans_iterations=2; repeatable")
     parser.add_argument("--real_stream", action="store_true",
                         help="a stream of real conversations from ../shared/data with one real theme held back, "
                              "then about 6%% a night (eval/utility/real_stream.py) instead of a generated one")
@@ -831,7 +829,7 @@ def main(argv: list[str] | None = None) -> dict:
         planted = prepare_real_stream(args.stream)
     else:
         planted = prepare_stream(args.stream, spec)
-    base = dataclasses.replace(UraniaConfig(num_clusters=args.num_clusters), **config_overrides(args.set))
+    base = config_from(args)  # --warm_start is this evaluation's ("both" runs the two): set per mode below
     nights = load_nights(args.stream, planted, base.embedding_model, args.cache_dir)
     users = len({u for n in nights for u in n.user_ids})
     print(f"stream {args.stream}: {len(nights)} nights, {sum(len(n.conversation_ids) for n in nights)} "

@@ -29,6 +29,7 @@ import re
 import numpy as np
 
 from core.release_gate import PII_PATTERNS
+from eval.config_flags import JOB_DEFAULT, add_config_flags
 from eval.data import embed_cached, load_dataset
 
 BASELINE_FOLDER = "non_private_baseline"
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="SIMPLE-CLIO: the non-private baseline (evaluation only).")
     parser.add_argument("--input", required=True, help="JSON Lines file in the job's input schema")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--num_clusters", type=int, default=50)
+    add_config_flags(parser, overridable=False, num_clusters=JOB_DEFAULT)  # SIMPLE-CLIO's k, as the job's
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--members_per_summary", type=int, default=10)
     parser.add_argument("--k_min", type=int, default=None, help="defence: drop clusters with fewer distinct users")

@@ -18,6 +18,7 @@ import os
 import time
 
 from beam_jobs.options import PrivacyParams
+from eval.config_flags import JOB_DEFAULT, add_config_flags
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.tables import cell, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
@@ -117,8 +118,7 @@ def write_outputs(rows: list[dict], folder: str, name: str, title: str) -> dict[
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Privacy-utility sweep over the paper's epsilon configurations.")
     parser.add_argument("--data", required=True)
-    parser.add_argument("--num_clusters", type=int, default=30)
-    parser.add_argument("--min_cluster_size", type=float, default=25)
+    add_config_flags(parser, overridable=False, num_clusters=30, min_cluster_size=JOB_DEFAULT)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "sweep"))
     from eval.utility.llm_judge import add_llm_arguments, judge_from_args

@@ -24,6 +24,7 @@ import statistics
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
 from beam_jobs.sample_topics import PLANTED_TOPICS
+from eval.config_flags import JOB_DEFAULT, add_config_flags
 from eval.data import embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.utility_metrics import group_purity
@@ -167,7 +168,7 @@ def summary_table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Topic names and hierarchy on planted data, old vs new.")
     parser.add_argument("--data", required=True)
-    parser.add_argument("--num_clusters", type=int, default=50)
+    add_config_flags(parser, overridable=False, num_clusters=JOB_DEFAULT)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--show", type=int, default=0, help="print this many topics' names and groups (first seed)")
     args = parser.parse_args(argv)

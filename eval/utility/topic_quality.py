@@ -32,8 +32,8 @@ Generated data, against the planted topics:
     python -m eval.utility.topic_quality --preset planted_and_real --seeds 3 --skip_uncached [--evaldata DIR]
     python -m eval.utility.topic_quality --data gen20k=../evaldata/gen20k.jsonl:30 --seeds 3 --set projection_dim=64
 
---set KEY=VALUE (repeatable) overrides any UraniaConfig field, typed from its annotation ("inf",
-"none" accepted where they fit), so options the job gains are measurable without editing this file.
+--set FIELD=VALUE (repeatable) overrides any UraniaConfig field (eval/config_flags.py), so options the
+job gains are measurable without editing this file.
 Writes eval/results/topic_quality/topic_quality_LABEL.csv (one row per data set and seed) and .md.
 """
 
@@ -48,8 +48,6 @@ import os
 import re
 import statistics
 import time
-import types
-import typing
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -57,6 +55,7 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
 from core.report import VOTE_SOURCES
+from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset, planted_topics
 from eval.tables import short_number, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
@@ -212,39 +211,6 @@ def preset_specs(preset: str | None, evaldata: str = EVALDATA, shared_data: str 
     folders = {"evaldata": evaldata, "shared_data": shared_data}
     return [DataSpec(name, os.path.join(folders[folder], file), k)
             for name, folder, file, k in PRESETS.get(preset, ())]
-
-
-def _convert(value: str, annotation) -> object:
-    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
-    options = typing.get_args(annotation) if union else (annotation,)
-    if type(None) in options and value.lower() in ("none", "null"):
-        return None
-    kind = next(o for o in options if o is not type(None))
-    if typing.get_origin(kind) is typing.Literal:
-        choices = {str(choice): choice for choice in typing.get_args(kind)}
-        if value not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
-        return choices[value]
-    if kind is bool:
-        if value.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(f"expected true or false, got {value!r}")
-        return value.lower() in ("true", "1")
-    return kind(value)
-
-
-def config_overrides(pairs: Sequence[str]) -> dict:
-    """KEY=VALUE pairs as UraniaConfig fields, typed from the field's annotation."""
-    hints = typing.get_type_hints(UraniaConfig)
-    overrides = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or key not in hints:
-            raise SystemExit(f"--set {pair!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(hints))}")
-        try:
-            overrides[key] = _convert(value, hints[key])
-        except ValueError as error:
-            raise SystemExit(f"--set {pair!r}: {error}") from None
-    return overrides
 
 
 def _resolve(path: str) -> str:
@@ -411,11 +377,9 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"folder of the preset's generated sets (default {EVALDATA}, relative to the repository)")
     parser.add_argument("--shared_data", default=SHARED_DATA,
                         help=f"folder of the preset's real sets (default {SHARED_DATA}, relative to the repository)")
-    parser.add_argument("--num_clusters", type=int, default=50, help="k for --data without :K")
+    add_config_flags(parser, num_clusters=JOB_DEFAULT)  # k for --data without :K
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first_seed", type=int, default=0)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                        help="override a UraniaConfig field (repeatable), e.g. projection_dim=64")
     parser.add_argument("--skip_uncached", action="store_true",
                         help="skip data sets whose embeddings are not cached yet instead of embedding them")
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "topic_quality"))
@@ -425,11 +389,10 @@ def main(argv: list[str] | None = None) -> None:
     specs += [parse_data(value, args.num_clusters) for value in args.data]
     if not specs:
         parser.error("give --data or --preset")
-    overrides = config_overrides(args.overrides)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     all_rows, sections = [], []
     for spec in specs:
-        config = UraniaConfig(**{**overrides, "num_clusters": spec.num_clusters})
+        config = config_from(args, num_clusters=spec.num_clusters)
         loaded = load(spec, args.skip_uncached, config.embedding_model)
         if loaded is None:
             print(f"{spec.name}: embeddings not cached yet, skipped (--skip_uncached)", flush=True)
@@ -443,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{rows[-1]['seconds']:.0f} s", flush=True)
         all_rows += rows
         title = (f"### {spec.name}: {len(loaded.dataset):,} conversations, k={spec.num_clusters}, seeds "
-                 f"{seeds.start}-{seeds.stop - 1}" + (f", {' '.join(args.overrides)}" if args.overrides else ""))
+                 f"{seeds.start}-{seeds.stop - 1}" + (f", {' '.join(args.set)}" if args.set else ""))
         sections.append(f"{title}\n\n{markdown_table(rows)}")
         print(f"\n{sections[-1]}\n", flush=True)
     if all_rows:
