@@ -168,19 +168,28 @@ def test_canary_cli_shows_the_extractive_baseline_leaking(tmp_path):
 
 
 @pytest.mark.slow
-def test_sweep_and_membership_inference_clis(tmp_path):
+def test_sweep_and_membership_inference_clis(tmp_path, capsys):
+    # Their main()s in this process (not `python -m` in a subprocess): the four runs share one import of
+    # the job and one load of the embedding model, which were most of this test's time.
+    from eval.audit import membership_inference
+    from eval.utility import sweep
+
+    def run(main, *argv):
+        main(list(argv))
+        return capsys.readouterr().out
+
     path = str(tmp_path / "conversations.jsonl")
     write_sample(path, 400, 150, seed=8)
-    out = _run("-m", "eval.utility.sweep", "--data", path, "--num_clusters", "6", "--min_cluster_size", "10",
-               "--output", str(tmp_path / "sweep"))
+    out = run(sweep.main, "--data", path, "--num_clusters", "6", "--min_cluster_size", "10",
+              "--output", str(tmp_path / "sweep"))
     assert "| inf |" in out
     for ext in ("md", "csv", "png"):
         assert os.path.getsize(tmp_path / "sweep" / f"sweep_conversations.{ext}") > 0
     with open(tmp_path / "sweep" / "sweep_conversations.csv") as handle:
         rows = handle.read().splitlines()
     assert len(rows) == 6 and rows[-1].startswith("inf,inf,")
-    out = _run("-m", "eval.audit.membership_inference", "--data", path, "--runs", "8", "--n", "40", "--num_clusters", "3",
-               "--output", str(tmp_path / "mi"))
+    out = run(membership_inference.main, "--data", path, "--runs", "8", "--n", "40", "--num_clusters", "3",
+              "--output", str(tmp_path / "mi"))
     assert "| urania |" in out and "| simple_clio |" in out
     with open(tmp_path / "mi" / "conversations.json") as handle:
         result = json.load(handle)
@@ -188,13 +197,13 @@ def test_sweep_and_membership_inference_clis(tmp_path):
     assert all(math.isfinite(s) for s in result["scores"]["simple_clio"])
     assert os.path.getsize(tmp_path / "mi" / "conversations_roc.png") > 0
     # --set reaches the config; --pool reads run sets back as one.
-    _run("-m", "eval.audit.membership_inference", "--data", path, "--runs", "4", "--n", "40", "--num_clusters", "3",
-         "--seed", "1", "--set", "label_fallback=none", "--output", str(tmp_path / "mi1"))
+    run(membership_inference.main, "--data", path, "--runs", "4", "--n", "40", "--num_clusters", "3",
+        "--seed", "1", "--set", "label_fallback=none", "--output", str(tmp_path / "mi1"))
     with open(tmp_path / "mi1" / "conversations.json") as handle:
         second = json.load(handle)
     assert second["args"]["set"] == ["label_fallback=none"]
-    out = _run("-m", "eval.audit.membership_inference", "--pool", str(tmp_path / "mi" / "conversations.json"),
-               str(tmp_path / "mi1" / "conversations.json"))
+    out = run(membership_inference.main, "--pool", str(tmp_path / "mi" / "conversations.json"),
+              str(tmp_path / "mi1" / "conversations.json"))
     assert "pooled 2 run sets, 12 runs" in out and "| urania |" in out
 
 
