@@ -334,11 +334,22 @@ def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
                 by_name[parts_[0].casefold()] = Candidate(parts_[0], parts_[1], round_)
         return list(by_name.values())
 
-    composed = compose_name(best_names(max((s[2] for s in scored), default=0)), direction, points_of, refuse, parts)
+    # Both compositions below embed many of the same names and joins: each text once (a text's vector
+    # does not depend on its batch, so a remembered one is the one it would get again).
+    known: dict[str, np.ndarray] = {}
+
+    def names_points(texts: list[str]) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if text not in known]
+        if missing:
+            known.update(zip(missing, points_of(missing)))
+        return np.stack([known[text] for text in texts]) if texts else points_of(texts)
+
+    composed = compose_name(best_names(max((s[2] for s in scored), default=0)), direction, names_points, refuse,
+                            parts)
     if composed is None:
         return None
     names, similarity = composed
-    first = compose_name(best_names(0), direction, points_of, refuse, parts)
+    first = compose_name(best_names(0), direction, names_points, refuse, parts)
     return DecodedLabel(join_words([c.name for c in names]), _sentence(names[0].description), similarity,
                         first[1] if first is not None else similarity, max(c.round for c in names),
                         evolution.candidates_scored, evolution.dropped)
