@@ -27,7 +27,7 @@ from beam_jobs.flags import options_class, params_from
 from core.params import Params, check, flag, parse_bool
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, LedgerPolicy
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
-from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES
+from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES, DEFAULT_WARM_PRIOR
 from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
 from dp_ops.token_decoding import TokenDecodingParams
 from transforms import dp_stage_specs
@@ -213,9 +213,16 @@ class ClusteringParams(Params):
                 "OUTPUT/index.json (public: no budget), fresh LSH seeds filling the other slots, so topics keep "
                 "their place and lineage id (docs/report.md); off: seed from LSH buckets only (lineages are still "
                 "matched).", choices=("auto", "off"), public=True)
+    warm_prior: float = flag(
+        DEFAULT_WARM_PRIOR, "With a warm start, how much the earlier night's centre of a topic counts in "
+        "tonight's Lloyd steps of the cluster it seeded: tonight's centre is the direction of its noisy sum plus "
+        "this times the earlier centre, a mean over the nights that steadies a steady topic's centre "
+        "(post-processing of public releases: no budget). 0: tonight's noisy sums alone. See docs/production.md.",
+        type=float, public=True)
 
     def __post_init__(self):
         check(self.num_clusters >= 1, f"--num_clusters must be >= 1, got {self.num_clusters}")
+        check(self.warm_prior >= 0 and math.isfinite(self.warm_prior), "--warm_prior must be >= 0 and finite")
         check(self.kmeans_iterations >= 1, "--kmeans_iterations must be >= 1")
         check(self.projection_dim >= 0 or self.projection_dim == AUTO_DIMENSION,
               "--projection_dim must be auto, 0 or a positive dimension")

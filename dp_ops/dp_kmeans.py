@@ -13,7 +13,10 @@ Algorithm (all randomness that touches the data is Gaussian noise accounted belo
     where the data is, and it costs one Gaussian release instead of a separate DP seeding scheme.
  3. Lloyd steps (releases 2..T+1): assign each point to its nearest centre (cosine), release the
     noisy weighted sum per centre, and take its direction as the new centre. A centre with no
-    points gets a pure-noise sum, i.e. a random restart, for free.
+    points gets a pure-noise sum, i.e. a random restart, for free. With a warm start, a centre that
+    a previous release's centre seeded takes the direction of its noisy sum plus `warm_prior` times
+    that centre: a mean over the nights that keeps a steady topic's centre steady, post-processing
+    of public releases (`lean_on_warm_centres`).
 
 User-level sensitivity: a user's conversations are weighted 1/n_u (n_u <= C after contribution
 bounding), so one user's points carry total weight <= 1. Each point has norm <= 1, so adding or
@@ -57,6 +60,12 @@ BASES = ("random", "pca")
 DIMENSION_SIGNAL_RATIO = 0.2
 MIN_AUTO_DIMENSION = 32
 
+# How much a previous release's centre counts beside tonight's direction in a Lloyd step of the cluster
+# it seeded (lean_on_warm_centres). Measured on the generated 60-night stream (eval/utility/nightly_stream.py:
+# cap 30 over 30 nights, k = 20, one Lloyd step, themes at weight 2, 5 runs each) against 0 and against a
+# weight in units of the noise norm: docs/production.md ("Last night's centre as a prior").
+DEFAULT_WARM_PRIOR = 1.0
+
 
 @dataclasses.dataclass(frozen=True)
 class DPKMeansParams:
@@ -74,6 +83,7 @@ class DPKMeansParams:
     seed: int = 0
     noise_multiplier: float | None = None
     basis: str = "random"
+    warm_prior: float = DEFAULT_WARM_PRIOR
 
     def __post_init__(self):
         if self.num_clusters < 1:
@@ -95,6 +105,8 @@ class DPKMeansParams:
                              f"got {self.projection_dim}")
         if self.basis not in BASES:
             raise ValueError(f"basis must be one of {BASES}, got {self.basis!r}")
+        if not (self.warm_prior >= 0 and math.isfinite(self.warm_prior)):
+            raise ValueError(f"warm_prior must be >= 0 and finite, got {self.warm_prior}")
         if self.lsh_bits is not None and not 1 <= self.lsh_bits <= 20:
             raise ValueError(f"lsh_bits must be in [1, 20], got {self.lsh_bits}")
         if (1 << self.seeding_bits) < self.num_clusters:
@@ -306,6 +318,24 @@ def warm_seed_centres(noisy_bucket_sums: np.ndarray, warm_centres: np.ndarray, n
     return np.asarray(chosen, dtype=np.float32)
 
 
+def lean_on_warm_centres(noisy_sums: np.ndarray, warm_centres: np.ndarray, warm_prior: float) -> np.ndarray:
+    """Tonight's centres before normalising: for each of the first len(warm_centres) clusters (those a
+    previous release's centres seeded, in order) the direction of its noisy sum plus `warm_prior` times
+    its seed's direction; the other rows' noisy sums as they are.
+
+    A topic's direction on consecutive nights is mostly the same while each night's noise on it is
+    fresh, so averaging tonight's direction with the centre it was seeded from (itself such an average)
+    is an exponentially weighted mean over the nights: with warm_prior 1 tonight weighs 1/2, last night
+    1/4, ..., which halves the spread of a steady topic's centre and lets a moving topic's centre
+    follow within a few nights. Post-processing of this release and public earlier ones: no budget."""
+    sums = np.array(noisy_sums, dtype=np.float64)
+    rows = min(len(warm_centres), len(sums))
+    if rows and warm_prior > 0:
+        sums[:rows] = (normalise_rows(sums[:rows])
+                       + warm_prior * normalise_rows(np.asarray(warm_centres[:rows], dtype=np.float64)))
+    return sums
+
+
 def update_centres(noisy_sums: np.ndarray) -> np.ndarray:
     """New centres are the directions of the noisy sums (spherical k-means)."""
     return normalise_rows(noisy_sums).astype(np.float32)
@@ -329,6 +359,7 @@ class Release:
     num_clusters: int
     dim: int
     hyperplanes: np.ndarray | None = None  # seeding only
+    warm_prior: float = 0.0  # Lloyd steps only: DPKMeansParams.warm_prior
 
     @property
     def seeding(self) -> bool:
@@ -349,41 +380,50 @@ class Release:
         return weighted_sums(points, weights, groups, self.num_groups)
 
     def centres(self, exact_sums: np.ndarray, sigma: float, noise_seed: int | None,
-                active_dim: int | None = None, warm_centres: np.ndarray | None = None) -> np.ndarray:
+                active_dim: int | None = None, warm_centres: np.ndarray | None = None,
+                warm_rows: int | None = None) -> np.ndarray:
         """The released centres: directions of the noisy sums (of the largest noisy bucket sums when
-        seeding; with `warm_centres`, a previous release's centres in this space, those first:
-        warm_seed_centres). Noise goes on the first `active_dim` coordinates (None: all): the points
-        are zero beyond them, so those coordinates of the sums are zero for every data set. sigma = 0
-        adds no noise and is not DP: only evaluations' non-private baseline."""
+        seeding). `warm_centres`: public directions in this space, a previous release's centres (the
+        first `warm_rows` of them; None: all) then any other public seeds. Seeding takes them first
+        (warm_seed_centres); with noise, a Lloyd step leans each of the first `warm_rows` clusters
+        toward its previous centre by `warm_prior` (lean_on_warm_centres). Noise goes on the first `active_dim`
+        coordinates (None: all): the points are zero beyond them, so those coordinates of the sums are
+        zero for every data set. sigma = 0 adds no noise and is not DP: only evaluations' non-private
+        baseline."""
         if sigma < 0:
             raise ValueError(f"sigma must be >= 0, got {sigma}")
         active = self.dim if active_dim is None else active_dim
         noisy = np.array(exact_sums, dtype=np.float64)
         if sigma > 0:
             noisy[:, :active] = add_gaussian_noise(noisy[:, :active], sigma, noise_seed, self.number)
+        warm = None if warm_centres is None or not len(warm_centres) else warm_centres
         if not self.seeding:
+            if warm is not None and sigma > 0:  # the non-private baseline stays exact k-means
+                noisy = lean_on_warm_centres(noisy, warm[:len(warm) if warm_rows is None else warm_rows],
+                                             self.warm_prior)
             return update_centres(noisy)
-        if warm_centres is not None and len(warm_centres):
-            return warm_seed_centres(noisy, warm_centres, self.num_clusters)
+        if warm is not None:
+            return warm_seed_centres(noisy, warm, self.num_clusters)
         return seed_centres(noisy, self.num_clusters)
 
 
 def release_schedule(params: DPKMeansParams) -> list[Release]:
     """The releases in order: LSH seeding, then `params.iterations` Lloyd steps."""
     seeding = Release(0, 1 << params.seeding_bits, params.num_clusters, params.dim, lsh_hyperplanes(params))
-    return [seeding] + [Release(step, params.num_clusters, params.num_clusters, params.dim)
+    return [seeding] + [Release(step, params.num_clusters, params.num_clusters, params.dim,
+                                warm_prior=params.warm_prior)
                         for step in range(1, params.releases)]
 
 
 def fit_centres(points: np.ndarray, weights: np.ndarray, params: DPKMeansParams, sigma: float,
                 noise_seed: int | None = None, active_dim: int | None = None,
-                warm_centres: np.ndarray | None = None) -> np.ndarray:
+                warm_centres: np.ndarray | None = None, warm_rows: int | None = None) -> np.ndarray:
     """Every release in one process, on projected points (`project_points` with the same
-    `active_dim`); the centres of the last. `warm_centres`: see Release.centres."""
+    `active_dim`); the centres of the last. `warm_centres`, `warm_rows`: see Release.centres."""
     centres = None
     for release in release_schedule(params):
         centres = release.centres(release.sums(points, weights, centres), sigma, noise_seed, active_dim,
-                                  warm_centres if release.seeding else None)
+                                  warm_centres, warm_rows)
     return centres
 
 

@@ -70,7 +70,7 @@ CONFIG_FLAGS = (
     "projection_basis", "expected_users", "keyword_noise", "keyword_votes", "keywords_per_vote",
     "category_vote_share", "false_keywords_per_topic", "keyword_candidates", "label_fallback", "embedding_model",
     "keyword_set", "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "centre_decoder",
-    "warm_start", "themes", "facets", "facet_set")
+    "warm_start", "warm_prior", "themes", "facets", "facet_set")
 _GROUPS = {"privacy": PrivacyParams, "clustering": ClusteringParams, "embedding": EmbeddingParams,
            "keywords": KeywordParams, "exemplars": ExemplarParams}
 _GROUP_OF = {field.name: group for group, params in _GROUPS.items() for field in flag_fields(params)}

@@ -1,3 +1,5 @@
+import dataclasses
+
 import apache_beam as beam
 import numpy as np
 from apache_beam.testing.util import assert_that
@@ -90,6 +92,11 @@ def test_warm_centres_and_theme_anchors_seed_the_beam_transform_as_in_process():
     expected = DPKMeans(params, None, noise_seed=9, warm_centres=warm, theme_seeds=seeds).local(blocks).centres
     cold = DPKMeans(params, None, noise_seed=9, warm_centres=warm).local(blocks).centres
     assert not np.allclose(expected, cold)  # the anchor's seed moved the release
+    unleaned = DPKMeans(dataclasses.replace(params, warm_prior=0.0), None, noise_seed=9, warm_centres=warm,
+                        theme_seeds=seeds).local(blocks).centres
+    # The warm prior moved the two warm-seeded clusters of the one Lloyd step, and only them.
+    assert not np.allclose(expected[:2], unleaned[:2], atol=1e-3)
+    np.testing.assert_allclose(expected[2:], unleaned[2:], atol=1e-6)
 
     def same_centres(centres):
         (released,) = centres

@@ -289,8 +289,8 @@ TODAYS_CONFIG_KEYS = {
     "keyword_set", "embedding_model", "embedding_backend", "embedding_device", "llm_backend", "llm_steps",
     "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
-    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start", "themes",
-    "facets"}
+    "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start", "warm_prior",
+    "themes", "facets"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",

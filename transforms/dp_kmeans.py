@@ -143,15 +143,18 @@ class DPKMeans(DPStage):
         """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
         from (one of them; neither for a fixed dimension). `model_name`: embeds the pca basis's keywords.
         `warm_centres`: a previous release's centres as embedding-space directions (public), seeded
-        first (dp_ops.dp_kmeans.warm_seed_centres), then `theme_seeds`' anchors. `private` False (the evaluation's non-private
-        baseline, epsilon = inf; never the job): the same releases without noise, at the whole width,
-        spending nothing."""
+        first (dp_ops.dp_kmeans.warm_seed_centres), then `theme_seeds`' anchors; the Lloyd steps lean
+        the clusters the warm centres seeded toward them (params.warm_prior), not the anchors' clusters.
+        `private` False (the evaluation's non-private baseline, epsilon = inf; never the job): the same
+        releases without noise, at the whole width, spending nothing."""
         super().__init__(budget)
         self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
         self.model_name = model_name
         self.warm_centres = warm_centres
+        # How many of the seed directions (seed_directions: the warm centres first) are earlier centres.
+        self.warm_rows = 0 if warm_centres is None else min(len(warm_centres), params.num_clusters)
         self.theme_seeds = theme_seeds
         if private:
             self.calibration = mechanism.calibrate(params)
@@ -171,7 +174,8 @@ class DPKMeans(DPStage):
         points, weights = concatenate([points_and_weights(block) for block in projected] + [_no_points(self.params)])
         directions = seed_directions(self.warm_centres, self.theme_seeds)
         warm = None if directions is None else mechanism.to_clustering_space(directions, basis, active_dim)
-        centres = mechanism.fit_centres(points, weights, self.params, self.sigma, self.noise_seed, active_dim, warm)
+        centres = mechanism.fit_centres(points, weights, self.params, self.sigma, self.noise_seed, active_dim, warm,
+                                        self.warm_rows)
         return DPKMeansOutput(centres=centres, blocks=[without_points(block) for block in projected], basis=basis,
                               active_dim=active_dim)
 
@@ -216,12 +220,12 @@ class DPKMeans(DPStage):
         for release in mechanism.release_schedule(params):
             # Partial sums per element, one global total, and the noise on the one worker holding it.
             previous = {} if centres is None else {"centres": beam.pvalue.AsSingleton(centres)}
-            seeds = {"warm_centres": beam.pvalue.AsSingleton(warm)} if release.seeding else {}
             centres = (
                 points
                 | f"{release.label}: partial sums" >> beam.MapTuple(timed("dp_kmeans", release.sums), **previous)
                 | f"{release.label}: total sums" >> beam.CombineGlobally(SumArraysFn(release.shape)).without_defaults()
-                | f"{release.label}: noisy sums to centres" >> beam.Map(release.centres, sigma, noise_seed, active,
-                                                                         **seeds)
+                | f"{release.label}: noisy sums to centres" >> beam.Map(
+                    release.centres, sigma, noise_seed, active, warm_centres=beam.pvalue.AsSingleton(warm),
+                    warm_rows=self.warm_rows)
             )
         return DPKMeansOutput(centres=centres, blocks=clustered_blocks, basis=basis, active_dim=active_dim)
