@@ -38,7 +38,7 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
     assert [s.name for s in specs] == ["user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes",
                                        "facets", "facet_topics", "token_decoding"]
     assert dp_stage_specs.default_weights() == (
-        "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1,themes:2,facets:1,facet_topics:1,token_decoding:1")
+        "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1,themes:2.5,facets:1,facet_topics:1,token_decoding:1")
     # Every stage the job registers with its budget has a declaration saying what it releases.
     params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path)]))
     requested = [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()]
@@ -62,7 +62,7 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
 def test_a_stage_declared_once_is_weighted_calibrated_budgeted_shown_and_labelled(with_toy_stage, tmp_path):
     # Weighted: --epsilon_weights knows it, its default weight is in the default, leaving it out is refused.
     assert dp_stage_specs.default_weights().endswith(
-        "keyword_histograms:2,toy_sums:0.5,user_count:0.1,themes:2,facets:1,facet_topics:1,token_decoding:1")
+        "keyword_histograms:2,toy_sums:0.5,user_count:0.1,themes:2.5,facets:1,facet_topics:1,token_decoding:1")
     with pytest.raises(ValueError, match="give a weight for toy_sums"):
         PrivacyParams(epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2")
 

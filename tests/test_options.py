@@ -51,7 +51,7 @@ def test_defaults_match_the_documented_interface():
             p.privacy.stage_weights(), p.privacy.delta, p.clustering.min_cluster_size,
             p.keywords.samples_per_cluster, p.keywords.keywords_per_cluster, p.privacy.keyword_votes) == (
         50, 5, None, {"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0, "user_count": 0.1,
-                      "themes": 2.0, "facets": 1.0, "facet_topics": 1.0, "token_decoding": 1.0}, 1e-6,
+                      "themes": 2.5, "facets": 1.0, "facet_topics": 1.0, "token_decoding": 1.0}, 1e-6,
         25, "auto", 5, "weighted")
 
 

@@ -130,11 +130,12 @@ DP_STAGE_SPECS: tuple[DPStageSpec, ...] = (
     DPStageSpec(KEYWORD_HISTOGRAMS, "each topic's keywords", 2.0, request=_keyword_histograms,
                 progress=ProgressStage("keyword_histograms", "DP keyword histograms", "keyword pairs", None,
                                        after="select_keywords")),
-    # Themes weigh 2: they lead what is new (docs/production.md#themes). At 1 the real-text stream's
-    # held-back theme (~6 users' votes a night) was flagged within 7 nights in 0 of 5 runs; at 2, in 4 of 5
-    # for about 0.01 of per-night NMI on the generated stream (the clustering's noise +4.5%).
+    # Themes weigh 2.5: they lead what is new (docs/production.md#themes). The real-text stream's held-back
+    # theme (~6 users' votes a night) was flagged within 7 nights in 0 of 5 runs at weight 1, 7 of 10 at 2 and
+    # 9 of 10 at 2.5; with the warm prior, the generated stream's per-night NMI was 0.792-0.829 at 2 and
+    # 0.789-0.814 at 2.5 (10 runs each).
     DPStageSpec(THEMES, "each fixed public theme's size (the keyword set's categories and Other), every night",
-                2.0, optional=True, request=_themes),
+                2.5, optional=True, request=_themes),
     DPStageSpec(FACETS, "each selected facet's answers (a fixed public question's fixed answers) over all "
                               "conversations, every night", 1.0, optional=True, request=_facets),
     DPStageSpec(FACET_TOPICS, "each selected facet's answers per released topic (the topic x answer cross-tab)",
