@@ -8,8 +8,8 @@ from backends import embedding
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
 from backends.keyword_categories import KeywordCategories, dominant_category
 from core.records import Conversation
-from core.report import CENTROID_SOURCE
 from dp_ops.rowwise import rowwise_matmul
+from publishing.report import CENTROID_SOURCE
 
 MAX_NAME_WORDS = 10
 # Words a cut name must not end on ("Python coding: unit testing and").

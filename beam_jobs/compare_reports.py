@@ -19,8 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL
-from core.report_html import STATUS_ORDER, render_comparison, run_label
-from core.timeline import size_noise_std
+from publishing.report_html import STATUS_ORDER, render_comparison, run_label
+from publishing.timeline import size_noise_std
 from transforms.topic_hierarchy import topic_vectors
 
 DEFAULT_THRESHOLD = 0.75
@@ -61,7 +61,7 @@ def match_topics(old_topics: list[dict], new_topics: list[dict], embed: Callable
 
 
 def compare(old: dict, new: dict, embed: Callable[[list[str]], np.ndarray], threshold: float = DEFAULT_THRESHOLD) -> dict:
-    """The comparison as a dict (rendered by core.report_html.render_comparison)."""
+    """The comparison as a dict (rendered by publishing.report_html.render_comparison)."""
     old_topics, new_topics = old.get("topics", []), new.get("topics", [])
     margin = change_margin(old, new)
     rows = []

@@ -50,16 +50,16 @@ from beam_jobs.options import (
 )
 from beam_jobs.topic_plan import TopicBackends, keyword_settings, stage_requests
 from beam_jobs.topic_plan import topic_plan as plan_of
-from core.lineage import LOOKBACK_NIGHTS
-from core.previous_nights import PreviousNights
-from core.release_gate import load_canaries
-from core.released_runs import committed_dates, released_reports
 from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
 from dp_ops.nightly_plan import NightlyPlan, nights_per_window, plan_nights
 from dp_ops.run_budget import RunBudget, spend_event
+from publishing.lineage import LOOKBACK_NIGHTS
+from publishing.previous_nights import PreviousNights
+from publishing.release_gate import load_canaries
+from publishing.released_runs import committed_dates, released_reports
 from transforms.assign_clusters import assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_stage import require_registered_dp_stages
@@ -158,13 +158,13 @@ def calibrate_night(params: InsightsParams, keyword_set: KeywordSet) -> NightBud
 
 
 def previous_nights(context: RunContext, model: str, embedding_dim: int, warm_start: bool) -> PreviousNights:
-    """What tonight takes from the earlier released nights (core/lineage.py), with every committed
+    """What tonight takes from the earlier released nights (publishing/lineage.py), with every committed
     night of the output folder, which an inherited lineage id's date must be one of. Their files are
     public and editable by whoever can write the release bucket: whatever is wrong with them costs the
     warm start and the lineages (logged), never the run. They are read here, while the pipeline is
     built and before the run reserves its budget; tonight's centres are matched to the lineages only
     after the night's noise is drawn, which is why that matching must never raise either
-    (core.lineage.assign_lineages)."""
+    (publishing.lineage.assign_lineages)."""
     if not context.date:
         return PreviousNights()
     try:

@@ -13,9 +13,9 @@ from backends.facet_set import load_facet_set
 from backends.interfaces import ExemplarWriter
 from beam_jobs.options import InsightsParams
 from core.dp_stages import CLUSTERING
-from core.previous_nights import PreviousNights
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.joint_calibration import JointCalibration, StageRequest
+from publishing.previous_nights import PreviousNights
 from transforms import dp_stage_specs
 from transforms.decode_centres import DecoderSettings
 from transforms.dp_stage_specs import StageSettings

@@ -3,7 +3,7 @@
 A stage's name is the key its calibration request, its weight in --epsilon_weights, its registered spend,
 its line in report.json's privacy section and the page's labels are filed under, so it is one constant
 here, low in the stack, and every layer (the mechanisms in dp_ops/, their transforms, the report in
-core/) imports it. What each stage releases, its default weight and its request are declared once too,
+publishing/) imports it. What each stage releases, its default weight and its request are declared once too,
 in transforms/dp_stage_specs.py.
 """
 

@@ -297,7 +297,7 @@ def warm_seed_centres(noisy_bucket_sums: np.ndarray, warm_centres: np.ndarray, n
     first, and the remaining slots from the noisy LSH buckets with the largest sums, skipping buckets
     pointing where a chosen centre already is (so the fresh seeds go to topics that are new); if too
     few buckets are that far from every chosen centre, the next largest are taken anyway."""
-    # Warm centre j stays cluster j (its lineage follows it: core/lineage.py), even a zero one (a
+    # Warm centre j stays cluster j (its lineage follows it: publishing/lineage.py), even a zero one (a
     # direction outside tonight's dimensions), which then restarts from its noise like an empty centre.
     warm = normalise_rows(np.asarray(warm_centres, dtype=np.float64))[:num_clusters]
     candidates = normalise_rows(noisy_bucket_sums[np.argsort(-np.linalg.norm(noisy_bucket_sums, axis=1),

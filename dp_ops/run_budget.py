@@ -98,5 +98,5 @@ class RunBudget:
         return self.epsilon(), self.delta
 
     def composition(self) -> dict:
-        """The run's total as the report states it (core.report.privacy_section): plain data."""
+        """The run's total as the report states it (publishing.report.privacy_section): plain data."""
         return {"composition": COMPOSITION, "accountant": ACCOUNTANT, "epsilon": self.epsilon(), "delta": self.delta}

@@ -11,7 +11,7 @@ keyword votes' mechanism over one "cluster"), as the facets are. A user whose ev
 theme adds 1 to it; one whose conversations spread over several adds less to each, and more in all.
 
 Because the partition never changes, nights are directly comparable: a theme's size tonight against
-its last week's needs no lineage (core/timeline.py). The stage is part of the run's joint calibration
+its last week's needs no lineage (publishing/timeline.py). The stage is part of the run's joint calibration
 (`themes` in --epsilon_weights) and so of the nightly plan: every window still fits its cap.
 """
 

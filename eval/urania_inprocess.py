@@ -5,7 +5,7 @@ The job's own stages on the local engine (transforms/engine.py): run_urania boun
 job's rule (dp_ops.contribution_bounding, via eval.data), puts the kept conversations in one
 ConversationBlock and runs transforms.topic_stages.topic_stages on it, the wiring the Beam job runs,
 with the job's joint calibration (dp_ops.joint_calibration, from the stages' declarations) and the
-offline backends. It then builds report.json as the job does (core.report.build_report).
+offline backends. It then builds report.json as the job does (publishing.report.build_report).
 Differs from the Beam job: no reading, facets or embedding (the vectors are given), no release gate
 and no files; k-means sums all points at once (the job: per block); the keyword set, categories and
 selector are set up once per process. With `noise_seed` the noise is seeded as the job's --noise_seed
@@ -43,16 +43,16 @@ from beam_jobs.options import (
 from beam_jobs.topic_plan import TopicBackends
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from beam_jobs.topic_plan import topic_plan as job_topic_plan
-from core.lineage import LOOKBACK_NIGHTS
 from core.params import flag_fields
-from core.previous_nights import PreviousNights
 from core.records import ConversationBlock
-from core.report import build_report
 from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from dp_ops.token_decoding import STAGE as TOKEN_DECODING_STAGE
 from dp_ops.token_decoding import token_decoding_request
 from eval.data import bound_contributions
+from publishing.lineage import LOOKBACK_NIGHTS
+from publishing.previous_nights import PreviousNights
+from publishing.report import build_report
 from transforms import dp_stage_specs
 from transforms.engine import LocalEngine
 from transforms.keyword_histograms import DPKeywordVotes
@@ -208,7 +208,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     instead of calibrating config.epsilon; its cluster sizes may be a Gaussian count. `previous_reports`:
     the earlier nights' released reports, oldest first (as this returns them, or the job writes them):
     as the job's --warm_start auto, k-means starts from the latest one's centres (if config.warm_start
-    is "auto"), and each topic gets the lineage id it continues (core/lineage.py), new ones named by
+    is "auto"), and each topic gets the lineage id it continues (publishing/lineage.py), new ones named by
     `date`. `label_writer`: with config.centre_decoder, the decoder's writer (default: templates); each
     topic's DecodedLabel is then in `_private["centre_decodings"]`. `token_decoding`:
     the token-level private decoding stage (transforms/token_decoding.py), calibrated jointly with the

@@ -37,7 +37,7 @@ from backends.keyword_set import load_keyword_set
 from backends.label_evidence import UNVERIFIED, unverified_text, voted_categories
 from backends.llm import prompts
 from backends.offline import KeywordClusterNamer
-from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
+from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
 from tests.conftest import assert_together, local_pipeline
 from tests.test_engines import beam_release_inputs
 from transforms.decode_centres import DecodeCentres, DecoderSettings
@@ -380,7 +380,7 @@ def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process(
     namer = KeywordClusterNamer(categories)
     decoder = DecoderSettings(TemplateLabelWriter(), _bank(), "torch", "cpu")
     exemplars = ExemplarSettings(0, 4, 1, None, "torch", "cpu")
-    from core.previous_nights import PreviousNights
+    from publishing.previous_nights import PreviousNights
     local = LocalEngine()
     expected = release_topics(local, labels, namer, categories, sizes, list(sizes),
                               DPKMeansOutput(centres, None, None, centres.shape[1]), PreviousNights(), "n", MODEL,

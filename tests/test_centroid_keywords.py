@@ -11,8 +11,8 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import DEFAULT_KEYWORD_SET, keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
-from core.report import keyword_agreement
 from core.spend import MechanismSpend
+from publishing.report import keyword_agreement
 from transforms.centroid_keywords import nearest_keywords
 
 

@@ -10,12 +10,12 @@ from backends.keyword_set import load_keyword_set
 from beam_jobs import progress
 from beam_jobs.insights import calibrate_night
 from beam_jobs.options import InsightsOptions, PrivacyParams, insights_params
-from core.report import build_report
-from core.report_html import render_report
 from core.spend import MechanismSpend
 from dp_ops.dp_events import event_to_json
 from dp_ops.joint_calibration import StageRequest
 from dp_ops.run_budget import RunBudget
+from publishing.report import build_report
+from publishing.report_html import render_report
 from transforms import dp_stage_specs
 from transforms import progress as registry
 from transforms.dp_stage_specs import DPStageSpec

@@ -10,10 +10,10 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from backends.offline import KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
-from core.lineage import centres_section
-from core.previous_nights import PreviousNights
 from core.records import ConversationBlock
-from core.report import CENTROID_SOURCE
+from publishing.lineage import centres_section
+from publishing.previous_nights import PreviousNights
+from publishing.report import CENTROID_SOURCE
 from tests.conftest import assert_together, check_dp_stage, local_pipeline
 from tests.release_snapshot import pipeline_dp_reproducible
 from transforms.dp_cluster_sizes import cluster_size_params

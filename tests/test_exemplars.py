@@ -12,8 +12,8 @@ from backends.exemplars import NEAR_DUPLICATE_SIMILARITY, candidate_problem, evo
 from backends.interfaces import ExemplarWriter
 from backends.llm import prompts
 from backends.offline_exemplars import ONE_KEYWORD, TWO_KEYWORDS, TemplateExemplarWriter
-from core.report import EXEMPLARS_NOTE, build_report
-from core.report_html import render_report, table_rows
+from publishing.report import EXEMPLARS_NOTE, build_report
+from publishing.report_html import render_report, table_rows
 
 TOPIC = {"name": "Cooking: sourdough and baking", "description": "Requests about cooking.",
          "keywords": ["sourdough", "baking", "bread flour"]}

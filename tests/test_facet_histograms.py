@@ -183,7 +183,7 @@ def test_rows_share_and_interval_shape():
 
 
 def test_the_long_format_rows_carry_overall_and_per_topic_cells_with_their_lineage():
-    from core.facet_rows import FACET_COLUMNS, facet_rows
+    from publishing.facet_rows import FACET_COLUMNS, facet_rows
     section = {"overall": histogram_rows({"es": 5.0, "unknown": 1.0}, 1.0),
                "by_topic": {"3": histogram_rows({"es": 2.0, "unknown": 0.0}, 1.0)}}
     rows = facet_rows("2026-11-02", {"topics": [{"id": 3, "lineage": "2026-11-01#0"}], "facets": {"language": section}})

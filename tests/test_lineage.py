@@ -1,10 +1,11 @@
-"""Warm starts and topic lineages (core/lineage.py, dp_ops.dp_kmeans.warm_seed_centres,
+"""Warm starts and topic lineages (publishing/lineage.py, dp_ops.dp_kmeans.warm_seed_centres,
 transforms/topic_lineage.py): post-processing of released centres only."""
 
 import numpy as np
 import pytest
 
-from core.lineage import (
+from dp_ops import dp_kmeans as km
+from publishing.lineage import (
     KnownLineage,
     assign_lineages,
     centres_section,
@@ -12,9 +13,8 @@ from core.lineage import (
     report_centres,
     split_parents,
 )
-from core.previous_nights import PreviousNights
-from core.release_gate import scan
-from dp_ops import dp_kmeans as km
+from publishing.previous_nights import PreviousNights
+from publishing.release_gate import scan
 from transforms.topic_lineage import lineage_section
 
 MODEL = "all-MiniLM-L6-v2"
@@ -168,7 +168,7 @@ def test_malformed_earlier_reports_are_ignored_not_fatal():
 def test_released_reports_skip_what_the_job_did_not_write(tmp_path):
     import json
 
-    from core.released_runs import released_reports
+    from publishing.released_runs import released_reports
     (tmp_path / "index.json").write_text("{not json")
     assert released_reports(str(tmp_path)) == []
     run = tmp_path / "dt=2026-11-01" / "run=a" / "release"
@@ -257,7 +257,7 @@ def test_with_the_committed_nights_an_id_must_start_on_one_of_them():
 def test_committed_dates_are_every_committed_night_of_the_index(tmp_path):
     import json
 
-    from core.released_runs import committed_dates
+    from publishing.released_runs import committed_dates
     assert committed_dates(str(tmp_path)) == frozenset()
     (tmp_path / "index.json").write_text("{not json")
     assert committed_dates(str(tmp_path)) == frozenset()

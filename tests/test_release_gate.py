@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from core.release_gate import scan
+from publishing.release_gate import scan
 
 
 def _report(**topic):

@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from core.report_html import TABLE_COLUMNS, render_comparison, render_report, table_columns, table_rows
+from publishing.report_html import TABLE_COLUMNS, render_comparison, render_report, table_columns, table_rows
 from tests.report_fixtures import sample_report, theme_embed, themed_topics
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"

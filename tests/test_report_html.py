@@ -3,9 +3,9 @@
 import json
 import re
 
-from core.release_gate import scan
-from core.report import noise_margin, size_noise_of
-from core.report_html import TABLE_COLUMNS, render_comparison, render_report, table_columns, table_rows
+from publishing.release_gate import scan
+from publishing.report import noise_margin, size_noise_of
+from publishing.report_html import TABLE_COLUMNS, render_comparison, render_report, table_columns, table_rows
 from tests.report_fixtures import sample_report, themed_topics
 
 XSS_NAME = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'

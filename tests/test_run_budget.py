@@ -10,7 +10,6 @@ import pytest
 from dp_accounting import dp_event
 from dp_accounting.pld import common, pld_privacy_accountant, privacy_loss_distribution
 
-from core.report import privacy_section
 from core.spend import MechanismSpend
 from dp_ops import dp_kmeans as km
 from dp_ops.dp_counts import DPCountParams, noise_for_budget, spend_from_accountant
@@ -26,6 +25,7 @@ from dp_ops.partition_selection import TermSelectionParams
 from dp_ops.partition_selection import spend_from_accountant as selection_spend
 from dp_ops.run_budget import RunBudget, spend_event
 from dp_ops.tfidf import DocumentFrequencyParams
+from publishing.report import privacy_section
 from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.keyword_histograms import keyword_count_params
 

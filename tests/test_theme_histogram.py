@@ -1,5 +1,5 @@
 """The fixed themes' DP histogram (dp_ops/theme_histogram.py, transforms/theme_histogram.py) and their
-trends (core/theme_timeline.py): the public mapping rule, sensitivity, noise, spend, calibration, the
+trends (publishing/theme_timeline.py): the public mapping rule, sensitivity, noise, spend, calibration, the
 per-record isolation of the stage, and the nightly and weekly statuses."""
 
 import math
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from core.records import ConversationBlock, DeadLetter
-from core.theme_timeline import FIRST_NIGHT, theme_timeline, weekly_status
 from dp_ops import theme_histogram as th
 from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
+from publishing.theme_timeline import FIRST_NIGHT, theme_timeline, weekly_status
 from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.theme_histogram import ThemeHistogram
 
@@ -213,9 +213,9 @@ def test_the_job_releases_the_themes_within_its_epsilon(small_run):
 
 
 def test_the_timeline_carries_the_themes_and_its_page_leads_with_them():
-    from core.theme_timeline import themes_part
-    from core.timeline import build_timeline, timeline_rows
-    from core.timeline_html import render_timeline_html
+    from publishing.theme_timeline import themes_part
+    from publishing.timeline import build_timeline, timeline_rows
+    from publishing.timeline_html import render_timeline_html
 
     runs = []
     for night in range(40):
@@ -283,8 +283,8 @@ def _night_report(night: int, sizes: dict[str, float], voted: tuple[str, ...] = 
 
 
 def test_a_theme_that_rose_with_no_topic_about_it_is_seeded_and_one_with_a_topic_is_not():
-    from core.previous_nights import PreviousNights
-    from core.theme_timeline import themes_to_seed
+    from publishing.previous_nights import PreviousNights
+    from publishing.theme_timeline import themes_to_seed
 
     rising = [20.0] * 9 + [80.0]  # its last night grew far beyond its week
     reports = [_night_report(n, {"Cooking": 50.0, "Python": rising[n], th.OTHER_THEME: rising[n]}) for n in range(10)]
@@ -301,7 +301,7 @@ def test_a_theme_that_rose_with_no_topic_about_it_is_seeded_and_one_with_a_topic
 
 
 def test_seed_themes_take_the_smallest_warm_topics_places_and_their_lineage_bonus():
-    from core.previous_nights import PreviousNights
+    from publishing.previous_nights import PreviousNights
 
     warm = np.eye(4)[:3]
     previous = PreviousNights((), warm, ("a", "b", None), seed_themes=("Python",))

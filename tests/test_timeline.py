@@ -1,4 +1,4 @@
-"""The public topic timeline (core/timeline.py, core/timeline_html.py, transforms/write_timeline.py,
+"""The public topic timeline (publishing/timeline.py, publishing/timeline_html.py, transforms/write_timeline.py,
 beam_jobs/timeline.py): statuses against simulated nights, the 95% interval's coverage, the long rows,
 the page's escaping, and the files written from an index of fake dated runs (generated here)."""
 
@@ -13,8 +13,8 @@ import os
 import numpy as np
 import pytest
 
-from core.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
-from core.timeline import (
+from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
+from publishing.timeline import (
     BASELINE_NIGHTS,
     CHANGE_STATUSES,
     EMERGING_NIGHTS,
@@ -30,7 +30,7 @@ from core.timeline import (
     size_noise_std,
     timeline_rows,
 )
-from core.timeline_html import render_timeline_html
+from publishing.timeline_html import render_timeline_html
 
 LAPLACE = {"kind": "laplace", "scale": 5.0, "std": math.sqrt(2) * 5.0}  # what dp_ops.dp_counts writes
 GAUSSIAN = {"kind": "gaussian", "sigma": 8.0, "std": 8.0}
@@ -62,7 +62,7 @@ def _topic(lineage: str, size: int, name: str | None = None, keywords=("alpha", 
 
 
 def _noisy(rng, true_mean: float, scale: float) -> int:
-    """A released size: a Poisson true count plus Laplace noise, rounded and clamped at 0 (core.report)."""
+    """A released size: a Poisson true count plus Laplace noise, rounded and clamped at 0 (publishing.report)."""
     return max(0, int(round(rng.poisson(true_mean) + rng.laplace(0.0, scale))))
 
 
@@ -102,7 +102,7 @@ def test_the_noise_is_read_from_the_cluster_sizes_mechanism():
 
 def test_compare_reports_reads_the_noise_with_the_same_function():
     from beam_jobs import compare_reports
-    from core import timeline
+    from publishing import timeline
     assert compare_reports.size_noise_std is timeline.size_noise_std
 
 
@@ -232,7 +232,7 @@ def test_an_emerging_topic_is_flagged_within_a_week_of_its_first_conversations()
         emerging_seen += "emerging" in [n["status"] for n in item["nights"]]
     assert flagged_in_time == seeds
     # It triples in its first week: often emerging, not just new. Z_EMERGING = 3 (2 flagged it in 85% of
-    # seeds) trades some of that for half the false flags on steady topics (core/timeline.py).
+    # seeds) trades some of that for half the false flags on steady topics (publishing/timeline.py).
     assert emerging_seen >= 0.5 * seeds
 
 
@@ -296,7 +296,7 @@ def test_a_topic_hovering_just_above_the_threshold_that_misses_a_night_is_below_
     timeline = build_timeline(_nights_of({"big": [500] * 8, "hover": hovering}))
     assert _statuses(timeline, "hover") == [FIRST_NIGHT, "steady", "steady", "steady", "steady", "below threshold",
                                             "steady", "steady"]
-    from core.timeline import CHANGE_STATUSES
+    from publishing.timeline import CHANGE_STATUSES
     (item,) = [i for i in timeline["lineages"] if i["id"] == "hover"]
     missed = item["nights"][5]
     assert (missed["date"], missed["size"], missed["low"], missed["high"], missed["share"]) == (
@@ -416,7 +416,7 @@ def test_new_this_week_needs_two_of_the_last_three_nights():
 
 
 def test_a_split_lineage_is_never_new_nor_listed_new_this_week():
-    from core.lineage import centres_section
+    from publishing.lineage import centres_section
     rng = np.random.default_rng(4)
     old = rng.standard_normal((2, 16))
     old /= np.linalg.norm(old, axis=1, keepdims=True)
@@ -680,5 +680,5 @@ def test_a_lineage_released_one_night_only_is_never_new_and_one_back_within_thre
     assert statuses([False, True, False, False, True]) == [FIRST_NIGHT, "vanished", "steady"]
     # On the timeline's first night every lineage is first: nothing was there before to be new against.
     assert statuses([True, True, True]) == [FIRST_NIGHT, "steady", "steady"]
-    from core.timeline import CHANGE_STATUSES
+    from publishing.timeline import CHANGE_STATUSES
     assert FIRST_NIGHT not in CHANGE_STATUSES and FIRST_NIGHT in STATUSES

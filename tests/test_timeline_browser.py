@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from core.timeline import build_timeline
-from core.timeline_html import render_timeline_html
+from publishing.timeline import build_timeline
+from publishing.timeline_html import render_timeline_html
 from tests.test_report_browser import CHROMEDRIVER, CHROMIUM, XSS_NAME, _errors, _open, _screenshot, browser  # noqa: F401
 from tests.test_timeline import _date, _report, _topic
 
@@ -94,7 +94,7 @@ def test_the_page_leads_with_the_fixed_themes(browser, tmp_path):  # noqa: F811
     last night (a script-like theme name stays text)."""
     from selenium.webdriver.common.by import By
 
-    from core.theme_timeline import themes_part
+    from publishing.theme_timeline import themes_part
     runs = []
     for night in range(40):
         travel = 30.0 if night < 30 else 30.0 + 12 * (night - 29)
@@ -121,7 +121,7 @@ def test_the_page_shows_each_facet_answers_share_night_by_night(browser, tmp_pat
     shown, and a script-like label kept as text."""
     from selenium.webdriver.common.by import By
 
-    from core.facet_timeline import facets_part
+    from publishing.facet_timeline import facets_part
     from tests.test_facet_timeline import LABELS, _runs
     runs = _runs(nights=14)
     for _, report in runs:

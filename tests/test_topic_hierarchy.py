@@ -10,7 +10,7 @@ from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import APPROXIMATE, UNVERIFIED, UNVERIFIED_GROUP, VOTED
 from backends.offline import KeywordClusterNamer
-from core.report import report_topics
+from publishing.report import report_topics
 from tests.conftest import checked, local_pipeline
 from tests.report_fixtures import THEME_OF_KEYWORD, THEMES, theme_centres, theme_embed, themed_topics
 from transforms.topic_hierarchy import (

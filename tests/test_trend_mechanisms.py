@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from core.theme_timeline import PRIOR_WEEKS, WEEK, weekly_status
-from core.timeline import BASELINE_NIGHTS, EMERGING_NIGHTS, night_status
 from eval.utility import trend_mechanisms as tm
+from publishing.theme_timeline import PRIOR_WEEKS, WEEK, weekly_status
+from publishing.timeline import BASELINE_NIGHTS, EMERGING_NIGHTS, night_status
 
 
 @pytest.fixture(scope="module")

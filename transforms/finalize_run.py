@@ -20,9 +20,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from core import json_store
 from core.dates import utc_timestamp
-from core.release_gate import scan
 from core.run_context import RunContext
 from dp_ops.ledger_updates import set_ledger_status
+from publishing.release_gate import scan
 from transforms.write_timeline import write_timeline
 
 

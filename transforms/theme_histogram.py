@@ -49,7 +49,7 @@ class ThemeOutput:
 @dataclasses.dataclass(frozen=True)
 class ThemeSeeds:
     """Themes whose public anchors (dp_ops.theme_histogram.theme_anchor) seed tonight's DP k-means
-    (core.lineage.PreviousNights.seed_themes). The anchors are computed where the embedding model is: on
+    (publishing.lineage.PreviousNights.seed_themes). The anchors are computed where the embedding model is: on
     the worker that seeds the clustering, or in-process."""
 
     themes: tuple[str, ...]

@@ -27,7 +27,7 @@ from backends.interfaces import ClusterNamer
 from backends.keyword_categories import KeywordCategories, dominant_category
 from backends.label_evidence import UNVERIFIED, UNVERIFIED_GROUP
 from backends.offline import in_running_text, join_words
-from core.report import report_topics
+from publishing.report import report_topics
 from transforms.stage_timing import timed
 
 GROUP_KEYWORDS = 5

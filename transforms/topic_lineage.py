@@ -1,4 +1,4 @@
-"""AssignLineages: the released topics' lineage ids and their centres for report.json (core/lineage.py).
+"""AssignLineages: the released topics' lineage ids and their centres for report.json (publishing/lineage.py).
 
 Post-processing of the DP centres and the kept cluster ids, matched against lineages read from
 earlier released reports (public): no budget.
@@ -9,14 +9,14 @@ from __future__ import annotations
 import apache_beam as beam
 import numpy as np
 
-from core.lineage import assign_lineages, centres_section
-from core.previous_nights import PreviousNights
 from dp_ops.dp_kmeans import to_embedding_space
+from publishing.lineage import assign_lineages, centres_section
+from publishing.previous_nights import PreviousNights
 
 
 def lineage_section(centres: np.ndarray, basis: np.ndarray | None, kept_ids: list[int], previous: PreviousNights,
                     new_id_prefix: str, model: str) -> dict:
-    """{"lineages": {cluster id: lineage id}, "centres": core.lineage.centres_section} for the kept clusters."""
+    """{"lineages": {cluster id: lineage id}, "centres": publishing.lineage.centres_section} for the kept clusters."""
     directions = to_embedding_space(centres, basis)
     kept = {int(c): directions[int(c)] for c in kept_ids}
     return {"lineages": assign_lineages(kept, list(previous.known), new_id_prefix, seeded=previous.seeded()),

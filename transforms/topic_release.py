@@ -16,7 +16,7 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, ExemplarWriter
 from backends.keyword_categories import KeywordCategories
-from core.previous_nights import PreviousNights
+from publishing.previous_nights import PreviousNights
 from transforms.decode_centres import DecodeCentres, DecoderSettings
 from transforms.name_clusters import NameClusters
 from transforms.topic_hierarchy import BuildTopicHierarchy

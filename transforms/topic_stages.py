@@ -21,11 +21,11 @@ from typing import Any
 from backends.interfaces import ClusterNamer, KeywordSelector
 from backends.keyword_categories import KeywordCategories
 from core.dp_stages import CLUSTER_SIZES, KEYWORD_HISTOGRAMS, USER_COUNT
-from core.previous_nights import PreviousNights
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
 from dp_ops.joint_calibration import JointCalibration
 from dp_ops.run_budget import RunBudget
+from publishing.previous_nights import PreviousNights
 from transforms.assign_clusters import AssignClusters
 from transforms.decode_centres import DecoderSettings
 from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params

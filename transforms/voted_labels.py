@@ -47,10 +47,10 @@ import apache_beam as beam
 
 from backends.keyword_categories import dominant_category
 from backends.label_evidence import may_name, vote_share
-from core.report import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.fixed_histogram import histogram_rows
 from dp_ops.keyword_votes import CategoryVote
+from publishing.report import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 
 # A sensitive category's floor is set for this share of the false categories a topic may get, so
 # pure noise puts a topic in one of the (here 7 of 40) sensitive categories ten times less often.
@@ -90,7 +90,7 @@ def vote_floors(noise: dict | None, candidates_per_topic: int, false_per_topic: 
 
 
 def category_votes_section(floors: VoteFloors, category_share: float, categories: tuple[str, ...]) -> dict | None:
-    """The report's account of the category floors (core.report.labelling_section); None without category votes."""
+    """The report's account of the category floors (publishing.report.labelling_section); None without category votes."""
     if not categories:
         return None
     return {"category_vote_share": category_share, "categories": len(categories),

@@ -7,9 +7,9 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from core.report import build_report
-from core.report_html import render_report
 from core.spend import MechanismSpend
+from publishing.report import build_report
+from publishing.report_html import render_report
 from transforms import dp_stage_specs
 
 
@@ -46,7 +46,7 @@ class WriteReport(beam.PTransform):
                  labelling: dict | None = None, run_time_config=None, lineage=None, plan: dict | None = None,
                  themes=None, facets=None, token_descriptions=None):
         """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
-        (dp_ops.run_budget.RunBudget.composition); `labelling`: core.report.labelling_section.
+        (dp_ops.run_budget.RunBudget.composition); `labelling`: publishing.report.labelling_section.
         `run_time_config`: a singleton dict of public values known only at run time (DP-derived, e.g.
         the clustering dimension), added to `config`. `lineage`: a singleton
         transforms.topic_lineage.lineage_section; `plan`: the nightly budget plan (privacy.plan); `themes`:

@@ -1,15 +1,15 @@
 """Writes the public topic timeline of the nightly runs listed in OUTPUT/index.json (local or gs://).
 
-OUTPUT/timeline.json   the timeline (core.timeline.build_timeline): nights, lineages and their nights, and
-                       with --themes the fixed themes' (core.theme_timeline.themes_part), with --facets
-                       each facet answer's (core.facet_timeline.facets_part)
-OUTPUT/timeline.html   the same as a page (core.timeline_html)
-OUTPUT/timeline.csv    long format, one row per lineage and night, then per theme and night (core.timeline.ROW_COLUMNS)
+OUTPUT/timeline.json   the timeline (publishing.timeline.build_timeline): nights, lineages and their nights, and
+                       with --themes the fixed themes' (publishing.theme_timeline.themes_part), with --facets
+                       each facet answer's (publishing.facet_timeline.facets_part)
+OUTPUT/timeline.html   the same as a page (publishing.timeline_html)
+OUTPUT/timeline.csv    long format, one row per lineage and night, then per theme and night (publishing.timeline.ROW_COLUMNS)
 OUTPUT/timeline.parquet  the same rows with an explicit schema (`row_schema`), for BigQuery and Looker
 OUTPUT/facets.csv, facets.parquet  with --facets, one row per night, facet, answer and topic (overall: no
-                       topic), core.facet_rows.FACET_COLUMNS
+                       topic), publishing.facet_rows.FACET_COLUMNS
 
-Only committed (published) runs are read (core.released_runs), from their release/report.json: the
+Only committed (published) runs are read (publishing.released_runs), from their release/report.json: the
 timeline is post-processing of released values and costs no privacy budget. It covers the last `TIMELINE_NIGHTS`
 dates; the `BASELINE_NIGHTS` dates before them are read too, as the first nights' baselines. Files
 are rewritten whole each time (the next night or `python -m beam_jobs.timeline` rebuilds them).
@@ -24,12 +24,12 @@ import json
 
 from apache_beam.io.filesystems import FileSystems
 
-from core.facet_rows import FACET_COLUMNS, facet_rows, facet_schema
-from core.facet_timeline import facets_part
-from core.released_runs import released_reports
-from core.theme_timeline import lineages_of_themes, themes_part
-from core.timeline import BASELINE_NIGHTS, ROW_COLUMNS, build_timeline, timeline_rows
-from core.timeline_html import render_timeline_html
+from publishing.facet_rows import FACET_COLUMNS, facet_rows, facet_schema
+from publishing.facet_timeline import facets_part
+from publishing.released_runs import released_reports
+from publishing.theme_timeline import lineages_of_themes, themes_part
+from publishing.timeline import BASELINE_NIGHTS, ROW_COLUMNS, build_timeline, timeline_rows
+from publishing.timeline_html import render_timeline_html
 
 # Dates shown: about three months of nights, enough for a quarter's trend while each nightly rebuild
 # reads at most TIMELINE_NIGHTS + BASELINE_NIGHTS small report.json files.
@@ -73,7 +73,7 @@ def rows_parquet(rows: list[dict], schema=None) -> bytes:
 
 def write_timeline(output_root: str) -> dict:
     """Rebuilds OUTPUT/timeline.{json,html,csv,parquet} from the committed runs in OUTPUT/index.json
-    (core.released_runs: the last run of each date; one whose report cannot be read is skipped, never
+    (publishing.released_runs: the last run of each date; one whose report cannot be read is skipped, never
     fatal). Returns {"files": {kind: path}, "nights", "lineages"}. Raises FileNotFoundError if there is
     no index.json: nothing says which runs were published."""
     index = FileSystems.join(output_root, "index.json")

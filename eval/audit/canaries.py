@@ -36,9 +36,9 @@ import os
 import subprocess
 import sys
 
-from core.release_gate import scan
 from core.run_context import PENDING_FOLDER, PRIVATE_FOLDER, REJECTED_FOLDER
 from eval.config_flags import JOB_DEFAULT, add_config_flags
+from publishing.release_gate import scan
 
 # The release gate keeps pending and rejected releases under the run's private folder (core/run_context.py);
 # the benchmark runs the job without --private_output, so that is RUN/private/.
@@ -162,7 +162,7 @@ def leak_table(files: dict[str, bytes], canaries: list[dict], assignments: dict[
 
 
 def gate_verdict(files: dict[str, bytes], canary_strings: list[str]) -> dict:
-    """What the job's release gate (core.release_gate.scan) says about these files."""
+    """What the job's release gate (publishing.release_gate.scan) says about these files."""
     findings = [f for path, content in files.items() for f in scan(path, content, tuple(canary_strings))]
     return {"status": "rejected" if findings else "passed", "findings": len(findings),
             "kinds": dict(collections.Counter(f.kind for f in findings))}

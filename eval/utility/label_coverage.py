@@ -32,12 +32,12 @@ import statistics
 import time
 
 from beam_jobs.sample_topics import PLANTED_TOPICS
-from core.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 from dp_ops.keyword_votes import conversation_votes
 from eval.config_flags import add_config_flags, config_overrides
 from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics, with_users
 from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_urania
 from eval.utility.topic_quality import mentions
+from publishing.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 
 
 def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:

@@ -16,7 +16,7 @@ scheduled job with a privacy ledger would:
   a run night is recorded with the events its report lists;
 - each night gets the earlier released reports (the last LOOKBACK_NIGHTS, oldest first, as the job
   reads them from index.json): warm start (with --warm_start auto) and topic lineages;
-- the timeline (core.timeline.build_timeline) of the released reports gives each lineage's status.
+- the timeline (publishing.timeline.build_timeline) of the released reports gives each lineage's status.
 
 Printed (and returned by `evaluate`, written with --json):
 - nights run and refused;
@@ -36,7 +36,7 @@ Printed (and returned by `evaluate`, written with --json):
   consecutive run nights on which it keeps its id, with why it did not when it did not (its cluster
   not released on one of the nights; a new lineage; another one);
 - cosines of released centres: a steady topic's on consecutive nights, and distinct topics' on the
-  same night (what core/lineage.py's MIN_COSINE has to separate).
+  same night (what publishing/lineage.py's MIN_COSINE has to separate).
 
 A planted topic's lineage on a night is the lineage of the released topic holding most of its kept
 conversations that night (report["_private"]["assignments"]: private, for evaluation only); none
@@ -82,8 +82,6 @@ from beam_jobs.generate_stream import (
     write_stream,
 )
 from core.dates import utc_timestamp
-from core.lineage import LOOKBACK_NIGHTS, MIN_COSINE, report_centres
-from core.timeline import CHANGE_STATUSES, FIRST_NIGHT, build_timeline
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, events_json
 from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.nightly_plan import NightlyPlan, plan_nights
@@ -91,6 +89,8 @@ from eval.config_flags import add_config_flags, config_from
 from eval.data import DEFAULT_CACHE_DIR, RESULTS_DIR, embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
 from eval.utility.topic_quality import nmi
+from publishing.lineage import LOOKBACK_NIGHTS, MIN_COSINE, report_centres
+from publishing.timeline import CHANGE_STATUSES, FIRST_NIGHT, build_timeline
 
 DEFAULT_STREAM = os.path.join(RESULTS_DIR, "stream")
 FLAG_STATUSES = ("new", "emerging", "growing")
@@ -262,7 +262,7 @@ def _quantiles(values: list[float]) -> dict | None:
 def centre_cosines(nights: list[Night], reports: dict[str, dict], topics: list[str], model: str) -> dict:
     """Cosines of released centres (report["centres"]): a planted topic's centre on consecutive run
     nights (its majority cluster both nights, released both nights), and, on the same night, centres
-    of released clusters whose majority planted topics differ. What core/lineage.py's MIN_COSINE
+    of released clusters whose majority planted topics differ. What publishing/lineage.py's MIN_COSINE
     separates."""
     clusters = planted_clusters(nights, reports)
     dates = [n.date for n in nights if n.date in reports]
@@ -457,8 +457,8 @@ def theme_figures(planted: dict, nights: list[Night], run: StreamRun, model: str
     from backends.keyword_categories import KeywordCategories
     from backends.keyword_set import load_keyword_set
     from core.blas_threads import one_blas_thread
-    from core.theme_timeline import theme_timeline
     from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns
+    from publishing.theme_timeline import theme_timeline
     from transforms.centroid_keywords import keyword_vectors
 
     themes = {t["id"]: t for t in theme_timeline(sorted((d, r) for d, r in run.reports.items()))}

@@ -10,8 +10,8 @@ all at the themes' share of the production window cap (cap 30 over 30 nights at 
 the nightly command's plan with --themes, `production_plan`):
 
 (a) `plain`: today's. Each night a Gaussian of sigma = the plan's themes sigma (L2 sensitivity 1 a
-    night); flags by the project's own rules, run on synthetic reports through core.theme_timeline
-    (nightly: core.timeline.night_status; weekly: weekly_status).
+    night); flags by the project's own rules, run on synthetic reports through publishing.theme_timeline
+    (nightly: publishing.timeline.night_status; weekly: weekly_status).
 (b) `tree` (and, in the noise table only, other factorisations): a matrix-mechanism release y = C x + z
     per block of WINDOW_NIGHTS nights; C the binary tree of dyadic intervals (Honaker 2015; Kairouz et al.
     2021's DP-FTRL tree), released as each node completes; nights estimated by generalised least squares
@@ -64,11 +64,11 @@ import dp_accounting
 import numpy as np
 from scipy import integrate, optimize
 
-from core.theme_timeline import PRIOR_WEEKS, WEEK, theme_timeline, weekly_status
-from core.timeline import BASELINE_NIGHTS, DAY_TO_DAY_CV, EMERGING_NIGHTS, Z, night_status
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon
 from dp_ops.theme_histogram import STAGE as THEMES_STAGE
+from publishing.theme_timeline import PRIOR_WEEKS, WEEK, theme_timeline, weekly_status
+from publishing.timeline import BASELINE_NIGHTS, DAY_TO_DAY_CV, EMERGING_NIGHTS, Z, night_status
 
 CAP = 30.0
 WINDOW_NIGHTS = 30
@@ -252,7 +252,7 @@ def noise_profile(name: str, sigma: float, first: int = FIRST_START, last: int =
 # -- (c) sparse vector ----------------------------------------------------------------------------------
 
 def natural_contrast_variance(prior_mean: float) -> float:
-    """The weekly contrast's natural variance under no change (core.theme_timeline.weekly_z's term)."""
+    """The weekly contrast's natural variance under no change (publishing.theme_timeline.weekly_z's term)."""
     mu = max(prior_mean, 0.0)
     return (mu + (DAY_TO_DAY_CV * mu) ** 2) * (1 / WEEK + 1 / (SPAN - WEEK))
 
@@ -382,7 +382,7 @@ def _date(night: int) -> str:
 
 def plain_flags(counts: np.ndarray, sigma: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(rise flags, any flags), runs x nights, of today's release: each run is a theme of synthetic
-    reports, and core.theme_timeline gives its statuses."""
+    reports, and publishing.theme_timeline gives its statuses."""
     runs, nights = counts.shape
     noisy = counts + rng.normal(0.0, sigma, counts.shape)
     reports = [(_date(t), {"themes": {"sigma": sigma, "themes": [{"id": f"run{r}", "size": float(noisy[r, t])}
@@ -397,7 +397,7 @@ def plain_flags(counts: np.ndarray, sigma: float, rng: np.random.Generator) -> t
 
 
 def _weekly_flag(week_mean: float, prior_mean: float, noise_variance: float) -> str:
-    """core.theme_timeline.weekly_status on a week and prior weeks whose means carry a contrast noise
+    """publishing.theme_timeline.weekly_status on a week and prior weeks whose means carry a contrast noise
     variance `noise_variance` (correlated noise): equal nights whose per-night variances make
     weekly_z's noise term exactly that."""
     per_night = noise_variance / (1 / WEEK + 1 / (SPAN - WEEK))
@@ -405,7 +405,7 @@ def _weekly_flag(week_mean: float, prior_mean: float, noise_variance: float) -> 
 
 
 def _nightly_flag(tonight: float, previous_mean: float, noise_variance: float) -> str:
-    """core.timeline.night_status (no weekday baseline: the simulation has no weekly pattern) with the
+    """publishing.timeline.night_status (no weekday baseline: the simulation has no weekly pattern) with the
     contrast's whole noise variance on tonight and none on the baseline's equal nights."""
     return night_status(tonight, noise_variance, [(previous_mean, 0.0)] * BASELINE_NIGHTS, EMERGING_NIGHTS)
 

@@ -6,7 +6,7 @@ With report.json's `facets`, the page shows each facet's overall table and each 
 the downloads carry each topic's facet shares,
 every number read from the report's rows (dp_ops.fixed_histogram.histogram_rows): nothing is
 recomputed here. Rendered by
-Jinja2 from core/templates/ (report.html.j2 and compare.html.j2 on the layout report_page.html.j2,
+Jinja2 from publishing/templates/ (report.html.j2 and compare.html.j2 on the layout report_page.html.j2,
 with report_macros.html.j2, the scripts report_filter.js.j2 and report_download.js.j2, and
 report.css.j2, which the timeline page includes too) with autoescaping on for every value: topic names
 may come from a model. This module only prepares the data (numbers formatted, chart geometry
@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from core.dates import day_of_run_id
 from core.dp_stages import KEYWORD_HISTOGRAMS
-from core.report import noise_margin, size_noise_of
+from publishing.report import noise_margin, size_noise_of
 
 _environment = None
 
@@ -38,7 +38,7 @@ def _json_for_script(value) -> Markup:
 def _template(name: str):
     global _environment
     if _environment is None:  # built once: loading and compiling the templates is the slow part
-        _environment = Environment(loader=PackageLoader("core", "templates"), undefined=StrictUndefined,
+        _environment = Environment(loader=PackageLoader("publishing", "templates"), undefined=StrictUndefined,
                                    autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
                                    trim_blocks=True, lstrip_blocks=True)
         _environment.filters["script_json"] = _json_for_script

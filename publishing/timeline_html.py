@@ -1,11 +1,11 @@
 """timeline.json -> timeline.html: a self-contained page (inline CSS and static SVG, no script, no network).
 
-Rendered by Jinja2 from core/templates/timeline.html.j2 (which includes the report page's look,
+Rendered by Jinja2 from publishing/templates/timeline.html.j2 (which includes the report page's look,
 report.css.j2) with autoescaping on for every value: topic names and keywords may come from a model.
 The chart geometry is computed here so the template only places it. It shows released data and its
 post-processing only. A status's CSS class is `status_class` of it (`below threshold` ->
 `st-below-threshold`); `below threshold` is drawn as a quiet status, apart from the change flags
-(core.timeline.CHANGE_STATUSES).
+(publishing.timeline.CHANGE_STATUSES).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import re
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from core.facet_timeline import SHOWN_SHARE, shown_answers
-from core.report_html import answer_label
-from core.timeline import CHANGE_STATUSES, STATUSES, status_rule
+from publishing.facet_timeline import SHOWN_SHARE, shown_answers
+from publishing.report_html import answer_label
+from publishing.timeline import CHANGE_STATUSES, STATUSES, status_rule
 
 CHART_WIDTH, CHART_HEIGHT = 960, 150
 _LEFT, _RIGHT, _TOP, _BOTTOM = 48, 14, 10, 24
@@ -39,7 +39,7 @@ _environment = None
 def _template():
     global _environment
     if _environment is None:  # built once: loading and compiling the template is the slow part
-        _environment = Environment(loader=PackageLoader("core", "templates"), undefined=StrictUndefined,
+        _environment = Environment(loader=PackageLoader("publishing", "templates"), undefined=StrictUndefined,
                                    autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
                                    trim_blocks=True, lstrip_blocks=True)
         _environment.filters["status_class"] = status_class
@@ -119,7 +119,7 @@ SPARK_WIDTH, SPARK_HEIGHT = 240, 36
 
 
 def _share_sparkline(answer: dict, nights: list[str]) -> dict:
-    """A facet answer's noisy share across the timeline's nights (core/facet_timeline.py): the band is
+    """A facet answer's noisy share across the timeline's nights (publishing/facet_timeline.py): the band is
     the share's 95% interval, the line the share, on the same x axis as the lineages' charts; its y axis
     runs from 0 to a round ceiling of its highest interval, so a 5% answer's changes are visible."""
     released = [n for n in answer["nights"] if n["share"] is not None and n["date"] in nights]
@@ -143,7 +143,7 @@ def _share_sparkline(answer: dict, nights: list[str]) -> dict:
 
 
 def _facets(timeline: dict) -> list[dict]:
-    """The facets panel: per facet, its shown answers (core.facet_timeline.shown_answers), each with its
+    """The facets panel: per facet, its shown answers (publishing.facet_timeline.shown_answers), each with its
     latest night and a sparkline of its share."""
     nights = timeline.get("nights", [])
     facets = []
@@ -158,7 +158,7 @@ def _facets(timeline: dict) -> list[dict]:
 
 
 def render_timeline_html(timeline: dict) -> str:
-    """The timeline page for a timeline dict (core.timeline.build_timeline)."""
+    """The timeline page for a timeline dict (publishing.timeline.build_timeline)."""
     nights = timeline.get("nights", [])
     lineages = []
     for number, lineage in enumerate(timeline.get("lineages", [])):
@@ -170,7 +170,7 @@ def render_timeline_html(timeline: dict) -> str:
     for lineage in lineages:  # a parent outside the nights shown is named by its id
         parent = lineage.get("split_from")
         lineage["split_from_name"] = by_id[parent]["name"] if parent in by_id else parent
-    # The fixed themes lead the page (core/theme_timeline.py): each with its latest night.
+    # The fixed themes lead the page (publishing/theme_timeline.py): each with its latest night.
     themes = [{**theme, "latest": theme["nights"][-1]} for theme in timeline.get("themes", []) if theme["nights"]]
     theme_by_id = {theme["id"]: theme for theme in themes}
     return _template().render(

@@ -22,8 +22,8 @@ them is checked and nothing in them may fail the night:
   `YYYYMMDDTHHMMSSZ-xxxxxx#N` (a run id, core/run_context.py, for a run without a date) or `seedN#N`
   (the in-process evaluation's); its date (a run id's day) must be a real date no later than the
   report it appears in and, where the caller knows the output folder's committed nights
-  (core.released_runs.committed_dates), one of them (a `seedN` id, which has no date, is then
-  refused); and the release gate's patterns (core.release_gate) must find nothing in it;
+  (publishing.released_runs.committed_dates), one of them (a `seedN` id, which has no date, is then
+  refused); and the release gate's patterns (publishing.release_gate) must find nothing in it;
 - anything else is ignored, and should the matching fail all the same, every topic starts a lineage
   (logged): never fatal.
 """
@@ -39,7 +39,7 @@ from collections.abc import Collection
 import numpy as np
 
 from core.dates import day_of_run_id, iso_date
-from core.release_gate import PII_PATTERNS
+from publishing.release_gate import PII_PATTERNS
 
 log = logging.getLogger("urania.lineage")
 
@@ -160,7 +160,7 @@ def known_lineages(reports: list[dict], model: str, dim: int | None = None,
     """Every lineage in `reports` (released nights, oldest first) with its reference centre: the
     direction of the sum of its last SMOOTHING_NIGHTS released centres, which averages out part of
     each night's noise (one night's centre alone is as noisy as tonight's). A lineage whose sum has no
-    direction is left out; `committed` as for core.previous_nights.PreviousNights.of."""
+    direction is left out; `committed` as for publishing.previous_nights.PreviousNights.of."""
     history: dict[str, list[np.ndarray]] = {}
     last_date: dict[str, str | None] = {}
     for report in reports:

@@ -5,7 +5,7 @@ of released reports only.
 A theme is the same public partition every night, so its nights need no lineage: a theme absent from a
 report (a night run without --themes) is simply missing that night.
 
-- **Nightly status**, as a topic lineage's (core/timeline.py `night_status`, the same Z and
+- **Nightly status**, as a topic lineage's (publishing/timeline.py `night_status`, the same Z and
   day-to-day variation): `growing`/`shrinking` when tonight's size is more than Z standard deviations
   above/below the mean of the theme's previous up to BASELINE_NIGHTS nights, else `steady`; its first
   night in the timeline is `first night` (a fixed theme is never "new").
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from core.timeline import (
+from publishing.timeline import (
     BASELINE_NIGHTS,
     DAY_TO_DAY_CV,
     EMERGING_NIGHTS,

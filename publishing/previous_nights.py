@@ -2,7 +2,7 @@
 and the themes that rose with no topic about them): post-processing of public reports only.
 
 The reports are public files that anyone with write access to the release bucket could alter: what is
-read from them is checked by core/lineage.py, and nothing in them may fail the night.
+read from them is checked by publishing/lineage.py, and nothing in them may fail the night.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Collection
 
 import numpy as np
 
-from core.lineage import KnownLineage, inheritable_lineage, known_lineages, released_topics, report_centres
-from core.theme_timeline import themes_to_seed
+from publishing.lineage import KnownLineage, inheritable_lineage, known_lineages, released_topics, report_centres
+from publishing.theme_timeline import themes_to_seed
 
 log = logging.getLogger("urania.lineage")
 
@@ -28,7 +28,7 @@ class PreviousNights:
     known: tuple[KnownLineage, ...] = ()
     warm_centres: np.ndarray | None = None
     warm_lineages: tuple[str | None, ...] = ()
-    # Themes that rose with no released topic about them (core.theme_timeline.themes_to_seed): tonight's
+    # Themes that rose with no released topic about them (publishing.theme_timeline.themes_to_seed): tonight's
     # k-means seeds a centre at each one's anchor, after the warm centres (make_room).
     seed_themes: tuple[str, ...] = ()
 
@@ -36,7 +36,7 @@ class PreviousNights:
     def of(cls, reports: list[dict], model: str, warm_start: bool = True, dim: int | None = None,
            committed: Collection[str] | None = None) -> "PreviousNights":
         """From `reports` (released nights, oldest first). `committed`: every committed night of the
-        output folder (core.released_runs.committed_dates), which a lineage id's date must be one of;
+        output folder (publishing.released_runs.committed_dates), which a lineage id's date must be one of;
         None (in-process) checks the ids' form and dates only."""
         known = tuple(known_lineages(reports, model, dim, committed))
         seed_themes = _themes_to_seed(reports) if warm_start else ()
@@ -63,7 +63,7 @@ class PreviousNights:
 
 
 def _themes_to_seed(reports: list[dict]) -> tuple[str, ...]:
-    """core.theme_timeline.themes_to_seed, or none should the earlier (public, editable) reports make it
+    """publishing.theme_timeline.themes_to_seed, or none should the earlier (public, editable) reports make it
     fail: a seed is worth no night."""
     try:
         return themes_to_seed(reports)

@@ -19,7 +19,7 @@ def _join(root: str, *parts: str) -> str:
 
 def committed_dates(output_root: str) -> frozenset[str]:
     """Every date of a published dated run (what a lineage id's date must be one of, however far
-    back: core/lineage.py). An unreadable index gives none, as for released_reports."""
+    back: publishing/lineage.py). An unreadable index gives none, as for released_reports."""
     return frozenset(_committed_runs(output_root))
 
 

@@ -6,12 +6,12 @@ reports only.
 A facet's answers are the same fixed public partition every night, so, as a theme, an answer needs no
 lineage: a night whose report has no such facet (a run without --facets) is simply missing. Only the
 overall release is followed; the topic x answer cells follow their topics in facets.csv
-(core/facet_rows.py), which carries each cell's lineage.
+(publishing/facet_rows.py), which carries each cell's lineage.
 """
 
 from __future__ import annotations
 
-from core.theme_timeline import PartitionSeries
+from publishing.theme_timeline import PartitionSeries
 
 # The timeline page draws the answers whose noisy share reached this on one of the nights shown: the
 # rest (a language of a user or two) are noise on a chart; timeline.json and facets.csv hold them all.
@@ -35,7 +35,7 @@ def facet_timeline(runs: list[tuple[str, dict]]) -> dict:
     """{facet: {"question", "answers": [{"answer", "label", "nights": [{"date", "size", "low", "high",
     "share", "share_low", "share_high", "status", "week"}], "weekly": {...}}]}} over `runs` ((date,
     report), oldest first, one a date): each night's overall row of the answer as its report has it,
-    with the themes' nightly and weekly statuses (core.theme_timeline.PartitionSeries: an answer is a
+    with the themes' nightly and weekly statuses (publishing.theme_timeline.PartitionSeries: an answer is a
     column of a fixed partition, as a theme is). Facets and answers in the latest
     report's order (one only older reports had comes after); a label is the latest report's."""
     timeline: dict[str, dict] = {}

@@ -33,7 +33,7 @@ released topics are well above 0).
   pattern, not news, while a real step differs from the same weekday as well;
 - `steady` otherwise.
 
-**Split lineages** (`split_from`, core.lineage.split_parents): a lineage whose first night's DP centre is
+**Split lineages** (`split_from`, publishing.lineage.split_parents): a lineage whose first night's DP centre is
 within the matching's MIN_COSINE of a lineage released in the nights before it. The nightly matching is
 one-to-one, so that topic would have continued the known lineage had another of the night's topics not
 been closer to it: it is a part of a known topic (a cluster that split in two, or took a share of its
@@ -81,13 +81,13 @@ it), so a topic hovering near tau misses nights by noise alone.
 **Only a topic named by its own DP votes is announced.** A night whose status would be `new`,
 `emerging`, `growing` or `shrinking` is `unlabelled change` instead when that night's topic is not
 labelled from its own DP keyword or category votes (its `label_source` is not one of
-core.report.VOTE_SOURCES: its keywords are the ones nearest its DP centre, or it has none). Such a
+publishing.report.VOTE_SOURCES: its keywords are the ones nearest its DP centre, or it has none). Such a
 topic is too thin or too mixed for its votes to say what it is, so a flag on it would send a reader to
 a topic nobody can name; and its size moves most when DP k-means re-draws a miscellany. On the
 real-text stream (eval/utility/real_stream.py, 5 runs) 22 of the 23 false flags of steady topics were
 on such nights; on the generated stream, 5 of the 31 flags of the changing topics were, and neither the
 emerging nor the fading topic's first flag moved (their themes flag first). What is new among them
-shows in the themes (core/theme_timeline.py). A lineage whose latest night is not vote-labelled is not in
+shows in the themes (publishing/theme_timeline.py). A lineage whose latest night is not vote-labelled is not in
 New this week either, unless `also_new` lists it.
 
 `CHANGE_STATUSES` are the statuses that flag a change (`new`, `emerging`, `growing`, `shrinking`,
@@ -111,8 +111,8 @@ import math
 from collections.abc import Collection
 
 from core.dates import parse_date
-from core.lineage import split_parents
-from core.report import VOTE_SOURCES, noise_margin, size_noise_of
+from publishing.lineage import split_parents
+from publishing.report import VOTE_SOURCES, noise_margin, size_noise_of
 
 FIRST_NIGHT = "first night"
 UNLABELLED_CHANGE = "unlabelled change"
@@ -156,7 +156,7 @@ MIN_RECENT_NIGHTS = 2
 
 def size_noise(report: dict) -> dict | None:
     """The `noise` entry of the report's cluster_sizes mechanism, or None (a non-DP baseline)."""
-    return size_noise_of(report.get("privacy", {}))  # core.report reads it for the page too: one place knows the shape
+    return size_noise_of(report.get("privacy", {}))  # publishing.report reads it for the page too: one place knows the shape
 
 
 def size_noise_std(report: dict) -> float:
@@ -266,7 +266,7 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
     Returns {"nights": [dates], "lineages": [{"id", "name", "keywords", "split_from", "nights": [{"date", "size", "low",
     "high", "share", "status", "label_evidence"}]}], "new_this_week": [lineage ids], "rising": [lineage ids],
     "status_rule": {...}, "generated_from": [{"date", "run_id"}]} (the fixed themes' keys are added by
-    core.theme_timeline.themes_part, the facets' by core.facet_timeline.facets_part). Lineages are ordered:
+    publishing.theme_timeline.themes_part, the facets' by publishing.facet_timeline.facets_part). Lineages are ordered:
     released on the last night first, by size, then
     the vanished ones, most recently seen first."""
     by_date = {}
@@ -375,7 +375,7 @@ def _new_this_week(item: dict, week_start: int, recent_start: int, also_new: Col
 
 
 def _named_by_votes(topic: dict) -> bool:
-    """Whether a released topic's label rests on its own DP votes (core.report.VOTE_SOURCES)."""
+    """Whether a released topic's label rests on its own DP votes (publishing.report.VOTE_SOURCES)."""
     return topic.get("label_source") in VOTE_SOURCES
 
 
