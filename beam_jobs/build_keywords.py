@@ -65,15 +65,15 @@ from dp_ops.partition_selection import TermSelectionParams
 from dp_ops.run_budget import RunBudget, spend_event
 from dp_ops.tfidf import SELECTION_DELTA_SHARE, STAGE, DocumentFrequencyParams, calibrated_document_frequencies
 from transforms.bound_contributions import BoundUserContributions
-from transforms.dp_document_frequencies import DPDocumentFrequencies
-from transforms.dp_select_terms import DPSelectTerms
 from transforms.dp_stage import require_registered_dp_stages
 from transforms.extract_facets import ExtractFacets
-from transforms.nominate_terms import NominateTerms
-from transforms.propose_keywords import ProposeKeywords
-from transforms.public_candidates import PublicKeywordCandidates
+from transforms.keyword_set.dp_document_frequencies import DPDocumentFrequencies
+from transforms.keyword_set.dp_select_terms import DPSelectTerms
+from transforms.keyword_set.nominate_terms import NominateTerms
+from transforms.keyword_set.propose_keywords import ProposeKeywords
+from transforms.keyword_set.public_candidates import PublicKeywordCandidates
+from transforms.keyword_set.tfidf_terms import ClippedTermCounts, TopTfidfTerms, UserTermCounts
 from transforms.read_conversations import ReadConversations
-from transforms.tfidf_terms import ClippedTermCounts, TopTfidfTerms, UserTermCounts
 from transforms.write_outputs import WriteDeadLetters, WriteRunStats, count_globally
 
 log = logging.getLogger("urania.build_keywords")

@@ -24,10 +24,10 @@ from dp_ops.tfidf import (
     user_term_counts,
 )
 from tests.conftest import check_dp_stage, checked, local_pipeline
-from transforms.dp_document_frequencies import DPDocumentFrequencies
-from transforms.dp_select_terms import DPSelectTerms
-from transforms.nominate_terms import NominateTerms
-from transforms.propose_keywords import proposal_weight
+from transforms.keyword_set.dp_document_frequencies import DPDocumentFrequencies
+from transforms.keyword_set.dp_select_terms import DPSelectTerms
+from transforms.keyword_set.nominate_terms import NominateTerms
+from transforms.keyword_set.propose_keywords import proposal_weight
 
 
 def _select(pairs, check, **params):

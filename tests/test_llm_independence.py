@@ -325,7 +325,7 @@ def test_records_with_the_same_prompt_each_keep_their_own_calls_result(monkeypat
 
 def test_a_keyword_proposal_whose_call_fails_is_dead_lettered_and_counted(monkeypatch):
     from core.records import Facet
-    from transforms.propose_keywords import ProposeKeywords
+    from transforms.keyword_set.propose_keywords import ProposeKeywords
     facets = [Facet("c0", "u0", 1.0, "sourdough starter feeding"), Facet("bad", "u1", 1.0, "broken request"),
               Facet("c2", "u2", 1.0, "rust borrow checker")]
     with FakeChatServer(answer=lambda prompt: "['sourdough']" if "sourdough" in prompt else "['rust']") as server:

@@ -583,7 +583,7 @@ def test_a_keyword_selection_that_raises_dead_letters_its_conversation_only():
 
 
 def _proposals(pipeline, facets, name):
-    from transforms.propose_keywords import ProposeKeywords
+    from transforms.keyword_set.propose_keywords import ProposeKeywords
     proposer = PoisonedProposer(raise_on="POISON", broken_on="BROKEN")
     return pipeline | f"create {name}" >> beam.Create(facets) | f"propose {name}" >> ProposeKeywords(proposer, 3)
 

@@ -4,7 +4,7 @@ import pytest
 from apache_beam.testing.util import assert_that
 
 from tests.conftest import checked, local_pipeline
-from transforms.dp_document_frequencies import _CountUsersFn
+from transforms.keyword_set.dp_document_frequencies import _CountUsersFn
 from transforms.sum_arrays import SumArraysFn
 
 
