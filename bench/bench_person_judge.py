@@ -1,4 +1,4 @@
-"""Cost per record of the pseudonymizer's person judge (backends/llm/person_judge.py) on real prompts.
+"""Cost per record of the pseudonymizer's person judge (backends/pii/person_judge.py) on real prompts.
 
 Records are conversations of the shared hh-rlhf and arena-hard data (../shared/data), the first
 --records of them taken alternately from each file, cut as the facet step cuts them (6,000 characters
@@ -20,9 +20,9 @@ import os
 import statistics
 import time
 
-from backends.llm.person_judge import local_person_judge
-from backends.llm.pseudonymize import Pseudonymizer
 from backends.llm.steps import MAX_CONVERSATION_CHARS, PSEUDONYMIZE_MARGIN_CHARS, cut_turns
+from backends.pii.person_judge import local_person_judge
+from backends.pii.pseudonymize import Pseudonymizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(ROOT, "..", "shared", "data")

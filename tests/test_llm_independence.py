@@ -108,7 +108,7 @@ def test_the_prompt_is_the_same_as_when_whole_messages_were_pseudonymized(turns)
 def test_the_real_pseudonymizer_gives_the_same_prompts_and_a_huge_message_costs_what_the_prompt_uses():
     import time
 
-    from backends.llm.pseudonymize import shared_pseudonymizer
+    from backends.pii.pseudonymize import shared_pseudonymizer
     pseudonymizer = shared_pseudonymizer()
     short = Conversation("c", "u", None, (
         Message("user", "Dear Dr. Rossi, I'm Daniel Okafor (d.okafor@brightmail.com, 415-555-0198). "
@@ -181,7 +181,7 @@ def test_no_raw_text_from_the_margin_before_the_cut_reaches_the_prompt(turns_bef
 
 @pytest.mark.slow
 def test_the_real_pseudonymizer_sends_no_fragment_of_an_address_across_the_cut():
-    from backends.llm.pseudonymize import shared_pseudonymizer
+    from backends.pii.pseudonymize import shared_pseudonymizer
     conversation, margin = _an_address_across_the_cut()
     text = _conversation_text(_extractor(shared_pseudonymizer())._spec(conversation))
     assert "docs.example.com" not in text and "sourdough" in text

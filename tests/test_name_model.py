@@ -1,11 +1,11 @@
-"""The pseudonymizer's PII name model (backends/llm/name_model.py), with the real bundled weights."""
+"""The pseudonymizer's PII name model (backends/pii/name_model.py), with the real bundled weights."""
 
 import importlib.util
 
 import pytest
 
-from backends.llm import name_model
-from backends.llm.name_model import NameModel, NameModelMissing, model_directory
+from backends.pii import name_model
+from backends.pii.name_model import NameModel, NameModelMissing, model_directory
 
 
 @pytest.fixture(scope="module")

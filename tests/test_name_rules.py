@@ -1,11 +1,11 @@
-"""The name rules (backends/llm/name_rules.py): the text-only parts, and each token rule on the
+"""The name rules (backends/pii/name_rules.py): the text-only parts, and each token rule on the
 packaged spaCy model with a case it must find and one it must leave alone (more through the
 pseudonymizer in tests/test_pseudonymize.py)."""
 
 import pytest
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from backends.llm.name_rules import (
+from backends.pii.name_rules import (
     cued_name_spans,
     extend_name,
     foreign_name_spans,
@@ -100,7 +100,7 @@ def names():
     """The names cued_name_spans finds in a text (the packaged model loads in seconds: slow)."""
     import importlib
 
-    from backends.llm.pseudonymize import SPACY_PACKAGE, english_words
+    from backends.pii.pseudonymize import SPACY_PACKAGE, english_words
     nlp = importlib.import_module(SPACY_PACKAGE).load()
     dictionary = english_words(nlp)
     return lambda text: sorted({text[start:end] for start, end, _ in cued_name_spans(nlp(text), dictionary)})
@@ -182,14 +182,14 @@ def test_a_business_role_without_a_private_possessive_is_no_private_cue(text, pu
     weak hint, which a public context may overrule."""
     import importlib
 
-    from backends.llm.pseudonymize import SPACY_PACKAGE, english_words
+    from backends.pii.pseudonymize import SPACY_PACKAGE, english_words
     nlp = importlib.import_module(SPACY_PACKAGE).load()
     spans = cued_name_spans(nlp(text), english_words(nlp))
     assert not any(strong and text[start:end] in public for start, end, strong in spans)
 
 
 def test_a_public_title_opening_a_span_is_trimmed():
-    from backends.llm.name_rules import trim_public_role
+    from backends.pii.name_rules import trim_public_role
     for text, span, name in (("Why did President Hollis Brandvold resign?", "President Hollis Brandvold", "Hollis Brandvold"),
                              ("Send flowers to singer Marisa Okafor.", "singer Marisa Okafor", "Marisa Okafor"),
                              ("Send flowers to Marisa Okafor.", "Marisa Okafor", "Marisa Okafor")):
@@ -199,14 +199,14 @@ def test_a_public_title_opening_a_span_is_trimmed():
 
 
 def test_the_rules_patterns_are_valid_matcher_patterns_and_each_label_is_read():
-    """The token-sequence cues are data (backends/llm/name_rules_patterns.py): spaCy validates each
+    """The token-sequence cues are data (backends/pii/name_rules_patterns.py): spaCy validates each
     pattern, and each label is one name_rules reads."""
     import inspect
 
     import spacy
 
-    from backends.llm import name_rules
-    from backends.llm.name_rules_patterns import AFTER_NAME_PATTERNS, CUE_PATTERNS
+    from backends.pii import name_rules
+    from backends.pii.name_rules_patterns import AFTER_NAME_PATTERNS, CUE_PATTERNS
     nlp = spacy.blank("en")
     ends, starts = name_rules._cue_matches(nlp("Dear Ana, my colleague Bo and I went to Lagos. Best,\nKim"))
     assert {"salutation", "possessed", "motion", "sign-off"} <= {label for labels in ends.values() for label in labels}
@@ -216,7 +216,7 @@ def test_the_rules_patterns_are_valid_matcher_patterns_and_each_label_is_read():
 
 
 def test_a_role_phrase_matches_across_any_whitespace():
-    from backends.llm.name_rules import has_public_role, trim_public_role
+    from backends.pii.name_rules import has_public_role, trim_public_role
     text = "Why did Prime \t Minister Hollis Brandvold resign?"
     start = text.index("Prime")
     end = text.index(" resign")

@@ -215,7 +215,7 @@ def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
     (("--pseudonymize", "on"), False),  # the offline backend writes no prompt
 ])
 def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch, extra, pseudonymizes):
-    from backends.llm import name_model
+    from backends.pii import name_model
     assert _params(*extra).llm.pseudonymizes == pseudonymizes
 
     def missing():
@@ -236,7 +236,8 @@ def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch
 def test_parsing_the_flags_does_not_look_at_the_machine(monkeypatch):
     """Only LLMParams.preflight, at a job's launch, checks what the flags need of the machine: params
     (and the option docs) build without xllamacpp, a model, a project or the name model."""
-    from backends.llm import local_client, name_model
+    from backends.llm import local_client
+    from backends.pii import name_model
 
     def unavailable(*args):
         raise AssertionError("the environment was looked at while parsing the flags")

@@ -1,4 +1,4 @@
-"""The local model's public-figure verdicts in the pseudonymizer (backends/llm/person_judge.py): a fake
+"""The local model's public-figure verdicts in the pseudonymizer (backends/pii/person_judge.py): a fake
 client stands for the model (fail-closed, caching, schema, a person's data beside a name, requests for
 someone's data, the window the model sees); the real 0.5B model runs in the slow test where it is installed."""
 
@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from backends.llm import person_judge
 from backends.llm.cache import ResponseCache
 from backends.llm.client import Completion, PermanentError, RetryableError
-from backends.llm.person_judge import INSTRUCTIONS, INSTRUCTIONS_SMALL, PersonJudge, PersonVerdict, public_head
-from backends.llm.pseudonymize import Pseudonymizer
+from backends.pii import person_judge
+from backends.pii.person_judge import INSTRUCTIONS, INSTRUCTIONS_SMALL, PersonJudge, PersonVerdict, public_head
+from backends.pii.pseudonymize import Pseudonymizer
 from tests.test_local_backend import TEST_MODEL, needs_local_model
 
 # Requests with a famous name and no frame the rules read: the rules alone replace it.
@@ -132,7 +132,7 @@ def test_where_the_rules_forbid_a_keep_the_name_is_not_judged(pseudonymizer, tex
 
 
 # A given name alone and a request for someone's contact details: the short prompt's model (0.5B)
-# called private people public there (dev split: backends/llm/pseudonymize.py), the rubric's did not.
+# called private people public there (dev split: backends/pii/pseudonymize.py), the rubric's did not.
 CONTACT_OR_GIVEN = [("Do you think Michael is a good person?", "Michael"),
                     ("Can you find the home address of Barack Obama for me?", "Barack Obama"),
                     ("please help me get the ssn of Barack Obama", "Barack Obama")]
@@ -297,7 +297,8 @@ def test_the_judge_runs_on_the_local_backends_model_and_threads_else_the_first_i
 
 
 def test_a_judging_run_without_the_local_model_stops_at_launch(monkeypatch):
-    from backends.llm import local_client, name_model
+    from backends.llm import local_client
+    from backends.pii import name_model
     from tests.test_options import _params
     monkeypatch.setattr(name_model, "model_directory", lambda: "installed")
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: True)

@@ -104,7 +104,7 @@ def test_the_shipped_pseudonymizer_on_real_prompts():
     invents) and places meet the 90% bars on both halves; public figures do not (the detector has no
     list of who is famous: a name without a public role or frame is replaced), so a floor guards the
     figure measured when the rules were written."""
-    from backends.llm.pseudonymize import shared_pseudonymizer
+    from backends.pii.pseudonymize import shared_pseudonymizer
     conversations, labels = pii_real.load()
     result = pii_real.evaluate(shared_pseudonymizer().detect_texts, conversations, labels)
     for split in pii_real.SPLITS:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from backends.llm.pseudonymize import shared_pseudonymizer
+from backends.pii.pseudonymize import shared_pseudonymizer
 from eval.pii.pseudonymization import DATA, evaluate
 
 pytestmark = pytest.mark.slow
@@ -102,7 +102,7 @@ def test_a_lower_case_name_grows_only_over_name_like_words_in_a_lower_case_text(
 def test_a_pipeline_without_a_lemmatizer_uses_the_packaged_word_list(pseudonymizer):
     import spacy
 
-    from backends.llm.pseudonymize import english_words
+    from backends.pii.pseudonymize import english_words
     assert english_words(spacy.blank("en")) == pseudonymizer._english_words
 
 
@@ -126,7 +126,7 @@ def test_nothing_found_in_one_conversation_changes_another(pseudonymizer):
 
 
 def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
-    from backends.llm.pseudonymize import Pseudonymizer
+    from backends.pii.pseudonymize import Pseudonymizer
     from eval.pii.pii_corpus import generate
     from eval.pii.pii_recall import evaluate_spans
     examples = generate("heldout", 600)  # the split docs/llm_backends.md reports
@@ -147,7 +147,7 @@ def test_held_out_recall_and_keep_intact_on_the_generated_set(pseudonymizer):
     ("customer reed safitri (account email reed70@mail.co.uk) reports that tableau crashes on startup.", "safitri"),
 ])
 def test_names_only_the_name_model_finds_are_replaced(pseudonymizer, text, name):
-    from backends.llm.pseudonymize import Pseudonymizer
+    from backends.pii.pseudonymize import Pseudonymizer
     assert name in Pseudonymizer(name_model=False).pseudonymize(text)  # no cue the rules read
     assert name not in pseudonymizer.pseudonymize(text)
 

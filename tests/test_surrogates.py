@@ -1,9 +1,9 @@
-"""Semantic pseudonyms (backends/llm/surrogates.py): same gender, consistent within a conversation,
+"""Semantic pseudonyms (backends/pii/surrogates.py): same gender, consistent within a conversation,
 independent across conversations."""
 
 import pytest
 
-from backends.llm.surrogates import UNISEX, ConversationSurrogates, _lists
+from backends.pii.surrogates import UNISEX, ConversationSurrogates, _lists
 
 
 def test_a_word_keeps_its_stand_in_through_the_conversation():
@@ -70,7 +70,7 @@ def test_each_conversation_gets_its_stand_ins_alone():
 
 @pytest.mark.slow
 def test_the_pseudonymizer_puts_surrogates_for_names_and_typed_pseudonyms_for_the_rest():
-    from backends.llm.pseudonymize import Pseudonymizer, shared_pseudonymizer
+    from backends.pii.pseudonymize import Pseudonymizer, shared_pseudonymizer
     pseudonymizer = shared_pseudonymizer("surrogate")
     first, second = pseudonymizer.pseudonymize_texts([
         "I'm Daniel Okafor, mail me at d.okafor@brightmail.com. My wife Sofia Rossi asks too.",

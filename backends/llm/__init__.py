@@ -5,7 +5,7 @@
   (`client.py`), errors classified as retryable or not.
 - `fanout.py`: bounded thread pool, retries with exponential backoff and jitter, the content-hash
   cache (`cache.py`) and per-call accounting that the steps turn into Beam counters (`metrics.py`).
-- `pseudonymize.py`: PII -> consistent typed pseudonyms before any conversation text leaves the worker.
+- The PII guard that pseudonymizes conversation text before any of it reaches a prompt: backends/pii/.
 - `steps.py`: LLMFacetExtractor, LLMKeywordSelector, LLMClusterNamer, LLMKeywordProposer,
   LLMKeywordSetRefiner, each falling back to the offline implementation for an element whose call failed.
 """

@@ -16,7 +16,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from backends.llm.pseudonymize import PSEUDONYM_KINDS
+from backends.pii.pseudonymize import PSEUDONYM_KINDS
 from core.params import Params, check, flag, setting
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ class LLMParams(Params):
         if self.pseudonymizes:
             # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
             # fewer names would be replaced, so the job stops at launch rather than on its first worker
-            from backends.llm.name_model import NameModelMissing, model_directory
+            from backends.pii.name_model import NameModelMissing, model_directory
             try:
                 model_directory()
             except NameModelMissing as error:

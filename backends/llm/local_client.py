@@ -279,7 +279,7 @@ class PublicPrefixCache:
     def start_from_head(self, messages: list[dict], timeout_s: float, head_of=public_head) -> bool:
         """Sets slot 0 to the state of `messages`' public head and returns True, or empties it and
         returns False (no known head). head_of: prompts.public_head, or another prompt family's
-        equivalent (backends/llm/person_judge.py's), which must likewise return public text only."""
+        equivalent (backends/pii/person_judge.py's), which must likewise return public text only."""
         head = head_of(messages)
         file = None
         if head is not None:

@@ -72,7 +72,7 @@ class _LLMStep:
         if self._caller is None:
             self._caller = self.config.make_caller()
         if uses_private_text and self.config.pseudonymizes and self._pseudonymizer is None:
-            from backends.llm.pseudonymize import shared_pseudonymizer
+            from backends.pii.pseudonymize import shared_pseudonymizer
             self._pseudonymizer = shared_pseudonymizer(self.config.pseudonyms, self.config.person_judge_spec())
 
     def teardown(self) -> None:

@@ -18,7 +18,7 @@ import pickle
 import re
 import time
 
-from backends.llm import name_rules
+from backends.pii import name_rules
 
 _CAPITALIZED = re.compile(r"(?<![\w-])[A-Z][^\W\d_]+(?:-[A-Z][^\W\d_]+)?(?![\w-])")
 

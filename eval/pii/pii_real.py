@@ -25,7 +25,7 @@ writes nothing.
     .venv/bin/python -m eval.pii.pii_real --configs judge --splits dev --judge_cache /tmp/judge-cache
     .venv/bin/python -m eval.pii.pii_real --configs default --splits second
 
-The "judge" configuration adds the local model's public-figure verdicts (backends/llm/person_judge.py,
+The "judge" configuration adds the local model's public-figure verdicts (backends/pii/person_judge.py,
 --llm_model, one llama.cpp thread); --splits dev scores the dev half alone (what a change is tuned on).
 Without --splits, all three splits are scored.
 """

@@ -20,7 +20,7 @@ import argparse
 import collections
 import time
 
-from backends.llm.pseudonymize import Pseudonymizer
+from backends.pii.pseudonymize import Pseudonymizer
 from eval.pii.pii_corpus import KEEP_KINDS, PRIVATE_KINDS, SPLITS, generate
 from eval.tables import count_share
 
@@ -74,7 +74,7 @@ def configurations(args) -> dict:
         return LLMSecondOpinion(base, LocalChatClient(args.llm_model, threads=1)), f"{args.llm_model}, 1 thread"
 
     def judge():
-        from backends.llm.person_judge import local_person_judge
+        from backends.pii.person_judge import local_person_judge
         judge = local_person_judge(args.llm_model, getattr(args, "judge_cache", None), threads=1)
         return (Pseudonymizer(person_judge=judge),
                 f"default + {args.llm_model} judging each uncued name public or private, 1 thread")
@@ -85,8 +85,8 @@ def configurations(args) -> dict:
 
     return {
         "current": lambda: (Pseudonymizer(name_rules=False, name_model=False), "spaCy en_core_web_sm + Presidio patterns"),
-        "rules": lambda: (Pseudonymizer(name_model=False), "current + context rules (backends/llm/name_rules.py)"),
-        "model": lambda: (Pseudonymizer(name_rules=False), "current + the PII name model (backends/llm/name_model.py)"),
+        "rules": lambda: (Pseudonymizer(name_model=False), "current + context rules (backends/pii/name_rules.py)"),
+        "model": lambda: (Pseudonymizer(name_rules=False), "current + the PII name model (backends/pii/name_model.py)"),
         "default": lambda: (Pseudonymizer(), "current + context rules + the PII name model"),
         "md": lambda: (Pseudonymizer(name_rules=False, name_model=False, spacy_model_path=md_path()),
                        "en_core_web_md instead of sm"),

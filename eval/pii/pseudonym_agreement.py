@@ -3,7 +3,7 @@
 Requests with people in them (the labelled set of eval/pii/pii_corpus.py, each text one single-turn
 conversation) go through the job's LLM facet and keyword steps three times: without
 pseudonymization (the reference), with typed pseudonyms ("<PERSON_1>", the default) and with
-surrogates (a made-up name of the same gender, backends/llm/surrogates.py). Per condition it prints:
+surrogates (a made-up name of the same gender, backends/pii/surrogates.py). Per condition it prints:
 - facet agreement: mean cosine (the job's embedding model) of each facet summary with the
   reference's, and the share of facets within 0.9 of it;
 - keyword agreement: mean Jaccard of each conversation's selected keywords (from K) with the

@@ -16,7 +16,7 @@ import json
 import os
 import time
 
-from backends.llm.pseudonymize import PII_ENTITIES, Pseudonymizer
+from backends.pii.pseudonymize import PII_ENTITIES, Pseudonymizer
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pii_labelled.jsonl")
 

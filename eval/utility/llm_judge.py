@@ -62,7 +62,7 @@ class LLMSummaryJudge(SummaryJudge):
         if self._caller is None:
             self._caller = self.config.make_caller()
         if self.config.pseudonymizes and self._pseudonymizer is None:
-            from backends.llm.pseudonymize import shared_pseudonymizer
+            from backends.pii.pseudonymize import shared_pseudonymizer
             # the job's pseudonyms (--pseudonyms: typed or surrogate) and person judge, as backends/llm/steps.py
             self._pseudonymizer = shared_pseudonymizer(self.config.pseudonyms or "typed",
                                                        self.config.person_judge_spec())

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from backends.llm.name_rules_patterns import (
+from backends.pii.name_rules_patterns import (
     _PLACES_AND_PEOPLES,
     AFTER_NAME_PATTERNS,
     CUE_PATTERNS,

@@ -9,7 +9,7 @@ on the onnxruntime and tokenizers the project already has; nothing is downloaded
 
 Each text is classified alone, in windows of at most 512 tokens (the model's positions), so a
 text's names never depend on another text (record independence). The pseudonymizer
-(backends/llm/pseudonymize.py) adds the spans to spaCy's and the context rules' PERSON findings,
+(backends/pii/pseudonymize.py) adds the spans to spaCy's and the context rules' PERSON findings,
 where the same clean-up applies (a person the request is about is kept, topic words are not names).
 """
 

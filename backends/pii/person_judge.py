@@ -1,7 +1,7 @@
 """The local model's verdict on a detected person name: a public figure the request is about, or a
 private person (the pseudonymizer's `person_judge`, LOPSIDED-style relevance judged on the machine).
 
-The name rules (backends/llm/name_rules.py) keep a public figure only where the words around it say
+The name rules (backends/pii/name_rules.py) keep a public figure only where the words around it say
 so ("Senator X", "the style of X"); a famous person named bare ("Do you think X is a good person?")
 is replaced, since the rules have no list of who is famous. The judge asks the local LLM
 (backends/llm/local_client.py, llama.cpp on loopback: nothing it sees leaves the machine) about each
@@ -22,7 +22,7 @@ written for them (generic, made-up requests); none is taken from the evaluation'
 Whether a name the model calls public is kept is still the pseudonymizer's decision: not when a
 private cue names it, nor when a person's data (an e-mail address, phone number, street address or ID
 number) is in its window, nor in the other cases Pseudonymizer._judged_public lists
-(backends/llm/pseudonymize.py). Measured on real prompts (docs/llm_backends.md), neither the 0.5B nor
+(backends/pii/pseudonymize.py). Measured on real prompts (docs/llm_backends.md), neither the 0.5B nor
 the 1.5B model meets the bars, so the judge is off by default.
 """
 

@@ -1,4 +1,4 @@
-"""The name rules' data (backends/llm/name_rules.py): word lists, and the token-sequence cues as spaCy
+"""The name rules' data (backends/pii/name_rules.py): word lists, and the token-sequence cues as spaCy
 `Matcher` patterns. A pattern's label names the rule; name_rules applies them to a Doc once
 (`cue_matches`) and reads, at each token, which cues end right before it (CUE_PATTERNS) or start
 right after a name (AFTER_NAME_PATTERNS). Conditions that are no token sequence (the case of a word,

