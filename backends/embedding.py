@@ -6,7 +6,7 @@ with onnxruntime; "onnx-int8" runs it dynamically quantised to int8. The ONNX pa
 whose pooling is a mean over tokens (the MiniLM/mpnet sentence-transformers).
 
 **Batch invariance.** Every backend gives each text bit-for-bit the vector it gets alone, whatever
-the texts batched with it (tests/test_embedding_backends.py asserts exact equality). Padding a text
+the texts batched with it (tests/backends/test_embedding_backends.py asserts exact equality). Padding a text
 to a longer neighbour changes the shapes of its matrix products and reductions, and BLAS picks its
 kernel (and so the order of the float additions) by shape: MKL gives a row of a 2-row product other
 bits than the same row of a 4-row one. So the shape a text runs in is chosen from that text alone:

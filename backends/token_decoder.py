@@ -11,7 +11,7 @@ returns through the LM head to the next token, which every member's sequence the
 Members run one at a time, each with its own KV cache: each member's hidden state is then exactly the one
 it would have alone (no padding, no batch-size-dependent kernel), which the clipping bound relies on only
 through the norm, but which keeps a member's contribution independent of who else is sampled. Measured
-in tests/test_token_decoding.py (a batched run of padded members is not bit-identical on CPU).
+in tests/dp_ops/test_token_decoding.py (a batched run of padded members is not bit-identical on CPU).
 """
 
 from __future__ import annotations

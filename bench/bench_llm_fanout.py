@@ -16,7 +16,7 @@ import time
 from backends.llm.config import LLMParams
 from backends.llm.steps import LLMFacetExtractor
 from core.records import Conversation, Message
-from tests.llm_server import FakeChatServer
+from tests.support.llm_server import FakeChatServer
 from transforms.record_isolation import run_isolated
 
 

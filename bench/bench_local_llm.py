@@ -227,7 +227,7 @@ def names(args) -> None:
         print(f"| {', '.join(words)} | {off_name} | {name} | {description} |")
 
 
-# Tokens per call measured on the local model (tests/test_local_backend.py's job run and the names bench):
+# Tokens per call measured on the local model (tests/backends/test_local_backend.py's job run and the names bench):
 # (new prompt tokens after the cached prefix, generated tokens); facets: a conversation of ~6,000 chars.
 TOKENS_PER_CALL = {"facets": (1500, 40), "keywords": (60, 23), "names": (40, 60)}
 # Calls per night (docs/performance.md: 10M read, kept fraction 0.50, k = 50, m = 200).

@@ -6,7 +6,7 @@ random float32 data, 0 for the same row alone). The job's blocks are made of man
 conversations, so a row's projection, its nearest centre or its keyword similarities would then
 depend on which other records are in its block, and one user could move another user's point, or
 flip its cluster at a near-tie. A stack of 1-row products is computed row by row by the same kernel
-whatever the batch, so each row is bitwise what it would be alone (tests/test_rowwise.py), at about
+whatever the batch, so each row is bitwise what it would be alone (tests/dp_ops/test_rowwise.py), at about
 1.7x BLAS's time for a 512 x 32 by 32 x 1000 product.
 """
 

@@ -49,7 +49,7 @@ the natural night-to-night variation of a true count, taken as Poisson overdispe
 `DAY_TO_DAY_CV` (variance mu + (cv mu)^2, mu the baseline mean; for tonight and for the mean of n
 baseline nights: times 1 + 1/n).
 
-Why these constants (tests/test_timeline.py simulates them: Poisson true counts, Laplace noise of
+Why these constants (tests/publishing/test_timeline.py simulates them: Poisson true counts, Laplace noise of
 scale 2-20, sizes 30-3000, 60 nights). Z = 3: a steady topic is flagged on under 1% of its nights
 (5% allowed), Laplace's heavier tails included. DAY_TO_DAY_CV: with 0, a weekday swing of +-15% of a
 3,000-conversation topic is flagged on 77% of nights; 0.06 brought that under 1% while a 30% step in
@@ -76,7 +76,7 @@ it), so a topic hovering near tau misses nights by noise alone.
 - `below threshold`: otherwise. Not a change: its true size may well be what it was; a quiet status
   that no alert list (`rising`) holds. On simulated steady topics of true size 27-40 against tau 25
   (Laplace noise of scale 5), counting every missed night as `vanished` flagged 16% of their nights;
-  with `below threshold` they carry a change flag on 0.1% (tests/test_timeline.py).
+  with `below threshold` they carry a change flag on 0.1% (tests/publishing/test_timeline.py).
 
 **Only a topic named by its own DP votes is announced.** A night whose status would be `new`,
 `emerging`, `growing` or `shrinking` is `unlabelled change` instead when that night's topic is not

@@ -267,7 +267,7 @@ class PublicPrefixCache:
     and the request, sent with cache_prompt, reuses the longest common token prefix of that state and
     its own prompt, computing the rest from the record alone. So what a request starts from is a
     function of its own head, whatever came before it: no token of another request is ever reused
-    (tests/test_local_prefix_cache.py checks that answers are bit-identical whatever ran first).
+    (tests/backends/test_local_prefix_cache.py checks that answers are bit-identical whatever ran first).
 
     Callers hold LocalServer.lock (LocalServer.exclusive)."""
 

@@ -17,7 +17,7 @@ of its window, so a re-run does not ask again. There are two prompts: INSTRUCTIO
 and twelve examples, for the 1.5B model and any other) and INSTRUCTIONS_SMALL (the shorter one the 0.5B
 model keeps, SMALL_MODELS); each has its own version in the cache key. Their rubrics and examples are
 written for them (generic, made-up requests); none is taken from the evaluation's labelled prompts
-(tests/test_person_judge.py checks the examples' names against the labels' hashes).
+(tests/backends/test_person_judge.py checks the examples' names against the labels' hashes).
 
 Whether a name the model calls public is kept is still the pseudonymizer's decision: not when a
 private cue names it, nor when a person's data (an e-mail address, phone number, street address or ID

@@ -54,7 +54,7 @@ SPLITS = ("dev", "heldout")
 # Labelled later, in conversations outside both halves: never tuned on.
 SECOND = "second"
 ALL_SPLITS = (*SPLITS, SECOND)
-# The bars the shipped detector must meet on every split (tests/test_pii_real.py).
+# The bars the shipped detector must meet on every split (tests/backends/test_pii_real.py).
 PRIVATE_BAR = 0.90
 KEEP_BAR = 0.90
 

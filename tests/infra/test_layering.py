@@ -1,0 +1,122 @@
+"""Imports run one way: core <- publishing <- dp_ops <- backends <- transforms <- beam_jobs <- eval <- bench, tests.
+
+`core` holds plain records and shared types and imports nothing else from the repo; `publishing` (what a
+run publishes and reads back from published nights: report, pages, timeline, lineage, release gate)
+stands on `core` alone. A module may import its own package and any package below it, never one above;
+and no modules import each other in a cycle, directly or through others. Function-level imports count too.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAYERS = {"core": 0, "publishing": 1, "dp_ops": 2, "backends": 3, "transforms": 4, "beam_jobs": 5, "eval": 6,
+          "bench": 7, "scripts": 7, "tests": 7}
+
+
+def _modules() -> dict[str, str]:
+    """module name -> file path, for every .py file of the layered packages."""
+    found = {}
+    for package in LAYERS:
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    module = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                    found[module.removesuffix(".__init__")] = path
+    return found
+
+
+def _imports(path: str, module: str, known: dict[str, str]) -> set[str]:
+    """The repo modules `module` imports (resolved to the longest known module name)."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+            names.add(base)
+    resolved = set()
+    for name in names:
+        parts = name.split(".")
+        for end in range(len(parts), 0, -1):
+            candidate = ".".join(parts[:end])
+            if candidate in known:
+                resolved.add(candidate)
+                break
+    resolved.discard(module)
+    return resolved
+
+
+def _graph() -> dict[str, set[str]]:
+    known = _modules()
+    return {module: _imports(path, module, known) for module, path in known.items()}
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = sorted(f"{module} -> {target}" for module, targets in _graph().items() for target in targets
+                    if LAYERS[target.split(".")[0]] > LAYERS[module.split(".")[0]])
+    assert upward == []
+
+
+def test_core_imports_nothing_else_from_the_repo():
+    graph = _graph()
+    assert sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith("core") for t in ts
+                  if not t.startswith("core")) == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, on_stack, stack, components, counter = {}, {}, set(), [], [], [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_no_import_cycles_between_modules():
+    # Package __init__ modules are left out: importing a.b runs a/__init__, which is not a dependency on b.
+    graph = {m: {t for t in ts if not os.path.exists(os.path.join(ROOT, *t.split("."), "__init__.py"))}
+             for m, ts in _graph().items()}
+    assert _cycles(graph) == []
+
+
+@pytest.mark.parametrize("graph, expected", [
+    ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+])
+def test_the_cycle_finder_finds_cycles(graph, expected):
+    assert _cycles(graph) == expected
