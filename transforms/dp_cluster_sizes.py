@@ -39,30 +39,18 @@ class DPClusterSizes(beam.PTransform):
 
     def __init__(self, num_clusters: int, params: DPCountParams | None, budget: RunBudget | None):
         super().__init__()
-        self._num_clusters = num_clusters
-        self._params = params
-        self._budget = budget
-        self.spend = None
-
-    def _count(self) -> DPCountPerPartition | ExactCountPerPartition:
-        if self._params is None:
-            return ExactCountPerPartition(list(range(self._num_clusters)))
-        return DPCountPerPartition(self._params, list(range(self._num_clusters)),
-                                   "PipelineDP COUNT per cluster, public partitions", self._budget)
+        clusters = list(range(num_clusters))
+        self._count = (ExactCountPerPartition(clusters) if params is None else
+                       DPCountPerPartition(params, clusters, "PipelineDP COUNT per cluster, public partitions", budget))
+        self.spend = self._count.spend  # known now; registered when the count is applied
 
     def local(self, assigned_blocks: list[ConversationBlock]) -> dict:
-        count = self._count()
-        sizes = count.local([pair for block in assigned_blocks for pair in user_cluster_pairs(block)])
-        self.spend = count.spend
-        return sizes
+        return self._count.local([pair for block in assigned_blocks for pair in user_cluster_pairs(block)])
 
     def expand(self, assigned_blocks):
-        count = self._count()
-        sizes = (assigned_blocks
-                 | "user and cluster per conversation" >> beam.FlatMap(user_cluster_pairs)
-                 | "DP count per cluster" >> count)
-        self.spend = count.spend
-        return sizes
+        return (assigned_blocks
+                | "user and cluster per conversation" >> beam.FlatMap(user_cluster_pairs)
+                | "DP count per cluster" >> self._count)
 
 
 class KeepLargeClusters(beam.PTransform):

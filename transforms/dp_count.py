@@ -6,8 +6,9 @@ from __future__ import annotations
 import apache_beam as beam
 import pipeline_dp
 
+from core.spend import MechanismSpend
 from dp_ops.dp_counts import DPCountParams, spend_from_accountant
-from dp_ops.pipeline_dp_engine import release_with_pipeline_dp
+from dp_ops.pipeline_dp_engine import pipeline_dp_spend, release_with_pipeline_dp
 from dp_ops.run_budget import RunBudget
 from transforms.dp_stage import DPStage
 from transforms.stage_timing import timed
@@ -21,8 +22,9 @@ class DPCountPerPartition(DPStage):
     """Input: (user_id, partition_key) pairs. Output: (partition_key, noisy count) for every public
     partition, present in the data or not (so absence is not revealed).
 
-    `self.spend` is what PipelineDP's accountant gave the aggregation; it is set, and registered
-    with `budget`, by expand(), which calls compute_budgets() on this stage's own accountant.
+    `self.spend` is what PipelineDP's accountant gives the aggregation, known at construction; it is
+    registered with `budget` when the stage is applied (expand() or local()), which calls
+    compute_budgets() on this stage's own accountant and checks it gave exactly that.
     """
 
     def __init__(self, params: DPCountParams, public_partitions, mechanism_name: str, budget: RunBudget | None):
@@ -30,6 +32,7 @@ class DPCountPerPartition(DPStage):
         self._params = params
         self._public_partitions = public_partitions
         self._mechanism_name = mechanism_name
+        self.spend = count_spend(params, mechanism_name)
 
     def local(self, user_partition_pairs: list) -> dict:
         """In-process (transforms/engine.py): the same PipelineDP aggregation on its LocalBackend;
@@ -41,7 +44,7 @@ class DPCountPerPartition(DPStage):
             pairs = [("no user", ("no partition",))]
         released, spend = release_with_pipeline_dp(
             pairs, pipeline_dp.LocalBackend(), self._params, self._params.aggregate_params(), spend_from_accountant,
-            f"{self._mechanism_name} (in-process)", public_partitions=self._public_partitions)
+            f"{self._mechanism_name} (in-process)", public_partitions=self._public_partitions, expected=self.spend)
         self._spends(spend)
         return {partition: metrics.count for partition, metrics in released}
 
@@ -49,9 +52,15 @@ class DPCountPerPartition(DPStage):
         counted = user_partition_pairs | "count contributions" >> beam.Map(timed(self._params.stage, _identity))
         counts, spend = release_with_pipeline_dp(
             counted, pipeline_dp.BeamBackend(), self._params, self._params.aggregate_params(), spend_from_accountant,
-            self._mechanism_name, public_partitions=self._public_partitions)
+            self._mechanism_name, public_partitions=self._public_partitions, expected=self.spend)
         self._spends(spend)
         return counts | "unpack noisy counts" >> beam.MapTuple(lambda partition, metrics: (partition, metrics.count))
+
+
+def count_spend(params: DPCountParams, mechanism_name: str) -> MechanismSpend:
+    """What a DPCountPerPartition with these params spends (PipelineDP's own accountant, before any data)."""
+    return pipeline_dp_spend(params, params.aggregate_params(), spend_from_accountant, mechanism_name,
+                             public_partitions=True)
 
 
 def exact_counts(partitions, keys) -> dict:

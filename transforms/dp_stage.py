@@ -1,10 +1,12 @@
 """DPStage: the base of every PTransform that releases data-dependent values with DP noise.
 
-A DP stage registers its spend (its MechanismSpend, carrying the dp-accounting event of the noise it
-draws) with the run's RunBudget (dp_ops/run_budget.py) as soon as that spend is known: at
-construction where it depends on the parameters alone (DP k-means), when the stage is applied where
-PipelineDP's accountant computes it (the counts, partition selection). The run's total is the PLD
-composition of what was registered, so a stage that did not register would release without being
+Every DP stage knows its spend (`self.spend`, a MechanismSpend carrying the dp-accounting event of the
+noise it draws) from its construction, so a caller reads it before the stage is applied, never after.
+It registers that spend with the run's RunBudget (dp_ops/run_budget.py): at construction where the
+stage draws the noise itself (DP k-means, the vote histograms), when it is applied where PipelineDP
+draws it (the counts, partition selection: the entry names the engine that drew it, and PipelineDP's
+accountant must give exactly the spend constructed, dp_ops.pipeline_dp_engine). The run's total is the
+PLD composition of what was registered, so a stage that did not register would release without being
 counted: the jobs refuse to run a pipeline holding one (`unregistered_dp_stages`).
 """
 
@@ -25,7 +27,10 @@ class DPStage(beam.PTransform):
         self.registered = False
 
     def _spends(self, spend: MechanismSpend) -> None:
-        """Records the stage's spend and registers it with the run's budget (if it was given one)."""
+        """Records the stage's spend and registers it with the run's budget (if it was given one);
+        at most once."""
+        if self.registered:
+            raise RuntimeError(f"{spend.stage}: a DP stage is applied once; construct another to release again")
         self.spend = spend
         if self._budget is not None:
             self.spend = self._budget.register(spend)

@@ -35,7 +35,7 @@ from dp_ops.keyword_votes import (
 )
 from dp_ops.run_budget import RunBudget
 from dp_ops.sampling import keyword_sampling_rate, poisson_keep
-from transforms.dp_count import DPCountPerPartition, ExactCountPerPartition
+from transforms.dp_count import DPCountPerPartition, ExactCountPerPartition, count_spend
 from transforms.dp_stage import DPStage
 from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
 from transforms.stage_timing import timed
@@ -230,7 +230,11 @@ def keyword_count_params(epsilon: float, delta: float, noise: str, max_partition
 
 class DPKeywordHistogram(beam.PTransform):
     """Output: ((cluster_id, keyword), noisy count) for every kept cluster x keyword in K. `params`
-    None: the exact counts of the evaluation's non-private baseline (never the job)."""
+    None: the exact counts of the evaluation's non-private baseline (never the job). `self.spend` is
+    known at construction; the count, built when the kept clusters are (they are its public
+    partitions), registers it when applied."""
+
+    MECHANISM = "PipelineDP COUNT per (cluster, keyword), public partitions"
 
     def __init__(self, params: DPCountParams | None, kept_cluster_ids, keywords: tuple[str, ...],
                  budget: RunBudget | None):
@@ -239,29 +243,23 @@ class DPKeywordHistogram(beam.PTransform):
         self._kept_cluster_ids = kept_cluster_ids
         self._keywords = keywords
         self._budget = budget
-        self.spend = None
+        self.spend = None if params is None else count_spend(params, self.MECHANISM)
 
     def _count(self, public_partitions):
         if self._params is None:
             return ExactCountPerPartition(public_partitions)
-        return DPCountPerPartition(self._params, public_partitions,
-                                   "PipelineDP COUNT per (cluster, keyword), public partitions", self._budget)
+        return DPCountPerPartition(self._params, public_partitions, self.MECHANISM, self._budget)
 
     def local(self, user_pairs: list) -> dict:
         """In-process (transforms/engine.py): `kept_cluster_ids` a list. With no kept cluster nothing
         is released, but the stage is still accounted for, as on Beam (one stand-in partition)."""
         partitions = [(cluster_id, keyword) for cluster_id in sorted(self._kept_cluster_ids)
                       for keyword in self._keywords]
-        count = self._count(partitions or [(0, self._keywords[0])])
-        histogram = count.local(user_pairs)
-        self.spend = count.spend
+        histogram = self._count(partitions or [(0, self._keywords[0])]).local(user_pairs)
         return histogram if partitions else {}
 
     def expand(self, user_pairs):
         keywords = self._keywords
         public_partitions = self._kept_cluster_ids | "public partitions: kept clusters x K" >> beam.FlatMap(
             lambda cluster_id: [(cluster_id, keyword) for keyword in keywords])
-        count = self._count(public_partitions)
-        histogram = user_pairs | "DP count per (cluster, keyword)" >> count
-        self.spend = count.spend
-        return histogram
+        return user_pairs | "DP count per (cluster, keyword)" >> self._count(public_partitions)

@@ -186,8 +186,8 @@ class TopicKeywords(beam.PTransform):
                 keyword_count_params(*noise.stage.pipeline_dp_budget, noise.histogram_noise,
                                      noise.partitions_per_user) if noise.private else None,
                 kept_cluster_ids=self._kept_ids, keywords=keywords, budget=self._budget)
+        floors, labelling = self._floors(stage)  # from the spend the stage was constructed with
         release = engine.apply("DP keyword histograms", stage, selection.output)
-        floors, labelling = self._floors(stage)
         return _Votes(release, sampled, selection.output, selection.dead_letter, floors, labelling, stage)
 
     def _floors(self, stage):
