@@ -25,12 +25,12 @@ from backends.llm.config import LLMParams
 from backends.token_decoder import model_path as token_decoder_model_path
 from beam_jobs.flags import options_class, params_from
 from core.params import Params, check, flag, parse_bool
+from dp_ops import dp_stage_specs
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, LedgerPolicy
 from dp_ops.dp_counts import DEFAULT_FALSE_KEYWORDS_PER_TOPIC
 from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES, DEFAULT_WARM_PRIOR
 from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
 from dp_ops.token_decoding import TokenDecodingParams
-from transforms import dp_stage_specs
 from transforms.validation import DEFAULT_MAX_RECORD_BYTES
 
 
@@ -57,7 +57,7 @@ class ReadingParams(Params):
         check(self.facet_max_chars >= 1, "--facet_max_chars must be >= 1")
 
 
-# The stages and their default weights are declared in transforms/dp_stage_specs.py.
+# The stages and their default weights are declared in dp_ops/dp_stage_specs.py.
 DEFAULT_EPSILON_WEIGHTS = dp_stage_specs.default_weights()
 # Still parsed (Beam would silently drop an unknown flag, and the run would spend what the user did
 # not ask for), but refused; not Flex Template parameters.

@@ -23,16 +23,16 @@ import sys
 import threading
 import time
 
-from transforms import dp_stage_specs
+from core.progress_stage import ProgressStage
+from dp_ops import dp_stage_specs
 from transforms import progress as registry
-from transforms.progress import ProgressStage
 
 MODES = ("auto", "on", "off")
 DEFAULT_INTERVAL_SECONDS = 10.0
 
 
 # The stages that release nothing, in pipeline order; the DP stages' lines come from their
-# declarations (transforms/dp_stage_specs.py), each after the stage it follows. Fused stages run
+# declarations (dp_ops/dp_stage_specs.py), each after the stage it follows. Fused stages run
 # together: the one that took the most time since the last line is shown.
 _PLAIN_STAGES = (
     ProgressStage("read", "reading and validating", "records", None),

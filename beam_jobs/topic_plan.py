@@ -13,12 +13,12 @@ from backends.facet_set import load_facet_set
 from backends.interfaces import ExemplarWriter
 from beam_jobs.options import InsightsParams
 from core.dp_stages import CLUSTERING
+from dp_ops import dp_stage_specs
 from dp_ops.dp_kmeans import DPKMeansParams
+from dp_ops.dp_stage_specs import StageSettings
 from dp_ops.joint_calibration import JointCalibration, StageRequest
 from publishing.previous_nights import PreviousNights
-from transforms import dp_stage_specs
 from transforms.decode_centres import DecoderSettings
-from transforms.dp_stage_specs import StageSettings
 from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_keywords import KeywordSettings
 from transforms.topic_release import ExemplarSettings
@@ -46,7 +46,7 @@ class TopicBackends:
 
 
 def stage_requests(params: InsightsParams) -> list[StageRequest]:
-    """The run's DP stages as calibration requests (transforms/dp_stage_specs.py)."""
+    """The run's DP stages as calibration requests (dp_ops/dp_stage_specs.py)."""
     privacy, clustering = params.privacy, params.clustering
     histogram_noise = privacy.histogram_noise if params.keywords.keyword_mode in ("histogram", "both") else None
     return dp_stage_specs.stage_requests(StageSettings(

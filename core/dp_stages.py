@@ -4,7 +4,7 @@ A stage's name is the key its calibration request, its weight in --epsilon_weigh
 its line in report.json's privacy section and the page's labels are filed under, so it is one constant
 here, low in the stack, and every layer (the mechanisms in dp_ops/, their transforms, the report in
 publishing/) imports it. What each stage releases, its default weight and its request are declared once too,
-in transforms/dp_stage_specs.py.
+in dp_ops/dp_stage_specs.py.
 """
 
 KEYWORD_SET = "keyword_set"  # built and spent by its own job (beam_jobs/build_keywords.py)

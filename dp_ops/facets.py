@@ -10,7 +10,7 @@ fixed-partition releases (dp_ops/fixed_histogram.py), each one Gaussian sum of L
 - `BY_TOPIC_STAGE` ("facet_topics"): the topic x answer cross-tab over the released topics (a
   conversation is in one topic, so a user's vector over every (topic, answer) has L2 norm <= 1).
 
-Each stage composes one Gaussian release per selected facet (transforms/dp_stage_specs.py), with its own
+Each stage composes one Gaussian release per selected facet (dp_ops/dp_stage_specs.py), with its own
 share of the run's epsilon (--epsilon_weights); the facets never share noise with each other or with the topics.
 """
 

@@ -45,6 +45,7 @@ from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from beam_jobs.topic_plan import topic_plan as job_topic_plan
 from core.params import flag_fields
 from core.records import ConversationBlock
+from dp_ops import dp_stage_specs
 from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from dp_ops.token_decoding import STAGE as TOKEN_DECODING_STAGE
@@ -53,7 +54,6 @@ from eval.data import bound_contributions
 from publishing.lineage import LOOKBACK_NIGHTS
 from publishing.previous_nights import PreviousNights
 from publishing.report import build_report
-from transforms import dp_stage_specs
 from transforms.engine import LocalEngine
 from transforms.keyword_histograms import DPKeywordVotes
 from transforms.token_decoding import TokenDecodingPlan

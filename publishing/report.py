@@ -43,7 +43,7 @@ def privacy_section(spends: list[MechanismSpend], max_conversations_per_user: in
     (dp_ops.run_budget.RunBudget.composition(): {"composition": "PLD", "accountant", "epsilon",
     "delta"}), and `spends` its registered entries, each listing the event composed. None only where
     no DP stage ran (no spends: the non-private evaluation, which states its own privacy section), and
-    then the section states no total. `stage_releases` (transforms/dp_stage_specs.stage_releases) says
+    then the section states no total. `stage_releases` (dp_ops/dp_stage_specs.stage_releases) says
     what each stage released: it is written into the stage's entry as "releases"."""
     if composition is None and spends:
         # Every caller with DP stages has their PLD total (RunBudget): a total made up here would be another claim.

@@ -35,7 +35,7 @@ SLOW_TIERS = {
     "beam_jobs.test_build_keywords": "e2e", "backends.test_centre_decoder": "e2e",
     "transforms.test_centroid_keywords": "e2e", "beam_jobs.test_compare_reports": "real_model",
     "beam_jobs.test_dask_runner": "e2e", "backends.test_default_keyword_set": "real_model",
-    "transforms.test_dp_stage_specs": "e2e", "backends.test_embedding_backends": "real_model",
+    "dp_ops.test_dp_stage_specs": "e2e", "backends.test_embedding_backends": "real_model",
     "beam_jobs.test_end_to_end": "e2e", "transforms.test_engines": "e2e", "eval.test_eval_llm_judge": "e2e",
     "eval.test_eval_nightly_stream": "e2e", "eval.test_eval_pipelines": "e2e", "eval.test_eval_topic_quality": "e2e",
     "eval.test_eval_utility_metrics": "real_model", "backends.test_exemplars": "e2e",

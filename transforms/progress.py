@@ -9,24 +9,8 @@ and nothing in it feeds a DP aggregate.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import Counter
-
-
-@dataclasses.dataclass(frozen=True)
-class ProgressStage:
-    """A stage as the progress lines show it. `key`: the stage's counter here (what it passes to
-    `advance`); `expected`: what its count is measured against ("users", "kept", "blocks",
-    "kmeans_passes" or None); `after`: for a DP stage (transforms/dp_stage_specs.py), the key of the
-    stage its line follows."""
-
-    key: str
-    label: str
-    unit: str
-    expected: str | None
-    after: str | None = None
-
 
 _lock = threading.Lock()
 _enabled = False

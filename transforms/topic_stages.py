@@ -43,7 +43,7 @@ class TopicPlan:
     """What the topic stages take besides the data: public parameters, the run's calibrated noise and
     the backends. `calibration` None only for the evaluation's non-private baseline (epsilon = inf):
     every mechanism exact, nothing spent. A stage reads its noise from `calibration` by its name
-    (transforms/dp_stage_specs.py), so a new DP stage needs nothing here."""
+    (dp_ops/dp_stage_specs.py), so a new DP stage needs nothing here."""
 
     calibration: JointCalibration | None
     delta: float

@@ -8,9 +8,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from core.spend import MechanismSpend
+from dp_ops import dp_stage_specs
 from publishing.report import build_report
 from publishing.report_html import render_report
-from transforms import dp_stage_specs
 
 
 def write_json(path: str, document: dict) -> None:

@@ -9,13 +9,13 @@ from beam_jobs.options import DEFAULT_EPSILON_WEIGHTS, ClusteringParams, Privacy
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
 from dp_ops.dp_events import composed_epsilon
+from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.conftest import checked, local_pipeline
 from transforms import dp_kmeans as dp_kmeans_transform
 from transforms.dp_kmeans import DPKMeans
-from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.dp_user_count import DPUserCount
 
 

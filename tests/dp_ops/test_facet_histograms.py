@@ -10,11 +10,11 @@ from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, load_f
 from backends.keyword_categories import KeywordCategories
 from core.records import ConversationBlock
 from dp_ops import facets as fa
+from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.fixed_histogram import histogram_rows
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.dp_ops.test_theme_histogram import _spend_of
-from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.facet_histograms import FacetHistograms
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",

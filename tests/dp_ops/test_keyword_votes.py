@@ -13,10 +13,10 @@ from core.records import ConversationBlock
 from dp_ops import keyword_votes as kv
 from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.dp_events import composed_epsilon, event_from_json
+from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.conftest import checked, local_pipeline
-from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords
 from transforms.voted_labels import label_keywords
 

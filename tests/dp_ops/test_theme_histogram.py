@@ -10,10 +10,10 @@ import pytest
 from core.records import ConversationBlock, DeadLetter
 from dp_ops import theme_histogram as th
 from dp_ops.dp_events import composed_epsilon, event_from_json
+from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from publishing.theme_timeline import FIRST_NIGHT, theme_timeline, weekly_status
-from transforms.dp_stage_specs import StageSettings, stage_requests
 from transforms.theme_histogram import ThemeHistogram
 
 CATEGORIES = ("Cooking", "Python", "Travel")

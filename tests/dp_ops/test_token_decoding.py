@@ -11,6 +11,7 @@ from apache_beam.testing.util import assert_that
 
 from core.records import ConversationBlock
 from dp_ops.dp_events import PLDAccountant
+from dp_ops.dp_stage_specs import DP_STAGE_SPECS, StageSettings, stage_requests
 from dp_ops.joint_calibration import calibrate_jointly, clustering_request
 from dp_ops.run_budget import RunBudget
 from dp_ops.token_decoding import (
@@ -23,7 +24,6 @@ from dp_ops.token_decoding import (
     token_decoding_spend,
 )
 from tests.conftest import checked, local_pipeline
-from transforms.dp_stage_specs import DP_STAGE_SPECS, StageSettings, stage_requests
 from transforms.token_decoding import EVIDENCE, TokenDecoding
 
 D = 8

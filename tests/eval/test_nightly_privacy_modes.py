@@ -12,10 +12,10 @@ from dp_accounting.pld import pld_privacy_accountant
 
 from beam_jobs.options import PrivacyParams
 from dp_ops.dp_events import composed_epsilon
+from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.nightly_plan import plan_nights
 from eval import data as eval_data
 from eval.audit import nightly_privacy_modes as modes
-from transforms.dp_stage_specs import StageSettings, stage_requests
 
 CAP, WINDOW_DELTA, WINDOW_DAYS, NIGHT_DELTA = 30.0, 1e-5, 30, 1e-6
 C = 5

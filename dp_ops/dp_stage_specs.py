@@ -28,6 +28,7 @@ from core.dp_stages import (
     TOKEN_DECODING,
     USER_COUNT,
 )
+from core.progress_stage import ProgressStage
 from dp_ops.fixed_histogram import fixed_partition_request
 from dp_ops.joint_calibration import (
     StageRequest,
@@ -38,7 +39,6 @@ from dp_ops.joint_calibration import (
 )
 from dp_ops.theme_histogram import theme_request
 from dp_ops.token_decoding import TokenDecodingParams, token_decoding_request
-from transforms.progress import ProgressStage
 
 
 @dataclasses.dataclass(frozen=True)

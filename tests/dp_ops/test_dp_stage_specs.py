@@ -1,4 +1,4 @@
-"""The DP stages are declared once (transforms/dp_stage_specs.py): a stage added there alone is weighted,
+"""The DP stages are declared once (dp_ops/dp_stage_specs.py): a stage added there alone is weighted,
 calibrated, budgeted, shown in progress and labelled on the report page."""
 
 import io
@@ -10,16 +10,16 @@ from backends.keyword_set import load_keyword_set
 from beam_jobs import progress
 from beam_jobs.insights import calibrate_night
 from beam_jobs.options import InsightsOptions, PrivacyParams, insights_params
+from core.progress_stage import ProgressStage
 from core.spend import MechanismSpend
+from dp_ops import dp_stage_specs
 from dp_ops.dp_events import event_to_json
+from dp_ops.dp_stage_specs import DPStageSpec
 from dp_ops.joint_calibration import StageRequest
 from dp_ops.run_budget import RunBudget
 from publishing.report import build_report
 from publishing.report_html import render_report
-from transforms import dp_stage_specs
 from transforms import progress as registry
-from transforms.dp_stage_specs import DPStageSpec
-from transforms.progress import ProgressStage
 
 TOY = DPStageSpec(
     "toy_sums", "the toy sums of every topic", 0.5,
