@@ -5,10 +5,11 @@ backends.llm.config.LLMParams, which the backends read as they are): each field 
 same name (`flag(default, help, ...)`, core/params.py), passed as --name value or, as Dataflow and
 Flex Templates pass it, --name=value. A field declared with `setting(default, why)` instead is not
 a flag: the code fixes it (tests may change it), and it is neither registered, parsed nor documented.
-The dataclass checks itself in __post_init__, raising a ValueError that names the first bad flag, so
-a params object is valid once it exists. Those checks are of the values only, never of the machine:
-what the flags need of it (software, a model, a project) is checked by a job's preflight at launch
-(LLMParams.preflight). A field declared `public=True` may appear in the released report's
+A flag's numeric bounds are declared with it (`flag(..., ge=1)`) and checked by pydantic when the
+object is built; the group's `check_values` adds what a bound cannot say. Either raises a ValueError
+that names the first bad flag, so a params object is valid once it exists. Those checks are of the
+values only, never of the machine: what the flags need of it (software, a model, a project) is
+checked by a job's preflight at launch (LLMParams.preflight). A field declared `public=True` may appear in the released report's
 configuration; every other field stays out of it (paths, seeds, endpoints, operational knobs).
 
 A group's PipelineOptions class only registers its dataclass's flags (`add_flags`): Beam calls

@@ -15,7 +15,6 @@ accepted but does nothing here: none of the builder's noise can be seeded.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -61,18 +60,18 @@ class KeywordSetParams(Params):
 
     method: str | None = flag(
         None, "tfidf | llm | hybrid (DP, read --input) or public (reads only --public_corpus).", choices=METHODS)
-    epsilon_keyword_set: float = flag(1.0, "Total epsilon of a DP keyword set.", type=float)
-    delta_keyword_set: float = flag(1e-6, "Delta of the DP partition selection.", type=float)
+    epsilon_keyword_set: float = flag(1.0, "Total epsilon of a DP keyword set.", type=float, gt=0, finite=True)
+    delta_keyword_set: float = flag(1e-6, "Delta of the DP partition selection.", type=float, gt=0, lt=1)
     tfidf_df_epsilon_share: float = flag(
         0.25, "tfidf: the partition selection gets (1 - this) x epsilon (and half the delta); the Gaussian "
               "document frequencies get the noise that makes the PLD composition of both the set's epsilon.",
-        type=float)
+        type=float, gt=0, lt=1)
     terms_per_conversation: int = flag(
-        5, "k: keywords proposed per conversation (llm, hybrid).", type=int)
+        5, "k: keywords proposed per conversation (llm, hybrid).", type=int, ge=1, le=20)
     max_terms_per_user: int = flag(
         5, "L0 of the partition selection: a user nominates at most this many distinct terms, each once "
            "(tfidf: their top TF-IDF terms; llm, hybrid: the keywords proposed for most of their "
-           "conversations). A term needs more users as it grows.", type=int)
+           "conversations). A term needs more users as it grows.", type=int, ge=1)
     partition_selection: str = flag(
         "gaussian", "PipelineDP partition-selection strategy (gaussian needs the fewest users per term from "
                     "L0 = 3 up; laplace and truncated_geometric from L0 <= 2).",
@@ -81,48 +80,32 @@ class KeywordSetParams(Params):
         None, "tfidf: terms with a smaller noisy document frequency (users) are not candidates "
               "(post-processing). Default: two standard deviations of its noise.", type=float)
     max_terms_per_conversation: int = flag(
-        16, "tfidf: L1 clip of a conversation's term counts (and bound on its distinct terms).", type=int)
+        16, "tfidf: L1 clip of a conversation's term counts (and bound on its distinct terms).", type=int, ge=1)
     df_terms_per_user: int = flag(
         16, "tfidf: L_df, a user's most frequent terms counted in the document frequencies (L2 sensitivity "
-            "sqrt(L_df + 1)).", type=int)
-    df_buckets: int = flag(1 << 16, "tfidf: hash buckets of the DP document frequencies.", type=int)
+            "sqrt(L_df + 1)).", type=int, ge=1)
+    df_buckets: int = flag(1 << 16, "tfidf: hash buckets of the DP document frequencies.", type=int, ge=1)
     max_keywords: int | None = flag(
         None, "K: keep at most this many DP-selected keywords, ranked by a noisy user count (costs part of "
-              "the selection's epsilon). Default: keep all.", type=int)
+              "the selection's epsilon). Default: keep all.", type=int, ge=1)
     refine_to: int = flag(
         200, "Refinement target size (0 = no refinement); refinement sees only public or DP-released words.",
-        type=int)
-    max_refine_rounds: int = flag(5, "Refinement rounds at most (stops when stable).", type=int)
+        type=int, ge=0)
+    max_refine_rounds: int = flag(5, "Refinement rounds at most (stops when stable).", type=int, ge=1)
     data_days: int = flag(
         1, "DP methods: how many days of conversations --input holds, ending on --date (UTC). The set's spend "
-           "is charged in every privacy-ledger window holding any of them.", type=int)
+           "is charged in every privacy-ledger window holding any of them.", type=int, ge=1)
     public_corpus: str | None = flag(
         None, "public, hybrid: PUBLIC text file(s) (one document per line, or JSON Lines with text/messages).")
     min_public_document_frequency: int = flag(
-        2, "public, hybrid: candidates must occur in at least this many public documents.", type=int)
+        2, "public, hybrid: candidates must occur in at least this many public documents.", type=int, ge=1)
     max_public_candidates: int = flag(
-        1000, "public, hybrid: most widespread candidates passed to refinement.", type=int)
+        1000, "public, hybrid: most widespread candidates passed to refinement.", type=int, ge=1)
 
-    def __post_init__(self):
+    def check_values(self):
         check(self.method in METHODS, f"--method is required: one of {', '.join(METHODS)}")
-        if self.method in DP_METHODS:
-            check(self.epsilon_keyword_set > 0 and math.isfinite(self.epsilon_keyword_set),
-                  "--epsilon_keyword_set must be a positive finite number")
-            check(0 < self.delta_keyword_set < 1, "--delta_keyword_set must be in (0, 1)")
-            check(1 <= self.terms_per_conversation <= 20, "--terms_per_conversation must be in [1, 20]")
         if self.method in ("public", "hybrid"):
             check(bool(self.public_corpus), f"--method {self.method} needs --public_corpus")
-        check(self.data_days >= 1, "--data_days must be >= 1")
-        check(self.max_terms_per_user >= 1, "--max_terms_per_user must be >= 1")
-        check(self.df_terms_per_user >= 1, "--df_terms_per_user must be >= 1")
-        check(0 < self.tfidf_df_epsilon_share < 1, "--tfidf_df_epsilon_share must be in (0, 1)")
-        check(self.max_terms_per_conversation >= 1, "--max_terms_per_conversation must be >= 1")
-        check(self.df_buckets >= 1, "--df_buckets must be >= 1")
-        check(self.max_keywords is None or self.max_keywords >= 1, "--max_keywords must be >= 1")
-        check(self.refine_to >= 0, "--refine_to must be >= 0")
-        check(self.max_refine_rounds >= 1, "--max_refine_rounds must be >= 1")
-        check(self.min_public_document_frequency >= 1, "--min_public_document_frequency must be >= 1")
-        check(self.max_public_candidates >= 1, "--max_public_candidates must be >= 1")
 
 
 KeywordSetOptions = options_class(KeywordSetParams)

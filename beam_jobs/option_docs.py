@@ -4,7 +4,7 @@
     .venv/bin/python -m beam_jobs.option_docs --check   # exits 1 if either document is stale
 
 Every flag is declared once, as a field of a params dataclass (beam_jobs/options.py, and
-backends/llm/config.py for the LLM group); its help, default, choices and type are all either
+backends/llm/config.py for the LLM group); its help, default, choices, bounds and type are all either
 document says of it (a params class's `setting`s are not flags, and neither document shows them):
 
 - docs/options.md: between its generated markers, a section per group of InsightsParams (heading
@@ -12,7 +12,9 @@ document says of it (a params class's `setting`s are not flags, and neither docu
   page's prose outside the markers is hand-written and kept as it is.
 - templates/metadata.json, the Dataflow Flex Template's parameters: one per flag but the retired
   ones, with the flag's help, a label from its name (or options.TEMPLATE_LABELS), and a regex from
-  its type or choices (or options.TEMPLATE_REGEXES).
+  its choices, or its type and bounds (or options.TEMPLATE_REGEXES). A regex states what it can of
+  a bound (the sign, a small integer range); the launcher's own check of the params refuses the rest
+  with the flag's name.
 
 The jobs' --help (beam_jobs/job_help.py) lists the same groups, with the same headings, intros and
 defaults (`groups`, `default_text`).
@@ -24,6 +26,7 @@ import argparse
 import dataclasses
 import inspect
 import json
+import math
 import os
 import re
 import sys
@@ -43,7 +46,12 @@ ACRONYMS = {"llm": "LLM", "url": "URL", "dp": "DP", "pii": "PII", "id": "ID"}
 UNITS = {"s": "(s)", "days": "(days)"}
 
 INTEGER = r"^[0-9]+$"
+POSITIVE_INTEGER = r"^[1-9][0-9]*$"
+SIGNED_INTEGER = r"^-?[0-9]+$"
 NUMBER = r"^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$"
+SIGNED_NUMBER = r"^-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$"
+# An integer range up to this wide is spelled out in its regex ("^(0|1|...|10)$").
+LISTED_RANGE = 100
 TYPE_REGEXES = {int: INTEGER, float: NUMBER, parse_bool: r"^(true|false)$"}
 _REGEX_SPECIAL = re.compile(r"[.^$*+?{}\[\]\\|()]")  # re.escape would escape "-" too ("onnx\-int8")
 
@@ -122,6 +130,8 @@ def meaning(field: dataclasses.Field) -> str:
     choices = field.metadata["argparse"].get("choices")
     if choices:
         text += " Choices: " + ", ".join(f"`{choice}`" for choice in choices) + "."
+    if field.metadata["bounds"] is not None:
+        text += f" Must be `{field.metadata['bounds'].describe()}`."
     return text
 
 
@@ -156,13 +166,36 @@ def regexes(field: dataclasses.Field) -> list[str]:
         literals = (_REGEX_SPECIAL.sub(lambda special: "\\" + special.group(0), str(choice))
                     for choice in kwargs["choices"])
         return ["^(" + "|".join(literals) + ")$"]
+    bounds = field.metadata["bounds"]
+    if bounds is not None and kwargs.get("type") in (int, float):
+        return [bounded_regex(kwargs["type"], bounds)]
     regex = TYPE_REGEXES.get(kwargs.get("type"))
     return [regex] if regex else []
 
 
+def bounded_regex(kind: type, bounds) -> str:
+    """The template's regex for a number within `bounds`: a minus sign only where the range has negatives,
+    a positive integer from a lower bound of 1 up, and a small integer range spelled out."""
+    lowest = bounds.lowest
+    signed = lowest is None or lowest < 0
+    if kind is float:
+        return SIGNED_NUMBER if signed else NUMBER
+    low = None if lowest is None else math.floor(lowest) + 1 if bounds.ge is None else math.ceil(lowest)
+    high = (None if bounds.le is None and bounds.lt is None else
+            math.floor(bounds.le) if bounds.le is not None else math.ceil(bounds.lt) - 1)
+    if low is not None and high is not None and high - low <= LISTED_RANGE:
+        return "^(" + "|".join(str(value) for value in range(low, high + 1)) + ")$"
+    if signed:
+        return SIGNED_INTEGER
+    return POSITIVE_INTEGER if low >= 1 else INTEGER
+
+
 def template_parameter(field: dataclasses.Field) -> dict:
+    help_text = " ".join(field.metadata["help"].split())
+    if field.metadata["bounds"] is not None:
+        help_text += f" Must be {field.metadata['bounds'].describe()}."
     parameter = {"name": field.name, "label": options.TEMPLATE_LABELS.get(field.name, words(field.name)),
-                 "helpText": " ".join(field.metadata["help"].split()),
+                 "helpText": help_text,
                  "isOptional": field.name not in options.REQUIRED_FLAGS}
     if regexes(field):
         parameter["regexes"] = regexes(field)

@@ -4,12 +4,21 @@ public view they share.
 Beam-free, and in core, so that a layer below the jobs declares its own flags where it reads them:
 backends.llm.config.LLMParams is both the --llm_* flags and the settings the workers use. The jobs
 register and parse those flags with Beam (beam_jobs/flags.py, which explains the design).
+
+A flag's bounds (ge, gt, le, lt, finite) are declared with it and checked by pydantic when the params
+object is built; docs/options.md and the Flex Template's regexes are generated from the same
+declaration (beam_jobs/option_docs.py), so a bound is written once. What a bound cannot say (a
+relation between flags, a format) is the group's `check_values`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import functools
+import math
+from typing import Annotated, Any
+
+import pydantic
 
 
 def parse_bool(value: str) -> bool:
@@ -22,9 +31,62 @@ def parse_bool(value: str) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
-def flag(default: Any, help: str, *, public: bool = False, **argparse_kwargs) -> Any:
-    """A dataclass field that is also the flag --<field name> (argparse_kwargs: type, choices, nargs...)."""
-    return dataclasses.field(default=default, metadata={"help": help, "public": public, "argparse": argparse_kwargs})
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """A numeric flag's declared range; `finite` also refuses inf and nan. An unset (None) value is not
+    checked: None means the flag's own default behaviour."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    finite: bool = False
+
+    @property
+    def lowest(self) -> float | None:
+        return self.ge if self.ge is not None else self.gt
+
+    def describe(self) -> str:
+        """The range in words: ">= 1", "in (0, 1)", "in [1, 20]", "> 0 and finite"."""
+        low = f"[{_number(self.ge)}" if self.ge is not None else f"({_number(self.gt)}" if self.gt is not None else None
+        high = f"{_number(self.le)}]" if self.le is not None else f"{_number(self.lt)})" if self.lt is not None else None
+        if low and high:
+            text = f"in {low}, {high}"
+        elif low:
+            text = (">= " if self.ge is not None else "> ") + low[1:]
+        elif high:
+            text = ("<= " if self.le is not None else "< ") + high[:-1]
+        else:
+            text = "a number"
+        return text + (" and finite" if self.finite and not (low and high) else "")
+
+    @functools.cached_property
+    def _adapter(self) -> pydantic.TypeAdapter:
+        constraint = pydantic.Field(ge=self.ge, gt=self.gt, le=self.le, lt=self.lt, allow_inf_nan=not self.finite)
+        return pydantic.TypeAdapter(Annotated[float, constraint])
+
+    def check(self, name: str, value) -> None:
+        """Raises ValueError naming --name unless value is None or within the bounds."""
+        if value is None:
+            return
+        try:
+            self._adapter.validate_python(value, strict=False)
+        except pydantic.ValidationError:
+            raise ValueError(f"--{name} must be {self.describe()}, got {value!r}") from None
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and math.isfinite(value) else f"{value:g}"
+
+
+def flag(default: Any, help: str, *, public: bool = False, ge: float | None = None, gt: float | None = None,
+         le: float | None = None, lt: float | None = None, finite: bool = False, **argparse_kwargs) -> Any:
+    """A dataclass field that is also the flag --<field name> (argparse_kwargs: type, choices, nargs...),
+    with its numeric bounds, if any (checked when the params object is built, and in both generated
+    documents)."""
+    bounds = Bounds(ge, gt, le, lt, finite) if (ge, gt, le, lt, finite) != (None, None, None, None, False) else None
+    return dataclasses.field(default=default, metadata={"help": help, "public": public, "bounds": bounds,
+                                                        "argparse": argparse_kwargs})
 
 
 def setting(default: Any, why: str) -> Any:
@@ -44,7 +106,20 @@ def public_fields(params) -> dict:
 
 
 class Params:
-    """Base of the params dataclasses: what the report may show of a group."""
+    """Base of the params dataclasses: their checks, and what the report may show of a group.
+
+    A params object is valid once it exists: building it checks every flag's declared bounds, then the
+    group's own `check_values`."""
+
+    def __post_init__(self):
+        for field in flag_fields(self):
+            if field.metadata["bounds"] is not None:
+                field.metadata["bounds"].check(field.name, getattr(self, field.name))
+        self.check_values()
+
+    def check_values(self) -> None:
+        """The group's checks that its flags' bounds cannot state (relations between flags, formats);
+        raises ValueError naming the first bad flag. None by default."""
 
     def public_config(self) -> dict:
         """The group's public fields and the public values it derives from private ones."""

@@ -11,7 +11,6 @@ the flags): those come with the first call.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import time
 from typing import TYPE_CHECKING
@@ -66,20 +65,20 @@ class LLMParams(Params):
               "two that scripts/install_local_llm.py installed).")
     llm_threads: int | None = flag(
         None, "local backend: llama.cpp threads per worker process (default: half the cores, at least 1).",
-        type=int)
+        type=int, ge=1)
     llm_base_url: str | None = flag(
         None, "openai backend: server URL, e.g. http://host:8000/v1 (API key from $OPENAI_API_KEY).")
     llm_project: str | None = flag(None, "vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
     llm_location: str | None = flag(
         None, "vertex backend: region (default $GOOGLE_CLOUD_LOCATION, else us-central1).")
-    llm_max_concurrency: int = flag(8, "Model calls in flight per worker process.", type=int)
+    llm_max_concurrency: int = flag(8, "Model calls in flight per worker process.", type=int, ge=1)
     llm_timeout_s: float | None = flag(
         None, "Timeout of one model request, in seconds (default: 60; local backend: 600, since a CPU model "
-              "takes minutes on a long conversation when other work shares the cores).", type=float)
+              "takes minutes on a long conversation when other work shares the cores).", type=float, gt=0, finite=True)
     llm_max_retries: int = flag(
         4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter). A record whose facet or "
            "keyword call still fails is dead-lettered; a name or exemplar call that still fails gets the "
-           "offline step's answer (docs/llm_backends.md).", type=int)
+           "offline step's answer (docs/llm_backends.md).", type=int, ge=0)
     llm_cache: str | None = flag(
         None, "Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
               "derived from conversation text; keep it with private/.")
@@ -109,15 +108,10 @@ class LLMParams(Params):
     prefix_cache: bool = setting(True, "local: reuse the prompts' public heads (local_client.PublicPrefixCache); "
                                        "off only for the bench's comparison")
 
-    def __post_init__(self):
+    def check_values(self):
         steps = self.steps
         check(bool(steps) and set(steps) <= set(STEPS),
               f"--llm_steps must be a comma-separated subset of {','.join(STEPS)}, got {self.llm_steps!r}")
-        check(self.llm_threads is None or self.llm_threads >= 1, "--llm_threads must be >= 1")
-        check(self.llm_max_concurrency >= 1, "--llm_max_concurrency must be >= 1")
-        check(self.llm_timeout_s is None or (self.llm_timeout_s > 0 and math.isfinite(self.llm_timeout_s)),
-              "--llm_timeout_s must be a positive number")
-        check(self.llm_max_retries >= 0, "--llm_max_retries must be >= 0")
         if self.llm_backend == "openai":
             check(bool(self.llm_base_url), "--llm_backend=openai needs --llm_base_url (e.g. http://host:8000/v1)")
             check(str(self.llm_base_url).startswith(("http://", "https://")),
@@ -185,7 +179,7 @@ class LLMParams(Params):
         (`_check_environment`), then the local backend's model server (`start_local_server`: a model that
         does not load fails here, and the server is kept for the process), then the remote backends' one
         fixed call (`preflight_remote`). It raises ValueError (LLMPreflightError is one), which a job
-        reports as a bad option (exit 2). Parsing the flags (__post_init__) checks only their values, so
+        reports as a bad option (exit 2). Parsing the flags (their bounds, check_values) checks only their values, so
         params can be built on a machine without the backend's software or model."""
         self._check_environment()
         resolved = self.resolved()

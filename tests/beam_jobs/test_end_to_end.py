@@ -104,6 +104,9 @@ def test_counts_add_up_and_every_bad_line_is_dead_lettered(sample_run):
 def test_no_text_of_a_single_conversation_appears_in_release(sample_run):
     data, output, _ = sample_run
     release = _release_text(output)
+    # A 6-gram inside the release has its 4 inner words delimited by spaces there, so each is one of the
+    # release's whitespace tokens: only those 6-grams need the substring search (same check, ~15x faster).
+    release_tokens = set(release.split())
     for line in open(data, "rb"):
         try:
             record = json.loads(line)
@@ -117,7 +120,8 @@ def test_no_text_of_a_single_conversation_appears_in_release(sample_run):
                 assert ticket.group(1).lower() not in release
             words = message["content"].lower().split()
             for start in range(max(0, len(words) - 5)):
-                assert " ".join(words[start:start + 6]) not in release
+                if all(word in release_tokens for word in words[start + 1:start + 5]):
+                    assert " ".join(words[start:start + 6]) not in release
 
 
 def test_parquet_and_gzip_inputs_run_end_to_end(tmp_path):

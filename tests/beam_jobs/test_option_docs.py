@@ -35,6 +35,9 @@ class ToyParams(Params):
     toy_mode: str = flag("small", "How big the toys are.", choices=("small", "big"))
     toy_cache: str | None = flag(None, "Where the toys are kept.")
     toy_rerun: bool = flag(False, "Allow it.", type=parse_bool)
+    toy_level: int = flag(2, "How loud.", type=int, ge=1, le=3)
+    toy_share: float = flag(0.5, "Of the toys.", type=float, gt=0, lt=1)
+    toy_offset: float = flag(0.0, "Shift.", type=float, ge=-1, finite=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +67,10 @@ def test_a_new_flag_reaches_both_documents(tmp_path):
     assert "| `--toy_mode` | small | How big the toys are. Choices: `small`, `big`. |" in generated
     assert "| `--toy_cache` | unset | Where the toys are kept. |" in generated
     assert "| `--toy_rerun` | false | Allow it. |" in generated
+    # a bound is declared with its flag, and both documents and the check read it from there
+    assert "| `--toy_level` | 2 | How loud. Must be `in [1, 3]`. |" in generated
+    assert "| `--toy_share` | 0.5 | Of the toys. Must be `in (0, 1)`. |" in generated
+    assert "| `--toy_offset` | 0.0 | Shift. Must be `>= -1 and finite`. |" in generated
     # the hand-written prose around the generated region is kept as it was
     original = open(os.path.join(option_docs.ROOT, option_docs.OPTIONS_MD), encoding="utf-8").read()
     assert page.split(option_docs.BEGIN)[0] == original.split(option_docs.BEGIN)[0]
@@ -75,6 +82,16 @@ def test_a_new_flag_reaches_both_documents(tmp_path):
     assert parameters["toy_mode"]["regexes"] == ["^(small|big)$"]
     assert "regexes" not in parameters["toy_cache"]
     assert parameters["toy_rerun"]["regexes"] == ["^(true|false)$"]
+    assert parameters["toy_level"]["regexes"] == ["^(1|2|3)$"]
+    assert parameters["toy_level"]["helpText"] == "How loud. Must be in [1, 3]."
+    assert parameters["toy_share"]["regexes"] == [option_docs.NUMBER]
+    assert parameters["toy_offset"]["regexes"] == [option_docs.SIGNED_NUMBER]
+    for bad, message in ((dict(toy_level=4), "--toy_level must be in \\[1, 3\\], got 4"),
+                         (dict(toy_share=1.0), "--toy_share must be in \\(0, 1\\)"),
+                         (dict(toy_offset=float("inf")), "--toy_offset must be >= -1 and finite")):
+        with pytest.raises(ValueError, match=message):
+            ToyParams(**bad)
+    assert ToyParams(toy_level=3, toy_share=0.01, toy_offset=-1).toy_level == 3
     assert not set(RETIRED_FLAGS) & set(parameters)
 
 

@@ -135,8 +135,11 @@ def test_params_are_frozen():
     ("--token_decoding_steps", "-1", "--token_decoding_steps must be in \\[0, 64\\]"),
     ("--token_decoding_steps", "65", "--token_decoding_steps must be in"),
     ("--token_decoding_sample", "0", "--token_decoding_sample must be >= 1"),
-    ("--token_decoding_clip", "0", "--token_decoding_clip must be a positive finite number"),
-    ("--token_decoding_clip", "nan", "--token_decoding_clip must be a positive finite number"),
+    ("--token_decoding_clip", "0", "--token_decoding_clip must be > 0 and finite"),
+    ("--token_decoding_clip", "nan", "--token_decoding_clip must be > 0 and finite"),
+    ("--keyword_min_similarity", "-1.5", "--keyword_min_similarity must be in \\[-1, 1\\], got -1.5"),
+    ("--exemplar_candidates", "51", "--exemplar_candidates must be in \\[0, 50\\]"),
+    ("--llm_timeout_s", "inf", "--llm_timeout_s must be > 0 and finite"),
 ])
 def test_bad_values_name_the_option(flag, value, message):
     with pytest.raises(ValueError, match=message):
