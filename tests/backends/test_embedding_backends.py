@@ -285,8 +285,15 @@ def test_cuda_vectors_stay_close_to_the_cpu_vectors():
     np.testing.assert_allclose(cuda, cpu, atol=1e-4)
 
 
+# Where scripts/install_mpnet.py puts the model, read before the model_home fixture points elsewhere.
+INSTALLED_MODEL_HOME = embedding.model_home()
+
+
 @pytest.mark.slow
-def test_mpnet_vectors_are_batch_invariant_too():
+def test_mpnet_vectors_are_batch_invariant_too(monkeypatch):
+    # The module's model_home fixture, when an earlier test opened it, points at a fresh folder without mpnet:
+    # this test reads the installed one (it used to skip whenever it ran after those tests).
+    monkeypatch.setenv("URANIA_MODEL_HOME", INSTALLED_MODEL_HOME)
     try:
         embedding.resolve_model_path("all-mpnet-base-v2")
     except RuntimeError as error:

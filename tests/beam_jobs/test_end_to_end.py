@@ -154,7 +154,8 @@ def test_input_too_small_for_any_topic_releases_an_empty_report_and_still_accoun
                                                    "all-mpnet-base-v2")),
                     reason="all-mpnet-base-v2 not assembled (scripts/install_mpnet.py; CI does it)")
 def test_embedding_model_is_a_flag_and_mpnet_runs_end_to_end(tmp_path):
-    write_sample(str(tmp_path / "day.jsonl"), 240, 80, seed=4)
+    # Small: the flag and a whole run on mpnet's 768-d vectors are what is checked (recovery: the tests above).
+    write_sample(str(tmp_path / "day.jsonl"), 120, 60, seed=4)
     output = str(tmp_path / "out")
     assert run(["--input", str(tmp_path / "day.jsonl"), "--output", output, "--embedding_model", "all-mpnet-base-v2",
                 "--num_clusters", "6", "--min_cluster_size", "5", "--seed", "1"]) == 0
