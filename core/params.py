@@ -57,22 +57,24 @@ class Bounds:
         elif high:
             text = ("<= " if self.le is not None else "< ") + high[:-1]
         else:
-            text = "a number"
+            return "a finite number" if self.finite else "a number"
         return text + (" and finite" if self.finite and not (low and high) else "")
-
-    @functools.cached_property
-    def _adapter(self) -> pydantic.TypeAdapter:
-        constraint = pydantic.Field(ge=self.ge, gt=self.gt, le=self.le, lt=self.lt, allow_inf_nan=not self.finite)
-        return pydantic.TypeAdapter(Annotated[float, constraint])
 
     def check(self, name: str, value) -> None:
         """Raises ValueError naming --name unless value is None or within the bounds."""
         if value is None:
             return
         try:
-            self._adapter.validate_python(value, strict=False)
+            _validator(self).validate_python(value, strict=False)
         except pydantic.ValidationError:
             raise ValueError(f"--{name} must be {self.describe()}, got {value!r}") from None
+
+
+@functools.cache
+def _validator(bounds: Bounds) -> pydantic.TypeAdapter:
+    # Built once per declared range and kept here, not on the Bounds, so a pickled params object carries none.
+    constraint = pydantic.Field(ge=bounds.ge, gt=bounds.gt, le=bounds.le, lt=bounds.lt, allow_inf_nan=not bounds.finite)
+    return pydantic.TypeAdapter(Annotated[float, constraint])
 
 
 def _number(value: float) -> str:

@@ -16,6 +16,7 @@ from core.params import Bounds, Params, check, flag
     (Bounds(ge=1), ">= 1"), (Bounds(gt=0), "> 0"), (Bounds(le=5), "<= 5"), (Bounds(lt=0.5), "< 0.5"),
     (Bounds(gt=0, lt=1), "in (0, 1)"), (Bounds(ge=1, le=20), "in [1, 20]"), (Bounds(ge=0, lt=1), "in [0, 1)"),
     (Bounds(gt=0, finite=True), "> 0 and finite"), (Bounds(ge=-1, le=1, finite=True), "in [-1, 1]"),
+    (Bounds(finite=True), "a finite number"),
 ])
 def test_a_range_is_said_as_it_is_checked(bounds, text):
     assert bounds.describe() == text
