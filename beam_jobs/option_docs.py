@@ -131,7 +131,7 @@ def meaning(field: dataclasses.Field) -> str:
     if choices:
         text += " Choices: " + ", ".join(f"`{choice}`" for choice in choices) + "."
     if field.metadata["bounds"] is not None:
-        text += f" Must be `{field.metadata['bounds'].describe()}`."
+        text += f" Must be `{field.metadata['bounds'].describe()}`."  # the template's helpText says it plainly
     return text
 
 

@@ -48,17 +48,15 @@ class Bounds:
 
     def describe(self) -> str:
         """The range in words: ">= 1", "in (0, 1)", "in [1, 20]", "> 0 and finite"."""
-        low = f"[{_number(self.ge)}" if self.ge is not None else f"({_number(self.gt)}" if self.gt is not None else None
-        high = f"{_number(self.le)}]" if self.le is not None else f"{_number(self.lt)})" if self.lt is not None else None
+        # (bracket, comparison, value) of each side that is bounded
+        low = ("[", ">=", self.ge) if self.ge is not None else ("(", ">", self.gt) if self.gt is not None else None
+        high = ("]", "<=", self.le) if self.le is not None else (")", "<", self.lt) if self.lt is not None else None
         if low and high:
-            text = f"in {low}, {high}"
-        elif low:
-            text = (">= " if self.ge is not None else "> ") + low[1:]
-        elif high:
-            text = ("<= " if self.le is not None else "< ") + high[:-1]
-        else:
+            return f"in {low[0]}{_number(low[2])}, {_number(high[2])}{high[0]}"  # finite already
+        if not (low or high):
             return "a finite number" if self.finite else "a number"
-        return text + (" and finite" if self.finite and not (low and high) else "")
+        _, comparison, value = low or high
+        return f"{comparison} {_number(value)}" + (" and finite" if self.finite else "")
 
     def check(self, name: str, value) -> None:
         """Raises ValueError naming --name unless value is None or within the bounds."""
@@ -86,8 +84,9 @@ def flag(default: Any, help: str, *, public: bool = False, ge: float | None = No
     """A dataclass field that is also the flag --<field name> (argparse_kwargs: type, choices, nargs...),
     with its numeric bounds, if any (checked when the params object is built, and in both generated
     documents)."""
-    bounds = Bounds(ge, gt, le, lt, finite) if (ge, gt, le, lt, finite) != (None, None, None, None, False) else None
-    return dataclasses.field(default=default, metadata={"help": help, "public": public, "bounds": bounds,
+    bounds = Bounds(ge, gt, le, lt, finite)
+    return dataclasses.field(default=default, metadata={"help": help, "public": public,
+                                                        "bounds": None if bounds == Bounds() else bounds,
                                                         "argparse": argparse_kwargs})
 
 
