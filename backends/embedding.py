@@ -36,7 +36,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+from config.embedding import BACKENDS, DEFAULT_EMBEDDING_MODEL, DEVICES, check_device_value  # noqa: F401 (read here by the model code and its callers)
 
 # Models that ship as PyPI packages (no machine here reaches a model hub). Anything else given to
 # --embedding_model is passed to SentenceTransformer as is: a local directory or a hub name.
@@ -51,8 +51,6 @@ _ASSEMBLED_MODELS = {
     "sentence-transformers/all-mpnet-base-v2": ("all-mpnet-base-v2", "scripts/install_mpnet.py"),
 }
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
-DEVICES = ("cpu", "cuda")  # fixed for a run (--embedding_device), never chosen by the data
 
 # The fixed batch shapes (see the module docstring; measured in docs/performance.md).
 BUCKET_STEP = 8  # token counts are rounded up to a multiple of this (capped at the model's maximum)
@@ -90,16 +88,6 @@ def resolve_model_path(name: str) -> str:
     except ImportError as error:
         raise RuntimeError(f"embedding model {name!r} needs the PyPI package {package.replace('_', '-')}") from error
     return str(module.get_model_path())
-
-
-def check_device_value(device: str, backend: str = "torch") -> None:
-    """Raises ValueError unless `device` is one of DEVICES and can run `backend` (the values alone; the
-    flags' own check, beam_jobs.options.EmbeddingParams)."""
-    if device not in DEVICES:
-        raise ValueError(f"unknown embedding device {device!r}; expected one of {', '.join(DEVICES)}")
-    if device != "cpu" and backend != "torch":
-        raise ValueError(f"--embedding_device={device} runs the torch backend only; --embedding_backend={backend} "
-                         "(onnxruntime) runs on the CPU: use --embedding_backend=torch or --embedding_device=cpu")
 
 
 def check_device(device: str, backend: str = "torch") -> None:

@@ -56,7 +56,7 @@ from beam_jobs.keyword_options import (
     build_keywords_params,
 )
 from beam_jobs.logging_setup import configure_logging
-from beam_jobs.options import RunParams
+from config.run import RunParams
 from core.dates import resolve_date
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import BudgetRefused, new_keyword_set_run_id

@@ -39,17 +39,18 @@ from beam_jobs.job_runtime import (
 )
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import (
-    DEFAULT_EPSILON,
     REQUIRED_FLAGS,
     InsightsOptions,
     InsightsParams,
     check_embedding_device,
+    check_token_decoder_installed,
     insights_params,
     resolve_embedding_threads,
     runs_on_dataflow,
 )
-from beam_jobs.topic_plan import TopicBackends, keyword_settings, stage_requests
+from beam_jobs.topic_plan import TopicBackends, stage_requests
 from beam_jobs.topic_plan import topic_plan as plan_of
+from config.privacy import DEFAULT_EPSILON
 from core.run_context import RunContext, make_run_context
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_events import composed_epsilon
@@ -181,7 +182,7 @@ def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: Key
     """The topic stages' plan (beam_jobs/topic_plan.py) with the run's backends, made by the factory for
     --llm_backend and the embedding flags."""
     embedding = params.embedding
-    selects = keyword_settings(params).votes
+    selects = params.keywords.votes
     # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
     categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
                                                    embedding.embedding_device)
@@ -329,7 +330,7 @@ def run(argv: list[str] | None = None) -> int:
         # name model, the local server's start, the remote backend's fixed call).
         check_embedding_device(params.embedding, pipeline_options)
         params.llm.preflight()
-        params.decoding.preflight()
+        check_token_decoder_installed(params.decoding)
         keyword_set = load_keyword_set(params.keywords.keyword_set)
         canaries = load_canaries(params.run.canary_file)
         context = make_run_context(params.reading.input, params.run.output, params.run.date,

@@ -16,8 +16,9 @@ import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 
-from beam_jobs import option_docs, options
+from beam_jobs import option_docs
 from beam_jobs.flags import add_flags
+from config.privacy import RETIRED_FLAGS
 
 HELP_FLAGS = ("-h", "--help")
 BEAM_OPTIONS = """\
@@ -58,7 +59,7 @@ def help_parser(job: type, *, prog: str, description: str, required: Mapping[str
 
     def describe(field: dataclasses.Field) -> str:
         text = " ".join(field.metadata["help"].split())
-        if field.name not in options.RETIRED_FLAGS:
+        if field.name not in RETIRED_FLAGS:
             text += f" ({notes.get(field.name) or 'default: ' + option_docs.default_text(field)})"
         return text.replace("%", "%%")  # argparse %-formats each help
 

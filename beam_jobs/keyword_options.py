@@ -23,16 +23,16 @@ from backends.llm.config import LLMParams
 from beam_jobs.flags import options_class, params_from
 from beam_jobs.options import (
     EmbeddingOptions,
-    EmbeddingParams,
     LLMOptions,
     PrivacyOptions,
-    PrivacyParams,
     ReadingOptions,
-    ReadingParams,
     RunOptions,
-    RunParams,
     check_noise_seed_unledgered,
 )
+from config.embedding import EmbeddingParams
+from config.privacy import PrivacyParams
+from config.reading import ReadingParams
+from config.run import RunParams
 from core.params import Params, check, flag
 
 METHODS = ("tfidf", "llm", "public", "hybrid")

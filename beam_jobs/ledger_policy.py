@@ -23,7 +23,7 @@ import sys
 from beam_jobs.flags import add_flags
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED, fail
 from beam_jobs.logging_setup import configure_logging
-from beam_jobs.options import RunParams
+from config.run import RunParams
 from core.json_store import read_json_or_none
 from dp_ops.budget_ledger import POLICY_FLAGS, BudgetRefused, Ledger, LedgerPolicy
 from dp_ops.ledger_updates import change_ledger_policy

@@ -33,6 +33,7 @@ import sys
 import typing
 
 from beam_jobs import options
+from config.privacy import RETIRED_FLAGS
 from core.params import flag_fields, parse_bool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -205,7 +206,7 @@ def template_parameter(field: dataclasses.Field) -> dict:
 def template_metadata(job: type = options.InsightsParams) -> dict:
     """The Flex Template's metadata: options.FLEX_TEMPLATE and a parameter per flag but the retired ones."""
     parameters = [template_parameter(field) for group in groups(job) for field in group.fields
-                  if field.name not in options.RETIRED_FLAGS]
+                  if field.name not in RETIRED_FLAGS]
     return {**options.FLEX_TEMPLATE, "parameters": parameters}
 
 

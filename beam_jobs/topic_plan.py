@@ -20,8 +20,6 @@ from dp_ops.joint_calibration import JointCalibration, StageRequest
 from publishing.previous_nights import PreviousNights
 from transforms.decode_centres import DecoderSettings
 from transforms.token_decoding import TokenDecodingPlan
-from transforms.topic_keywords import KeywordSettings
-from transforms.topic_release import ExemplarSettings
 from transforms.topic_stages import TopicPlan
 
 # The noise multiplier a non-private run's plan carries (no calibration): it is never drawn.
@@ -55,21 +53,6 @@ def stage_requests(params: InsightsParams) -> list[StageRequest]:
         len(params.keywords.facet_names), params.decoding.token_decoding))
 
 
-def keyword_settings(params: InsightsParams) -> KeywordSettings:
-    """The keyword step's options as plain values (transforms/topic_keywords.py)."""
-    keyword_params = params.keywords
-    return KeywordSettings(
-        mode=keyword_params.keyword_mode, top_t=keyword_params.keywords_per_cluster,
-        candidates=keyword_params.keyword_candidates or None, label_fallback=keyword_params.label_fallback,
-        samples_per_cluster=keyword_params.resolved_samples_per_cluster(params.llm.llm_backend),
-        min_similarity=keyword_params.keyword_min_similarity, weighted=params.privacy.keyword_votes == "weighted",
-        keywords_per_vote=keyword_params.keywords_per_vote,
-        max_keywords_per_conversation=keyword_params.max_keywords_per_conversation,
-        category_vote_share=keyword_params.category_vote_share,
-        false_keywords_per_topic=keyword_params.false_keywords_per_topic,
-        min_noisy_count=keyword_params.keyword_min_noisy_count, seed=params.run.seed)
-
-
 def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding_dim: int,
                backends: TopicBackends) -> TopicPlan:
     """The topic stages' public parameters, calibrated noise and backends. `joint` None: a non-private
@@ -86,7 +69,10 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
                               warm_prior=clustering.warm_prior),
         expected_users=clustering.expected_users,
         min_cluster_size=clustering.min_cluster_size,
-        keyword_settings=keyword_settings(params),
+        keyword_params=params.keywords,
+        samples_per_cluster=params.keywords.resolved_samples_per_cluster(params.llm.llm_backend),
+        weighted_votes=privacy.keyword_votes == "weighted",
+        seed=params.run.seed,
         histogram_noise=privacy.histogram_noise,
         keyword_partitions_per_user=privacy.keyword_partitions_per_user,
         keywords=backends.keywords,
@@ -96,11 +82,9 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
         # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
         previous=backends.previous,
         new_lineage_prefix=backends.new_lineage_prefix,
-        model=embedding.embedding_model,
-        exemplars=ExemplarSettings(exemplars.exemplars_per_topic, exemplars.exemplar_candidates,
-                                   exemplars.exemplar_rounds,
-                                   backends.exemplar_writer if exemplars.exemplars_per_topic else None,
-                                   embedding.embedding_backend, embedding.embedding_device),
+        embedding=embedding,
+        exemplars=exemplars,
+        exemplar_writer=backends.exemplar_writer if exemplars.exemplars_per_topic else None,
         noise_seed=privacy.noise_seed,
         themes=params.keywords.themes,
         # Public: the selected facets' declarations (an unknown name is refused here, before any data is read).

@@ -22,7 +22,7 @@ import json
 import math
 import os
 
-from beam_jobs.options import ClusteringParams
+from config.clustering import ClusteringParams
 
 # (vCPUs, GB of memory) of the machine types in the table.
 MACHINES = {"n1-standard-4": (4, 15.0), "n2-standard-8": (8, 32.0)}

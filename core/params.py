@@ -19,6 +19,7 @@ import math
 from typing import Annotated, Any
 
 import pydantic
+import pydantic.dataclasses
 
 
 def parse_bool(value: str) -> bool:
@@ -106,6 +107,33 @@ def public_fields(params) -> dict:
     return {field.name: getattr(params, field.name) for field in flag_fields(params) if field.metadata["public"]}
 
 
+def params_group(cls: type) -> type:
+    """A params group: a frozen pydantic dataclass, so building one checks each field's type (lax: "5"
+    is 5 for an int, 5 is 5.0 for a float), then its declared bounds and choices, then `check_values`."""
+    group = pydantic.dataclasses.dataclass(frozen=True)(cls)
+    validating_init = group.__init__
+
+    @functools.wraps(validating_init)
+    def __init__(self, *args, **kwargs):
+        try:
+            validating_init(self, *args, **kwargs)
+        except pydantic.ValidationError as error:
+            raise ValueError(_one_line(error)) from None
+
+    group.__init__ = __init__
+    return group
+
+
+def _one_line(error: pydantic.ValidationError) -> str:
+    """A job's error names the flag in one line, as the hand-written checks did: our own ValueError's
+    message as it was raised, or pydantic's type error under the flag's name."""
+    first = error.errors()[0]
+    if first["type"] == "value_error":
+        return str(first["ctx"]["error"])
+    name = ".".join(map(str, first["loc"]))
+    return f"--{name}: {first['msg'][0].lower()}{first['msg'][1:]}, got {first['input']!r}"
+
+
 class Params:
     """Base of the params dataclasses: their checks, and what the report may show of a group.
 
@@ -114,8 +142,13 @@ class Params:
 
     def __post_init__(self):
         for field in flag_fields(self):
+            value = getattr(self, field.name)
             if field.metadata["bounds"] is not None:
-                field.metadata["bounds"].check(field.name, getattr(self, field.name))
+                field.metadata["bounds"].check(field.name, value)
+            choices = field.metadata["argparse"].get("choices")
+            # argparse checks a parsed flag's choices; this checks a group built in code (an evaluation's config)
+            check(value is None or choices is None or value in choices,
+                  f"--{field.name} must be one of {', '.join(map(str, choices or ()))}, got {value!r}")
         self.check_values()
 
     def check_values(self) -> None:

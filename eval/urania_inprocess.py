@@ -28,21 +28,18 @@ from backends.keyword_set import load_keyword_set
 from backends.llm.config import LLMParams
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
-from beam_jobs.options import (
-    DEFAULT_EPSILON,
-    ClusteringParams,
-    DecodingParams,
-    EmbeddingParams,
-    ExemplarParams,
-    InsightsParams,
-    KeywordParams,
-    PrivacyParams,
-    ReadingParams,
-    RunParams,
-)
+from beam_jobs.options import InsightsParams
 from beam_jobs.topic_plan import TopicBackends
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from beam_jobs.topic_plan import topic_plan as job_topic_plan
+from config.clustering import ClusteringParams
+from config.decoding import DecodingParams
+from config.embedding import EmbeddingParams
+from config.exemplars import ExemplarParams
+from config.keywords import KeywordParams
+from config.privacy import DEFAULT_EPSILON, PrivacyParams
+from config.reading import ReadingParams
+from config.run import RunParams
 from core.params import flag_fields
 from core.records import ConversationBlock
 from dp_ops import dp_stage_specs

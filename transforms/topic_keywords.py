@@ -25,6 +25,7 @@ import apache_beam as beam
 from backends.interfaces import KeywordSelector
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import without_sensitive
+from config.keywords import KeywordParams
 from dp_ops.joint_calibration import StageNoise
 from dp_ops.keyword_votes import vote_columns
 from dp_ops.run_budget import RunBudget
@@ -46,44 +47,13 @@ from transforms.voted_labels import (
     vote_floors,
 )
 
-MODES = ("histogram", "centroid", "both")
-
-
-@dataclasses.dataclass(frozen=True)
-class KeywordSettings:
-    """The run's keyword options (beam_jobs.options.KeywordParams and the privacy ones the votes take),
-    as plain values."""
-
-    mode: str                        # --keyword_mode
-    top_t: int                       # --keywords_per_cluster
-    candidates: int | None           # --keyword_candidates (None: every keyword of K)
-    label_fallback: str              # --label_fallback
-    samples_per_cluster: int | None  # m, resolved for the selector (None: every conversation)
-    min_similarity: float            # --keyword_min_similarity
-    weighted: bool                   # --keyword_votes weighted (else count)
-    keywords_per_vote: int           # --keywords_per_vote (weighted votes)
-    max_keywords_per_conversation: int  # --max_keywords_per_conversation (count votes)
-    category_vote_share: float       # --category_vote_share (weighted votes with a categorised K only)
-    false_keywords_per_topic: float  # --false_keywords_per_topic
-    min_noisy_count: float | None    # --keyword_min_noisy_count
-    seed: int                        # the run's seed (sampling)
-
-    @property
-    def votes(self) -> bool:
-        """The DP stage runs: histogram and both."""
-        return self.mode in ("histogram", "both")
-
-    @property
-    def ranks_keywords(self) -> bool:
-        """K is ranked by closeness to each DP centre: centroid labels, the report's list, a fallback or candidates."""
-        return self.mode in ("centroid", "both") or self.label_fallback == "centroid" or bool(self.candidates)
-
 
 @dataclasses.dataclass(frozen=True)
 class VoteNoise:
     """The DP stage's calibrated noise and what it releases over."""
 
     num_clusters: int
+    weighted: bool                   # --keyword_votes weighted: one Gaussian vote histogram (else count)
     stage: StageNoise | None         # the joint calibration's keyword_histograms stage (None: centroid mode)
     delta: float
     histogram_noise: str | None      # --keyword_votes count: PipelineDP's noise kind
@@ -131,21 +101,20 @@ class TopicKeywords(beam.PTransform):
     `selector`: the KeywordSelector of the vote modes (None in centroid mode). In-process (`local`,
     transforms/engine.py) each of those is its value and the output's fields are values too."""
 
-    def __init__(self, settings: KeywordSettings, noise: VoteNoise, budget: RunBudget | None, keywords: tuple[str, ...],
-                 categories: KeywordCategories, selector: KeywordSelector | None, model_name: str, kept_sizes,
-                 kept_ids, centres, basis, active_dim):
+    def __init__(self, params: KeywordParams, samples_per_cluster: int | None, seed: int, noise: VoteNoise,
+                 budget: RunBudget | None, keywords: tuple[str, ...], categories: KeywordCategories,
+                 selector: KeywordSelector | None, model_name: str, kept_sizes, kept_ids, centres, basis, active_dim):
         super().__init__()
-        if settings.mode not in MODES:
-            raise ValueError(f"unknown keyword mode {settings.mode!r}")
-        if settings.votes and selector is None:
-            raise ValueError(f"keyword mode {settings.mode!r} needs a keyword selector")
-        self._settings, self._noise, self._budget = settings, noise, budget
+        if params.votes and selector is None:
+            raise ValueError(f"keyword mode {params.keyword_mode!r} needs a keyword selector")
+        self._params, self._noise, self._budget = params, noise, budget
+        self._samples_per_cluster, self._seed = samples_per_cluster, seed
         self._keywords, self._categories = tuple(keywords), categories
         self._selector, self._model_name = selector, model_name
         self._kept_sizes, self._kept_ids = kept_sizes, kept_ids
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
         # Category votes: weighted votes only, and only for a keyword set with categories (dp_ops/keyword_votes.py).
-        self._category_share = settings.category_vote_share if settings.weighted and categories.names else 0.0
+        self._category_share = params.category_vote_share if noise.weighted and categories.names else 0.0
         self._vote_categories = categories.names if self._category_share else ()
 
     def expand(self, assigned) -> TopicKeywordsOutput:
@@ -155,13 +124,13 @@ class TopicKeywords(beam.PTransform):
         return self._wired(LocalEngine(), assigned)
 
     def _wired(self, engine, assigned) -> TopicKeywordsOutput:
-        settings = self._settings
-        votes = self._votes(engine, assigned) if settings.votes else None
+        params = self._params
+        votes = self._votes(engine, assigned) if params.votes else None
         # K ranked by closeness to each centre: the first t label a topic, the first --keyword_candidates
         # are its candidates, and a topic named by its voted category takes that category's first t.
-        ranking = self._ranking(engine) if settings.ranks_keywords else None
+        ranking = self._ranking(engine) if params.ranks_keywords else None
         labels = self._labels(engine, votes, ranking)
-        centroid_keywords = self._centroid_keywords(engine, ranking) if settings.mode == "both" else None
+        centroid_keywords = self._centroid_keywords(engine, ranking) if params.keyword_mode == "both" else None
         if votes is None:
             return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords)
         return TopicKeywordsOutput(labels=labels, centroid_keywords=centroid_keywords, sampled=votes.sampled,
@@ -170,14 +139,14 @@ class TopicKeywords(beam.PTransform):
 
     def _votes(self, engine, assigned) -> _Votes:
         """Sample, select and release the DP votes (or counts); the release floors and the labelling section."""
-        settings, noise, keywords = self._settings, self._noise, self._keywords
+        params, noise, keywords = self._params, self._noise, self._keywords
         sampled = engine.apply("sample conversations for keywords", SampleForKeywords(
-            self._kept_sizes, settings.samples_per_cluster, settings.seed), assigned)
+            self._kept_sizes, self._samples_per_cluster, self._seed), assigned)
         selection = engine.apply("select keywords", SelectKeywords(
             self._selector, keywords,
-            settings.keywords_per_vote if settings.weighted else settings.max_keywords_per_conversation,
-            weighted=settings.weighted, categories=self._categories, category_share=self._category_share), sampled)
-        if settings.weighted:
+            params.keywords_per_vote if noise.weighted else params.max_keywords_per_conversation,
+            weighted=noise.weighted, categories=self._categories, category_share=self._category_share), sampled)
+        if noise.weighted:
             stage = DPKeywordVotes(noise.num_clusters, vote_columns(keywords, self._vote_categories),
                                    noise.stage.noise_multiplier if noise.private else None, noise.delta,
                                    self._kept_ids, self._budget, noise_seed=noise.noise_seed)
@@ -193,17 +162,17 @@ class TopicKeywords(beam.PTransform):
     def _floors(self, stage):
         """The release floors for the stage's noise, and report.json's labelling section. Without noise
         (the evaluation's non-private baseline) any vote releases (weighted), or one user's count."""
-        settings = self._settings
-        candidates_per_topic = settings.candidates or len(self._keywords)
+        params = self._params
+        candidates_per_topic = params.keyword_candidates or len(self._keywords)
         if not self._noise.private:
-            floors = VoteFloors(None, settings.false_keywords_per_topic, 1e-9 if settings.weighted else 1.0)
+            floors = VoteFloors(None, params.false_keywords_per_topic, 1e-9 if self._noise.weighted else 1.0)
             return floors, labelling_section(None, floors.keyword, candidates_per_topic,
-                                             settings.false_keywords_per_topic, None)
-        floors = vote_floors(stage.spend.noise, candidates_per_topic, settings.false_keywords_per_topic,
-                             settings.min_noisy_count)
+                                             params.false_keywords_per_topic, None)
+        floors = vote_floors(stage.spend.noise, candidates_per_topic, params.false_keywords_per_topic,
+                             params.keyword_min_noisy_count)
         return floors, labelling_section(
             min_users_to_label(floors, self._category_share, len(self._vote_categories)), floors.keyword,
-            candidates_per_topic, settings.false_keywords_per_topic,
+            candidates_per_topic, params.false_keywords_per_topic,
             category_votes_section(floors, self._category_share, self._vote_categories))
 
     def _ranking(self, engine):
@@ -215,20 +184,20 @@ class TopicKeywords(beam.PTransform):
     def _centroid_keywords(self, engine, ranking):
         """(cluster_id, its first t keywords nearest the centre less any of a sensitive category): a
         guess with no vote behind it, released as a centre-guessed label's keywords are."""
-        top_t, categories = self._settings.top_t, self._categories
+        top_t, categories = self._params.keywords_per_cluster, self._categories
         return engine.apply("centroid keywords, top t", MapValues(
             lambda nearest: without_sensitive(nearest[:top_t], categories.category_of, categories.sensitive)), ranking)
 
     def _labels(self, engine, votes: _Votes | None, ranking):
-        settings, top_t = self._settings, self._settings.top_t
+        params, top_t = self._params, self._params.keywords_per_cluster
         if votes is None:
             return engine.apply("label keywords: nearest the DP centre", MapValues(
                 lambda nearest: (nearest[:top_t], CENTROID_SOURCE, None, None)), ranking)
-        candidates_per_topic = settings.candidates
+        candidates_per_topic = params.keyword_candidates  # 0: every keyword of K
         candidates = (engine.apply("candidate keywords", MapValues(lambda nearest: nearest[:candidates_per_topic]),
                                    ranking) if candidates_per_topic else None)
         # The categories go with any votes: without category votes a sensitive category's keywords still
         # name a topic only on a large enough share of its keyword votes (transforms/voted_labels.py).
         return engine.apply("label topics from their votes", LabelTopics(
             top_t, votes.floors, self._categories,
-            ranking if settings.label_fallback == "centroid" else None, candidates), votes.release)
+            ranking if params.label_fallback == "centroid" else None, candidates), votes.release)

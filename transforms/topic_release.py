@@ -16,24 +16,14 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, ExemplarWriter
 from backends.keyword_categories import KeywordCategories
+from config.embedding import EmbeddingParams
+from config.exemplars import ExemplarParams
 from publishing.previous_nights import PreviousNights
 from transforms.decode_centres import DecodeCentres, DecoderSettings
 from transforms.name_clusters import NameClusters
 from transforms.topic_hierarchy import BuildTopicHierarchy
 from transforms.topic_lineage import AssignLineages
 from transforms.write_exemplars import WriteExemplars
-
-
-@dataclasses.dataclass(frozen=True)
-class ExemplarSettings:
-    """--exemplars_per_topic and how they are written (0: none)."""
-
-    per_topic: int
-    candidates: int
-    rounds: int
-    writer: ExemplarWriter | None  # None when per_topic is 0
-    embedding_backend: str
-    embedding_device: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,13 +37,15 @@ class ReleasedTopics:
 
 
 def release_topics(engine, labels, namer: ClusterNamer, categories: KeywordCategories, kept_sizes, kept_ids, kmeans,
-                   previous: PreviousNights, new_lineage_prefix: str, model: str,
-                   exemplars: ExemplarSettings, decoder: DecoderSettings | None = None,
-                   keywords: tuple[str, ...] = ()) -> ReleasedTopics:
+                   previous: PreviousNights, new_lineage_prefix: str, embedding: EmbeddingParams,
+                   exemplars: ExemplarParams, exemplar_writer: ExemplarWriter | None = None,
+                   decoder: DecoderSettings | None = None, keywords: tuple[str, ...] = ()) -> ReleasedTopics:
     """Names, hierarchy, lineages and exemplars of the kept topics. `kmeans`: DP k-means' centres,
-    basis and active dimension (transforms.dp_kmeans.DPKMeansOutput). `decoder` (--centre_decoder):
+    basis and active dimension (transforms.dp_kmeans.DPKMeansOutput). `embedding` and `exemplars`: the
+    job's groups (--exemplars_per_topic 0: no exemplars; else `exemplar_writer` writes them). `decoder` (--centre_decoder):
     each name and description decoded from its DP centre, before the hierarchy and exemplars read
     them; `keywords`: the public K, whose categories gate a decoded name (transforms/decode_centres.py)."""
+    model = embedding.embedding_model
     named = engine.apply("name clusters", NameClusters(namer, categories), labels)
     if decoder is not None:
         named = engine.apply("decode DP centres", DecodeCentres(decoder, model, keywords, categories, kmeans.centres,
@@ -62,9 +54,9 @@ def release_topics(engine, labels, namer: ClusterNamer, categories: KeywordCateg
                              named)
     lineage = engine.apply("topic lineages", AssignLineages(kmeans.basis, kept_ids, previous, new_lineage_prefix,
                                                             model), kmeans.centres)
-    if exemplars.per_topic:
+    if exemplars.exemplars_per_topic:
         named = engine.apply("synthetic exemplars", WriteExemplars(
-            exemplars.writer, model, exemplars.embedding_backend, exemplars.per_topic, exemplars.candidates,
-            exemplars.rounds, kmeans.centres, kmeans.basis, kmeans.active_dim,
-            embedding_device=exemplars.embedding_device), named)
+            exemplar_writer, model, embedding.embedding_backend, exemplars.exemplars_per_topic,
+            exemplars.exemplar_candidates, exemplars.exemplar_rounds, kmeans.centres, kmeans.basis, kmeans.active_dim,
+            embedding_device=embedding.embedding_device), named)
     return ReleasedTopics(named, hierarchy, lineage)

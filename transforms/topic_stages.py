@@ -18,8 +18,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from backends.interfaces import ClusterNamer, KeywordSelector
+from backends.interfaces import ClusterNamer, ExemplarWriter, KeywordSelector
 from backends.keyword_categories import KeywordCategories
+from config.embedding import EmbeddingParams
+from config.exemplars import ExemplarParams
+from config.keywords import KeywordParams
 from core.dp_stages import CLUSTER_SIZES, KEYWORD_HISTOGRAMS, USER_COUNT
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
@@ -34,8 +37,8 @@ from transforms.dp_user_count import DPUserCount
 from transforms.facet_histograms import FacetHistograms, FacetOutput
 from transforms.theme_histogram import ThemeHistogram, ThemeOutput, ThemeSeeds
 from transforms.token_decoding import TokenDecodingOutput, TokenDecodingPlan
-from transforms.topic_keywords import KeywordSettings, TopicKeywords, TopicKeywordsOutput, VoteNoise
-from transforms.topic_release import ExemplarSettings, ReleasedTopics, release_topics
+from transforms.topic_keywords import TopicKeywords, TopicKeywordsOutput, VoteNoise
+from transforms.topic_release import ReleasedTopics, release_topics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +46,9 @@ class TopicPlan:
     """What the topic stages take besides the data: public parameters, the run's calibrated noise and
     the backends. `calibration` None only for the evaluation's non-private baseline (epsilon = inf):
     every mechanism exact, nothing spent. A stage reads its noise from `calibration` by its name
-    (dp_ops/dp_stage_specs.py), so a new DP stage needs nothing here."""
+    (dp_ops/dp_stage_specs.py), so a new DP stage needs nothing here. The keyword, exemplar and
+    embedding groups are the job's params groups as declared (config/), so a stage reads a new flag of
+    its group with nothing added here; beside them, the values the launch resolves."""
 
     calibration: JointCalibration | None
     delta: float
@@ -51,7 +56,10 @@ class TopicPlan:
     kmeans: DPKMeansParams
     expected_users: int | None
     min_cluster_size: float
-    keyword_settings: KeywordSettings
+    keyword_params: KeywordParams
+    samples_per_cluster: int | None    # m, resolved for the keyword selector (None: every conversation)
+    weighted_votes: bool               # --keyword_votes weighted (else count)
+    seed: int                          # the run's seed (keyword sampling)
     histogram_noise: str | None        # --keyword_votes count: PipelineDP's noise kind
     keyword_partitions_per_user: int   # --keyword_votes count: its L0 bound
     keywords: tuple[str, ...]
@@ -60,8 +68,9 @@ class TopicPlan:
     namer: ClusterNamer
     previous: PreviousNights
     new_lineage_prefix: str
-    model: str
-    exemplars: ExemplarSettings
+    embedding: EmbeddingParams
+    exemplars: ExemplarParams
+    exemplar_writer: ExemplarWriter | None  # None without exemplars
     noise_seed: int | None
     themes: bool = False  # --themes
     facets: tuple = ()  # --facets: (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select)
@@ -71,6 +80,10 @@ class TopicPlan:
     @property
     def private(self) -> bool:
         return self.calibration is not None
+
+    @property
+    def model(self) -> str:
+        return self.embedding.embedding_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +110,8 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
                               noise_seed=plan.noise_seed) if USER_COUNT in stages else None)
     sizes = (calibrated_size_params(stages[CLUSTER_SIZES], plan.max_conversations_per_user) if plan.private
              else None)
-    vote_noise = VoteNoise(num_clusters=plan.kmeans.num_clusters, stage=stages.get(KEYWORD_HISTOGRAMS),
+    vote_noise = VoteNoise(num_clusters=plan.kmeans.num_clusters, weighted=plan.weighted_votes,
+                           stage=stages.get(KEYWORD_HISTOGRAMS),
                            delta=plan.delta, histogram_noise=plan.histogram_noise,
                            partitions_per_user=plan.keyword_partitions_per_user, noise_seed=plan.noise_seed,
                            private=plan.private)
@@ -114,11 +128,11 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
     kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(plan.min_cluster_size), noisy_sizes)
     kept_ids = engine.apply("kept cluster ids", ClusterIds(), kept_sizes)
     keywords = engine.apply("topic keywords", TopicKeywords(
-        plan.keyword_settings, vote_noise, budget, plan.keywords, plan.categories, plan.selector, plan.model,
-        kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
+        plan.keyword_params, plan.samples_per_cluster, plan.seed, vote_noise, budget, plan.keywords, plan.categories,
+        plan.selector, plan.model, kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
     released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
-                              previous, plan.new_lineage_prefix, plan.model, plan.exemplars, plan.decoder,
-                              plan.keywords)
+                              previous, plan.new_lineage_prefix, plan.embedding, plan.exemplars,
+                              plan.exemplar_writer, plan.decoder, plan.keywords)
     themes = (engine.apply("themes", ThemeHistogram(
         plan.keywords, plan.categories, plan.model, stages["themes"].noise_multiplier if plan.private else None,
         plan.delta, budget, plan.noise_seed), blocks) if plan.themes else None)

@@ -26,9 +26,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from config.reading import DEFAULT_MAX_RECORD_BYTES
 from core.records import ROLES, Conversation, DeadLetter, Message
 
-DEFAULT_MAX_RECORD_BYTES = 1_000_000
 # Dead-lettered raw text is cut to this, so one huge bad line cannot bloat the private output.
 _MAX_RAW_CHARS = 10_000
 UTF8_BOM = b"\xef\xbb\xbf"

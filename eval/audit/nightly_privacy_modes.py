@@ -49,8 +49,8 @@ import dp_accounting
 import numpy as np
 
 from beam_jobs.generate_sample import write_sample
-from beam_jobs.options import PrivacyParams
 from beam_jobs.sample_topics import PLANTED_TOPICS
+from config.privacy import PrivacyParams
 from core.dp_stages import CLUSTER_SIZES, CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
 from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
 from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly, count_request

@@ -50,7 +50,7 @@ from backends.interfaces import ExemplarWriter
 from backends.llm import parsing, prompts
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
-from beam_jobs.options import ClusteringParams
+from config.clustering import ClusteringParams
 from eval.config_flags import add_config_flags, config_overrides
 from eval.data import TextEmbedder, embed_cached, load_dataset, planted_topics
 from eval.tables import cell, mean

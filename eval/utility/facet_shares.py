@@ -22,7 +22,7 @@ import numpy as np
 from backends.facet_set import load_facet_set
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
-from beam_jobs.options import facet_names
+from config.keywords import facet_names
 from core.records import ConversationBlock
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset

@@ -17,7 +17,7 @@ import math
 import os
 import time
 
-from beam_jobs.options import PrivacyParams
+from config.privacy import PrivacyParams
 from eval.config_flags import JOB_DEFAULT, add_config_flags
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.tables import cell, write_csv

@@ -37,13 +37,14 @@ from backends.keyword_set import load_keyword_set
 from backends.label_evidence import UNVERIFIED, unverified_text, voted_categories
 from backends.llm import prompts
 from backends.offline import KeywordClusterNamer
+from config.exemplars import ExemplarParams
 from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
 from tests.conftest import assert_together, local_pipeline
-from tests.transforms.test_engines import beam_release_inputs
+from tests.transforms.test_engines import EMBEDDING, beam_release_inputs
 from transforms.decode_centres import DecodeCentres, DecoderSettings
 from transforms.dp_kmeans import DPKMeansOutput
 from transforms.engine import BeamEngine, LocalEngine
-from transforms.topic_release import ExemplarSettings, release_topics
+from transforms.topic_release import release_topics
 
 MODEL = DEFAULT_EMBEDDING_MODEL
 TOPIC = {"name": "Cooking: sourdough", "description": "Requests about cooking.", "keywords": ["sourdough", "baking"],
@@ -379,12 +380,12 @@ def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process(
     keywords, labels, centres, sizes, categories = _release_inputs()
     namer = KeywordClusterNamer(categories)
     decoder = DecoderSettings(TemplateLabelWriter(), _bank(), "torch", "cpu")
-    exemplars = ExemplarSettings(0, 4, 1, None, "torch", "cpu")
+    exemplars = ExemplarParams(exemplars_per_topic=0, exemplar_candidates=4, exemplar_rounds=1)
     from publishing.previous_nights import PreviousNights
     local = LocalEngine()
     expected = release_topics(local, labels, namer, categories, sizes, list(sizes),
-                              DPKMeansOutput(centres, None, None, centres.shape[1]), PreviousNights(), "n", MODEL,
-                              exemplars, decoder, keywords)
+                              DPKMeansOutput(centres, None, None, centres.shape[1]), PreviousNights(), "n", EMBEDDING,
+                              exemplars, None, decoder, keywords)
     assert all(t.get("name_evidence") == NAME_EVIDENCE for t in expected.topics.values())
     assert len({t["name"].casefold() for t in expected.topics.values()}) == len(expected.topics)
     assert sorted(local.private["centre_decodings"]) == sorted(labels)
@@ -393,7 +394,7 @@ def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process(
         kept_sizes, kmeans = beam_release_inputs(pipeline, centres, sizes)
         released = release_topics(BeamEngine(), pipeline | "labels" >> beam.Create(sorted(labels.items())), namer,
                                   categories, kept_sizes, kept_sizes | "ids" >> beam.Keys(), kmeans,
-                                  PreviousNights(), "n", MODEL, exemplars, decoder, keywords)
+                                  PreviousNights(), "n", EMBEDDING, exemplars, None, decoder, keywords)
 
         def same_as_in_process(topics, hierarchy):
             assert dict(topics) == expected.topics

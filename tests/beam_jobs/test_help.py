@@ -19,6 +19,7 @@ from backends.llm.config import LLMParams
 from beam_jobs import build_keywords, insights, keyword_options, option_docs, options
 from beam_jobs.keyword_options import BuildKeywordsParams, build_keywords_params
 from beam_jobs.options import InsightsParams
+from config.privacy import RETIRED_FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -71,7 +72,7 @@ def test_help_lists_every_declared_flag_with_its_default_and_choices(job, flag):
     assert declared
     for field in declared:
         entry = entries.get(field.name)
-        if field.name in options.RETIRED_FLAGS:
+        if field.name in RETIRED_FLAGS:
             assert entry is None or "Retired" in entry, entry
             continue
         assert entry is not None, f"--{field.name} is not in `{job} --help`"
@@ -151,5 +152,5 @@ def test_python_dash_m_insights_help():
     assert result.stdout.startswith("usage: python -m beam_jobs.insights")
     entries = _entries(result.stdout)
     assert {field.name for group in option_docs.groups() for field in group.fields
-            if field.name not in options.RETIRED_FLAGS} <= set(entries)
+            if field.name not in RETIRED_FLAGS} <= set(entries)
     assert "\nReading:\n" in result.stdout and "Traceback" not in result.stderr

@@ -18,7 +18,8 @@ from backends import factory
 from backends.llm.config import LLMParams
 from beam_jobs import option_docs
 from beam_jobs.flags import argument_parser, options_class, params_from
-from beam_jobs.options import RETIRED_FLAGS, InsightsParams
+from beam_jobs.options import InsightsParams
+from config.privacy import RETIRED_FLAGS
 from core.params import Params, flag, parse_bool
 
 

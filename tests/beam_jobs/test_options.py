@@ -12,19 +12,15 @@ from beam_jobs.flags import argument_parser
 from beam_jobs.insights import release_config, run
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_UNREADABLE_INPUT
 from beam_jobs.keyword_options import BuildKeywordsOptions, KeywordSetParams, build_keywords_params
-from beam_jobs.options import (
-    ClusteringParams,
-    DecodingParams,
-    EmbeddingParams,
-    ExemplarParams,
-    InsightsOptions,
-    InsightsParams,
-    KeywordParams,
-    PrivacyParams,
-    ReadingParams,
-    RunParams,
-    insights_params,
-)
+from beam_jobs.options import InsightsOptions, InsightsParams, insights_params
+from config.clustering import ClusteringParams
+from config.decoding import DecodingParams
+from config.embedding import EmbeddingParams
+from config.exemplars import ExemplarParams
+from config.keywords import KeywordParams
+from config.privacy import PrivacyParams
+from config.reading import ReadingParams
+from config.run import RunParams
 from core.params import flag_fields, public_fields
 from core.run_context import make_run_context
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA

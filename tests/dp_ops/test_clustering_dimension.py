@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_jobs.options import DEFAULT_EPSILON_WEIGHTS, ClusteringParams, PrivacyParams, insights_params
+from beam_jobs.options import insights_params
+from config.clustering import ClusteringParams
+from config.privacy import DEFAULT_EPSILON_WEIGHTS, PrivacyParams
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
 from dp_ops.dp_events import composed_epsilon

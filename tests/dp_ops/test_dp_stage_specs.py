@@ -9,7 +9,8 @@ import pytest
 from backends.keyword_set import load_keyword_set
 from beam_jobs import progress
 from beam_jobs.insights import calibrate_night
-from beam_jobs.options import InsightsOptions, PrivacyParams, insights_params
+from beam_jobs.options import InsightsOptions, insights_params
+from config.privacy import PrivacyParams
 from core.progress_stage import ProgressStage
 from core.spend import MechanismSpend
 from dp_ops import dp_stage_specs

@@ -9,8 +9,10 @@ import typing
 
 import pytest
 
-from beam_jobs.options import DEFAULT_EPSILON, ClusteringParams, KeywordParams, PrivacyParams
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
+from config.clustering import ClusteringParams
+from config.keywords import KeywordParams
+from config.privacy import DEFAULT_EPSILON, PrivacyParams
 from eval.config_flags import JOB_DEFAULT, _convert, add_config_flags, config_from, config_overrides
 from eval.urania_inprocess import CONFIG_FLAGS, UraniaConfig, job_flag, job_params, stage_requests
 

@@ -10,7 +10,7 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from beam_jobs.options import PrivacyParams
+from config.privacy import PrivacyParams
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.nightly_plan import plan_nights

@@ -14,7 +14,7 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAYERS = {"core": 0, "publishing": 1, "dp_ops": 2, "backends": 3, "transforms": 4, "beam_jobs": 5, "eval": 6,
+LAYERS = {"core": 0, "publishing": 1, "dp_ops": 2, "config": 2.5, "backends": 3, "transforms": 4, "beam_jobs": 5, "eval": 6,
           "bench": 7, "scripts": 7, "tests": 7}
 
 

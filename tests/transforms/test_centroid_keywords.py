@@ -123,23 +123,23 @@ def test_both_mode_lists_no_sensitive_centroid_keyword():
     category's words nearest a topic's centre have no vote of its own behind them."""
     from backends.embedding import embed_texts
     from backends.offline import EmbeddingKeywordSelector
+    from config.keywords import KeywordParams
     from transforms.engine import LocalEngine
-    from transforms.topic_keywords import KeywordSettings, TopicKeywords, VoteNoise
+    from transforms.topic_keywords import TopicKeywords, VoteNoise
     model = "all-MiniLM-L6-v2"
     keywords = ("money laundering", "tax evasion", "python", "unit testing", "vegetables")
     categories = KeywordCategories({"money laundering": "Crime and fraud", "tax evasion": "Crime and fraud",
                                     "python": "Python coding", "unit testing": "Python coding",
                                     "vegetables": "Food and cooking"}, sensitive=frozenset({"Crime and fraud"}))
     centres = embed_texts(model, ["laundering money through offshore accounts", "python unit tests"])
-    settings = KeywordSettings(mode="both", top_t=2, candidates=None, label_fallback="centroid",
-                               samples_per_cluster=None, min_similarity=0.3, weighted=True, keywords_per_vote=3,
-                               max_keywords_per_conversation=3, category_vote_share=0.0, false_keywords_per_topic=1.0,
-                               min_noisy_count=None, seed=0)
-    noise = VoteNoise(num_clusters=2, stage=None, delta=1e-6, histogram_noise=None, partitions_per_user=None,
+    params = KeywordParams(keyword_mode="both", keywords_per_cluster=2, keyword_candidates=0, label_fallback="centroid",
+                           keyword_min_similarity=0.3, keywords_per_vote=3, max_keywords_per_conversation=3,
+                           category_vote_share=0.0, false_keywords_per_topic=0.4)
+    noise = VoteNoise(num_clusters=2, weighted=True, stage=None, delta=1e-6, histogram_noise=None, partitions_per_user=None,
                       noise_seed=None, private=False)
     # No conversation: what the stage lists comes from the centres alone.
     output = LocalEngine().apply("keywords", TopicKeywords(
-        settings, noise, None, keywords, categories, EmbeddingKeywordSelector(keywords, model), model,
+        params, None, 0, noise, None, keywords, categories, EmbeddingKeywordSelector(keywords, model), model,
         {0: 10.0, 1: 10.0}, [0, 1], centres, None, centres.shape[1]), [])
     # The first t nearest, less the sensitive ones, as a centre-guessed label's keywords are: the
     # laundering topic's two nearest (cosine 0.75 and 0.40; then python at 0.04) are both sensitive.

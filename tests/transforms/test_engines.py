@@ -10,6 +10,8 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from backends.offline import KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
+from config.embedding import EmbeddingParams
+from config.exemplars import ExemplarParams
 from core.records import ConversationBlock
 from publishing.lineage import centres_section
 from publishing.previous_nights import PreviousNights
@@ -20,9 +22,10 @@ from transforms.dp_cluster_sizes import cluster_size_params
 from transforms.dp_count import DPCountPerPartition
 from transforms.dp_kmeans import DPKMeansOutput
 from transforms.engine import BeamEngine, LocalEngine, WithPrivate
-from transforms.topic_release import ExemplarSettings, release_topics
+from transforms.topic_release import release_topics
 
 MODEL = DEFAULT_EMBEDDING_MODEL
+EMBEDDING = EmbeddingParams(embedding_model=MODEL, embedding_backend="torch", embedding_device="cpu")
 
 
 def _inputs():
@@ -39,7 +42,7 @@ def _inputs():
                                    "config": {"date": "2026-11-01"},
                                    "centres": centres_section({0: centres[1]}, MODEL)}], MODEL, False, centres.shape[1])
     categories = KeywordCategories.of_keyword_set(keyword_set, MODEL)
-    exemplars = ExemplarSettings(1, 4, 1, TemplateExemplarWriter(), "torch", "cpu")
+    exemplars = ExemplarParams(exemplars_per_topic=1, exemplar_candidates=4, exemplar_rounds=1)
     return labels, centres, sizes, previous, categories, exemplars
 
 
@@ -57,8 +60,8 @@ def test_released_topics_are_the_same_on_beam_and_in_process():
     labels, centres, sizes, previous, categories, exemplars = _inputs()
     local = LocalEngine()
     expected = release_topics(local, labels, KeywordClusterNamer(categories), categories, sizes, list(sizes),
-                              DPKMeansOutput(centres, None, None, centres.shape[1]), previous, "2026-11-02", MODEL,
-                              exemplars)
+                              DPKMeansOutput(centres, None, None, centres.shape[1]), previous, "2026-11-02", EMBEDDING,
+                              exemplars, TemplateExemplarWriter())
     assert len({t["name"] for t in expected.topics.values()}) == 5  # names made distinct
     assert expected.lineage["lineages"][1] == "2026-11-01#0"  # the previous night's lineage continues
     assert all(len(t["exemplars"]) == 1 for t in expected.topics.values())
@@ -68,7 +71,8 @@ def test_released_topics_are_the_same_on_beam_and_in_process():
         kept_sizes, kmeans = beam_release_inputs(pipeline, centres, sizes)
         released = release_topics(BeamEngine(), pipeline | "labels" >> beam.Create(sorted(labels.items())),
                                   KeywordClusterNamer(categories), categories, kept_sizes,
-                                  kept_sizes | "ids" >> beam.Keys(), kmeans, previous, "2026-11-02", MODEL, exemplars)
+                                  kept_sizes | "ids" >> beam.Keys(), kmeans, previous, "2026-11-02", EMBEDDING, exemplars,
+                                  TemplateExemplarWriter())
 
         def same_as_in_process(topics, hierarchy, lineage):
             assert dict(topics) == expected.topics
