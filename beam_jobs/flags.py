@@ -1,6 +1,6 @@
 """Flags declared once, as the fields of a frozen params dataclass, and parsed by Beam.
 
-A group of options is one dataclass (beam_jobs/options.py, beam_jobs/keyword_options.py, and
+A group of options is one dataclass (config/, one module per group; beam_jobs/keyword_options.py; and
 backends.llm.config.LLMParams, which the backends read as they are): each field is a flag of the
 same name (`flag(default, help, ...)`, core/params.py), passed as --name value or, as Dataflow and
 Flex Templates pass it, --name=value. A field declared with `setting(default, why)` instead is not
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import typing
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -51,13 +52,24 @@ def params_from(values, params_class: type[ParamsT]) -> ParamsT:
 
 
 def options_class(params_class: type) -> type[PipelineOptions]:
-    """The PipelineOptions class that registers `params_class`'s flags (FooParams -> FooOptions)."""
+    """The PipelineOptions class that registers `params_class`'s flags (FooParams -> FooOptions). Two jobs
+    sharing a group each make its class; Beam registers the flags of one class per name. Not cached: a
+    class lives as long as its job's options class (Beam parses every live PipelineOptions subclass)."""
     def _add_argparse_args(cls, parser):
         add_flags(parser, params_class)
 
     name = params_class.__name__.removesuffix("Params") + "Options"
     return type(name, (PipelineOptions,), {"_add_argparse_args": classmethod(_add_argparse_args),
                                            "__doc__": f"The flags of {params_class.__name__}."})
+
+
+def job_options(job: type, name: str, module: str) -> type[PipelineOptions]:
+    """A job's PipelineOptions class (`name`, in `module`): the options class of each group of `job`, a
+    dataclass whose fields are its params groups, in their order, so a view of it parses every flag the
+    job has and a group added to the job's params needs nothing here."""
+    groups = typing.get_type_hints(job)
+    return type(name, tuple(options_class(groups[field.name]) for field in dataclasses.fields(job)),
+                {"__doc__": f"Every flag of {job.__name__}, group by group.", "__module__": module})
 
 
 def argument_parser(options_class: type[PipelineOptions]) -> argparse.ArgumentParser:

@@ -20,15 +20,8 @@ import os
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from backends.llm.config import LLMParams
-from beam_jobs.flags import options_class, params_from
-from beam_jobs.options import (
-    EmbeddingOptions,
-    LLMOptions,
-    PrivacyOptions,
-    ReadingOptions,
-    RunOptions,
-    check_noise_seed_unledgered,
-)
+from beam_jobs.flags import job_options, params_from
+from beam_jobs.options import check_noise_seed_unledgered
 from config.embedding import EmbeddingParams
 from config.privacy import PrivacyParams
 from config.reading import ReadingParams
@@ -108,14 +101,6 @@ class KeywordSetParams(Params):
             check(bool(self.public_corpus), f"--method {self.method} needs --public_corpus")
 
 
-KeywordSetOptions = options_class(KeywordSetParams)
-
-
-class BuildKeywordsOptions(KeywordSetOptions, ReadingOptions, PrivacyOptions, EmbeddingOptions, LLMOptions,
-                           RunOptions):
-    """Every flag of the keyword-set builder."""
-
-
 @dataclasses.dataclass(frozen=True)
 class BuildKeywordsParams:
     """The keyword-set builder's validated params, one object per group."""
@@ -129,6 +114,9 @@ class BuildKeywordsParams:
 
     def __post_init__(self):
         check_noise_seed_unledgered(self.privacy, self.run)
+
+
+BuildKeywordsOptions = job_options(BuildKeywordsParams, "BuildKeywordsOptions", __name__)
 
 
 def _normalised(path: str) -> str:

@@ -9,7 +9,7 @@ must pass the same ones (a run whose flags differ is refused with exit code 4). 
 is this command alone: it composes every window of the ledger's entries under the new policy and
 refuses (exit code 4, nothing written) if one breaks it; otherwise it writes the new policy and logs
 the change, with who made it and why, in the ledger's `policy_log` and in this process's log.
-The four policy flags are the insights job's own (beam_jobs/options.py RunParams), with its defaults.
+The four policy flags are the insights job's own (config/run.py RunParams), with its defaults.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, Pi
 
 from backends.llm.config import LLMParams
 from backends.token_decoder import model_path as token_decoder_model_path
-from beam_jobs.flags import options_class, params_from
+from beam_jobs.flags import job_options, params_from
 from config.clustering import ClusteringParams
 from config.decoding import DecodingParams
 from config.embedding import EmbeddingParams
@@ -29,24 +29,6 @@ from config.privacy import PrivacyParams
 from config.reading import ReadingParams
 from config.run import RunParams
 from core.params import check
-
-# One PipelineOptions class per group: Beam parses each view's flags from the classes in its MRO.
-
-ReadingOptions = options_class(ReadingParams)
-PrivacyOptions = options_class(PrivacyParams)
-ClusteringOptions = options_class(ClusteringParams)
-EmbeddingOptions = options_class(EmbeddingParams)
-KeywordOptions = options_class(KeywordParams)
-ExemplarOptions = options_class(ExemplarParams)
-DecodingOptions = options_class(DecodingParams)
-LLMOptions = options_class(LLMParams)
-RunOptions = options_class(RunParams)
-
-
-class InsightsOptions(ReadingOptions, PrivacyOptions, ClusteringOptions, EmbeddingOptions, KeywordOptions,
-                      ExemplarOptions, DecodingOptions, LLMOptions, RunOptions):
-    """Every flag of the insights job."""
-
 
 # The flags the insights job cannot run without, and what each is (insights_params checks them: argparse's
 # required=True would break every other PipelineOptions() call, as Beam parses all registered classes).
@@ -127,14 +109,17 @@ class InsightsParams:
         return config
 
 
-def insights_params(options: PipelineOptions) -> InsightsParams:
-    """The insights job's params from parsed flags; raises ValueError naming the first bad flag,
-    before any pipeline is built."""
+# Beam parses a view's flags from the classes in its MRO: one PipelineOptions class per group.
+InsightsOptions = job_options(InsightsParams, "InsightsOptions", __name__)
+
+
+def insights_params(options: PipelineOptions, job: type[InsightsParams] = InsightsParams) -> InsightsParams:
+    """The insights job's params (`job`: InsightsParams, or a subclass with more flags) from parsed flags;
+    raises ValueError naming the first bad flag, before any pipeline is built."""
     for name, what in REQUIRED_FLAGS.items():
         check(bool(getattr(options, name)), f"--{name} is required: {what}")
-    groups = typing.get_type_hints(InsightsParams)
-    return InsightsParams(**{field.name: params_from(options, groups[field.name])
-                             for field in dataclasses.fields(InsightsParams)})
+    groups = typing.get_type_hints(job)
+    return job(**{field.name: params_from(options, groups[field.name]) for field in dataclasses.fields(job)})
 
 
 def check_token_decoder_installed(decoding: DecodingParams) -> None:

@@ -35,7 +35,8 @@ class ClusteringParams(Params):
         None, "Public hint of the number of users for --projection_dim auto; skips the DP user count. It is "
         "released as given: never take it from the data being processed or from any private output (e.g. "
         "run_stats.json) of runs over the same users; a past report's DP figures are fine.", type=int, public=True, ge=1)
-    min_cluster_size: float = flag(25, "tau: clusters with a smaller noisy size are dropped.", type=float,
+    # int | float: the default stays 25 in the report (a strict float would publish 25.0), a parsed value is a float.
+    min_cluster_size: int | float = flag(25, "tau: clusters with a smaller noisy size are dropped.", type=float,
                                    public=True, ge=0)
     warm_start: str = flag(
         "auto", "auto: with --date, seed DP k-means from the latest earlier released night's topic centres in "

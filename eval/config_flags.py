@@ -3,7 +3,7 @@
 `--set FIELD=VALUE` (repeatable) overrides any UraniaConfig field, typed from its annotation ("inf",
 "none" and "true"/"false" are understood). An evaluation that gives one of the job's flags a flag of its
 own (`--num_clusters` for most) registers it with `add_config_flags`: the flag's type and help are the
-job's (beam_jobs/options.py), and its default is the job's unless the evaluation names its own (the k its
+job's (config/), and its default is the job's unless the evaluation names its own (the k its
 data set is read at). `config_from` then builds the UraniaConfig from those flags and --set.
 """
 
@@ -48,9 +48,10 @@ def config_from(args: argparse.Namespace, **fixed) -> UraniaConfig:
     return UraniaConfig(**{**flags, **config_overrides(getattr(args, "set", ())), **fixed})
 
 
-def config_overrides(pairs: Sequence[str]) -> dict:
-    """FIELD=VALUE pairs as UraniaConfig fields, typed from the field's annotation."""
-    hints = typing.get_type_hints(UraniaConfig)
+def config_overrides(pairs: Sequence[str], config: type = UraniaConfig) -> dict:
+    """FIELD=VALUE pairs as fields of `config` (UraniaConfig, or eval.urania_inprocess.config_class of a job
+    with more flags), typed from the field's annotation."""
+    hints = typing.get_type_hints(config)
     overrides = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -68,7 +69,14 @@ def _convert(value: str, annotation) -> object:
     options = typing.get_args(annotation) if union else (annotation,)
     if type(None) in options and value.lower() in ("none", "null"):
         return None
-    kind = next(o for o in options if o is not type(None))
+    kinds = [o for o in options if o is not type(None)]
+    if len(kinds) > 1:  # int | float: the first that takes the value ("3" an int, "2.5" a float)
+        for kind in kinds[:-1]:
+            try:
+                return _convert(value, kind)
+            except ValueError:
+                pass
+    kind = kinds[-1]
     if typing.get_origin(kind) is typing.Literal:
         choices = {str(choice): choice for choice in typing.get_args(kind)}
         if value not in choices:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import typing
 
 import numpy as np
 
@@ -25,21 +26,13 @@ from backends.centre_decoder import NameBank, TemplateLabelWriter, load_bank
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
-from backends.llm.config import LLMParams
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
 from beam_jobs.options import InsightsParams
 from beam_jobs.topic_plan import TopicBackends
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from beam_jobs.topic_plan import topic_plan as job_topic_plan
-from config.clustering import ClusteringParams
-from config.decoding import DecodingParams
-from config.embedding import EmbeddingParams
-from config.exemplars import ExemplarParams
-from config.keywords import KeywordParams
-from config.privacy import DEFAULT_EPSILON, PrivacyParams
-from config.reading import ReadingParams
-from config.run import RunParams
+from config.privacy import DEFAULT_EPSILON
 from core.params import flag_fields
 from core.records import ConversationBlock
 from dp_ops import dp_stage_specs
@@ -56,11 +49,9 @@ from transforms.keyword_histograms import DPKeywordVotes
 from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_stages import TopicPlan, topic_stages
 
-# The job's flags this in-process run honours, in the order the report shows them. Their types, defaults
-# and checks are the job's params groups' (beam_jobs/options.py), read below, so a flag is declared
-# once. The job's other flags are about reading, workers, LLM backends and run storage, which this
-# run does not have.
-CONFIG_FLAGS = (
+# The flags the report's config has always shown, in its order (the in-process snapshots compare its text).
+# UraniaConfig has these fields first, then every other flag of the groups below that this run honours.
+REPORTED_FLAGS = (
     "num_clusters", "max_conversations_per_user", "epsilon", "epsilon_weights", "delta", "min_cluster_size",
     "samples_per_cluster", "keywords_per_cluster", "max_keywords_per_conversation",
     "max_keyword_partitions_per_user", "keyword_min_similarity", "kmeans_iterations", "projection_dim",
@@ -68,9 +59,33 @@ CONFIG_FLAGS = (
     "category_vote_share", "false_keywords_per_topic", "keyword_candidates", "label_fallback", "embedding_model",
     "keyword_set", "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "centre_decoder",
     "warm_start", "warm_prior", "themes", "facets", "facet_set")
-_GROUPS = {"privacy": PrivacyParams, "clustering": ClusteringParams, "embedding": EmbeddingParams,
-           "keywords": KeywordParams, "exemplars": ExemplarParams}
-_GROUP_OF = {field.name: group for group, params in _GROUPS.items() for field in flag_fields(params)}
+# The job's groups this run has no part of: it reads no files, writes none, keeps no ledger, calls no LLM
+# (the offline backends), and takes token decoding as its own argument (run_urania's `token_decoding`).
+UNRUN_GROUPS = ("reading", "decoding", "llm", "run")
+# Flags of the groups it runs that it cannot honour, and why.
+UNHONOURED_FLAGS = {
+    "noise_seed": "run_urania's own noise_seed argument",
+    "epsilon_clustering": "retired", "epsilon_size": "retired", "epsilon_keywords": "retired",
+    "embedding_backend": "the vectors are given; keywords and exemplars are embedded with torch on the CPU",
+    "embedding_device": "the vectors are given; keywords and exemplars are embedded with torch on the CPU",
+    "embedding_threads": "no worker processes",
+    "embedding_block_size": "the kept conversations are one block",
+}
+
+
+def _run_groups(job: type) -> dict[str, type]:
+    return {name: group for name, group in typing.get_type_hints(job).items() if name not in UNRUN_GROUPS}
+
+
+def honoured_flags(job: type = InsightsParams) -> tuple[str, ...]:
+    """The job's flags a config for `job` (InsightsParams or one with more flags) has: REPORTED_FLAGS, then
+    the others of the groups it runs, in their groups' order, less UNHONOURED_FLAGS."""
+    declared = [field.name for group in _run_groups(job).values() for field in flag_fields(group)]
+    missing = set(REPORTED_FLAGS) - set(declared)
+    if missing:
+        raise ValueError(f"REPORTED_FLAGS names flags no group declares: {sorted(missing)}")
+    return REPORTED_FLAGS + tuple(name for name in declared
+                                  if name not in REPORTED_FLAGS and name not in UNHONOURED_FLAGS)
 
 
 class _ConfigMethods:
@@ -86,38 +101,51 @@ class _ConfigMethods:
         return job_params(self).clustering.counts_users
 
 
-def job_flag(name: str) -> dataclasses.Field:
+def job_flag(name: str, config: type | None = None) -> dataclasses.Field:
     """The job's declaration of the flag `name` (its default, type and help), from its params group."""
-    if name not in CONFIG_FLAGS:
-        raise ValueError(f"{name!r} is not a flag the in-process run honours: {', '.join(CONFIG_FLAGS)}")
-    return {field.name: field for field in flag_fields(_GROUPS[_GROUP_OF[name]])}[name]
+    config = config or UraniaConfig
+    if name not in config.flags:
+        raise ValueError(f"{name!r} is not a flag the in-process run honours: {', '.join(config.flags)}")
+    return config.declared[name]
 
 
-def _config_field(name: str) -> tuple[str, str, dataclasses.Field]:
-    declared = job_flag(name)
-    # epsilon: the job's default budget when none is given (the job plans one from a ledger's cap,
-    # which this run has not); math.inf switches every mechanism off.
-    if name == "epsilon":
-        return name, "float", dataclasses.field(default=DEFAULT_EPSILON)
-    return name, declared.type, dataclasses.field(default=declared.default)
+def config_class(job: type = InsightsParams) -> type:
+    """The in-process run's config for the job's params `job`: a frozen dataclass with a field per
+    honoured flag (honoured_flags), typed and defaulted as its group declares it."""
+    flags = honoured_flags(job)
+    declared = {field.name: (group_name, field) for group_name, group in _run_groups(job).items()
+                for field in flag_fields(group)}
+
+    def field_of(name: str) -> tuple[str, object, dataclasses.Field]:
+        _, field = declared[name]
+        # epsilon: the job's default budget when none is given (the job plans one from a ledger's cap,
+        # which this run has not); math.inf switches every mechanism off.
+        if name == "epsilon":
+            return name, "float", dataclasses.field(default=DEFAULT_EPSILON)
+        return name, field.type, dataclasses.field(default=field.default)
+
+    return dataclasses.make_dataclass(
+        "UraniaConfig", [field_of(name) for name in flags], bases=(_ConfigMethods,), frozen=True,
+        namespace={"__doc__": "The job's flags this run honours (honoured_flags), with the job's defaults.",
+                   "__module__": __name__, "job": job, "flags": flags,
+                   "declared": {name: declared[name][1] for name in flags},
+                   "group_of": {name: declared[name][0] for name in flags}})
 
 
-UraniaConfig = dataclasses.make_dataclass(
-    "UraniaConfig", [_config_field(name) for name in CONFIG_FLAGS], bases=(_ConfigMethods,), frozen=True,
-    namespace={"__doc__": "The job's options that matter here (CONFIG_FLAGS), with the job's defaults.",
-               "__module__": __name__})
+UraniaConfig = config_class()
+CONFIG_FLAGS = UraniaConfig.flags
 
 
 def job_params(config: UraniaConfig, seed: int = 0, noise_seed: int | None = None) -> InsightsParams:
     """The job's params for this config, checked as the job checks its flags. The privacy group gets the
     job's default epsilon (its own check refuses math.inf): the run calibrates config.epsilon itself."""
-    values: dict[str, dict] = {group: {} for group in _GROUPS}
-    for name in CONFIG_FLAGS:
-        values[_GROUP_OF[name]][name] = getattr(config, name)
+    groups = typing.get_type_hints(config.job)
+    values: dict[str, dict] = {group: {} for group in groups}
+    for name in config.flags:
+        values[config.group_of[name]][name] = getattr(config, name)
     values["privacy"].update(epsilon=DEFAULT_EPSILON, noise_seed=noise_seed)
-    return InsightsParams(reading=ReadingParams(), decoding=DecodingParams(), llm=LLMParams(),
-                          run=RunParams(seed=seed),
-                          **{group: params(**values[group]) for group, params in _GROUPS.items()})
+    values["run"].update(seed=seed)
+    return config.job(**{group: params(**values[group]) for group, params in groups.items()})
 
 
 def joint_calibration(config: UraniaConfig) -> JointCalibration:
@@ -184,11 +212,15 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
         name_bank=_bank() if config.centre_decoder else None))
 
 
-def _config_shown(config: UraniaConfig) -> dict:
-    """The config as the report shows it; centre_decoder only when on (as the job's derived_public_values)."""
-    shown = dataclasses.asdict(config)
+def config_shown(config: UraniaConfig) -> dict:
+    """The config as the report shows it: REPORTED_FLAGS (centre_decoder only when on, as the job's
+    derived_public_values), then any other flag set away from the job's default, so a run on defaults
+    shows what it always has and no setting that changes the run is left out."""
+    shown = {name: getattr(config, name) for name in REPORTED_FLAGS}
     if not config.centre_decoder:
         del shown["centre_decoder"]
+    shown.update({name: getattr(config, name) for name in config.flags[len(REPORTED_FLAGS):]
+                  if getattr(config, name) != config.declared[name].default})
     return shown
 
 
@@ -227,7 +259,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     kmeans, released = stages.kmeans, stages.released
     report = build_report(released.topics, stages.kept_sizes, list(budget.entries) if budget else [],
                           config.max_conversations_per_user,
-                          {"pipeline": "urania (in-process evaluation run)", **_config_shown(config),
+                          {"pipeline": "urania (in-process evaluation run)", **config_shown(config),
                            "seed": seed, "clustering_dimension": kmeans.active_dim}, hierarchy=released.hierarchy,
                           composition=budget.composition() if budget else None,
                           labelling=stages.keywords.labelling, lineage=released.lineage,

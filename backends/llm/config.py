@@ -1,7 +1,7 @@
 """LLMParams: the --llm_* flags, which are also the picklable settings of a backend, turned into a
 Caller on each worker.
 
-The jobs parse the flags into LLMParams (beam_jobs/options.py registers them as a group), check the
+The jobs parse the flags into LLMParams (beam_jobs/options.py registers them as a group, beside the groups of config/), check the
 machine once at launch (`preflight`), then give their steps the params as the workers use them
 (`resolved`: what the launcher's flags and environment leave open, filled in on the launcher).
 Importing this module imports no client and no fan-out machinery (the jobs' options import it for

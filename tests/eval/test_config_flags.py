@@ -9,12 +9,24 @@ import typing
 
 import pytest
 
+from beam_jobs.options import InsightsParams
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from config.clustering import ClusteringParams
 from config.keywords import KeywordParams
 from config.privacy import DEFAULT_EPSILON, PrivacyParams
+from core.params import flag_fields
 from eval.config_flags import JOB_DEFAULT, _convert, add_config_flags, config_from, config_overrides
-from eval.urania_inprocess import CONFIG_FLAGS, UraniaConfig, job_flag, job_params, stage_requests
+from eval.urania_inprocess import (
+    CONFIG_FLAGS,
+    REPORTED_FLAGS,
+    UNHONOURED_FLAGS,
+    UNRUN_GROUPS,
+    UraniaConfig,
+    config_shown,
+    job_flag,
+    job_params,
+    stage_requests,
+)
 
 
 def test_the_config_is_the_jobs_flags_with_the_jobs_defaults():
@@ -28,6 +40,30 @@ def test_the_config_is_the_jobs_flags_with_the_jobs_defaults():
     assert not dataclasses.replace(config, epsilon=math.inf).private
     with pytest.raises(ValueError, match="not a flag the in-process run honours"):
         job_flag("embedding_threads")
+
+
+def test_every_flag_of_the_job_is_honoured_or_declared_as_not():
+    """A flag added to a group the run has is a config field with no edit here; one it cannot honour is
+    listed with why; the groups it has no part of are named."""
+    groups = typing.get_type_hints(InsightsParams)
+    assert set(UNRUN_GROUPS) < set(groups)
+    for name, group in groups.items():
+        for field in flag_fields(group):
+            honoured, unhonoured = field.name in CONFIG_FLAGS, field.name in UNHONOURED_FLAGS
+            if name in UNRUN_GROUPS:
+                assert not (honoured or unhonoured), field.name
+            else:
+                assert honoured != unhonoured, field.name
+    assert CONFIG_FLAGS[:len(REPORTED_FLAGS)] == REPORTED_FLAGS
+    assert set(CONFIG_FLAGS[len(REPORTED_FLAGS):]) == {"keyword_mode", "keyword_min_noisy_count"}
+
+
+def test_the_report_shows_a_newer_flag_only_away_from_its_default():
+    assert list(config_shown(UraniaConfig())) == [name for name in REPORTED_FLAGS if name != "centre_decoder"]
+    shown = config_shown(UraniaConfig(keyword_mode="both", centre_decoder=True))
+    assert list(shown) == [*REPORTED_FLAGS, "keyword_mode"] and shown["keyword_mode"] == "both"
+    assert job_params(UraniaConfig(keyword_mode="centroid")).keywords.keyword_mode == "centroid"
+    assert "keyword_histograms" not in [r.stage for r in stage_requests(UraniaConfig(keyword_mode="centroid"))]
 
 
 def test_each_field_reaches_its_group_and_the_jobs_checks_apply():
