@@ -73,14 +73,16 @@ UNHONOURED_FLAGS = {
 }
 
 
-def _run_groups(job: type) -> dict[str, type]:
-    return {name: group for name, group in typing.get_type_hints(job).items() if name not in UNRUN_GROUPS}
+def _declared(job: type) -> dict[str, tuple[str, dataclasses.Field]]:
+    """Each flag of the groups this run has (all of `job`'s but UNRUN_GROUPS): its group's name and field."""
+    return {field.name: (name, field) for name, group in typing.get_type_hints(job).items()
+            if name not in UNRUN_GROUPS for field in flag_fields(group)}
 
 
 def honoured_flags(job: type = InsightsParams) -> tuple[str, ...]:
     """The job's flags a config for `job` (InsightsParams or one with more flags) has: REPORTED_FLAGS, then
     the others of the groups it runs, in their groups' order, less UNHONOURED_FLAGS."""
-    declared = [field.name for group in _run_groups(job).values() for field in flag_fields(group)]
+    declared = _declared(job)
     missing = set(REPORTED_FLAGS) - set(declared)
     if missing:
         raise ValueError(f"REPORTED_FLAGS names flags no group declares: {sorted(missing)}")
@@ -101,20 +103,17 @@ class _ConfigMethods:
         return job_params(self).clustering.counts_users
 
 
-def job_flag(name: str, config: type | None = None) -> dataclasses.Field:
+def job_flag(name: str) -> dataclasses.Field:
     """The job's declaration of the flag `name` (its default, type and help), from its params group."""
-    config = config or UraniaConfig
-    if name not in config.flags:
-        raise ValueError(f"{name!r} is not a flag the in-process run honours: {', '.join(config.flags)}")
-    return config.declared[name]
+    if name not in UraniaConfig.flags:
+        raise ValueError(f"{name!r} is not a flag the in-process run honours: {', '.join(UraniaConfig.flags)}")
+    return UraniaConfig.declared[name]
 
 
 def config_class(job: type = InsightsParams) -> type:
     """The in-process run's config for the job's params `job`: a frozen dataclass with a field per
     honoured flag (honoured_flags), typed and defaulted as its group declares it."""
-    flags = honoured_flags(job)
-    declared = {field.name: (group_name, field) for group_name, group in _run_groups(job).items()
-                for field in flag_fields(group)}
+    flags, declared = honoured_flags(job), _declared(job)
 
     def field_of(name: str) -> tuple[str, object, dataclasses.Field]:
         _, field = declared[name]
