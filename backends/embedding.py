@@ -224,6 +224,31 @@ def embed_texts(name: str, texts: list[str], batch_size: int = 64, backend: str 
     return _encode_torch(load_model(name, device), list(texts))
 
 
+# Public texts' vectors (keyword sets, the bundled categories' keywords), per process: a run embeds its keyword set
+# in several stages (selection, centre keywords, the pca basis, categories), and the in-process evaluation and the
+# tests run many jobs in one process. Keyed per text, which is exact because each text's vector is the one it gets
+# alone; by the thread count, which can move a vector's last bits; and by the encoder function, so that a substitute
+# (a test's fake embed_texts) neither serves nor poisons the real vectors. Never conversation text: that is private
+# and unbounded, so embed_texts never memoises.
+_public_vectors: dict[tuple, dict[str, np.ndarray]] = {}
+_public_lock = threading.Lock()
+
+
+def embed_public_texts(name: str, texts: Sequence[str], backend: str = "torch", device: str = "cpu") -> np.ndarray:
+    """embed_texts for PUBLIC texts (a keyword set): each is embedded once per process."""
+    import torch
+
+    with _public_lock:
+        encode = embed_texts  # read from the module at each call: what a monkeypatch put there
+        known = _public_vectors.setdefault((name, backend, device, torch.get_num_threads(), encode), {})
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            known.update(zip(missing, encode(name, missing, backend=backend, device=device)))
+        if not texts:
+            return encode(name, [], backend=backend, device=device)
+        return np.stack([known[t] for t in texts])
+
+
 class _OnnxEncoder:
     """Tokenise (the model's own tokenizer), run the exported network, mean-pool, normalise.
 

@@ -81,10 +81,10 @@ class KeywordCategories:
         resolved = dict(self._given)
         missing = [k for k, c in resolved.items() if c is None]
         if missing and self.embedding_model is not None:
-            from backends.embedding import embed_texts
-            resolved.update(nearest_bundled_categories(
-                missing, lambda texts: embed_texts(self.embedding_model, texts, backend=self.embedding_backend,
-                                                  device=self.embedding_device)))
+            from backends.embedding import embed_public_texts
+            resolved.update(nearest_bundled_categories(  # a keyword set is public, so its vectors are memoised
+                missing, lambda texts: embed_public_texts(self.embedding_model, texts, backend=self.embedding_backend,
+                                                         device=self.embedding_device)))
         self._resolved = resolved
 
     @property

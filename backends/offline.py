@@ -48,8 +48,8 @@ class EmbeddingKeywordSelector(KeywordSelector):
 
     def setup(self) -> None:
         if self._keyword_embeddings is None:
-            self._keyword_embeddings = embedding.embed_texts(self.model_name, list(self.keywords),
-                                                            backend=self.backend, device=self.device)
+            self._keyword_embeddings = embedding.embed_public_texts(self.model_name, self.keywords,
+                                                                    backend=self.backend, device=self.device)
 
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
         self.setup()

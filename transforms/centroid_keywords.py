@@ -11,7 +11,7 @@ where the centres live.
 
 from __future__ import annotations
 
-import functools
+from typing import Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -29,10 +29,10 @@ def nearest_keywords(centres: np.ndarray, keyword_points: np.ndarray, keywords: 
     return [[keywords[j] for j in row] for row in order]
 
 
-@functools.lru_cache(maxsize=4)
-def keyword_vectors(model_name: str, keywords: tuple[str, ...]) -> np.ndarray:
-    """K's embeddings, once per process (read-only): the in-process evaluation ranks K for hundreds of runs."""
-    return embedding.embed_texts(model_name, list(keywords))
+def keyword_vectors(model_name: str, keywords: Sequence[str]) -> np.ndarray:
+    """K's embeddings, each keyword embedded once per process (embed_public_texts): the in-process evaluation ranks
+    K for hundreds of runs."""
+    return embedding.embed_public_texts(model_name, keywords)
 
 
 class _NearestKeywordsFn(beam.DoFn):

@@ -32,12 +32,11 @@ from transforms.sum_arrays import SumArraysFn
 from transforms.theme_histogram import ThemeSeeds
 
 
-@functools.lru_cache(maxsize=2)
 def basis_keyword_vectors(model_name: str) -> np.ndarray:
     """The public vectors of the pca basis: the BUNDLED keyword set's embeddings (never a run's own
     --keyword_set, which may be built from data), so the basis is fixed before any data is read.
-    Memoised per process (read-only): a worker, or the evaluation's hundreds of runs, embeds them once."""
-    return embedding.embed_texts(model_name, list(load_keyword_set(None).keywords))
+    Each keyword is embedded once per process (embed_public_texts): a worker, or the evaluation's hundreds of runs."""
+    return embedding.embed_public_texts(model_name, load_keyword_set(None).keywords)
 
 
 def project_block(block: ConversationBlock, projection: np.ndarray | None, active_dim: int) -> ConversationBlock:

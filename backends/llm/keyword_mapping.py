@@ -58,8 +58,8 @@ class EmbeddingKeywordMapper(ExactKeywordMapper):
     def setup(self) -> None:
         if self._keyword_embeddings is None:
             from backends import embedding
-            self._keyword_embeddings = embedding.embed_texts(self.model_name, list(self.keywords), backend=self.backend,
-                                                             device=self.device)
+            self._keyword_embeddings = embedding.embed_public_texts(self.model_name, self.keywords,
+                                                                    backend=self.backend, device=self.device)
 
     def nearest(self, words: list[str]) -> list[tuple[str, float]]:
         """(nearest keyword of K, cosine similarity) per word."""

@@ -339,3 +339,23 @@ def test_embedding_threads_set_the_worker_process_threads():
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_public_texts_are_embedded_once_per_process_with_the_vectors_they_get_alone(monkeypatch):
+    real, encoded = embedding.embed_texts, []
+
+    def counting(name, texts, *args, **kwargs):
+        encoded.append(list(texts))
+        return real(name, texts, *args, **kwargs)
+
+    monkeypatch.setattr(embedding, "embed_texts", counting)
+    first = embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, TEXTS[:3])
+    again = embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, [TEXTS[3], TEXTS[1], TEXTS[3]])
+    assert encoded == [TEXTS[:3], [TEXTS[3]]]  # each text once, a repeat within a call too
+    assert np.array_equal(again[1], first[1]) and np.array_equal(again[0], again[2])
+    for text, vector in zip(TEXTS[:3], first):
+        assert np.array_equal(vector, real(embedding.DEFAULT_EMBEDDING_MODEL, [text])[0])
+    assert embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, []).shape == (0, first.shape[1])
+    monkeypatch.undo()  # the real encoder never sees what the counting one memoised, nor the other way round
+    assert embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, TEXTS[:1]).shape == (1, first.shape[1])
+    assert len(encoded) == 3  # the empty call reached the encoder; the real one's call did not reach `counting`

@@ -128,7 +128,7 @@ def test_the_pca_basis_embeds_the_bundled_keyword_set_only(monkeypatch):
         seen["model"], seen["texts"] = model, list(texts)
         return np.zeros((len(texts), 4), dtype=np.float32)
 
-    monkeypatch.setattr(dp_kmeans_transform.embedding, "embed_texts", fake_embed)
+    monkeypatch.setattr(dp_kmeans_transform.embedding, "embed_public_texts", fake_embed)
     dp_kmeans_transform.basis_keyword_vectors("some-model")
     assert seen == {"model": "some-model", "texts": list(load_keyword_set(None).keywords)}
 
