@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -61,27 +62,11 @@ class TokenDecoder:
         if self._model is not None:
             return
         import torch
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-        from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
         # One thread: the machine runs other work beside it, and one sequence's matrix-vector products are
         # too small to split (core/blas_threads.py).
         torch.set_num_threads(self._threads)
-        path = self._path or model_path()
-        folder, name = os.path.split(path)
-        self._tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        config = AutoConfig.from_pretrained(folder, gguf_file=name)
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-        # transformers' from_pretrained needs `accelerate` for GGUF; its own loader without it:
-        tensors = load_gguf_checkpoint(path, return_tensors=True, model_to_load=model)["tensors"]
-        missing, unexpected = model.load_state_dict({k: torch.as_tensor(v) for k, v in tensors.items()}, strict=False)
-        model.tie_weights()
-        if unexpected or set(missing) - {"lm_head.weight"}:
-            raise RuntimeError(f"{path}: weights do not fit the model (missing {missing}, unexpected {unexpected})")
-        if not (model.lm_head.weight is model.model.embed_tokens.weight or
-                torch.equal(model.lm_head.weight, model.model.embed_tokens.weight)):
-            raise RuntimeError(f"{path}: the LM head was not loaded (tied embeddings expected)")
-        self._model = model.eval()
+        self._tokenizer, self._model = _load(self._path or model_path())
         self._torch = torch
 
     @property
@@ -134,3 +119,38 @@ class TokenDecoder:
                 if step + 1 < steps:
                     members = [self._forward([token], cache) for _, cache in members]
         return Decoded(tokens, self._tokenizer.decode(tokens, skip_special_tokens=True).strip())
+
+
+# The loaded models, per process and file: a worker runs one DoFn instance per thread, and each would otherwise
+# hold its own float32 copy (and spend ~20 s dequantising it). Read-only: inference only, in eval mode.
+_loaded: dict[str, tuple] = {}
+_load_lock = threading.Lock()
+
+
+def _load(path: str):
+    """(tokenizer, model) of the GGUF file at `path`, loaded once per process."""
+    with _load_lock:
+        if path not in _loaded:
+            _loaded[path] = _load_gguf(path)
+        return _loaded[path]
+
+
+def _load_gguf(path: str):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    folder, name = os.path.split(path)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    # transformers' from_pretrained needs `accelerate` for GGUF; its own loader without it:
+    tensors = load_gguf_checkpoint(path, return_tensors=True, model_to_load=model)["tensors"]
+    missing, unexpected = model.load_state_dict({k: torch.as_tensor(v) for k, v in tensors.items()}, strict=False)
+    model.tie_weights()
+    if unexpected or set(missing) - {"lm_head.weight"}:
+        raise RuntimeError(f"{path}: weights do not fit the model (missing {missing}, unexpected {unexpected})")
+    if not (model.lm_head.weight is model.model.embed_tokens.weight or
+            torch.equal(model.lm_head.weight, model.model.embed_tokens.weight)):
+        raise RuntimeError(f"{path}: the LM head was not loaded (tied embeddings expected)")
+    return tokenizer, model.eval()

@@ -52,10 +52,12 @@ def _runs(tmp_path_factory):
     _plant_pii(data)
     offline = str(folder / "offline")
     assert run(["--input", data, "--output", offline, *SMALL]) == 0
-    with FakeChatServer(fault_rate=0.3, seed=1, hang_s=3.0, misbehave=True) as server:
+    # Every hang costs the run one timeout, one at a time here (~30 of them): 1 s keeps that short, and is still
+    # far above the fake server's answer time on loopback, so no answered request times out.
+    with FakeChatServer(fault_rate=0.3, seed=1, hang_s=1.5, misbehave=True) as server:
         online = str(folder / "openai")
         assert run(["--input", data, "--output", online, *SMALL, "--llm_backend", "openai",
-                    "--llm_base_url", server.base_url, "--llm_model", "fake-model", "--llm_timeout_s", "2",
+                    "--llm_base_url", server.base_url, "--llm_model", "fake-model", "--llm_timeout_s", "1",
                     "--llm_max_retries", str(MAX_RETRIES), "--llm_max_concurrency", "8"]) == 0
         # a remote preflight call at launch (its fixed prompt, step "other") is no call of the job's steps
         server.log[:] = [e for e in server.log if e["step"] != "other"]

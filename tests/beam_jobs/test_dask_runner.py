@@ -30,7 +30,7 @@ def test_dask_multi_process_run_matches_the_direct_runner(tmp_path):
     from dask.distributed import LocalCluster
 
     data = str(tmp_path / "day.jsonl")
-    write_sample(data, 600, 200, seed=9, malformed=9)
+    write_sample(data, 300, 100, seed=9, malformed=9)
     direct = str(tmp_path / "direct")
     assert run(["--input", data, "--output", direct, *COMMON]) == 0
 

@@ -211,6 +211,20 @@ def test_the_stage_gives_the_same_descriptions_on_beam_and_in_process():
         assert_that(out.descriptions, checked(same), label="descriptions")
 
 
+def test_decoders_of_one_file_share_one_loaded_model_per_process(monkeypatch):
+    # A worker runs one DoFn instance per thread: each loading its own float32 copy would multiply the memory.
+    from backends import token_decoder
+    loads = []
+    monkeypatch.setattr(token_decoder, "_loaded", {})
+    monkeypatch.setattr(token_decoder, "_load_gguf", lambda path: loads.append(path) or (f"tokenizer of {path}", object()))
+    first, second, other = (token_decoder.TokenDecoder(path) for path in ("/m/a.gguf", "/m/a.gguf", "/m/b.gguf"))
+    for decoder in (first, second, other):
+        decoder.setup()
+    assert loads == ["/m/a.gguf", "/m/b.gguf"]
+    assert first._model is second._model and first._tokenizer == "tokenizer of /m/a.gguf"
+    assert other._model is not first._model
+
+
 @pytest.mark.slow
 def test_members_decoded_together_get_the_states_they_would_have_alone():
     from backends.token_decoder import TokenDecoder
