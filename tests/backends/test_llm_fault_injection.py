@@ -52,8 +52,8 @@ def _runs(tmp_path_factory):
     _plant_pii(data)
     offline = str(folder / "offline")
     assert run(["--input", data, "--output", offline, *SMALL]) == 0
-    # Every hang costs the run one timeout, one at a time here (~30 of them): 1 s keeps that short, and is still
-    # far above the fake server's answer time on loopback, so no answered request times out.
+    # Every hang costs its call one timeout (~30 hangs a run): 1 s keeps that short, and is still far above the
+    # fake server's answer time on loopback, so no answered request times out.
     with FakeChatServer(fault_rate=0.3, seed=1, hang_s=1.5, misbehave=True) as server:
         online = str(folder / "openai")
         assert run(["--input", data, "--output", online, *SMALL, "--llm_backend", "openai",
