@@ -15,8 +15,9 @@ setuptools.setup(
     description="User-level DP topic insights from chatbot conversation logs on Apache Beam (URANIA).",
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["beam_jobs", "beam_jobs.*", "transforms", "transforms.*", "core", "core.*",
+                                                "config", "config.*",
                                                 "publishing", "publishing.*",
                                                 "dp_ops", "dp_ops.*", "backends", "backends.*", "eval", "eval.*"]),
-    package_data={"beam_jobs": ["resources/*.txt"], "publishing": ["templates/*.j2"]},
+    package_data={"beam_jobs": ["resources/*.txt", "resources/*.json"], "publishing": ["templates/*.j2"]},
     install_requires=REQUIREMENTS,
 )

@@ -26,16 +26,18 @@ such in the report (`NAME_EVIDENCE`).
 
 A name that no vote wrote must not put a topic in a sensitive category its votes do not support
 (backends/label_evidence.py): bank labels of a sensitive category are offered only to a topic whose
-own votes support that category, and a candidate whose text lies in a sensitive category the votes do
-not support (its nearest keywords' category, the themes' public rule: dp_ops/theme_histogram.py) is
-refused before it is scored, so it is never varied or kept.
+own votes support that category, and a candidate is refused before it is scored (so it is never varied
+or kept) when its text lies in a sensitive category the votes do not support (its nearest keywords'
+category, the themes' public rule: dp_ops/theme_histogram.py), or when it holds a keyword or name word
+of such a category (`SensitiveGate.sensitive_terms`). The word rule is needed beside the category rule:
+the nearest-keywords rule reads the whole label, so "Stress and suicidal thoughts" lies in "Mental
+health" and a topic voted "Mental health" would otherwise be named by self-harm words no vote wrote.
 
 A topic with an unverified label (its centre's nearest keywords lie mostly in a sensitive category, no
 vote behind them) is decoded too, from non-sensitive candidates only: its votes support no category, so
 the bank offers it only labels of non-sensitive categories, its writer sees only its released
-(non-sensitive) keywords and fixed name, and the gate refuses any candidate of a sensitive category and,
-for it alone, any candidate that holds a sensitive category's keyword or name word
-(`SensitiveGate.sensitive_terms`): its name is the one place its guess could leak. It stays UNVERIFIED
+(non-sensitive) keywords and fixed name, and the gate refuses any candidate of a sensitive category or
+holding any sensitive category's keyword or name word: its name is the one place its guess could leak. It stays UNVERIFIED
 (its group, no exemplars); only its name and description change, and the description says it is
 unverified (`UNVERIFIED_NOTE`). Where no candidate passes, it keeps its fixed name.
 """
@@ -79,9 +81,9 @@ NAME_POOL = 30
 NAME_PARTS = 3
 # The problem a refused candidate is counted under (Evolution.dropped).
 SENSITIVE_REFUSAL = "sensitive_without_votes"
-# An unverified topic's candidate holding a sensitive category's keyword or name word (its category may
-# still come out non-sensitive: the nearest-keywords rule reads the whole label).
-SENSITIVE_WORD_REFUSAL = "sensitive_word_unverified"
+# A candidate holding a keyword or name word of a sensitive category the topic's votes do not support (its
+# category may still come out non-sensitive: the nearest-keywords rule reads the whole label).
+SENSITIVE_WORD_REFUSAL = "sensitive_word_without_votes"
 # What a decoded unverified topic's description adds: the label's evidence, which the decoded name hides.
 UNVERIFIED_NOTE = (" Its label is unverified: no keyword vote of its own conversations cleared the privacy noise, and "
                    "most keywords nearest its DP centre lie in a category that only a topic's own votes may name "
@@ -206,8 +208,8 @@ def _words(text: str) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class SensitiveGate:
     """Refuses a candidate label whose category (`categories_of`: texts -> each text's category or
-    None, the themes' nearest-keywords rule) is sensitive and not supported by the topic's votes; for
-    an UNVERIFIED topic also one holding a sensitive term (`sensitive_terms`)."""
+    None, the themes' nearest-keywords rule) is sensitive and not supported by the topic's votes, or
+    that holds a term of such a category (`sensitive_terms`), whatever the topic's evidence."""
 
     categories_of: Callable[[list[str]], list[str | None]]
     category_of: dict
@@ -217,33 +219,41 @@ class SensitiveGate:
         return voted_categories(topic, self.category_of) & self.sensitive
 
     @functools.cached_property
-    def sensitive_terms(self) -> re.Pattern | None:
-        """The sensitive categories' keywords and names, and each word of those names that no
+    def category_terms(self) -> dict[str, frozenset[str]]:
+        """{sensitive category: its terms}: its keywords and name, and each word of its name that no
         non-sensitive keyword or category uses ("Sexual content" gives "sexual", not "content"), as
-        whole words, a plural "s" or "es" either way (None: no sensitive category)."""
-        if not self.sensitive:
-            return None
-        sensitive_keywords = [k for k, c in self.category_of.items() if c in self.sensitive]
+        lower-case words joined by single spaces."""
         common = {w for text in [k for k, c in self.category_of.items() if c not in self.sensitive]
                   + [c for c in set(self.category_of.values()) if c is not None and c not in self.sensitive]
                   for w in _words(text)}
-        name_words = {w for c in self.sensitive for w in _words(c) if len(w) > 2 and w not in common}
-        terms = {" ".join(_words(t)) for t in [*sensitive_keywords, *self.sensitive, *name_words]} - {""}
-        stems = {t[:-2] if t.endswith("es") else t[:-1] if t.endswith("s") else t for t in terms}
+        terms = {}
+        for category in self.sensitive:
+            keywords = [k for k, c in self.category_of.items() if c == category]
+            name_words = [w for w in _words(category) if len(w) > 2 and w not in common]
+            terms[category] = frozenset(" ".join(_words(t)) for t in [*keywords, category, *name_words]) - {""}
+        return terms
+
+    def sensitive_terms(self, supported: frozenset[str] = frozenset()) -> re.Pattern | None:
+        """The terms of the sensitive categories not in `supported` (`category_terms`), as whole words, a
+        plural "s" or "es" either way (None: no such term). A term that a supported category has too is
+        left out: the topic's votes back it (a keyword set may give two sensitive categories one word)."""
+        allowed = {t for c in supported for t in self.category_terms.get(c, ())}
+        terms = {t for c, ts in self.category_terms.items() if c not in supported for t in ts} - allowed
+        if not terms:
+            return None
+        stems = {t[:-2] if t.endswith("es") else t[:-1] if t.endswith("s") else t for t in terms} - allowed
         alternatives = "|".join(re.escape(t).replace(r"\ ", r"[\s,-]+") for t in sorted(terms | stems, key=len, reverse=True))
         return re.compile(rf"(?<![\w])(?:{alternatives})(?:e?s)?(?![\w])")
 
     def refuse_for(self, topic: dict) -> Callable[[list[str]], list[str | None]]:
         supported = self.supported(topic)
-        terms = self.sensitive_terms if topic.get("label_evidence") == UNVERIFIED else None
+        terms = self.sensitive_terms(supported)
 
         def refuse(texts: list[str]) -> list[str | None]:
-            problems = [SENSITIVE_REFUSAL if category in self.sensitive and category not in supported else None
-                        for category in self.categories_of(texts)]
-            if terms is not None:
-                problems = [problem or (SENSITIVE_WORD_REFUSAL if terms.search(text.casefold()) else None)
-                            for problem, text in zip(problems, texts)]
-            return problems
+            return [SENSITIVE_REFUSAL if category in self.sensitive and category not in supported
+                    else SENSITIVE_WORD_REFUSAL if terms is not None and terms.search(text.casefold())
+                    else None
+                    for category, text in zip(self.categories_of(texts), texts)]
 
         return refuse
 

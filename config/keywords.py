@@ -42,8 +42,10 @@ class KeywordParams(Params):
         5, "--keyword_votes count: keywords the selector may pick per sampled conversation (bounds the "
            "histogram's sensitivity; weighted votes use --keywords_per_vote).",
         type=int, public=True, ge=1, le=20)
-    keyword_min_similarity: float = flag(
-        0.3, "Offline keyword selector: cosine floor between a conversation and a keyword.", type=float, ge=-1, le=1)
+    keyword_min_similarity: float | None = flag(
+        None, "Offline keyword selector: cosine floor between a conversation and a keyword. Default: the embedding "
+              "model's own (config/embedding.py SIMILARITY_FLOORS: 0.23 for use-multilingual-v3, 0.3 for "
+              "all-MiniLM-L6-v2; docs/performance.md).", type=float, ge=-1, le=1)
     keywords_per_vote: int = flag(
         2, "Weighted votes: keywords a conversation splits its vote over (weight / sqrt(j) each); 2 named more "
            "planted topics than 1 (docs/evaluation.md).", type=int,

@@ -6,7 +6,7 @@ import dataclasses
 import random
 
 from core.params import Params, check, flag, params_group, parse_bool
-from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, LedgerPolicy
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, MAX_WINDOW_DELTA, LedgerPolicy
 from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
 
 
@@ -29,7 +29,8 @@ class RunParams(Params):
         None, "JSON privacy-budget ledger (local or gs://) that records every run's spend per privacy unit.")
     max_epsilon_per_window: float | None = flag(
         None, "Refuse, before reading any data, a run that would bring any --window_days window over this "
-              "epsilon (needs --privacy_ledger). The first capped run writes this and the other window flags "
+              "epsilon (needs --privacy_ledger; the insights job also needs {date} in --input, since a run is "
+              "charged on its --date). The first capped run writes this and the other window flags "
               "(--max_delta_per_window, --window_days, --cadence_days) into the ledger as its policy; a later "
               "run with other values is refused (exit code 4). Change it with python -m beam_jobs.ledger_policy "
               "(docs/production.md#the-ledgers-policy).", type=float, gt=0)
@@ -37,7 +38,7 @@ class RunParams(Params):
         DEFAULT_WINDOW_DELTA, "The one delta at which every window's runs are composed and its epsilon checked "
                               "against --max_epsilon_per_window; a window whose runs need a larger delta is refused "
                               "too. Keep it well under 1 / (users in a window).",
-        type=float, gt=0, lt=1)
+        type=float, gt=0, le=MAX_WINDOW_DELTA)
     window_days: int = flag(30, "Length of the ledger's budget window in days.", type=int, ge=1)
     cadence_days: int = flag(
         DEFAULT_CADENCE_DAYS, "Days between scheduled runs; with --max_epsilon_per_window and no --epsilon, each "

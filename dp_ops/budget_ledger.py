@@ -21,13 +21,16 @@ counts in every window that holds any of its days, once.
 
 The window policy (the cap, the window's delta, the window's length and the nights' cadence) lives
 in the ledger, not in each run's flags: a run's flags decide only whether it may run. The first
-capped reservation writes its flags into the ledger as its `policy`; every later job on that ledger
+capped reservation writes its flags into the ledger as its `policy`, once every window of the entries
+already there fits them (the uncapped runs before it were never checked); every later job on that ledger
 must pass the same four flags or is refused (LedgerPolicyMismatch), since a schedule edited by
 mistake (a larger window delta, a shorter window, a higher cap) would otherwise read the same
 entries under a looser rule and admit a night that breaks the windows the other nights were
 planned for. The policy changes only through `with_changed_policy` (beam_jobs.ledger_policy, an
 explicit, logged command), which re-checks every existing window under the new policy; each change
-is kept in `policy_log`. Each entry records the window delta it was checked at.
+is kept in `policy_log`, so a ledger whose policy is null beside a non-empty log was edited by hand,
+and is refused. No window delta above MAX_WINDOW_DELTA is accepted. Each entry records the window
+delta it was checked at.
 
 Version-1 ledgers (entries with only epsilon and delta) are read: such an entry is the (epsilon,
 delta) event of its own figure, which is sound (that is its guarantee) if loose. The ledger is
@@ -66,6 +69,10 @@ STATUSES = ("reserved", "committed", "failed", "rejected")
 # window's chance of an unbounded loss: 10x a night's default --delta (1e-6), which leaves room for a DP
 # keyword set's (epsilon, delta) partition selection (delta 5e-7); keep it well under 1 / users.
 DEFAULT_WINDOW_DELTA = 1e-5
+# The largest window delta any policy or check accepts. It is each user's chance, per window, of an
+# unbounded loss: above 1e-3 a cap bounds little for any population worth capping (it should be well
+# under 1 / users), so a larger one is a mistake, not a policy (the review's ledger admitted 0.5).
+MAX_WINDOW_DELTA = 1e-3
 
 
 def new_keyword_set_run_id() -> str:
@@ -100,8 +107,7 @@ class LedgerPolicy:
     def __post_init__(self):
         if not (_number(self.max_epsilon_per_window) and self.max_epsilon_per_window > 0):
             raise ValueError(f"the window cap must be a finite number > 0, got {self.max_epsilon_per_window!r}")
-        if not (_number(self.max_delta_per_window) and 0 < self.max_delta_per_window < 1):
-            raise ValueError(f"the window delta must be in (0, 1), got {self.max_delta_per_window!r}")
+        check_window_delta(self.max_delta_per_window)
         for name in ("window_days", "cadence_days"):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
@@ -130,6 +136,12 @@ class LedgerPolicy:
 
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_window_delta(value) -> None:
+    """Raises ValueError unless `value` is a window delta a policy or a check may use: in (0, MAX_WINDOW_DELTA]."""
+    if not (_number(value) and 0 < value <= MAX_WINDOW_DELTA):
+        raise ValueError(f"the window delta must be in (0, {MAX_WINDOW_DELTA:g}], got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +245,12 @@ class Ledger:
         log = data.get("policy_log", [])
         if not isinstance(log, list) or not all(isinstance(change, dict) for change in log):
             raise ValueError(f"a ledger's policy_log is a list of changes, got {log!r}")
+        if policy is None and log:
+            # Only an edit removes a policy; read as none, the next capped run would set its own flags unchecked.
+            raise BudgetRefused(
+                f"this ledger's policy is null but its policy_log holds {len(log)} change(s), the last to "
+                f"{log[-1].get('policy')}: a policy is never removed, so the ledger was edited. Restore its "
+                f"\"policy\" (the log's last), then change it with python -m beam_jobs.ledger_policy if needed.")
         return cls(unit=data["unit"], entries=tuple(LedgerEntry(**e) for e in data["entries"]),
                    policy=None if policy is None else LedgerPolicy.from_json(policy), policy_log=tuple(log))
 
@@ -258,9 +276,18 @@ class Ledger:
     def adopting(self, policy: LedgerPolicy | None, by: str) -> "Ledger":
         """This ledger once a run (`by`: its run id) with the window flags `policy` (None: no cap) may
         use it: unchanged if they are its policy (or neither has one), with `policy` as its policy if it
-        has none yet (its first capped run). Raises LedgerPolicyMismatch if they differ from its policy."""
+        has none yet (its first capped run), once every window of its entries fits `policy`, as for a
+        change of policy (the uncapped runs before it were never checked). Raises LedgerPolicyMismatch
+        if they differ from its policy, BudgetRefused if a window breaks the first one."""
         if self.policy is None:
-            return self if policy is None else self._with_policy(policy, by, "first capped run on this ledger")
+            if policy is None:
+                return self
+            try:
+                self._check_every_window(policy)
+            except BudgetRefused as error:
+                raise BudgetRefused(f"this ledger has no policy yet and this run's window flags would be its "
+                                    f"first, but its entries already break them: {error}") from None
+            return self._with_policy(policy, by, "first capped run on this ledger")
         differences = self.policy.differences(policy)
         if differences:
             raise LedgerPolicyMismatch(
@@ -271,21 +298,27 @@ class Ledger:
 
     def with_changed_policy(self, policy: LedgerPolicy, by: str, reason: str) -> "Ledger":
         """This ledger under `policy` from now on, logged with `reason`. Raises BudgetRefused if a
-        window of the entries it holds already breaks `policy` (its cap or its delta): the new rule
-        must hold for every window, or the nights planned under it would not fit."""
+        window of the entries it holds already breaks `policy` (_check_every_window)."""
         if not reason.strip():
             raise ValueError("a change of the ledger's policy needs a reason")
-        worst = self.worst_window(policy.window_days, policy.max_delta_per_window)
-        if worst is not None:
-            epsilon, _, start, inside = worst
-            if math.isinf(epsilon):
-                floor = delta_floor([event for entry in inside for event in entry.dp_events()])
-                raise BudgetRefused(f"under {policy.flags()} the {policy.window_days}-day window starting {start} "
-                                    f"would need delta {floor:.3g} >= {policy.max_delta_per_window:.3g}")
-            if epsilon > policy.max_epsilon_per_window + 1e-9:
-                raise BudgetRefused(f"under {policy.flags()} the {policy.window_days}-day window starting {start} "
-                                    f"already spends epsilon {epsilon:.4g} > {policy.max_epsilon_per_window:g}")
+        self._check_every_window(policy)
         return self._with_policy(policy, by, reason)
+
+    def _check_every_window(self, policy: LedgerPolicy) -> None:
+        """Raises BudgetRefused, naming the window and its excess, if a window of the entries this
+        ledger holds already breaks `policy` (its cap or its delta): a policy must hold for every
+        window, or the nights planned under it would not fit."""
+        worst = self.worst_window(policy.window_days, policy.max_delta_per_window)
+        if worst is None:
+            return
+        epsilon, _, start, inside = worst
+        window = f"under {policy.flags()} the {policy.window_days}-day window starting {start}"
+        if math.isinf(epsilon):
+            floor = delta_floor([event for entry in inside for event in entry.dp_events()])
+            raise BudgetRefused(f"{window} would need delta {floor:.3g} >= {policy.max_delta_per_window:.3g}")
+        cap = policy.max_epsilon_per_window
+        if epsilon > cap + 1e-9:
+            raise BudgetRefused(f"{window} already spends epsilon {epsilon:.4g} > {cap:g} ({epsilon - cap:.4g} over)")
 
     def _with_policy(self, policy: LedgerPolicy, by: str, reason: str) -> "Ledger":
         change = {"at": utc_timestamp(), "by": by, "policy": policy.to_json(),
@@ -350,8 +383,7 @@ class Ledger:
             ids = ", ".join(e.run_id for e in earlier)
             raise BudgetRefused(f"{date} already has run(s) {ids} in the ledger; re-running would spend again. "
                                 f"Pass --allow_rerun to record a second spend explicitly.")
-        if not 0 < max_delta_per_window < 1:
-            raise ValueError(f"the window delta must be in (0, 1), got {max_delta_per_window}")
+        check_window_delta(max_delta_per_window)
         if self.policy is not None:  # a caller's arguments never loosen the ledger's own policy
             self.adopting(None if max_epsilon_per_window is None else LedgerPolicy(
                 max_epsilon_per_window, max_delta_per_window, window_days, self.policy.cadence_days), "check")

@@ -14,7 +14,7 @@ import dataclasses
 
 from core import json_store
 from core.dates import utc_timestamp
-from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, Ledger, LedgerEntry, LedgerPolicy, events_json
+from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry, LedgerPolicy, events_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,15 +78,22 @@ def reserve_budget(ledger_path: str, policy: LedgerPolicy | None, *, run: Charge
     return charged_set
 
 
-def change_ledger_policy(ledger_path: str, policy: LedgerPolicy, by: str, reason: str) -> Ledger:
-    """Sets the ledger's window policy to `policy` (beam_jobs.ledger_policy), logged with `by` and
-    `reason`, after checking every window of its entries under it (Ledger.with_changed_policy). Raises
-    BudgetRefused (nothing is written) if one breaks it. Returns the updated ledger."""
+def change_ledger_policy(ledger_path: str, policy: LedgerPolicy, by: str, reason: str, *,
+                         previous: LedgerPolicy | None) -> Ledger:
+    """Sets the ledger's window policy from `previous` (the one the caller read and showed the change
+    from) to `policy` (beam_jobs.ledger_policy), logged with `by` and `reason`, after checking every
+    window of its entries under it (Ledger.with_changed_policy). Raises BudgetRefused (nothing is
+    written) if one breaks it, or if the ledger's policy is no longer `previous`: a change written
+    meanwhile is not overwritten unseen. Returns the updated ledger."""
     updated = None
 
     def change(document):
         nonlocal updated
-        updated = Ledger.from_json(document).with_changed_policy(policy, by, reason)
+        ledger = Ledger.from_json(document)
+        if ledger.policy != previous:
+            now = "none" if ledger.policy is None else ledger.policy.flags()
+            raise BudgetRefused(f"the ledger's policy changed while this command ran (now: {now}); run it again")
+        updated = ledger.with_changed_policy(policy, by, reason)
         return updated.to_json()
 
     json_store.update_json(ledger_path, change)

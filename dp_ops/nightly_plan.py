@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import dp_accounting
 
+from dp_ops.budget_ledger import check_window_delta
 from dp_ops.dp_events import composed_epsilon, event_to_json
 from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly
 
@@ -79,9 +80,10 @@ def plan_nights(requests: Sequence[StageRequest], *, max_epsilon_per_window: flo
                 fixed_events: Sequence[dp_accounting.DpEvent] = ()) -> NightlyPlan:
     """The plan for a night of `requests` (dp_ops/dp_stage_specs.stage_requests). `fixed_events`:
     spends every window may hold besides the nights (a DP keyword set, charged once). Raises
-    ValueError when the fixed spends alone exceed the cap."""
+    ValueError when the fixed spends alone exceed the cap, or for a window delta no ledger accepts."""
     if not (max_epsilon_per_window > 0 and math.isfinite(max_epsilon_per_window)):
         raise ValueError(f"the window cap must be > 0 and finite, got {max_epsilon_per_window}")
+    check_window_delta(window_delta)
     fixed_events = tuple(fixed_events)
     if fixed_events and composed_epsilon(fixed_events, window_delta) >= max_epsilon_per_window:
         raise ValueError(f"the keyword set's own spend already reaches the window cap {max_epsilon_per_window:g} "

@@ -4,7 +4,8 @@ Topics come from DP k-means and change from night to night; a theme does not. Th
 keyword set's categories (public, fixed before any data) and `OTHER_THEME`. Each kept conversation
 goes to one theme by a public rule (`nearest_theme`: the category most of its THEME_NEIGHBOURS nearest
 keywords belong to, the nearest of them breaking a tie; OTHER_THEME when even its nearest keyword is less
-similar than `MIN_THEME_SIMILARITY`). A user's vote vector over the themes is the count of its kept
+similar than the rule's floor, the run's encoder's own: config/embedding.py SimilarityFloors.theme).
+A user's vote vector over the themes is the count of its kept
 conversations in each theme scaled to L2 norm 1 (`user_theme_votes`), and one Gaussian sum of L2
 sensitivity 1 over all themes releases them: a fixed-partition histogram (dp_ops/fixed_histogram.py, the
 keyword votes' mechanism over one "cluster"), as the facets are. A user whose every conversation is in one
@@ -36,9 +37,6 @@ OTHER_THEME = "Other"
 # by the one nearest keyword; video games 0.84 / 0.47 / 0.73 (an anchor, the mean of ~40 keyword
 # directions, is near no single request, and the "Role-play" mean beat "Entertainment and media").
 THEME_NEIGHBOURS = 5
-# The least cosine similarity (all-MiniLM-L6-v2) of a conversation to its nearest keyword for it to count
-# in a category; below it the conversation counts in OTHER_THEME.
-MIN_THEME_SIMILARITY = 0.3
 # The seeded test noise's stream (dp_ops.gaussian_noise): distinct from the keyword votes'.
 NOISE_STREAM = 0x7E4E
 # How the report names the themes' release and its unit (the release's declaration, `theme_partition`).
@@ -73,10 +71,13 @@ class ThemeRule:
     directions: np.ndarray  # (keywords, d), unit rows
     themes: np.ndarray  # (keywords,), int: the index of each row's category in the partition
     other: int  # OTHER_THEME's index: len(categories)
+    # The least cosine of a conversation to its nearest keyword for it to count in a category (below it: in
+    # OTHER_THEME), on the embedding model's own scale (its SimilarityFloors.theme).
+    min_similarity: float
 
     @classmethod
     def of(cls, keyword_vectors: np.ndarray, keywords: Sequence[str], category_of: dict[str, str | None],
-           categories: Sequence[str]) -> "ThemeRule":
+           categories: Sequence[str], *, min_similarity: float) -> "ThemeRule":
         columns = {category: i for i, category in enumerate(categories)}
         rows = [i for i, keyword in enumerate(keywords) if category_of.get(keyword) in columns]
         vectors = np.asarray(keyword_vectors, dtype=np.float64)
@@ -84,7 +85,8 @@ class ThemeRule:
         unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         # float32, as the embeddings: half the memory traffic of the one product per conversation.
         return cls(np.ascontiguousarray(unit, dtype=np.float32),
-                   np.array([columns[category_of[keywords[i]]] for i in rows], dtype=int), len(categories))
+                   np.array([columns[category_of[keywords[i]]] for i in rows], dtype=int), len(categories),
+                   float(min_similarity))
 
 
 def theme_anchor(rule: ThemeRule, theme: int) -> np.ndarray | None:
@@ -98,8 +100,7 @@ def theme_anchor(rule: ThemeRule, theme: int) -> np.ndarray | None:
     return total / norm if norm > 0 else None
 
 
-def nearest_theme(embedding: np.ndarray, rule: ThemeRule, neighbours: int = THEME_NEIGHBOURS,
-                  min_similarity: float = MIN_THEME_SIMILARITY) -> int:
+def nearest_theme(embedding: np.ndarray, rule: ThemeRule, neighbours: int = THEME_NEIGHBOURS) -> int:
     """The theme (a category's index, or rule.other for OTHER_THEME) of one conversation: the category
     most of its `neighbours` nearest keywords belong to, the nearest such keyword breaking a tie. One
     conversation at a time (a matrix-vector product), so a batch gives each the result it gets alone.
@@ -115,7 +116,7 @@ def nearest_theme(embedding: np.ndarray, rule: ThemeRule, neighbours: int = THEM
     top = np.argpartition(-similarity, neighbours - 1)[:neighbours] if len(similarity) > neighbours \
         else np.arange(len(similarity))
     nearest = top[np.lexsort((top, -similarity[top]))]
-    if similarity[nearest[0]] < min_similarity:
+    if similarity[nearest[0]] < rule.min_similarity:
         return rule.other
     votes = collections.Counter(int(rule.themes[i]) for i in nearest)
     best = max(votes.values())

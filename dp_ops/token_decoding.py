@@ -4,8 +4,9 @@ backends/token_decoder.py; this module never imports torch.
 
 Per released topic, a sample of members is decoded together. At each step t, each member i's final hidden
 state h_i,t = f([x_i; y_<t]) (after the model's last norm, so the LM head is one linear map) is clipped to
-L2 norm C, the clipped states are summed and divided by the PUBLIC sample size n, Gaussian noise is added,
-and the noisy mean goes through the LM head; the next token is its argmax (post-processing).
+L2 norm C (a state holding an inf or NaN counts as zeros: `clipped_sum`), the clipped states are summed
+and divided by the PUBLIC sample size n, Gaussian noise is added, and the noisy mean goes through the LM
+head; the next token is its argmax (post-processing).
 
 User-level bounding, before any aggregate (`choose_members`):
 - each user decodes in ONE topic only, with ONE conversation: among the user's conversations in kept
@@ -126,8 +127,11 @@ def choose_members(rows: Iterable[tuple[str, str, int]], sample_size: int, seed:
 
 
 def clipped_sum(states: np.ndarray, clip_norm: float) -> np.ndarray:
-    """Sum of the rows of `states` (members x d), each first scaled down to L2 norm <= clip_norm."""
+    """Sum of the rows of `states` (members x d), each first scaled down to L2 norm <= clip_norm. A row
+    holding an inf or NaN counts as zeros, as an absent member would: the clip cannot bound it (C / inf = 0
+    and inf * 0 = NaN), and one NaN in the sum would leave the topic's release without its 2C / n bound."""
     states = np.asarray(states, dtype=np.float64)
+    states = np.where(np.isfinite(states).all(axis=1, keepdims=True), states, 0.0)
     norms = np.linalg.norm(states, axis=1, keepdims=True)
     scale = np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
     return (states * scale).sum(axis=0)

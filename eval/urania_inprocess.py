@@ -32,6 +32,7 @@ from beam_jobs.options import InsightsParams
 from beam_jobs.topic_plan import TopicBackends
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from beam_jobs.topic_plan import topic_plan as job_topic_plan
+from config.embedding import Encoder
 from config.privacy import DEFAULT_EPSILON
 from core.params import flag_fields
 from core.records import ConversationBlock
@@ -164,14 +165,21 @@ def stage_requests(config: UraniaConfig) -> list[StageRequest]:
     return job_stage_requests(job_params(config))
 
 
+def run_encoder(config: UraniaConfig) -> Encoder:
+    """The run's one encoder (the job's EmbeddingParams.encoder): config.embedding_model, run as the job's
+    default flags run it (torch on the CPU: UNHONOURED_FLAGS). Every public text of the run is embedded with it;
+    the evaluations that build the stages themselves take theirs from here too."""
+    return job_params(config).embedding.encoder
+
+
 @functools.lru_cache(maxsize=4)
 def _keywords(path: str | None):
     return load_keyword_set(path)
 
 
 @functools.lru_cache(maxsize=4)
-def _categories(path: str | None, model: str) -> KeywordCategories:
-    categories = KeywordCategories.of_keyword_set(_keywords(path), model)
+def _categories(path: str | None, encoder: Encoder) -> KeywordCategories:
+    categories = KeywordCategories.of_keyword_set(_keywords(path), encoder)
     categories.setup()
     return categories
 
@@ -182,8 +190,8 @@ def _bank() -> NameBank:
 
 
 @functools.lru_cache(maxsize=4)
-def _selector(keywords: tuple[str, ...], model: str, min_similarity: float) -> EmbeddingKeywordSelector:
-    selector = EmbeddingKeywordSelector(keywords, model, min_similarity)
+def _selector(keywords: tuple[str, ...], encoder: Encoder, min_similarity: float) -> EmbeddingKeywordSelector:
+    selector = EmbeddingKeywordSelector(keywords, encoder, min_similarity)
     selector.setup()
     return selector
 
@@ -196,14 +204,15 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
     `joint`): no noise is drawn. `label_writer`: with config.centre_decoder, the decoder's writer
     (default: the offline template writer)."""
     params = job_params(config, seed, noise_seed)
+    encoder = params.embedding.encoder  # the run's one encoder (run_encoder), which the plan's stages embed with too
     keywords = _keywords(config.keyword_set).keywords
-    categories = _categories(config.keyword_set, config.embedding_model)
+    categories = _categories(config.keyword_set, encoder)
     return job_topic_plan(params, joint, input_dim, TopicBackends(
         keywords=keywords,
         categories=categories,
-        selector=_selector(keywords, config.embedding_model, config.keyword_min_similarity),
+        selector=_selector(keywords, encoder, config.keyword_min_similarity),
         namer=KeywordClusterNamer(categories),
-        previous=PreviousNights.of(list(previous_reports)[-LOOKBACK_NIGHTS:], config.embedding_model,
+        previous=PreviousNights.of(list(previous_reports)[-LOOKBACK_NIGHTS:], encoder.model,
                                    warm_start=config.warm_start == "auto", dim=input_dim),
         new_lineage_prefix=date or f"seed{seed}",
         exemplar_writer=exemplar_writer or TemplateExemplarWriter(),
@@ -216,6 +225,8 @@ def config_shown(config: UraniaConfig) -> dict:
     derived_public_values), then any other flag set away from the job's default, so a run on defaults
     shows what it always has and no setting that changes the run is left out."""
     shown = {name: getattr(config, name) for name in REPORTED_FLAGS}
+    if shown["keyword_min_similarity"] is None:  # the encoder's own floor: show the value the run used
+        shown["keyword_min_similarity"] = run_encoder(config).floors.keyword_vote
     if not config.centre_decoder:
         del shown["centre_decoder"]
     shown.update({name: getattr(config, name) for name in config.flags[len(REPORTED_FLAGS):]

@@ -17,6 +17,7 @@ import apache_beam as beam
 import numpy as np
 
 from backends import embedding
+from config.embedding import Encoder
 from dp_ops import dp_kmeans as mechanism
 from transforms.stage_timing import timed
 
@@ -29,21 +30,21 @@ def nearest_keywords(centres: np.ndarray, keyword_points: np.ndarray, keywords: 
     return [[keywords[j] for j in row] for row in order]
 
 
-def keyword_vectors(model_name: str, keywords: Sequence[str]) -> np.ndarray:
-    """K's embeddings, each keyword embedded once per process (embed_public_texts): the in-process evaluation ranks
-    K for hundreds of runs."""
-    return embedding.embed_public_texts(model_name, keywords)
+def keyword_vectors(encoder: Encoder, keywords: Sequence[str]) -> np.ndarray:
+    """K's embeddings by the run's encoder, each keyword embedded once per process (encode_public): the in-process
+    evaluation ranks K for hundreds of runs."""
+    return embedding.encode_public(encoder, keywords)
 
 
 class _NearestKeywordsFn(beam.DoFn):
-    def __init__(self, keywords: tuple[str, ...], model_name: str, top_t: int):
+    def __init__(self, keywords: tuple[str, ...], encoder: Encoder, top_t: int):
         self._keywords = keywords
-        self._model_name = model_name
+        self._encoder = encoder
         self._top_t = top_t
         self._vectors = None
 
     def setup(self):
-        self._vectors = keyword_vectors(self._model_name, self._keywords)
+        self._vectors = keyword_vectors(self._encoder, self._keywords)
 
     def process(self, centres, kept_cluster_ids, basis, active_dim):
         points = mechanism.project_points(self._vectors, basis, active_dim)
@@ -54,11 +55,11 @@ class _NearestKeywordsFn(beam.DoFn):
 
 class CentroidKeywords(beam.PTransform):
     """Input: the singleton DP centres. Output: (cluster_id, [t keywords]) for each kept cluster.
-    `basis` and `active_dim`: the singletons DP k-means projected with (DPKMeansOutput)."""
+    `basis` and `active_dim`: the singletons DP k-means projected with (DPKMeansOutput); `encoder`: the run's."""
 
-    def __init__(self, keywords: tuple[str, ...], model_name: str, top_t: int, kept_cluster_ids, basis, active_dim):
+    def __init__(self, keywords: tuple[str, ...], encoder: Encoder, top_t: int, kept_cluster_ids, basis, active_dim):
         super().__init__()
-        self._fn = _NearestKeywordsFn(tuple(keywords), model_name, top_t)
+        self._fn = _NearestKeywordsFn(tuple(keywords), encoder, top_t)
         self._kept_cluster_ids = kept_cluster_ids
         self._basis, self._active_dim = basis, active_dim
 

@@ -31,6 +31,7 @@ from backends.centre_decoder import (
 )
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
+from config.embedding import Encoder
 from dp_ops import dp_kmeans as mechanism
 from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns
 from transforms.centroid_keywords import keyword_vectors
@@ -48,16 +49,14 @@ class DecoderSettings:
 
     writer: ExemplarWriter
     bank: NameBank
-    embedding_backend: str
-    embedding_device: str
     drafts: int = DRAFTS
     rounds: int = ROUNDS
 
 
 class _DecodeCentreFn(beam.DoFn):
-    def __init__(self, settings: DecoderSettings, model_name: str, keywords: tuple[str, ...],
+    def __init__(self, settings: DecoderSettings, encoder: Encoder, keywords: tuple[str, ...],
                  categories: KeywordCategories):
-        self._settings, self._model_name = settings, model_name
+        self._settings, self._encoder = settings, encoder
         self._keywords, self._categories = tuple(keywords), categories
 
     def setup(self):
@@ -66,8 +65,8 @@ class _DecodeCentreFn(beam.DoFn):
         self._categories.setup()
         category_of, sensitive = self._categories.category_of, self._categories.sensitive
         self._columns = theme_columns(self._categories.names)
-        self._rule = ThemeRule.of(keyword_vectors(self._model_name, self._keywords), self._keywords, category_of,
-                                  self._columns[:-1])
+        self._rule = ThemeRule.of(keyword_vectors(self._encoder, self._keywords), self._keywords, category_of,
+                                  self._columns[:-1], min_similarity=self._encoder.floors.theme)
         # Texts -> embeddings and categories, per worker: the bank's labels are offered to every topic,
         # and are embedded and classified once.
         self._vectors: dict[str, np.ndarray] = {}
@@ -83,8 +82,7 @@ class _DecodeCentreFn(beam.DoFn):
     def _embedded(self, texts: list[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if missing:
-            vectors = embedding.embed_texts(self._model_name, missing, backend=self._settings.embedding_backend,
-                                            device=self._settings.embedding_device)
+            vectors = embedding.encode(self._encoder, missing)
             self._vectors.update(zip(missing, np.asarray(vectors, dtype=np.float32)))
         return np.stack([self._vectors[t] for t in texts])
 
@@ -130,12 +128,13 @@ class _DecodeCentreFn(beam.DoFn):
 class DecodeCentres(beam.PTransform):
     """(cluster_id, named topic) -> the same with a decoded name and description where the search found
     one (`name_evidence`: dp_centre_decoded, `name_from_labels`, `centre_similarity`), names distinct.
-    Side inputs: the singleton DP centres, and the basis and dimension DP k-means projected with."""
+    Side inputs: the singleton DP centres, and the basis and dimension DP k-means projected with. `encoder`:
+    the run's, which embeds the candidates and the keywords of the themes' rule that gates them."""
 
-    def __init__(self, settings: DecoderSettings, model_name: str, keywords: tuple[str, ...],
+    def __init__(self, settings: DecoderSettings, encoder: Encoder, keywords: tuple[str, ...],
                  categories: KeywordCategories, centres, basis, active_dim):
         super().__init__()
-        self._fn = _DecodeCentreFn(settings, model_name, keywords, categories)
+        self._fn = _DecodeCentreFn(settings, encoder, keywords, categories)
         self._categories = categories
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
 

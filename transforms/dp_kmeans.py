@@ -21,6 +21,7 @@ import numpy as np
 
 from backends import embedding
 from backends.keyword_set import load_keyword_set
+from config.embedding import Encoder
 from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as mechanism
@@ -32,11 +33,11 @@ from transforms.sum_arrays import SumArraysFn
 from transforms.theme_histogram import ThemeSeeds
 
 
-def basis_keyword_vectors(model_name: str) -> np.ndarray:
-    """The public vectors of the pca basis: the BUNDLED keyword set's embeddings (never a run's own
-    --keyword_set, which may be built from data), so the basis is fixed before any data is read.
-    Each keyword is embedded once per process (embed_public_texts): a worker, or the evaluation's hundreds of runs."""
-    return embedding.embed_public_texts(model_name, load_keyword_set(None).keywords)
+def basis_keyword_vectors(encoder: Encoder) -> np.ndarray:
+    """The public vectors of the pca basis: the BUNDLED keyword set's embeddings by the run's encoder (never a
+    run's own --keyword_set, which may be built from data), so the basis is fixed before any data is read.
+    Each keyword is embedded once per process (encode_public): a worker, or the evaluation's hundreds of runs."""
+    return embedding.encode_public(encoder, load_keyword_set(None).keywords)
 
 
 def project_block(block: ConversationBlock, projection: np.ndarray | None, active_dim: int) -> ConversationBlock:
@@ -49,14 +50,14 @@ def project_block(block: ConversationBlock, projection: np.ndarray | None, activ
     return dataclasses.replace(block, points=points)
 
 
-def make_basis(_, params: mechanism.DPKMeansParams, model_name: str) -> np.ndarray | None:
+def make_basis(_, params: mechanism.DPKMeansParams, encoder: Encoder | None) -> np.ndarray | None:
     # The pca basis does not depend on the seed: one eigendecomposition per process, whatever the runs' seeds.
-    return _basis(dataclasses.replace(params, seed=0) if params.basis == "pca" else params, model_name)
+    return _basis(dataclasses.replace(params, seed=0) if params.basis == "pca" else params, encoder)
 
 
 @functools.lru_cache(maxsize=8)
-def _basis(params: mechanism.DPKMeansParams, model_name: str) -> np.ndarray | None:
-    return mechanism.clustering_basis(params, basis_keyword_vectors(model_name) if params.basis == "pca" else None)
+def _basis(params: mechanism.DPKMeansParams, encoder: Encoder | None) -> np.ndarray | None:
+    return mechanism.clustering_basis(params, basis_keyword_vectors(encoder) if params.basis == "pca" else None)
 
 
 class ClusteringDimension(beam.PTransform):
@@ -136,21 +137,24 @@ class DPKMeans(DPStage):
     parameters alone."""
 
     def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
-                 rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, model_name: str = embedding.DEFAULT_EMBEDDING_MODEL,
+                 rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, encoder: Encoder | None = None,
                  user_count: DPUserCount | None = None, expected_users: int | None = None,
                  warm_centres: np.ndarray | None = None, private: bool = True, theme_seeds: ThemeSeeds | None = None):
         """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
-        from (one of them; neither for a fixed dimension). `model_name`: embeds the pca basis's keywords.
+        from (one of them; neither for a fixed dimension). `encoder`: the run's, which embeds the pca basis's keywords
+        (needed with basis "pca" only: a random basis embeds nothing).
         `warm_centres`: a previous release's centres as embedding-space directions (public), seeded
         first (dp_ops.dp_kmeans.warm_seed_centres), then `theme_seeds`' anchors; the Lloyd steps lean
         the clusters the warm centres seeded toward them (params.warm_prior), not the anchors' clusters.
         `private` False (the evaluation's non-private baseline, epsilon = inf; never the job): the same
         releases without noise, at the whole width, spending nothing."""
         super().__init__(budget)
+        if params.basis == "pca" and encoder is None:
+            raise ValueError("the pca basis embeds the bundled keyword set: DPKMeans needs the run's encoder")
         self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
-        self.model_name = model_name
+        self.encoder = encoder
         self.warm_centres = warm_centres
         # How many of the seed directions (seed_directions: the warm centres first) are earlier centres.
         self.warm_rows = 0 if warm_centres is None else min(len(warm_centres), params.num_clusters)
@@ -168,7 +172,7 @@ class DPKMeans(DPStage):
         """In-process (transforms/engine.py): every release on all the points at once (fit_centres)."""
         blocks = list(blocks)
         active_dim = self._dimension.local(blocks)
-        basis = make_basis(None, self.params, self.model_name)
+        basis = make_basis(None, self.params, self.encoder)
         projected = [project_block(block, basis, active_dim) for block in blocks]
         points, weights = concatenate([points_and_weights(block) for block in projected] + [_no_points(self.params)])
         directions = seed_directions(self.warm_centres, self.theme_seeds)
@@ -182,7 +186,7 @@ class DPKMeans(DPStage):
         params, sigma, noise_seed = self.params, self.sigma, self.noise_seed
         active_dim = blocks | "choose dimension" >> self._dimension
         basis = (blocks.pipeline | "basis trigger" >> beam.Create([None])
-                 | "clustering basis" >> beam.Map(make_basis, params, self.model_name))
+                 | "clustering basis" >> beam.Map(make_basis, params, self.encoder))
         active = beam.pvalue.AsSingleton(active_dim)
         projected = blocks | "project to clustering space" >> beam.Map(
             timed("dp_kmeans", project_block), beam.pvalue.AsSingleton(basis), active)

@@ -20,6 +20,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from backends import embedding
+from config.embedding import Encoder
 from core.records import ConversationBlock, Facet
 from transforms import progress
 from transforms.record_isolation import StageOutput, run_isolated, split_dead_letters, stage_dead_letter
@@ -39,12 +40,9 @@ def _vector_problem(vector: np.ndarray) -> str | None:
 
 
 class _EmbedBatchFn(beam.DoFn):
-    def __init__(self, model_name: str, encode_batch_size: int, backend: str, threads: int = 0,
-                 device: str = "cpu"):
-        self._model_name = model_name
-        self._device = device
+    def __init__(self, encoder: Encoder, encode_batch_size: int, threads: int = 0):
+        self._encoder = encoder
         self._encode_batch_size = encode_batch_size
-        self._backend = backend
         self._threads = threads
         self._embedded = Metrics.counter("embed", "conversations_embedded")
         self._micros = Metrics.counter(STAGE_MICROS, "embed")
@@ -52,17 +50,11 @@ class _EmbedBatchFn(beam.DoFn):
     def setup(self):
         if self._threads:
             embedding.set_threads(self._threads)
-        if self._backend == "torch":
-            embedding.load_model(self._model_name, self._device)  # a worker without the device fails here
-        else:
-            embedding.load_onnx_model(self._model_name, self._backend)
+        embedding.load(self._encoder)  # a worker without the device fails here
 
     def process(self, facets: list[Facet]):
         started = time.perf_counter()
-        outcomes = run_isolated(
-            lambda batch: embedding.embed_texts(self._model_name, [f.text for f in batch], self._encode_batch_size,
-                                                self._backend, self._device),
-            facets)
+        outcomes = run_isolated(lambda batch: embedding.encode(self._encoder, [f.text for f in batch]), facets)
         seconds = time.perf_counter() - started
         self._micros.inc(int(seconds * 1e6))
         self._embedded.inc(len(facets))
@@ -86,15 +78,13 @@ class _EmbedBatchFn(beam.DoFn):
 
 
 class EmbedConversations(beam.PTransform):
-    """Output: StageOutput of ConversationBlocks and the DeadLetters of texts that could not be embedded."""
+    """Output: StageOutput of ConversationBlocks and the DeadLetters of texts that could not be embedded.
+    `encoder`: the run's one encoder, which embeds every other text of the run too."""
 
-    def __init__(self, model_name: str, block_size: int = 512, encode_batch_size: int = 16, backend: str = "torch",
-                 threads: int = 0, device: str = "cpu"):
+    def __init__(self, encoder: Encoder, block_size: int = 512, encode_batch_size: int = 16, threads: int = 0):
         super().__init__()
-        self._device = device
         self._threads = threads
-        self._model_name = model_name
-        self._backend = backend
+        self._encoder = encoder
         self._block_size = block_size
         self._encode_batch_size = encode_batch_size
 
@@ -103,7 +93,6 @@ class EmbedConversations(beam.PTransform):
             facets
             | "batch conversations into blocks" >> beam.BatchElements(
                 min_batch_size=self._block_size, max_batch_size=self._block_size)
-            | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._model_name, self._encode_batch_size, self._backend,
-                                                        self._threads, self._device))
+            | "embed each block" >> beam.ParDo(_EmbedBatchFn(self._encoder, self._encode_batch_size, self._threads))
         )
         return split_dead_letters(mixed)

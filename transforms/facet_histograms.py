@@ -21,6 +21,7 @@ from apache_beam.metrics import Metrics
 
 from backends.facet_set import FacetClassifier, FacetDeclaration
 from backends.keyword_categories import KeywordCategories
+from config.embedding import Encoder
 from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock
 from dp_ops.facets import UNKNOWN, by_topic_partition, facet_section, overall_partition
@@ -46,11 +47,12 @@ class FacetOutput:
 class AnswerFacetsFn(beam.DoFn):
     """Each conversation's answer to every facet, as (facet, cluster, answer, weight); a classifier that
     fails gives that record "unknown" for that facet, counted. Public so the evaluations classify with
-    exactly the job's code (eval/utility/facet_shares.py, facet_accuracy.py)."""
+    exactly the job's code (eval/utility/facet_shares.py, facet_accuracy.py). `encoder`: the run's, which
+    embeds the descriptions the conversations' vectors are compared with."""
 
     def __init__(self, facets: tuple[FacetDeclaration, ...], keywords: tuple[str, ...],
-                 categories: KeywordCategories, model: str):
-        self._facets, self._keywords, self._categories, self._model = facets, keywords, categories, model
+                 categories: KeywordCategories, encoder: Encoder):
+        self._facets, self._keywords, self._categories, self._encoder = facets, keywords, categories, encoder
         self.classifiers: list[FacetClassifier] = []
         self.unknown: collections.Counter = collections.Counter()
 
@@ -58,9 +60,10 @@ class AnswerFacetsFn(beam.DoFn):
         self._categories.setup()
         category_of = self._categories.category_of
         sensitive = tuple(k for k in self._keywords if category_of.get(k) in self._categories.sensitive)
-        self.classifiers = [FacetClassifier(facet) for facet in self._facets]
+        # Each facet's thresholds for the run's model; a facet whose multilingual model is the run's needs no switch.
+        self.classifiers = [FacetClassifier(facet.for_model(self._encoder.model)) for facet in self._facets]
         for classifier in self.classifiers:
-            classifier.setup(functools.partial(keyword_vectors, self._model), sensitive)
+            classifier.setup(functools.partial(keyword_vectors, self._encoder), sensitive)
         self._counters = {facet.name: Metrics.counter("facets", f"unknown_{facet.name}") for facet in self._facets}
 
     def process(self, block: ConversationBlock):
@@ -89,14 +92,15 @@ class FacetHistograms(beam.PTransform):
     """Input: the assigned ConversationBlocks (cluster ids set). Output: FacetOutput. `facets`:
     (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select); `kept_cluster_ids`
     the kept topics (a PCollection on Beam, a list in-process). `noise_multipliers` None: the
-    evaluation's exact baseline; else (overall, by topic), the two stages' calibrated multipliers."""
+    evaluation's exact baseline; else (overall, by topic), the two stages' calibrated multipliers. `encoder`:
+    the run's."""
 
-    def __init__(self, facets, keywords: tuple[str, ...], categories: KeywordCategories, model: str,
+    def __init__(self, facets, keywords: tuple[str, ...], categories: KeywordCategories, encoder: Encoder,
                  num_clusters: int, kept_cluster_ids, noise_multipliers: tuple[float, float] | None, delta: float,
                  budget: RunBudget | None, noise_seed: int | None = None):
         super().__init__()
         self._facets = tuple(facet for _, facet in facets)
-        self._fn = AnswerFacetsFn(self._facets, tuple(keywords), categories, model)
+        self._fn = AnswerFacetsFn(self._facets, tuple(keywords), categories, encoder)
         self._releases = []
         for index, facet in facets:
             pair = []

@@ -17,6 +17,7 @@ import apache_beam as beam
 import numpy as np
 
 from backends.keyword_categories import KeywordCategories
+from config.embedding import Encoder
 from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock, DeadLetter
 from dp_ops.run_budget import RunBudget
@@ -50,19 +51,20 @@ class ThemeOutput:
 class ThemeSeeds:
     """Themes whose public anchors (dp_ops.theme_histogram.theme_anchor) seed tonight's DP k-means
     (publishing.lineage.PreviousNights.seed_themes). The anchors are computed where the embedding model is: on
-    the worker that seeds the clustering, or in-process."""
+    the worker that seeds the clustering, or in-process, with the run's `encoder`."""
 
     themes: tuple[str, ...]
     keywords: tuple[str, ...]
     categories: KeywordCategories
-    model: str
+    encoder: Encoder
 
     def anchors(self) -> np.ndarray:
         """(themes with keywords, d) unit rows, in the order of `themes`."""
         self.categories.setup()
         columns = theme_columns(self.categories.names)
-        vectors = keyword_vectors(self.model, self.keywords)
-        rule = ThemeRule.of(vectors, self.keywords, self.categories.category_of, columns[:-1])
+        vectors = keyword_vectors(self.encoder, self.keywords)
+        rule = ThemeRule.of(vectors, self.keywords, self.categories.category_of, columns[:-1],
+                            min_similarity=self.encoder.floors.theme)
         anchors = [theme_anchor(rule, columns.index(theme)) for theme in self.themes if theme in columns[:-1]]
         return np.array([a for a in anchors if a is not None], dtype=np.float64).reshape(-1, vectors.shape[1])
 
@@ -75,14 +77,15 @@ def _user_votes(user: tuple) -> list[tuple[int, str, float]]:
 class _ConversationThemeFn(beam.DoFn):
     """A conversation -> (its user id, its theme), or a dead letter for an unusable embedding."""
 
-    def __init__(self, keywords: tuple[str, ...], categories: KeywordCategories, model: str):
-        self._keywords, self._categories, self._model = keywords, categories, model
+    def __init__(self, keywords: tuple[str, ...], categories: KeywordCategories, encoder: Encoder):
+        self._keywords, self._categories, self._encoder = keywords, categories, encoder
         self.columns = theme_columns(categories.names)
 
     def setup(self):
         self._categories.setup()
-        self._rule = ThemeRule.of(keyword_vectors(self._model, self._keywords), self._keywords,
-                                  self._categories.category_of, self.columns[:-1])
+        self._rule = ThemeRule.of(keyword_vectors(self._encoder, self._keywords), self._keywords,
+                                  self._categories.category_of, self.columns[:-1],
+                                  min_similarity=self._encoder.floors.theme)
 
     def process(self, block: ConversationBlock):
         with one_blas_thread():
@@ -101,14 +104,14 @@ class _ConversationThemeFn(beam.DoFn):
 
 
 class ThemeHistogram(beam.PTransform):
-    """Input: bounded, embedded ConversationBlocks. Output: ThemeOutput. `noise_multiplier` None: the
-    evaluation's exact baseline."""
+    """Input: bounded, embedded ConversationBlocks. Output: ThemeOutput. `encoder`: the run's (the keywords'
+    vectors). `noise_multiplier` None: the evaluation's exact baseline."""
 
-    def __init__(self, keywords: tuple[str, ...], categories: KeywordCategories, model: str,
+    def __init__(self, keywords: tuple[str, ...], categories: KeywordCategories, encoder: Encoder,
                  noise_multiplier: float | None, delta: float, budget: RunBudget | None,
                  noise_seed: int | None = None):
         super().__init__()
-        self._fn = _ConversationThemeFn(tuple(keywords), categories, model)
+        self._fn = _ConversationThemeFn(tuple(keywords), categories, encoder)
         self._sensitive = categories.sensitive
         partition = theme_partition(self._fn.columns)
         self._release = DPKeywordVotes(1, self._fn.columns, noise_multiplier, delta, [THEMES_CLUSTER], budget,

@@ -25,6 +25,7 @@ import apache_beam as beam
 from backends.interfaces import KeywordSelector
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import without_sensitive
+from config.embedding import Encoder
 from config.keywords import KeywordParams
 from dp_ops.joint_calibration import StageNoise
 from dp_ops.keyword_votes import vote_columns
@@ -98,19 +99,20 @@ class TopicKeywords(beam.PTransform):
     """Input: the assigned ConversationBlocks. Output: TopicKeywordsOutput. `kept_sizes`: (cluster_id,
     noisy size) of the kept clusters; `kept_ids` their ids; `centres`, `basis`, `active_dim`: DP
     k-means' singletons (DPKMeansOutput); `keywords`: K; `categories`: K's (KeywordCategories);
-    `selector`: the KeywordSelector of the vote modes (None in centroid mode). In-process (`local`,
-    transforms/engine.py) each of those is its value and the output's fields are values too."""
+    `selector`: the KeywordSelector of the vote modes (None in centroid mode); `encoder`: the run's (K's vectors
+    for the ranking). In-process (`local`, transforms/engine.py) each of those is its value and the output's
+    fields are values too."""
 
     def __init__(self, params: KeywordParams, samples_per_cluster: int | None, seed: int, noise: VoteNoise,
                  budget: RunBudget | None, keywords: tuple[str, ...], categories: KeywordCategories,
-                 selector: KeywordSelector | None, model_name: str, kept_sizes, kept_ids, centres, basis, active_dim):
+                 selector: KeywordSelector | None, encoder: Encoder, kept_sizes, kept_ids, centres, basis, active_dim):
         super().__init__()
         if params.votes and selector is None:
             raise ValueError(f"keyword mode {params.keyword_mode!r} needs a keyword selector")
         self._params, self._noise, self._budget = params, noise, budget
         self._samples_per_cluster, self._seed = samples_per_cluster, seed
         self._keywords, self._categories = tuple(keywords), categories
-        self._selector, self._model_name = selector, model_name
+        self._selector, self._encoder = selector, encoder
         self._kept_sizes, self._kept_ids = kept_sizes, kept_ids
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
         # Category votes: weighted votes only, and only for a keyword set with categories (dp_ops/keyword_votes.py).
@@ -178,7 +180,7 @@ class TopicKeywords(beam.PTransform):
     def _ranking(self, engine):
         """(cluster_id, K by closeness to its DP centre): post-processing of the centres, no budget."""
         return engine.apply("centroid keywords", CentroidKeywords(
-            self._keywords, self._model_name, len(self._keywords), self._kept_ids, self._basis, self._active_dim),
+            self._keywords, self._encoder, len(self._keywords), self._kept_ids, self._basis, self._active_dim),
             self._centres)
 
     def _centroid_keywords(self, engine, ranking):

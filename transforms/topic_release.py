@@ -42,21 +42,22 @@ def release_topics(engine, labels, namer: ClusterNamer, categories: KeywordCateg
                    decoder: DecoderSettings | None = None, keywords: tuple[str, ...] = ()) -> ReleasedTopics:
     """Names, hierarchy, lineages and exemplars of the kept topics. `kmeans`: DP k-means' centres,
     basis and active dimension (transforms.dp_kmeans.DPKMeansOutput). `embedding` and `exemplars`: the
-    job's groups (--exemplars_per_topic 0: no exemplars; else `exemplar_writer` writes them). `decoder` (--centre_decoder):
+    job's groups (--exemplars_per_topic 0: no exemplars; else `exemplar_writer` writes them); every text here is
+    embedded by the group's one encoder (EmbeddingParams.encoder). `decoder` (--centre_decoder):
     each name and description decoded from its DP centre, before the hierarchy and exemplars read
     them; `keywords`: the public K, whose categories gate a decoded name (transforms/decode_centres.py)."""
-    model = embedding.embedding_model
+    encoder = embedding.encoder
     named = engine.apply("name clusters", NameClusters(namer, categories), labels)
     if decoder is not None:
-        named = engine.apply("decode DP centres", DecodeCentres(decoder, model, keywords, categories, kmeans.centres,
+        named = engine.apply("decode DP centres", DecodeCentres(decoder, encoder, keywords, categories, kmeans.centres,
                                                                kmeans.basis, kmeans.active_dim), named)
     hierarchy = engine.apply("topic hierarchy", BuildTopicHierarchy(kept_sizes, kmeans.centres, categories, namer),
                              named)
+    # The lineages record the model's name beside the centres (which space they are in): no text is embedded.
     lineage = engine.apply("topic lineages", AssignLineages(kmeans.basis, kept_ids, previous, new_lineage_prefix,
-                                                            model), kmeans.centres)
+                                                            encoder.model), kmeans.centres)
     if exemplars.exemplars_per_topic:
         named = engine.apply("synthetic exemplars", WriteExemplars(
-            exemplar_writer, model, embedding.embedding_backend, exemplars.exemplars_per_topic,
-            exemplars.exemplar_candidates, exemplars.exemplar_rounds, kmeans.centres, kmeans.basis, kmeans.active_dim,
-            embedding_device=embedding.embedding_device), named)
+            exemplar_writer, encoder, exemplars.exemplars_per_topic, exemplars.exemplar_candidates,
+            exemplars.exemplar_rounds, kmeans.centres, kmeans.basis, kmeans.active_dim), named)
     return ReleasedTopics(named, hierarchy, lineage)

@@ -20,7 +20,7 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, ExemplarWriter, KeywordSelector
 from backends.keyword_categories import KeywordCategories
-from config.embedding import EmbeddingParams
+from config.embedding import EmbeddingParams, Encoder
 from config.exemplars import ExemplarParams
 from config.keywords import KeywordParams
 from core.dp_stages import CLUSTER_SIZES, KEYWORD_HISTOGRAMS, USER_COUNT
@@ -82,8 +82,10 @@ class TopicPlan:
         return self.calibration is not None
 
     @property
-    def model(self) -> str:
-        return self.embedding.embedding_model
+    def encoder(self) -> Encoder:
+        """The run's one encoder (--embedding_model, --embedding_backend, --embedding_device): every stage
+        that embeds a text embeds it with this one."""
+        return self.embedding.encoder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,10 +119,11 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
                            private=plan.private)
     # Risen themes with no topic about them take seeds from the smallest of last night's topics.
     previous = plan.previous.make_room(plan.kmeans.num_clusters)
-    theme_seeds = (ThemeSeeds(previous.seed_themes, plan.keywords, plan.categories, plan.model)
+    encoder = plan.encoder
+    theme_seeds = (ThemeSeeds(previous.seed_themes, plan.keywords, plan.categories, encoder)
                    if previous.seed_themes else None)
     kmeans = engine.apply("DP k-means", DPKMeans(
-        plan.kmeans, budget, noise_seed=plan.noise_seed, model_name=plan.model, user_count=user_count,
+        plan.kmeans, budget, noise_seed=plan.noise_seed, encoder=encoder, user_count=user_count,
         expected_users=plan.expected_users, warm_centres=previous.warm_centres, private=plan.private,
         theme_seeds=theme_seeds), blocks)
     assigned = engine.apply("assign conversations to centres", AssignClusters(kmeans), kmeans.blocks)
@@ -129,15 +132,15 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
     kept_ids = engine.apply("kept cluster ids", ClusterIds(), kept_sizes)
     keywords = engine.apply("topic keywords", TopicKeywords(
         plan.keyword_params, plan.samples_per_cluster, plan.seed, vote_noise, budget, plan.keywords, plan.categories,
-        plan.selector, plan.model, kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
+        plan.selector, encoder, kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
     released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
                               previous, plan.new_lineage_prefix, plan.embedding, plan.exemplars,
                               plan.exemplar_writer, plan.decoder, plan.keywords)
     themes = (engine.apply("themes", ThemeHistogram(
-        plan.keywords, plan.categories, plan.model, stages["themes"].noise_multiplier if plan.private else None,
+        plan.keywords, plan.categories, encoder, stages["themes"].noise_multiplier if plan.private else None,
         plan.delta, budget, plan.noise_seed), blocks) if plan.themes else None)
     facets = (engine.apply("facets", FacetHistograms(
-        plan.facets, plan.keywords, plan.categories, plan.model, plan.kmeans.num_clusters, kept_ids,
+        plan.facets, plan.keywords, plan.categories, encoder, plan.kmeans.num_clusters, kept_ids,
         (stages["facets"].noise_multiplier, stages["facet_topics"].noise_multiplier) if plan.private else None,
         plan.delta, budget, plan.noise_seed), assigned) if plan.facets else None)
     token_decoding = (engine.apply("token decoding", plan.token_decoding.stage(

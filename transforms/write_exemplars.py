@@ -14,6 +14,7 @@ from apache_beam.metrics import Metrics
 from backends import embedding
 from backends.exemplars import Evolution, evolve_exemplars
 from backends.interfaces import ExemplarWriter
+from config.embedding import Encoder
 from dp_ops import dp_kmeans as mechanism
 from transforms.engine import WithPrivate
 from transforms.stage_timing import timed
@@ -22,11 +23,9 @@ COUNTER_NAMESPACE = "exemplars"
 
 
 class _WriteExemplarsFn(beam.DoFn):
-    def __init__(self, writer: ExemplarWriter, model_name: str, embedding_backend: str, count: int,
-                 candidates: int, rounds: int, embedding_device: str = "cpu"):
+    def __init__(self, writer: ExemplarWriter, encoder: Encoder, count: int, candidates: int, rounds: int):
         self._writer = writer
-        self._model_name, self._embedding_backend = model_name, embedding_backend
-        self._embedding_device = embedding_device
+        self._encoder = encoder
         self._count, self._candidates, self._rounds = count, candidates, rounds
 
     def setup(self):
@@ -38,8 +37,7 @@ class _WriteExemplarsFn(beam.DoFn):
 
     def evolution(self, cluster_id: int, topic: dict, centres, basis, active_dim) -> Evolution:
         def points_of(texts: list[str]):
-            vectors = embedding.embed_texts(self._model_name, texts, backend=self._embedding_backend,
-                                            device=self._embedding_device)
+            vectors = embedding.encode(self._encoder, texts)
             return mechanism.project_points(vectors, basis, active_dim)
 
         return self._evolve(self._writer, topic, centres[cluster_id], points_of, self._count, self._candidates,
@@ -57,13 +55,12 @@ class _WriteExemplarsFn(beam.DoFn):
 class WriteExemplars(beam.PTransform):
     """(cluster_id, named topic) -> the same with "exemplars": [{"text", "similarity_to_centre"}], at
     most `count` per topic. Side inputs: the singleton DP centres, and the basis and dimension DP
-    k-means projected with (DPKMeansOutput)."""
+    k-means projected with (DPKMeansOutput). `encoder`: the run's, which embeds the candidates."""
 
-    def __init__(self, writer: ExemplarWriter, model_name: str, embedding_backend: str, count: int, candidates: int,
-                 rounds: int, centres, basis, active_dim, embedding_device: str = "cpu"):
+    def __init__(self, writer: ExemplarWriter, encoder: Encoder, count: int, candidates: int, rounds: int,
+                 centres, basis, active_dim):
         super().__init__()
-        self._fn = _WriteExemplarsFn(writer, model_name, embedding_backend, count, candidates, rounds,
-                                     embedding_device)
+        self._fn = _WriteExemplarsFn(writer, encoder, count, candidates, rounds)
         self._centres, self._basis, self._active_dim = centres, basis, active_dim
 
     def local(self, named_topics: dict) -> WithPrivate:

@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Cosine floor (all-MiniLM-L6-v2) between a model's word and its nearest keyword of K. On 25 planted-topic
-# conversations of the 5k sample, the 0.5B's words mapped at 0.4 / 0.5 / 0.6 / 0.7 hit an expected
-# keyword in 84% / 72% / 48% / 32% of conversations at 44% / 54% / 53% / 56% precision
-# (bench/bench_local_llm.py keywords; docs/llm_backends.md): 0.5 keeps the precision and most hits.
-DEFAULT_MIN_SIMILARITY = 0.5
+from config.embedding import Encoder
 
 
 def _normal(word: str) -> str:
@@ -44,22 +40,20 @@ class ExactKeywordMapper:
 
 
 class EmbeddingKeywordMapper(ExactKeywordMapper):
-    """Exact matches, else the nearest keyword of K by embedding above `min_similarity`."""
+    """Exact matches, else the nearest keyword of K by embedding above `min_similarity` (default: the encoder's
+    word_to_keyword floor). `encoder`: the run's, so the model's words and K are embedded as the conversations
+    were."""
 
-    def __init__(self, keywords: tuple[str, ...], model_name: str, backend: str = "torch",
-                 min_similarity: float = DEFAULT_MIN_SIMILARITY, device: str = "cpu"):
+    def __init__(self, keywords: tuple[str, ...], encoder: Encoder, min_similarity: float | None = None):
         super().__init__(keywords)
-        self.model_name = model_name
-        self.backend = backend
-        self.device = device
-        self.min_similarity = min_similarity
+        self.encoder = encoder
+        self.min_similarity = encoder.floors.word_to_keyword if min_similarity is None else min_similarity
         self._keyword_embeddings: np.ndarray | None = None
 
     def setup(self) -> None:
         if self._keyword_embeddings is None:
             from backends import embedding
-            self._keyword_embeddings = embedding.embed_public_texts(self.model_name, self.keywords,
-                                                                    backend=self.backend, device=self.device)
+            self._keyword_embeddings = embedding.encode_public(self.encoder, self.keywords)
 
     def nearest(self, words: list[str]) -> list[tuple[str, float]]:
         """(nearest keyword of K, cosine similarity) per word."""
@@ -69,8 +63,7 @@ class EmbeddingKeywordMapper(ExactKeywordMapper):
         from backends import embedding
         from dp_ops.rowwise import rowwise_matmul
         # One word at a time, so a word's vector never depends on the other words (other users') batched with it.
-        vectors = np.concatenate([embedding.embed_texts(self.model_name, [word], backend=self.backend, device=self.device)
-                                  for word in words])
+        vectors = np.concatenate([embedding.encode(self.encoder, [word]) for word in words])
         similarities = rowwise_matmul(vectors, self._keyword_embeddings.T)
         best = similarities.argmax(axis=1)
         return [(self.keywords[j], float(similarities[i, j])) for i, j in enumerate(best)]

@@ -23,7 +23,6 @@ import itertools
 import numpy as np
 
 from backends.centre_decoder import TemplateLabelWriter, base_name, label_text
-from backends.embedding import DEFAULT_EMBEDDING_MODEL
 from backends.interfaces import (
     ClusterNamer,
     ExemplarWriter,
@@ -39,6 +38,7 @@ from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMap
 from backends.llm.metrics import StepCounters, live_calls
 from backends.offline import KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
+from config.embedding import Encoder
 from core.records import Conversation
 
 # Characters of a conversation put into the facet prompt (both roles, each turn labelled).
@@ -187,19 +187,20 @@ class LLMFacetExtractor(_LLMStep, FacetExtractor):
 
 class LLMKeywordSelector(_LLMStep, KeywordSelector):
     """The model writes up to max_keywords topic keywords of its own per facet; a KeywordMapper maps
-    them onto K (exact, else the nearest keyword by embedding above a floor). A conversation whose call
-    fails is dead-lettered (LLMCallFailed). Nothing outside K comes out (and SelectKeywords filters
-    again)."""
+    them onto K (exact, else the nearest keyword by embedding above a floor, by the run's `encoder`). A
+    conversation whose call fails is dead-lettered (LLMCallFailed). Nothing outside K comes out (and
+    SelectKeywords filters again)."""
 
     step = "keywords"
 
     def __init__(self, config: LLMParams, keywords: tuple[str, ...], mapper: ExactKeywordMapper | None = None,
-                 embedding_model: str = DEFAULT_EMBEDDING_MODEL, embedding_backend: str = "torch",
-                 embedding_device: str = "cpu"):
+                 encoder: Encoder | None = None):
         super().__init__(config)
         self.keywords = tuple(keywords)
-        self.mapper = mapper or EmbeddingKeywordMapper(self.keywords, embedding_model, embedding_backend,
-                                                       device=embedding_device)
+        if mapper is None and encoder is None:
+            raise ValueError("LLMKeywordSelector maps the model's words to K by embedding: it needs the run's encoder "
+                             "(or a mapper)")
+        self.mapper = mapper or EmbeddingKeywordMapper(self.keywords, encoder)
 
     def setup(self) -> None:
         self._setup_llm(uses_private_text=True)

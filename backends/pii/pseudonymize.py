@@ -37,10 +37,11 @@ PII_ENTITIES = (
 )
 MIN_SCORE = 0.4
 # A person's own data beside a name (in the person judge's window) keeps the name replaced whatever the
-# judge says: a famous name next to an e-mail address, phone number, street address or ID number is most
-# likely the contact of the person it belongs to. (The data itself is replaced anyway: these types are
-# in PII_ENTITIES.) A URL is not among them: a link beside a public figure is mostly a public page.
-PRIVATE_DATA_ENTITIES = tuple(e for e in PII_ENTITIES if e not in ("PERSON", "URL"))
+# judge says: a famous name next to an e-mail address, phone number, street address, ID number or link is
+# most likely the contact or profile of the person it belongs to. (The data itself is replaced anyway:
+# these types are in PII_ENTITIES.) A link counts only where it is a finding, with a path or query
+# (_URL_WITH_IDENTIFIER: "site.com/u/jdoe-4412"); a bare domain is a topic and leaves the verdict to decide.
+PRIVATE_DATA_ENTITIES = tuple(e for e in PII_ENTITIES if e != "PERSON")
 # Share of the judge's window's words that must be English words for a name to be judged at all.
 ENGLISH_SHARE = 0.5
 PSEUDONYM_KINDS = ("typed", "surrogate")
@@ -167,7 +168,7 @@ class Pseudonymizer:
 
     def _judged_public(self, text: str, person, patterns: list) -> bool:
         """Whether the person judge keeps this name: never one a private cue found (score 1.0) or one
-        with a person's data (an e-mail, phone number, address, ID) in the judge's window, nor in the
+        with a person's data (an e-mail, phone number, address, ID, link) in the judge's window, nor in the
         cases _private_context lists, nor in a window mostly not in English; otherwise the model's
         verdict (fail closed: a failed judgement replaces the name). A request for contact details and a
         given name alone are left to the verdict, but for the short prompt's models (PersonJudge.small)."""

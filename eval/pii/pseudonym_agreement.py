@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from backends.llm.config import LLMParams
+from config.embedding import Encoder
 from core.records import Conversation, Message
 from dp_ops.dp_kmeans import normalise_rows
 from eval.pii.pii_corpus import SPLITS, generate
@@ -46,21 +47,22 @@ def _isolated(run_batch, items: list) -> list:
     return [result if error is None else None for result, error in run_isolated(run_batch, items)]
 
 
-def run_condition(conversations, config: LLMParams, keywords: tuple[str, ...], embedding_model: str,
+def run_condition(conversations, config: LLMParams, keywords: tuple[str, ...], encoder: Encoder,
                   max_keywords: int):
     """(facets, keyword picks, facet embeddings, failed calls) of the job's facet and keyword steps under
-    `config`, one facet, pick list and embedding row per conversation. A dead-lettered conversation has
-    None as its facet (facet step) or picks (either step), and a row of NaN as its embedding."""
+    `config`, one facet, pick list and embedding row per conversation (`encoder`: the run's, for both). A
+    dead-lettered conversation has None as its facet (facet step) or picks (either step), and a row of NaN as
+    its embedding."""
     from backends import factory
-    from backends.embedding import embed_texts
+    from backends.embedding import encode
     extractor = factory.make_facet_extractor(4000, config)
     facets = _isolated(extractor.extract_batch, conversations)
     kept = [i for i, facet in enumerate(facets) if facet is not None]
     embeddings = np.full((len(facets), 1), np.nan)
     picks: list[list[str] | None] = [None] * len(facets)
-    selector = factory.make_keyword_selector(keywords, embedding_model, 0.3, "torch", config)
+    selector = factory.make_keyword_selector(keywords, encoder, 0.3, config)
     if kept:
-        kept_embeddings = embed_texts(embedding_model, [facets[i] for i in kept])
+        kept_embeddings = encode(encoder, [facets[i] for i in kept])
         embeddings = np.full((len(facets), kept_embeddings.shape[1]), np.nan)
         embeddings[kept] = kept_embeddings
         kept_picks = _isolated(lambda rows: selector.select([facets[kept[r]] for r in rows], kept_embeddings[rows],
@@ -135,7 +137,6 @@ def main(argv=None) -> None:
     parser.add_argument("--show", type=int, default=0, help="print N conversations' facets per condition")
     parser.add_argument("--llm_cache", help="folder of a response cache (reruns skip the calls already answered)")
     args = parser.parse_args(argv)
-    from backends.embedding import DEFAULT_EMBEDDING_MODEL
     from backends.keyword_set import load_keyword_set
     keywords = tuple(load_keyword_set().keywords)
     conversations = conversations_with_people(args.split, args.examples, args.seed)
@@ -149,7 +150,7 @@ def main(argv=None) -> None:
                            llm_cache=args.llm_cache, pseudonymize="on" if pseudonymize else "off",
                            pseudonyms=pseudonyms if pseudonymize else None).resolved()
         config.start_local_server()
-        results[name] = run_condition(conversations, config, keywords, DEFAULT_EMBEDDING_MODEL, args.max_keywords)
+        results[name] = run_condition(conversations, config, keywords, Encoder(), args.max_keywords)
         print(f"  {name}: {time.perf_counter() - started:.0f} s", flush=True)
         for conversation, facet in list(zip(conversations, results[name][0]))[:args.show]:
             print(f"    {conversation.messages[0].content[:90]!r} -> {facet!r}")

@@ -41,10 +41,11 @@ from backends.facet_set import MULTILINGUAL_MODELS, FacetDeclaration, detect_lan
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from beam_jobs.generate_sample import generate_records
+from config.embedding import Encoder
 from core.records import ConversationBlock
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania
 from eval.utility.facet_shares import DEFAULT_DATA
 from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
@@ -77,11 +78,12 @@ def request_kind_rules(facet: FacetDeclaration) -> list[tuple[str, FacetDeclarat
 
 
 def classify(facets: Sequence[FacetDeclaration], texts: list[str], embeddings: np.ndarray,
-             model: str) -> list[list[str]]:
+             encoder: Encoder) -> list[list[str]]:
     """Per facet (in order; two variants of one facet may be given), its answer per conversation, by
-    the job's own per-conversation step (a failing classifier gives that conversation "unknown")."""
+    the job's own per-conversation step (a failing classifier gives that conversation "unknown");
+    `encoder`: the one `embeddings` came from."""
     keywords = load_keyword_set()
-    answer_fn = AnswerFacetsFn(tuple(facets), keywords.keywords, KeywordCategories.of_keyword_set(keywords), model)
+    answer_fn = AnswerFacetsFn(tuple(facets), keywords.keywords, KeywordCategories.of_keyword_set(keywords), encoder)
     answer_fn.setup()
     block = ConversationBlock([str(i) for i in range(len(texts))], [""] * len(texts), np.ones(len(texts)), texts,
                               embeddings, cluster_ids=np.zeros(len(texts), dtype=np.int64))
@@ -197,13 +199,15 @@ def _members(kept_ids: Sequence[str], assignments: dict) -> dict[int, list[str]]
     return members
 
 
-def real_mix_lines(paths: str, language: FacetDeclaration, request_kind: FacetDeclaration, model: str) -> list[str]:
+def real_mix_lines(paths: str, language: FacetDeclaration, request_kind: FacetDeclaration,
+                   encoder: Encoder) -> list[str]:
     rules = request_kind_rules(request_kind)
     lines = []
     for path in paths.split(","):
         dataset = load_dataset(path)
-        embeddings = embed_cached(dataset.facets, model)
-        languages, *answered = classify([language] + [facet for _, facet in rules], dataset.facets, embeddings, model)
+        embeddings = embed_cached(dataset.facets, encoder.model)
+        languages, *answered = classify([language] + [facet for _, facet in rules], dataset.facets, embeddings,
+                                        encoder)
         foreign = [lang != "en" for lang in languages]
         lines.append(f"  {os.path.basename(path)}: {len(dataset)} conversations, {sum(foreign)} not English; "
                      "request kinds " + " -> ".join(title for title, _ in rules) + ":")
@@ -221,18 +225,18 @@ def _nearest(vectors: np.ndarray, descriptions: np.ndarray) -> np.ndarray:
     return (unit(np.asarray(vectors, dtype=np.float64)) @ unit(np.asarray(descriptions, dtype=np.float64)).T).max(1)
 
 
-def threshold_match_line(paths: str, request_kind: FacetDeclaration, model: str) -> str:
+def threshold_match_line(paths: str, request_kind: FacetDeclaration, encoder: Encoder) -> str:
     """The run's min_similarity carried to the multilingual model's scale on the English texts of `paths`."""
     dataset = load_dataset(paths)
     english = [text for text in dataset.facets if detect_language(text) == "en"]
     descriptions = tuple(d for answer in request_kind.answers for d in answer.descriptions)
     encode = MULTILINGUAL_MODELS[request_kind.multilingual.model]()
-    run_nearest = _nearest(embed_cached(english, model), keyword_vectors(model, descriptions))
+    run_nearest = _nearest(embed_cached(english, encoder.model), keyword_vectors(encoder, descriptions))
     multilingual_nearest = _nearest(np.stack([encode(text) for text in english]),
                                     np.stack([encode(d) for d in descriptions]))
     below = float(np.mean(run_nearest < request_kind.min_similarity))
     return (f"  {len(english)} English texts: {below:.1%} below min_similarity {request_kind.min_similarity:g} with "
-            f"{model}; {request_kind.multilingual.model}'s similarity at that share "
+            f"{encoder.model}; {request_kind.multilingual.model}'s similarity at that share "
             f"{np.quantile(multilingual_nearest, below):.3f} (the file has {request_kind.multilingual.min_similarity:g})")
 
 
@@ -255,11 +259,12 @@ def main(argv: list[str] | None = None) -> None:
         path = os.path.join(folder, "facet_mix.jsonl")
         planted = planted_sample(path, args.conversations, args.users, args.seed)
         dataset = load_dataset(path)
-    embeddings = embed_cached(dataset.facets, config.embedding_model)
+    encoder = run_encoder(config)
+    embeddings = embed_cached(dataset.facets, encoder.model)
     ids = dataset.conversation_ids
     rules = request_kind_rules(request_kind)
     languages, *answered = classify([language] + [facet for _, facet in rules], dataset.facets, embeddings,
-                                    config.embedding_model)
+                                    encoder)
     print(f"generate_sample --facet_mix: {len(dataset)} conversations, {len(set(dataset.user_ids))} users, "
           f"seed {args.seed}")
     print("== classifier accuracy on the planted answers")
@@ -282,9 +287,9 @@ def main(argv: list[str] | None = None) -> None:
         print(line)
     if args.real_data:
         print("== the real mix: request kinds under the three rules")
-        for line in real_mix_lines(args.real_data, language, request_kind, config.embedding_model):
+        for line in real_mix_lines(args.real_data, language, request_kind, encoder):
             print(line)
-        print(threshold_match_line(args.real_data, request_kind, config.embedding_model))
+        print(threshold_match_line(args.real_data, request_kind, encoder))
 
 
 if __name__ == "__main__":

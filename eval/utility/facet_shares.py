@@ -26,7 +26,7 @@ from config.keywords import facet_names
 from core.records import ConversationBlock
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania
 from eval.utility.topic_quality import SHARED_DATA
 from transforms.facet_histograms import FacetHistograms
 
@@ -43,9 +43,10 @@ def exact_section(config: UraniaConfig, conversation_ids, user_ids, facets, embe
     block = ConversationBlock(kept_ids, [user_ids[i] for i in kept], weights, [facets[i] for i in kept],
                               embeddings[kept], cluster_ids=np.array([assignments[c] for c in kept_ids]))
     keywords = load_keyword_set(config.keyword_set)
-    categories = KeywordCategories.of_keyword_set(keywords, config.embedding_model)
+    encoder = run_encoder(config)
+    categories = KeywordCategories.of_keyword_set(keywords, encoder)
     declared = load_facet_set(config.facet_set).select(facet_names(config.facets))
-    stage = FacetHistograms(declared, keywords.keywords, categories, config.embedding_model, config.num_clusters,
+    stage = FacetHistograms(declared, keywords.keywords, categories, encoder, config.num_clusters,
                             sorted(set(assignments.values())), None, config.delta, None)
     output = stage.local([block])
     return {"section": output.section, "unknown": output.unknown,

@@ -35,7 +35,7 @@ from beam_jobs.sample_topics import PLANTED_TOPICS
 from dp_ops.keyword_votes import conversation_votes
 from eval.config_flags import add_config_flags, config_overrides
 from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics, with_users
-from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_urania
+from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_encoder, run_urania
 from eval.utility.topic_quality import mentions
 from publishing.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 
@@ -77,11 +77,12 @@ def whole_set_votes(dataset, embeddings, config: UraniaConfig, seed: int = 0) ->
     any topic of any clustering could gather. Same bounding, selector and vote rule as run_urania
     (with category votes, the keywords' part of each vote)."""
     keywords = _keywords(config.keyword_set).keywords
-    categories = _categories(config.keyword_set, config.embedding_model)
+    encoder = run_encoder(config)
+    categories = _categories(config.keyword_set, encoder)
     share = config.category_vote_share if config.keyword_votes == "weighted" and categories.names else 0.0
     kept, weights = bound_contributions(dataset.user_ids, dataset.conversation_ids,
                                         config.max_conversations_per_user, seed)
-    selector = _selector(keywords, config.embedding_model, config.keyword_min_similarity)
+    selector = _selector(keywords, encoder, config.keyword_min_similarity)
     picks = selector.select([dataset.facets[i] for i in kept], embeddings[kept], config.keywords_per_vote)
     in_k, totals = frozenset(keywords), {}
     for chosen, weight in zip(picks, weights):

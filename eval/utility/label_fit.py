@@ -195,15 +195,16 @@ def naming_labels(report: Mapping, config: UraniaConfig) -> dict[str, dict[int, 
     """{naming: {topic id: label text}} for a run_urania report made with config.centre_decoder."""
     from backends.label_evidence import MIXED_PREFIX
     from backends.offline import KeywordClusterNamer
-    from eval.urania_inprocess import _categories, _keywords
+    from eval.urania_inprocess import _categories, _keywords, run_encoder
     from publishing.report import CENTROID_SOURCE
     from transforms.centroid_keywords import CentroidKeywords
     from transforms.name_clusters import distinct_names, name_topic
 
     topics = report["topics"]
     private = report["_private"]
-    categories = _categories(config.keyword_set, config.embedding_model)
-    nearest = CentroidKeywords(_keywords(config.keyword_set).keywords, config.embedding_model,
+    encoder = run_encoder(config)
+    categories = _categories(config.keyword_set, encoder)
+    nearest = CentroidKeywords(_keywords(config.keyword_set).keywords, encoder,
                                config.keywords_per_cluster, [t["id"] for t in topics], private["basis"],
                                report["config"]["clustering_dimension"]).local(private["centres"])
     namer = KeywordClusterNamer(categories)
@@ -251,13 +252,13 @@ def redecoded_labels(report: Mapping, config: UraniaConfig, bank, label_writer=N
     bundled bank and `bank` (the writer: `label_writer`, default the templates), so that two banks are
     compared on the same released topics (the sizes' noise is unseeded: another run releases others)."""
     from backends.centre_decoder import NameBank, TemplateLabelWriter, load_bank
-    from eval.urania_inprocess import EmbeddingParams, _categories, _keywords
+    from eval.urania_inprocess import _categories, _keywords, run_encoder
     from transforms.decode_centres import DecodeCentres, DecoderSettings
     private = report["_private"]
-    settings = DecoderSettings(label_writer or TemplateLabelWriter(), NameBank(load_bank().labels + bank.labels),
-                               EmbeddingParams.embedding_backend, EmbeddingParams.embedding_device)
-    decoder = DecodeCentres(settings, config.embedding_model, _keywords(config.keyword_set).keywords,
-                            _categories(config.keyword_set, config.embedding_model), private["centres"],
+    encoder = run_encoder(config)
+    settings = DecoderSettings(label_writer or TemplateLabelWriter(), NameBank(load_bank().labels + bank.labels))
+    decoder = DecodeCentres(settings, encoder, _keywords(config.keyword_set).keywords,
+                            _categories(config.keyword_set, encoder), private["centres"],
                             private["basis"], report["config"]["clustering_dimension"])
     before = {t["id"]: {**t, "name": t.get("name_from_labels", t["name"])} for t in report["topics"]}
     return {i: topic_label_text(t) for i, t in decoder.local(before).value.items()}

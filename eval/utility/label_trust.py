@@ -26,6 +26,7 @@ import json
 from backends.keyword_categories import KeywordCategories, dominant_category
 from backends.keyword_set import load_keyword_set
 from backends.label_evidence import UNVERIFIED
+from config.embedding import Encoder
 from publishing.report import VOTE_SOURCES
 
 
@@ -58,6 +59,16 @@ def format_trust(path: str, figures: dict) -> str:
             f"{figures['categorised']} = {'n/a' if share is None else f'{share:.0%}'} in {figures['groups']} groups")
 
 
+def report_encoder(config: dict) -> Encoder | None:
+    """The encoder a report's run embedded with (its public config; an in-process report names the model only,
+    run as the job's defaults run it), None when it names no model."""
+    if not config.get("embedding_model"):
+        return None
+    defaults = Encoder()
+    return Encoder(config["embedding_model"], config.get("embedding_backend", defaults.backend),
+                   config.get("embedding_device", defaults.device))
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("reports", nargs="+", help="report.json files")
@@ -68,7 +79,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for path in args.reports:
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)
-        categories = KeywordCategories.of_keyword_set(keyword_set, report.get("config", {}).get("embedding_model"))
+        categories = KeywordCategories.of_keyword_set(keyword_set, report_encoder(report.get("config", {})))
         figures = label_trust(report, categories.category_of, categories.sensitive)
         print(format_trust(path, figures))
         results.append(figures)

@@ -81,13 +81,14 @@ from beam_jobs.generate_stream import (
     spec_json,
     write_stream,
 )
+from config.embedding import Encoder
 from core.dates import utc_timestamp
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, events_json
 from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.nightly_plan import NightlyPlan, plan_nights
 from eval.config_flags import add_config_flags, config_from
 from eval.data import DEFAULT_CACHE_DIR, RESULTS_DIR, embed_cached, load_dataset, planted_topics
-from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
+from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania, stage_requests
 from eval.utility.topic_quality import nmi
 from publishing.lineage import LOOKBACK_NIGHTS, MIN_COSINE, report_centres
 from publishing.timeline import CHANGE_STATUSES, FIRST_NIGHT, build_timeline
@@ -447,13 +448,14 @@ THEME_NIGHT_FLAGS = ("growing", "shrinking")
 THEME_WEEK_FLAGS = ("rising", "falling")
 
 
-def theme_figures(planted: dict, nights: list[Night], run: StreamRun, model: str,
+def theme_figures(planted: dict, nights: list[Night], run: StreamRun, encoder: Encoder,
                   keyword_set: str | None = None) -> dict | None:
     """With --themes (config.themes): the planted changes as the fixed themes show them. Each planted
     topic's theme is where most of its conversations go by the job's public rule (ground truth known
     here only); a change is flagged on the first night from its start when its theme's nightly status
     is growing (fading: shrinking) or its weekly status rising (falling). Steady themes, those no changing
-    topic maps to, count a false flag on each night past their first with any flag. None without themes."""
+    topic maps to, count a false flag on each night past their first with any flag. None without themes.
+    `encoder`: the run's (run_encoder), the one the nights' conversations were embedded with."""
     from backends.keyword_categories import KeywordCategories
     from backends.keyword_set import load_keyword_set
     from core.blas_threads import one_blas_thread
@@ -465,10 +467,10 @@ def theme_figures(planted: dict, nights: list[Night], run: StreamRun, model: str
     if not themes:
         return None
     keywords = load_keyword_set(keyword_set)
-    categories = KeywordCategories.of_keyword_set(keywords, model)
+    categories = KeywordCategories.of_keyword_set(keywords, encoder)
     columns = theme_columns(categories.names)
-    rule = ThemeRule.of(keyword_vectors(model, keywords.keywords), keywords.keywords, categories.category_of,
-                        columns[:-1])
+    rule = ThemeRule.of(keyword_vectors(encoder, keywords.keywords), keywords.keywords, categories.category_of,
+                        columns[:-1], min_similarity=encoder.floors.theme)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     with one_blas_thread():
         for night in nights:
@@ -634,13 +636,13 @@ def evaluate(nights: list[Night], planted: dict, config: UraniaConfig, *, cap: f
         "topics_per_night": [len(run.reports[d]["topics"]) for d in sorted(run.reports)],
         "trends": trend_figures(planted, nights, run, config.embedding_model),
     }
-    themes = theme_figures(planted, nights, run, config.embedding_model, config.keyword_set)
+    themes = theme_figures(planted, nights, run, run_encoder(config), config.keyword_set)
     if themes is not None:
         figures["trends"]["themes"] = themes
     else:  # the free alternative: the same histogram summed from the per-topic category votes
         free = with_free_themes(run, config.category_vote_share)
         if free is not None:
-            figures["trends"]["free_themes"] = theme_figures(planted, nights, free, config.embedding_model,
+            figures["trends"]["free_themes"] = theme_figures(planted, nights, free, run_encoder(config),
                                                              config.keyword_set)
     figures["verdicts"] = verdicts(figures, len(nights), cap)
     figures["_run"] = run  # not JSON: the ledger and reports, for callers that check more

@@ -30,10 +30,13 @@ import os
 import numpy as np
 
 from beam_jobs.generate_stream import NIGHT_FILE, PLANTED_FILE, WEEKDAYS, night_path
+from config.embedding import Encoder
 from eval.data import embed_cached, load_dataset
 from eval.utility.topic_quality import SHARED_DATA
 
 LABEL_MODEL = "all-mpnet-base-v2"
+# The ground truth's own encoder (not the run's): its conversations' and its keywords' vectors both come from it.
+LABEL_ENCODER = Encoder(LABEL_MODEL)
 SOURCES = ("arena_hard_v2_prompts.jsonl", "hh_rlhf_harmless_test.jsonl")
 # Chosen before any run, from the label counts (python -m eval.utility.real_stream): a request kind with
 # at least 100 distinct conversations (120 of 3,062) that is not red-team material; the larger ones are
@@ -73,11 +76,11 @@ def real_labels(shared_data: str = SHARED_DATA) -> tuple[list[dict], list[str]]:
     dataset = load_dataset(",".join(os.path.join(shared_data, name) for name in SOURCES))
     by_id = {record["conversation_id"]: record for record in records}
     kept = [by_id[cid] for cid in dataset.conversation_ids]  # the records the job's validation keeps
-    vectors = embed_cached(dataset.facets, LABEL_MODEL)
+    vectors = embed_cached(dataset.facets, LABEL_ENCODER.model)
     keywords = load_keyword_set(None)
-    categories = KeywordCategories.of_keyword_set(keywords, LABEL_MODEL)
-    rule = ThemeRule.of(keyword_vectors(LABEL_MODEL, keywords.keywords), keywords.keywords,
-                        categories.category_of, categories.names)
+    categories = KeywordCategories.of_keyword_set(keywords, LABEL_ENCODER)
+    rule = ThemeRule.of(keyword_vectors(LABEL_ENCODER, keywords.keywords), keywords.keywords,
+                        categories.category_of, categories.names, min_similarity=LABEL_ENCODER.floors.theme)
     columns = tuple(categories.names) + (OTHER_THEME,)
     with one_blas_thread():
         return kept, [columns[nearest_theme(v, rule)] for v in vectors]

@@ -37,6 +37,7 @@ from backends.keyword_set import load_keyword_set
 from backends.label_evidence import UNVERIFIED, unverified_text, voted_categories
 from backends.llm import prompts
 from backends.offline import KeywordClusterNamer
+from config.embedding import Encoder
 from config.exemplars import ExemplarParams
 from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
 from tests.conftest import assert_together, local_pipeline
@@ -47,6 +48,7 @@ from transforms.engine import BeamEngine, LocalEngine
 from transforms.topic_release import release_topics
 
 MODEL = DEFAULT_EMBEDDING_MODEL
+ENCODER = Encoder(MODEL)
 TOPIC = {"name": "Cooking: sourdough", "description": "Requests about cooking.", "keywords": ["sourdough", "baking"],
          "label_source": HISTOGRAM_SOURCE, "label_evidence": "dp_votes"}
 SENSITIVE = frozenset({"Violence and weapons"})
@@ -231,7 +233,7 @@ def test_an_unverified_topic_gets_a_non_sensitive_decoded_name_and_stays_unverif
     assert decode_centre(only_sensitive, UNVERIFIED_TOPIC, centre, _angle_points, _gate(), rounds=1) is None
 
 
-def test_an_unverified_topics_gate_refuses_sensitive_keywords_and_category_words_of_the_bundled_set():
+def test_the_gate_refuses_sensitive_keywords_and_category_words_of_the_bundled_set():
     keyword_set = load_keyword_set()
     gate = SensitiveGate(lambda texts: [None] * len(texts), keyword_set.category_of(), keyword_set.sensitive_categories)
     refuse = gate.refuse_for(UNVERIFIED_TOPIC)
@@ -240,8 +242,44 @@ def test_an_unverified_topics_gate_refuses_sensitive_keywords_and_category_words
     kept = ["Content marketing", "AI ethics", "Web development", "Pest control and home security", "Python coding"]
     assert refuse(refused) == [SENSITIVE_WORD_REFUSAL] * len(refused)
     assert refuse(kept) == [None] * len(kept)
-    # The word rule is the unverified topics' alone: another topic keeps the category rule only.
-    assert gate.refuse_for(TOPIC)(refused) == [None] * len(refused)
+    # The word rule holds for every topic, not the unverified ones alone (review finding 5).
+    assert gate.refuse_for(TOPIC)(refused) == [SENSITIVE_WORD_REFUSAL] * len(refused)
+    assert gate.refuse_for(TOPIC)(kept) == [None] * len(kept)
+
+
+# A topic whose own DP votes name "Mental health", a non-sensitive category beside "Self-harm and crisis".
+MENTAL_HEALTH = {"name": "Mental health: stress", "description": "d.", "keywords": ["stress", "anxiety"],
+                 "label_source": HISTOGRAM_SOURCE, "label_evidence": "dp_category_votes",
+                 "voted_category": "Mental health"}
+
+
+def test_a_verified_topics_name_holds_no_word_of_a_sensitive_category_its_votes_do_not_support():
+    """Review finding 5: the word rule applies to every topic, for each sensitive category its own votes do
+    not support; the categories they support may be named."""
+    keyword_set = load_keyword_set()
+    gate = SensitiveGate(lambda texts: [None] * len(texts), keyword_set.category_of(), keyword_set.sensitive_categories)
+    suicidal = label_text("Stress and suicidal thoughts", "Users ask how to cope with stress.")
+    stress = label_text("Stress management", "Users ask how to cope with stress.")
+    assert gate.refuse_for(MENTAL_HEALTH)([suicidal, stress]) == [SENSITIVE_WORD_REFUSAL, None]
+    # The topic's own votes for the self-harm category let it be named, and only it.
+    crisis = {**MENTAL_HEALTH, "voted_category": "Self-harm and crisis"}
+    assert gate.refuse_for(crisis)([suicidal, label_text("Gun laws", "Users ask about guns.")]) == [
+        None, SENSITIVE_WORD_REFUSAL]
+    # A word two sensitive categories share is allowed by votes for either.
+    two = SensitiveGate(lambda texts: [None] * len(texts), {"gun": "Violence and weapons", "slurs": "Hate and violence"},
+                        frozenset({"Violence and weapons", "Hate and violence"}))
+    voted = {**MENTAL_HEALTH, "voted_category": "Violence and weapons"}
+    assert two.refuse_for(voted)(["Violence at school", "Gun safety", "Slurs online"]) == [
+        None, None, SENSITIVE_WORD_REFUSAL]
+    assert two.refuse_for(MENTAL_HEALTH)(["Violence at school"]) == [SENSITIVE_WORD_REFUSAL]
+    # In the search: the nearer candidate is refused before it is scored, so the name is the clean one.
+    writer = _AngleWriter([])
+    writer.write = lambda topic, count: [label_text("a3 Stress and suicidal thoughts", "Users ask about stress."),
+                                         label_text("a20 Stress management", "Users ask about stress.")]
+    gate = SensitiveGate(lambda texts: ["Mental health"] * len(texts), keyword_set.category_of(),
+                         keyword_set.sensitive_categories)
+    decoded = decode_centre(writer, MENTAL_HEALTH, np.array([1.0, 0.0]), _angle_points, gate, drafts=2, rounds=0)
+    assert decoded.name == "a20 Stress management" and decoded.dropped == {SENSITIVE_WORD_REFUSAL: 1}
 
 
 def test_the_bank_offers_a_sensitive_categorys_labels_only_to_topics_that_voted_for_it():
@@ -309,7 +347,7 @@ def _release_inputs():
     labels = {c: (ks, HISTOGRAM_SOURCE, None) for c, ks in picks.items()}
     centres = embed_texts(MODEL, [" ".join(ks) for _, ks in sorted(picks.items())])
     sizes = {0: 40.2, 1: 30.0, 2: 22.9, 3: 12.7}
-    categories = KeywordCategories.of_keyword_set(keyword_set, MODEL)
+    categories = KeywordCategories.of_keyword_set(keyword_set, ENCODER)
     return keyword_set.keywords, labels, centres, sizes, categories
 
 
@@ -327,7 +365,7 @@ def test_a_topic_whose_decoding_fails_keeps_its_name_and_no_other_topic_changes(
     kmeans = DPKMeansOutput(centres, None, None, centres.shape[1])
 
     def decode(writer):
-        stage = DecodeCentres(DecoderSettings(writer, _bank(), "torch", "cpu"), MODEL, keywords, categories,
+        stage = DecodeCentres(DecoderSettings(writer, _bank()), ENCODER, keywords, categories,
                               kmeans.centres, kmeans.basis, kmeans.active_dim)
         engine = LocalEngine()
         return engine.apply("decode", stage, named), engine.private["centre_decodings"]
@@ -361,7 +399,7 @@ def test_an_unverified_topic_is_decoded_by_the_stage_from_non_sensitive_candidat
         ("Violence and weapons", label_text("Buying guns", "Users ask where to buy guns and ammunition.")),
         (None, label_text("Shooting questions", "Users ask about shooting someone with a gun."))))
     kmeans = DPKMeansOutput(centres, None, None, centres.shape[1])
-    stage = DecodeCentres(DecoderSettings(TemplateLabelWriter(), bank, "torch", "cpu"), MODEL, keywords, categories,
+    stage = DecodeCentres(DecoderSettings(TemplateLabelWriter(), bank), ENCODER, keywords, categories,
                           kmeans.centres, kmeans.basis, kmeans.active_dim)
     engine = LocalEngine()
     topics = engine.apply("decode", stage, named)
@@ -379,7 +417,7 @@ def test_an_unverified_topic_is_decoded_by_the_stage_from_non_sensitive_candidat
 def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process():
     keywords, labels, centres, sizes, categories = _release_inputs()
     namer = KeywordClusterNamer(categories)
-    decoder = DecoderSettings(TemplateLabelWriter(), _bank(), "torch", "cpu")
+    decoder = DecoderSettings(TemplateLabelWriter(), _bank())
     exemplars = ExemplarParams(exemplars_per_topic=0, exemplar_candidates=4, exemplar_rounds=1)
     from publishing.previous_nights import PreviousNights
     local = LocalEngine()

@@ -11,6 +11,7 @@ from apache_beam.testing.util import assert_that
 from backends import embedding
 from backends.offline import EmbeddingKeywordSelector
 from beam_jobs.options import InsightsOptions, check_embedding_device, insights_params, resolve_embedding_threads
+from config.embedding import Encoder
 from core.records import Facet
 from transforms.embed import EmbedConversations
 
@@ -147,13 +148,14 @@ def test_the_pipelines_embedding_callers_pass_the_device_on(monkeypatch):
     monkeypatch.setattr(embedding, "load_model", lambda name, device="cpu": loads.append(device))
     monkeypatch.setattr(embedding, "embed_texts", lambda name, texts, batch_size=64, backend="torch", device="cpu":
                         embeds.append(device) or np.eye(len(texts), 4, dtype=np.float32))
-    fn = _EmbedBatchFn(embedding.DEFAULT_EMBEDDING_MODEL, 16, "torch", device="cuda")
+    on_cuda = Encoder(embedding.DEFAULT_EMBEDDING_MODEL, "torch", "cuda")
+    fn = _EmbedBatchFn(on_cuda, 16)
     fn.setup()
     list(fn.process([Facet("c", "u", 1.0, "hello")]))
-    make_keyword_selector(("router",), embedding.DEFAULT_EMBEDDING_MODEL, 0.3, "torch", None, "cuda").setup()
-    KeywordCategories({"router": None}, embedding.DEFAULT_EMBEDDING_MODEL, embedding_device="cuda").setup()
+    make_keyword_selector(("router",), on_cuda, 0.3, None).setup()
+    KeywordCategories({"router": None}, on_cuda).setup()
     assert loads == ["cuda"] and embeds == ["cuda"] * 3
-    assert EmbedConversations("m")._device == "cpu"  # callers that name no device keep the CPU
+    assert Encoder("m").device == "cpu"  # an encoder that names no device keeps the CPU
 
 
 def test_unknown_embedding_backend_is_rejected():
@@ -321,10 +323,10 @@ def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home)
             np.testing.assert_array_equal(vector, expected[cid])  # the stage's blocks change no bit
 
     with beam.Pipeline() as pipeline:
-        embedded = pipeline | beam.Create(facets) | EmbedConversations(name, block_size=2, backend="onnx")
+        embedded = pipeline | beam.Create(facets) | EmbedConversations(Encoder(name, "onnx"), block_size=2)
         assert_that(embedded.output, check)
 
-    selector = EmbeddingKeywordSelector(("router", "bread", "retirement savings"), name, 0.2, backend="onnx-int8")
+    selector = EmbeddingKeywordSelector(("router", "bread", "retirement savings"), Encoder(name, "onnx-int8"), 0.2)
     picks = selector.select(TEXTS[:3], embedding.embed_texts(name, TEXTS[:3], backend="onnx-int8"), 1)
     assert picks == [["router"], ["bread"], ["retirement savings"]]
 
@@ -335,7 +337,7 @@ def test_embedding_threads_set_the_worker_process_threads():
     try:
         with beam.Pipeline() as pipeline:  # in-process runner: the worker is this process
             _ = (pipeline | beam.Create([Facet("c", "u", 1.0, TEXTS[0])])
-                 | EmbedConversations(embedding.DEFAULT_EMBEDDING_MODEL, threads=1))
+                 | EmbedConversations(Encoder(embedding.DEFAULT_EMBEDDING_MODEL), threads=1))
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)

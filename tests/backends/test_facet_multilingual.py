@@ -10,6 +10,7 @@ import pytest
 from backends import embedding
 from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, Multilingual, load_facet_set
 from backends.keyword_categories import KeywordCategories
+from config.embedding import Encoder
 from core.records import ConversationBlock
 from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
@@ -106,6 +107,7 @@ def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keep
     request_kind = load_facet_set().facets[1]
     assert request_kind.multilingual == Multilingual("use-multilingual-v3", 0.19, ("en",))
     model = embedding.DEFAULT_EMBEDDING_MODEL
+    encoder = Encoder(model)
     # English: the last two were explanation and analysis with the first five descriptions per answer.
     texts = [text for text, _ in REQUESTS] + ["Write a poem about autumn leaves", "Fix the bug in my Python function",
                                               "I need a 1000-word essay comparing capitalism and socialism for my class",
@@ -113,7 +115,7 @@ def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keep
     vectors = embedding.embed_texts(model, texts)
 
     def answers(facet):
-        answer_fn = AnswerFacetsFn((facet,), (), KeywordCategories({}), model)
+        answer_fn = AnswerFacetsFn((facet,), (), KeywordCategories({}), encoder)
         answer_fn.setup()
         block = ConversationBlock([str(i) for i in range(len(texts))], [""] * len(texts), np.ones(len(texts)),
                                   texts, vectors, cluster_ids=np.zeros(len(texts), dtype=np.int64))
@@ -126,5 +128,5 @@ def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keep
         "writing", "coding", "writing", "brainstorming"]
     # One block of texts gives each the answer it gets alone (the model embeds one text per call).
     alone = FacetClassifier(request_kind)
-    alone.setup(lambda phrases: keyword_vectors(model, phrases), ())
+    alone.setup(lambda phrases: keyword_vectors(encoder, phrases), ())
     assert [alone.answer(t, v) for t, v in zip(texts[::-1], vectors[::-1])] == multilingual[::-1]

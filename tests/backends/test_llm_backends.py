@@ -27,6 +27,7 @@ from backends.llm.steps import (
     LLMKeywordSelector,
     LLMKeywordSetRefiner,
 )
+from config.embedding import Encoder
 from core.records import Conversation, ConversationBlock, Message
 from tests.conftest import local_pipeline
 from tests.support.llm_server import FakeChatServer
@@ -91,10 +92,10 @@ def test_embedding_mapper_maps_each_word_to_its_nearest_keyword_above_the_floor(
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
     monkeypatch.setattr(embedding, "embed_texts", embed)
-    mapper = EmbeddingKeywordMapper(K, "fake", min_similarity=0.8)
+    mapper = EmbeddingKeywordMapper(K, Encoder("fake"), min_similarity=0.8)
     assert mapper.map([["deep learning", "Rust", "unrelated", "baking bread"]], 5) == \
         [["machine learning", "rust", "cooking"]]
-    assert EmbeddingKeywordMapper(K, "fake", min_similarity=0.95).map([["baking bread"]], 5) == [[]]
+    assert EmbeddingKeywordMapper(K, Encoder("fake"), min_similarity=0.95).map([["baking bread"]], 5) == [[]]
 
 
 def test_refinement_and_proposals_are_normalised_lists():

@@ -16,6 +16,7 @@ from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.local_client import LocalModelError, acquire_server, check_local_model, release_server
 from backends.llm.steps import LLMClusterNamer, LLMExemplarWriter, LLMFacetExtractor, LLMKeywordSelector
 from beam_jobs.options import InsightsOptions, insights_params
+from config.embedding import Encoder
 from tests.backends.test_llm_backends import K, _conversation
 
 TEST_MODEL = "qwen2.5-coder-0.5b"  # the smaller packaged model: what CI installs
@@ -70,7 +71,7 @@ def test_llm_steps_choose_which_steps_use_the_model():
     config = params.llm.resolved()
     assert config.steps == ("keywords", "names")
     assert isinstance(factory.make_facet_extractor(1000, config), UserTurnsFacetExtractor)
-    assert isinstance(factory.make_keyword_selector(K, "all-MiniLM-L6-v2", 0.3, "torch", config), LLMKeywordSelector)
+    assert isinstance(factory.make_keyword_selector(K, Encoder("all-MiniLM-L6-v2"), 0.3, config), LLMKeywordSelector)
     assert isinstance(factory.make_cluster_namer(config), LLMClusterNamer)
     assert isinstance(factory.make_exemplar_writer(config), TemplateExemplarWriter)
     assert isinstance(factory.make_exemplar_writer(_params("--llm_backend", "openai", "--llm_base_url",
@@ -79,7 +80,7 @@ def test_llm_steps_choose_which_steps_use_the_model():
     only_facets = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
                           "--llm_steps", "facets").llm.resolved()
     assert isinstance(factory.make_facet_extractor(1000, only_facets), LLMFacetExtractor)
-    assert isinstance(factory.make_keyword_selector(K, "m", 0.3, "torch", only_facets), EmbeddingKeywordSelector)
+    assert isinstance(factory.make_keyword_selector(K, Encoder("m"), 0.3, only_facets), EmbeddingKeywordSelector)
     assert isinstance(factory.make_cluster_namer(only_facets), KeywordClusterNamer)
     for bad in ("", "facets,summaries"):
         with pytest.raises(ValueError, match="--llm_steps"):

@@ -7,6 +7,7 @@ from backends.embedding import embed_texts
 from backends.keyword_categories import KeywordCategories, dominant_category, nearest_bundled_categories
 from backends.keyword_set import DEFAULT_KEYWORD_SET, load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
+from config.embedding import Encoder
 from core.records import Conversation, Message
 
 
@@ -89,17 +90,17 @@ def test_keywords_without_a_category_take_the_nearest_bundled_keywords_category(
             vectors[row, axis.get(text, 2)] = 1.0
         return vectors
 
-    found = nearest_bundled_categories(["python", "postgres", "zzz"], embed)
+    found = nearest_bundled_categories(["python", "postgres", "zzz"], embed, 0.45)
     assert found == {"python": bundled["python"], "postgres": bundled["postgresql"], "zzz": None}
 
 
 def test_keyword_categories_fill_in_only_the_missing_ones_and_ship_without_them(monkeypatch):
     from backends import embedding
     monkeypatch.setattr(embedding, "embed_texts", lambda model, texts, backend="torch", device="cpu": np.eye(len(texts)))
-    categories = KeywordCategories({"python": "Mine", "unknown words": None}, embedding_model="any")
+    categories = KeywordCategories({"python": "Mine", "unknown words": None}, Encoder("any"))
     assert categories.category_of == {"python": "Mine", "unknown words": None}  # nothing near it
     assert pickle.loads(pickle.dumps(categories))._resolved is None
-    assert KeywordCategories({"python": None}).category_of == {"python": None}  # no model: left as it is
+    assert KeywordCategories({"python": None}).category_of == {"python": None}  # no encoder: left as it is
 
 
 def test_default_keyword_set_is_a_few_hundred_distinct_public_keywords():
@@ -144,7 +145,7 @@ def test_real_model_embeddings_are_unit_norm_and_topical():
 @pytest.mark.slow
 def test_embedding_selector_picks_the_nearest_keywords_above_the_floor():
     keywords = ("python", "cooking", "gardening", "taxes")
-    selector = EmbeddingKeywordSelector(keywords, "all-MiniLM-L6-v2", min_similarity=0.3)
+    selector = EmbeddingKeywordSelector(keywords, Encoder("all-MiniLM-L6-v2"), min_similarity=0.3)
     texts = ["My Python script raises a TypeError", "What should I cook for dinner tonight?", "zzzz qqqq"]
     picks = selector.select(texts, embed_texts("all-MiniLM-L6-v2", texts), max_keywords=2)
     assert picks[0][0] == "python" and picks[1][0] == "cooking" and picks[2] == []

@@ -34,8 +34,8 @@ def _date(night: int) -> str:
 
 
 def _params(ledger: str, flags):
-    return insights_params(InsightsOptions(["--input", "in.jsonl", "--output", "out", "--privacy_ledger", ledger,
-                                            *flags]))
+    return insights_params(InsightsOptions(["--input", "logs/dt={date}/in.jsonl", "--output", "out",
+                                            "--privacy_ledger", ledger, *flags]))
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,9 +161,42 @@ def test_the_job_exits_4_on_other_window_flags_before_reading_data(tmp_path):
     ledger, output = str(tmp_path / "ledger.json"), str(tmp_path / "out")
     _night(ledger, 1)
     before = open(ledger).read()
-    write_sample(str(tmp_path / "in.jsonl"), 40, 20, seed=1)
-    code = run(["--input", str(tmp_path / "in.jsonl"), "--output", output, "--date", _date(2),
+    os.makedirs(tmp_path / f"dt={_date(2)}")
+    write_sample(str(tmp_path / f"dt={_date(2)}" / "in.jsonl"), 40, 20, seed=1)
+    code = run(["--input", str(tmp_path / "dt={date}" / "in.jsonl"), "--output", output, "--date", _date(2),
                 "--privacy_ledger", ledger, "--max_epsilon_per_window", "30", "--window_days", "1"])
     assert code == EXIT_BUDGET_REFUSED
     assert open(ledger).read() == before
     assert not os.path.exists(os.path.join(output, f"dt={_date(2)}"))
+
+
+def _ledger_with_policy(tmp_path, policy: LedgerPolicy) -> str:
+    ledger = str(tmp_path / "ledger.json")
+    with open(ledger, "w") as handle:
+        json.dump(Ledger().adopting(policy, by="night-1").to_json(), handle)
+    return ledger
+
+
+def test_the_policy_command_keeps_each_field_it_is_not_given_and_prints_what_changes(tmp_path, capsys):
+    """The review's: re-affirming only the cap on {cap 100, window delta 1e-7, window 7, cadence 7} wrote
+    the job's defaults for the other three (a window delta 100x looser), with exit 0."""
+    ledger = _ledger_with_policy(tmp_path, LedgerPolicy(100.0, 1e-7, 7, 7))
+    before = open(ledger).read()
+    assert ledger_policy.run(["--privacy_ledger", ledger, "--max_epsilon_per_window", "100",
+                              "--reason", "re-affirm"]) == 0
+    assert "no change" in capsys.readouterr().out
+    assert open(ledger).read() == before
+    assert ledger_policy.run(["--privacy_ledger", ledger, "--window_days", "14", "--reason", "longer window"]) == 0
+    out = capsys.readouterr().out
+    assert "window_days: 7 → 14" in out and "max_delta_per_window" not in out.split("{")[0]
+    assert _ledger(ledger).policy == LedgerPolicy(100.0, 1e-7, 14, 7)
+
+
+def test_a_first_policy_takes_the_jobs_defaults_for_the_flags_not_given_but_needs_the_cap(tmp_path, capsys):
+    ledger = str(tmp_path / "ledger.json")
+    assert ledger_policy.run(["--privacy_ledger", ledger, "--window_days", "7", "--reason", "first"]) \
+        == EXIT_BAD_OPTIONS
+    assert "--max_epsilon_per_window is required" in capsys.readouterr().err
+    assert ledger_policy.run(["--privacy_ledger", ledger, "--max_epsilon_per_window", "30", "--reason", "first"]) == 0
+    assert "max_epsilon_per_window: none → 30" in capsys.readouterr().out
+    assert _ledger(ledger).policy == LedgerPolicy(30.0, DEFAULT_WINDOW_DELTA, 30, 1)

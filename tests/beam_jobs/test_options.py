@@ -123,7 +123,9 @@ def test_params_are_frozen():
     ("--epsilon_weights", "clustering:x,cluster_sizes:1,keyword_histograms:2", "must be a number"),
     ("--epsilon_clustering", "4", "--epsilon_clustering is retired: give the run's total with --epsilon"),
     ("--epsilon_size", "1", "--epsilon_size is retired"), ("--epsilon_keywords", "2", "--epsilon_keywords is retired"),
-    ("--max_delta_per_window", "0", "must be in \\(0, 1\\)"),
+    ("--max_delta_per_window", "0", "must be in \\(0, 0.001\\]"),
+    ("--max_delta_per_window", "0.002", "--max_delta_per_window must be in \\(0, 0.001\\], got 0.002"),
+    ("--max_delta_per_window", "0.5", "--max_delta_per_window must be in"),
     ("--cadence_days", "0", "--cadence_days must be >= 1"),
     ("--max_conversations_per_user", "0", "max_conversations_per_user"),
     ("--keywords_per_cluster", "0", "keywords_per_cluster"), ("--max_record_bytes", "0", "max_record_bytes"),
@@ -164,6 +166,21 @@ def test_run_exits_with_unreadable_input_code_when_nothing_matches(tmp_path, cap
     assert "matches no file" in capsys.readouterr().err
 
 
+def test_a_window_cap_needs_a_dated_input_and_a_run_without_one_is_refused_before_reading_data(tmp_path, capsys):
+    """The review's: windows are keyed by the --date label, so the same undated logs run under several
+    dates were charged to several windows (none of which held them all)."""
+    ledger = str(tmp_path / "ledger.json")
+    capped = ["--privacy_ledger", ledger, "--max_epsilon_per_window", "30"]
+    with pytest.raises(ValueError, match="--max_epsilon_per_window needs a \\{date\\} placeholder in --input"):
+        insights_params(InsightsOptions(["--input", "logs/*.jsonl", "--output", "out", *capped]))
+    insights_params(InsightsOptions(["--input", "logs/dt={date}/*.jsonl", "--output", "out", *capped]))
+    insights_params(InsightsOptions(["--input", "logs/*.jsonl", "--output", "out", "--privacy_ledger", ledger]))
+    # A bad option: before the input is listed (it matches nothing here, exit code 3) or the ledger touched.
+    assert run(["--input", str(tmp_path / "logs" / "*.jsonl"), "--output", str(tmp_path / "out"),
+                "--date", "2026-11-20", *capped]) == EXIT_BAD_OPTIONS
+    assert "{date}" in capsys.readouterr().err and not os.path.exists(ledger)
+
+
 def test_run_rejects_an_unreadable_keyword_set(tmp_path):
     assert run(["--input", "x", "--output", str(tmp_path), "--keyword_set", str(tmp_path / "no.txt")]) \
         == EXIT_BAD_OPTIONS
@@ -201,8 +218,8 @@ def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
     extractor = factory.make_facet_extractor(p.reading.facet_max_chars, config)
     assert isinstance(extractor, LLMFacetExtractor) and extractor.config.pseudonymizes
     assert extractor.config.llm_cache == "/tmp/c" and extractor.batch_size > 1
-    selector = factory.make_keyword_selector(("a", "b"), p.embedding.embedding_model,
-                                             p.keywords.keyword_min_similarity, p.embedding.embedding_backend, config)
+    selector = factory.make_keyword_selector(("a", "b"), p.embedding.encoder, p.keywords.keyword_min_similarity,
+                                             config)
     assert isinstance(selector, LLMKeywordSelector)
     assert isinstance(factory.make_cluster_namer(config), LLMClusterNamer)
 
@@ -293,7 +310,7 @@ TODAYS_CONFIG_KEYS = {
     "themes", "facets"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
-SECRET_FLAGS = ["--input", "/secret/in-7f3a/*.jsonl", "--output", "/secret/out-7f3a",
+SECRET_FLAGS = ["--input", "/secret/in-7f3a/dt={date}/*.jsonl", "--output", "/secret/out-7f3a",
                 "--private_output", "gs://secret-private-7f3a", "--seed", "918273645",
                 "--canary_file", "/secret/canaries-7f3a.txt", "--llm_backend", "openai",
                 "--llm_base_url", "http://secret-host-7f3a:8000/v1", "--llm_model", "secret-model-7f3a",

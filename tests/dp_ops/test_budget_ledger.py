@@ -5,8 +5,9 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, LedgerPolicy
 from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, event_from_json, event_to_json
+from dp_ops.nightly_plan import plan_nights
 
 
 def _entry(run_id, date, epsilon, status="committed"):
@@ -200,3 +201,33 @@ def test_a_newer_ledger_or_a_bad_event_is_refused():
     bad["events"] = [{"type": "GaussianDpEvent", "noise_multiplier": -1.0}]
     with pytest.raises(ValueError, match="ledger entry a"):
         Ledger.from_json({"version": 2, "unit": "user", "entries": [bad]})
+
+
+# --- the ledger's policy ---
+
+POLICY = LedgerPolicy(30.0, DEFAULT_WINDOW_DELTA, 30, 1)
+
+
+def test_a_ledger_whose_policy_was_removed_beside_its_log_is_refused():
+    """The review's: "policy": null beside a non-empty policy_log was adopted again from the next run's
+    flags with no check (a window delta of 0.5 was admitted)."""
+    document = Ledger().adopting(POLICY, by="a").to_json()
+    document["policy"] = None
+    with pytest.raises(BudgetRefused, match="policy is null but its policy_log holds 1 change"):
+        Ledger.from_json(document)
+    assert Ledger.from_json({**document, "policy_log": []}).policy is None  # no log: a ledger that only records
+
+
+@pytest.mark.parametrize("delta", [2e-3, 0.5])
+def test_a_window_delta_above_1e_3_is_refused(delta):
+    LedgerPolicy(30.0, 1e-3, 30, 1)
+    with pytest.raises(ValueError, match="window delta must be in \\(0, 0.001\\]"):
+        LedgerPolicy(30.0, delta, 30, 1)
+    with pytest.raises(ValueError, match="window delta must be in \\(0, 0.001\\]"):
+        Ledger().check("2026-11-01", 1.0, 30.0, 30, allow_rerun=False, max_delta_per_window=delta)
+    with pytest.raises(ValueError, match="window delta must be in \\(0, 0.001\\]"):  # nor planned for
+        plan_nights([], max_epsilon_per_window=30.0, window_delta=delta, window_days=30, night_delta=1e-6)
+    document = Ledger().adopting(POLICY, by="a").to_json()
+    document["policy"]["max_delta_per_window"] = delta
+    with pytest.raises(ValueError, match="window delta"):
+        Ledger.from_json(document)

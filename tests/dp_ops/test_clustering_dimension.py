@@ -7,6 +7,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beam_jobs.options import insights_params
 from config.clustering import ClusteringParams
+from config.embedding import Encoder
 from config.privacy import DEFAULT_EPSILON_WEIGHTS, PrivacyParams
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
@@ -129,7 +130,7 @@ def test_the_pca_basis_embeds_the_bundled_keyword_set_only(monkeypatch):
         return np.zeros((len(texts), 4), dtype=np.float32)
 
     monkeypatch.setattr(dp_kmeans_transform.embedding, "embed_public_texts", fake_embed)
-    dp_kmeans_transform.basis_keyword_vectors("some-model")
+    dp_kmeans_transform.basis_keyword_vectors(Encoder("some-model"))
     assert seen == {"model": "some-model", "texts": list(load_keyword_set(None).keywords)}
 
 

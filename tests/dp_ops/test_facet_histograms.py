@@ -8,6 +8,7 @@ import pytest
 
 from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, load_facet_set
 from backends.keyword_categories import KeywordCategories
+from config.embedding import Encoder
 from core.records import ConversationBlock
 from dp_ops import facets as fa
 from dp_ops.dp_stage_specs import StageSettings, stage_requests
@@ -85,7 +86,7 @@ def _blocks(n=400, seed=0):
 
 
 def _stage(multipliers, budget, kept=(0, 1), seed=None, fail_on=None):
-    stage = FacetHistograms([(0, KIND)], ("code", "math"), KeywordCategories({}), "unused", 3, list(kept),
+    stage = FacetHistograms([(0, KIND)], ("code", "math"), KeywordCategories({}), Encoder("unused"), 3, list(kept),
                             multipliers, 1e-6, budget, noise_seed=seed)
 
     def setup():
@@ -141,7 +142,7 @@ def test_facets_are_two_stages_of_the_joint_calibration_and_the_total_meets_the_
     for stage in ("clustering", "cluster_sizes", "keyword_histograms"):
         budget.register(_spend_of(joint, stage), joint.stages[stage].event())
     multipliers = (joint.stages["facets"].noise_multiplier, joint.stages["facet_topics"].noise_multiplier)
-    facets = FacetHistograms([(0, KIND), (2, KIND)], ("code",), KeywordCategories({}), "unused", 3, [0],
+    facets = FacetHistograms([(0, KIND), (2, KIND)], ("code",), KeywordCategories({}), Encoder("unused"), 3, [0],
                              multipliers, 1e-6, budget)
     assert 7.0 - 2e-3 <= budget.epsilon() <= 7.0  # facets on: the total is still the budget
     entries = [(e.stage, e.noise["sigma"]) for e in budget.entries if e.stage.startswith("facet")]

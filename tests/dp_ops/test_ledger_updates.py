@@ -5,7 +5,7 @@ import json
 import pytest
 
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerPolicy
-from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
+from dp_ops.ledger_updates import Charge, change_ledger_policy, reserve_budget, set_ledger_status
 
 
 def _cap(epsilon, window_days=7):
@@ -57,3 +57,28 @@ def test_status_updates_set_the_status_and_an_unknown_run_is_an_error(tmp_path):
 def test_nothing_to_reserve_is_an_error(tmp_path):
     with pytest.raises(ValueError):
         reserve_budget(str(tmp_path / "ledger.json"), None)
+
+
+def test_the_first_capped_run_is_refused_when_an_earlier_window_already_breaks_its_flags(tmp_path):
+    """The review's: five uncapped nights spend epsilon 5 in one 7-day window; a capped night (cap 4)
+    four weeks later adopted its flags as the ledger's policy although that window already broke them
+    (and the policy command then refused to re-affirm that same policy)."""
+    ledger = str(tmp_path / "ledger.json")
+    for day in range(1, 6):
+        reserve_budget(ledger, None, run=Charge(f"n{day}", f"2026-11-0{day}", 1.0, 0.0, f"out/n{day}"))
+    before = open(ledger).read()
+    with pytest.raises(BudgetRefused, match=r"7-day window starting 2026-10-30 already spends epsilon 5 > 4 \(1 over\)"):
+        reserve_budget(ledger, _cap(4.0), run=Charge("late", "2026-12-03", 1.0, 0.0, "out/late"))
+    assert open(ledger).read() == before
+    reserve_budget(ledger, _cap(5.0), run=Charge("late", "2026-12-03", 1.0, 0.0, "out/late"))
+    assert Ledger.from_json(json.load(open(ledger))).policy == _cap(5.0)
+
+
+def test_a_policy_change_is_refused_if_the_policy_changed_since_it_was_read(tmp_path):
+    ledger = str(tmp_path / "ledger.json")
+    reserve_budget(ledger, _cap(10.0), run=Charge("a", "2026-11-20", 4.0, 0.0, "out/a"))
+    before = open(ledger).read()
+    with pytest.raises(BudgetRefused, match="changed while this command ran"):
+        change_ledger_policy(ledger, _cap(12.0), "oncall", "review", previous=None)
+    assert open(ledger).read() == before
+    assert change_ledger_policy(ledger, _cap(12.0), "oncall", "review", previous=_cap(10.0)).policy == _cap(12.0)

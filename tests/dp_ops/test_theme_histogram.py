@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from config.embedding import Encoder, similarity_floors
 from core.records import ConversationBlock, DeadLetter
 from dp_ops import theme_histogram as th
 from dp_ops.dp_events import composed_epsilon, event_from_json
@@ -16,6 +17,8 @@ from dp_ops.run_budget import RunBudget
 from publishing.theme_timeline import FIRST_NIGHT, theme_timeline, weekly_status
 from transforms.theme_histogram import ThemeHistogram
 
+FLOOR = similarity_floors("all-MiniLM-L6-v2").theme  # the rule's floor in these tests' vectors
+
 CATEGORIES = ("Cooking", "Python", "Travel")
 
 
@@ -24,14 +27,15 @@ def _rule():
     vectors = np.array([[1.0, 0.1, 0, 0], [1.0, -0.1, 0, 0], [0, 1.0, 0.1, 0], [0.1, 1.0, 0, 0],
                         [0, 0, 1.0, 0.1], [0, 0.1, 1.0, 0]])
     keywords = ("bread", "soup", "pandas", "numpy", "flights", "hotels")
-    return th.ThemeRule.of(vectors, keywords, dict(zip(keywords, np.repeat(CATEGORIES, 2))), CATEGORIES)
+    return th.ThemeRule.of(vectors, keywords, dict(zip(keywords, np.repeat(CATEGORIES, 2))), CATEGORIES,
+                           min_similarity=FLOOR)
 
 
 def _by_hand(embedding, rule, neighbours=th.THEME_NEIGHBOURS):
     """The rule written out: the category most of the nearest keywords have, the nearest breaking a tie."""
     similarity = [float(np.dot(d, embedding / np.linalg.norm(embedding))) for d in rule.directions]
     order = sorted(range(len(similarity)), key=lambda i: -similarity[i])[:neighbours]
-    if similarity[order[0]] < th.MIN_THEME_SIMILARITY:
+    if similarity[order[0]] < FLOOR:
         return rule.other
     counts = [sum(rule.themes[j] == rule.themes[i] for j in order) for i in order]
     return int(rule.themes[order[counts.index(max(counts))]])
@@ -58,7 +62,7 @@ def test_the_majority_of_the_nearest_keywords_wins_over_the_single_nearest():
     keywords = ("pandas", "bread", "soup", "stew", "flights", "hotels")
     categories = {"pandas": "Python", "bread": "Cooking", "soup": "Cooking", "stew": "Cooking",
                   "flights": "Travel", "hotels": "Travel"}
-    rule = th.ThemeRule.of(vectors, keywords, categories, CATEGORIES)
+    rule = th.ThemeRule.of(vectors, keywords, categories, CATEGORIES, min_similarity=FLOOR)
     query = np.array([1.0, 0.05, 0.0])
     assert th.nearest_theme(query, rule, neighbours=1) == CATEGORIES.index("Python")
     assert th.nearest_theme(query, rule) == CATEGORIES.index("Cooking")
@@ -68,10 +72,11 @@ def test_the_majority_of_the_nearest_keywords_wins_over_the_single_nearest():
 
 def test_keywords_without_a_category_do_not_vote_and_other_is_a_reserved_name():
     vectors = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.9, 0.1, 0]])
-    rule = th.ThemeRule.of(vectors, ("a", "b", "c"), {"a": "X", "b": "X", "c": None}, ("X", "Empty"))
+    rule = th.ThemeRule.of(vectors, ("a", "b", "c"), {"a": "X", "b": "X", "c": None}, ("X", "Empty"),
+                           min_similarity=FLOOR)
     assert list(rule.themes) == [0, 0] and rule.directions.shape == (2, 3) and rule.other == 2
     assert th.nearest_theme(np.array([1.0, 0, 0]), rule) == 0
-    empty = th.ThemeRule.of(vectors, ("a", "b", "c"), {}, ("X",))
+    empty = th.ThemeRule.of(vectors, ("a", "b", "c"), {}, ("X",), min_similarity=FLOOR)
     assert th.nearest_theme(np.array([1.0, 0, 0]), empty) == empty.other
     with pytest.raises(ValueError, match="Other"):
         th.theme_columns(("Travel", th.OTHER_THEME))
@@ -172,7 +177,7 @@ def _stage(noise_multiplier, budget):
     from backends.keyword_categories import KeywordCategories
 
     categories = KeywordCategories(dict(zip(("bread", "pandas", "flights"), CATEGORIES)))
-    stage = ThemeHistogram(("bread", "pandas", "flights"), categories, "unused", noise_multiplier, 1e-6, budget)
+    stage = ThemeHistogram(("bread", "pandas", "flights"), categories, Encoder("unused"), noise_multiplier, 1e-6, budget)
     stage._fn.setup = lambda: setattr(stage._fn, "_rule", _rule())  # no model: the test's own rule
     return stage
 
@@ -320,7 +325,7 @@ def test_the_anchor_seeds_after_the_warm_centres():
     # The direction of its keywords' sum: between "pandas" and "numpy", along the second axis.
     assert np.isclose(np.linalg.norm(anchor), 1.0) and np.argmax(anchor) == 1
     assert th.nearest_theme(anchor, rule) == CATEGORIES.index("Python")
-    assert th.theme_anchor(th.ThemeRule.of(np.eye(4)[:1], ("bread",), {"bread": "Cooking"}, CATEGORIES),
+    assert th.theme_anchor(th.ThemeRule.of(np.eye(4)[:1], ("bread",), {"bread": "Cooking"}, CATEGORIES, min_similarity=FLOOR),
                            CATEGORIES.index("Travel")) is None
 
     class Seeds:  # ThemeSeeds' interface, with the test's rule instead of a model

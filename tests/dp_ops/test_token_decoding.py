@@ -84,6 +84,28 @@ def test_the_bound_2c_over_n_is_reached_when_a_new_user_displaces_a_member():
     assert worst == pytest.approx(2 * clip / n)
 
 
+def test_a_member_with_an_inf_or_nan_hidden_state_adds_nothing_and_the_release_stays_finite():
+    """Review finding 6: C / inf = 0 and inf * 0 = NaN, so without a guard a non-finite state escapes the clip
+    and the topic's release is NaN (no 2C/n bound). Each member's contribution (its row summed alone) must
+    be finite with norm <= C, and the sum is the sum of the contributions."""
+    clip = PARAMS.clip_norm
+    rng = np.random.default_rng(3)
+    states = rng.normal(size=(7, D)) * 10.0
+    states[1, 2] = np.inf
+    states[3, 0] = -np.inf
+    states[4, 5] = np.nan
+    states[5] = np.nan
+    states[6] = 1e300  # finite, but its norm overflows to inf
+    contributions = np.stack([clipped_sum(row[None, :], clip) for row in states])
+    assert np.isfinite(contributions).all()
+    assert (np.linalg.norm(contributions, axis=1) <= clip * (1 + 1e-12)).all()
+    assert not contributions[[1, 3, 4, 5]].any()  # a row with a non-finite entry counts as zeros, whole
+    assert np.linalg.norm(contributions[0]) == pytest.approx(clip)  # a finite row is clipped as before
+    total = clipped_sum(states, clip)
+    assert np.isfinite(total).all() and np.allclose(total, contributions.sum(axis=0))
+    assert np.isfinite(noisy_mean(states, PARAMS, 0.5, 11, cluster=0, step=0)).all()
+
+
 def test_noise_sd_matches_sigma():
     sigma = 0.7
     states = np.ones((3, 64))

@@ -4,6 +4,7 @@ and its runs' record isolation against the loopback server."""
 import numpy as np
 
 from backends.llm.config import LLMParams
+from config.embedding import Encoder
 from core.records import Conversation, Message
 from eval.pii.pseudonym_agreement import (
     agreement,
@@ -74,7 +75,7 @@ def test_a_conversation_whose_call_fails_is_dead_lettered_alone_and_never_answer
         monkeypatch.setattr(server, "fault_for", fault_for)
         config = LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url, llm_max_retries=1,
                            llm_timeout_s=5, llm_steps="facets,keywords", pseudonymize="off", backoff_base_s=0.01)
-        run = run_condition(conversations, config, ("python", "cooking"), "m", 3)
+        run = run_condition(conversations, config, ("python", "cooking"), Encoder("m"), 3)
     facets, picks, embeddings, failed = run
     assert facets[0] == "The user asks: how do python decorators work" and facets[1] is None
     assert facets[2].startswith("The user asks: sourdough")  # its facet passed; its keyword call failed

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from config.embedding import Encoder
 from eval.utility.facet_accuracy import accuracy, cell_truth, covered_cells, main, overall_covered
 
 
@@ -63,7 +64,7 @@ def test_the_threshold_match_carries_the_run_share_to_the_multilingual_scale(tmp
 
     def matched(min_similarity):
         line = threshold_match_line(path, dataclasses.replace(request_kind, min_similarity=min_similarity),
-                                    "all-MiniLM-L6-v2")
+                                    Encoder("all-MiniLM-L6-v2"))
         share, similarity = re.search(r"([\d.]+)% below .* at that share (-?[\d.]+)", line).groups()
         return float(share), float(similarity)
 

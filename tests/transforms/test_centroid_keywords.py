@@ -11,6 +11,7 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import DEFAULT_KEYWORD_SET, keyword_set_document, load_keyword_set, write_keyword_set
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
+from config.embedding import Encoder
 from core.spend import MechanismSpend
 from publishing.report import keyword_agreement
 from transforms.centroid_keywords import nearest_keywords
@@ -51,7 +52,7 @@ def sample(tmp_path_factory):
 
 def _categories(keywords_path):
     """The run's {keyword: category} and sensitive categories, as the job resolves them."""
-    categories = KeywordCategories.of_keyword_set(load_keyword_set(keywords_path), "all-MiniLM-L6-v2")
+    categories = KeywordCategories.of_keyword_set(load_keyword_set(keywords_path), Encoder("all-MiniLM-L6-v2"))
     return categories.category_of, categories.sensitive
 
 
@@ -127,6 +128,7 @@ def test_both_mode_lists_no_sensitive_centroid_keyword():
     from transforms.engine import LocalEngine
     from transforms.topic_keywords import TopicKeywords, VoteNoise
     model = "all-MiniLM-L6-v2"
+    encoder = Encoder(model)
     keywords = ("money laundering", "tax evasion", "python", "unit testing", "vegetables")
     categories = KeywordCategories({"money laundering": "Crime and fraud", "tax evasion": "Crime and fraud",
                                     "python": "Python coding", "unit testing": "Python coding",
@@ -139,7 +141,7 @@ def test_both_mode_lists_no_sensitive_centroid_keyword():
                       noise_seed=None, private=False)
     # No conversation: what the stage lists comes from the centres alone.
     output = LocalEngine().apply("keywords", TopicKeywords(
-        params, None, 0, noise, None, keywords, categories, EmbeddingKeywordSelector(keywords, model), model,
+        params, None, 0, noise, None, keywords, categories, EmbeddingKeywordSelector(keywords, encoder), encoder,
         {0: 10.0, 1: 10.0}, [0, 1], centres, None, centres.shape[1]), [])
     # The first t nearest, less the sensitive ones, as a centre-guessed label's keywords are: the
     # laundering topic's two nearest (cosine 0.75 and 0.40; then python at 0.04) are both sensitive.

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from backends.offline import UserTurnsFacetExtractor
 from beam_jobs.generate_sample import generate_records
+from config.embedding import Encoder
 from core.records import Conversation, DeadLetter
 from tests.conftest import PoisonedProposer, assert_together, checked, local_pipeline
 from transforms.bound_contributions import BoundUserContributions
@@ -367,7 +368,7 @@ def _per_record_outcomes(pipeline, path: str, name: str):
     records = pipeline | f"read {name}" >> ReadConversations(path)
     kept = records.valid | f"bound {name}" >> BoundUserContributions(3, seed=1)
     facets = kept | f"facets {name}" >> ExtractFacets(UserTurnsFacetExtractor())
-    blocks = facets.output | f"embed {name}" >> EmbedConversations("all-MiniLM-L6-v2", block_size=8,
+    blocks = facets.output | f"embed {name}" >> EmbedConversations(Encoder("all-MiniLM-L6-v2"), block_size=8,
                                                                     encode_batch_size=4)
     return blocks.output | f"rows {name}" >> beam.FlatMap(
         lambda b: [(c, f, e) for c, f, e in zip(b.conversation_ids, b.facets, b.embeddings)])
@@ -548,7 +549,7 @@ def test_a_text_the_model_cannot_embed_is_dead_lettered_alone_and_the_rest_keep_
         assert (dead.stage, dead.reason, dead.conversation_id) == ("embed", "embedding_failed", "bad")
 
     with local_pipeline() as pipeline:
-        embedded = pipeline | beam.Create(facets) | EmbedConversations("all-MiniLM-L6-v2", block_size=8)
+        embedded = pipeline | beam.Create(facets) | EmbedConversations(Encoder("all-MiniLM-L6-v2"), block_size=8)
         assert_that(embedded.output | beam.FlatMap(lambda b: list(zip(b.conversation_ids, b.embeddings))),
                     checked(the_rest_keep_their_vectors), label="rows")
         assert_that(embedded.dead_letter, checked(only_the_bad_text), label="dead")
