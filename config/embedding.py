@@ -6,7 +6,9 @@ import dataclasses
 
 from core.params import Params, flag, params_group
 
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+# USE multilingual v3: chosen by the rule in docs/performance.md (the fastest of the candidates that group
+# multilingual requests by subject, not language, and lose nothing on English topics).
+DEFAULT_EMBEDDING_MODEL = "use-multilingual-v3"
 BACKENDS = ("torch", "onnx", "onnx-int8")
 # Models run by their own numpy encoder, not by sentence-transformers (backends/embedding.py loads them): the
 # backend and device flags do not apply to them.
@@ -86,8 +88,9 @@ class EmbeddingParams(Params):
 
     embedding_model: str = flag(
         DEFAULT_EMBEDDING_MODEL,
-        "sentence-transformers model: all-MiniLM-L6-v2 (packaged), all-mpnet-base-v2 (after "
-        "scripts/install_mpnet.py) or a local model folder.", public=True)
+        "The run's one encoder, for every text it embeds: use-multilingual-v3 (default: Google's USE multilingual "
+        "v3, numpy, 16 languages; docs/performance.md), all-MiniLM-L6-v2 (packaged, English), all-mpnet-base-v2 "
+        "(after scripts/install_mpnet.py) or a local sentence-transformers model folder.", public=True)
     embedding_backend: str = flag(
         "torch",
         "How the embedding model runs: torch (default), onnx (the same network exported to ONNX, "

@@ -24,8 +24,21 @@ TEXTS = [
 ]
 
 
+# The sentence-transformers model the backend and device flags run (the default encoder, USE multilingual v3,
+# runs its own numpy encoder and refuses them: test_a_native_model_refuses_the_backend_and_device_flags).
+MODEL = "all-MiniLM-L6-v2"
+
+
 def _options(*extra):
-    return InsightsOptions(["--input", "x.jsonl", "--output", "out", *extra])
+    return InsightsOptions(["--input", "x.jsonl", "--output", "out", "--embedding_model", MODEL, *extra])
+
+
+def test_a_native_model_refuses_the_backend_and_device_flags():
+    base = ["--input", "x.jsonl", "--output", "out"]
+    assert insights_params(InsightsOptions(base)).embedding.encoder == Encoder("use-multilingual-v3", "torch", "cpu")
+    for flags in (["--embedding_backend", "onnx-int8"], ["--embedding_device", "cuda"]):
+        with pytest.raises(ValueError, match="runs its own numpy encoder on the CPU"):
+            insights_params(InsightsOptions([*base, *flags]))
 
 
 def test_embedding_backend_defaults_to_torch_and_accepts_the_onnx_runtimes():
@@ -74,7 +87,7 @@ def test_embedding_device_defaults_to_cpu_and_cuda_is_checked_before_any_data(mo
         with pytest.raises(ValueError, match="--embedding_device=cuda runs the torch backend only"):
             insights_params(_options("--embedding_device", "cuda", "--embedding_backend", backend))
         with pytest.raises(ValueError, match="torch backend only"):
-            embedding.embed_texts(embedding.DEFAULT_EMBEDDING_MODEL, ["x"], backend=backend, device="cuda")
+            embedding.embed_texts(MODEL, ["x"], backend=backend, device="cuda")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert _preflight("--embedding_device", "cuda").embedding_device == "cuda"
 
@@ -83,7 +96,7 @@ def test_the_job_refuses_a_missing_gpu_at_launch_as_a_bad_option(monkeypatch, tm
     from beam_jobs.insights import run
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert run(["--input", str(tmp_path / "none.jsonl"), "--output", str(tmp_path / "out"),
-                "--embedding_device", "cuda"]) == 2
+                "--embedding_model", MODEL, "--embedding_device", "cuda"]) == 2
     assert "torch sees no CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
@@ -112,7 +125,7 @@ def test_the_device_reaches_the_model_and_keys_its_cache(monkeypatch):
     monkeypatch.setattr(embedding, "_models", {})
     determinism = []
     monkeypatch.setattr(embedding, "_deterministic_cuda", lambda: determinism.append(True))
-    name = embedding.DEFAULT_EMBEDDING_MODEL
+    name = MODEL
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RuntimeError, match="torch sees no CUDA device"):  # a worker without the GPU it needs
         embedding.load_model(name, "cuda")
@@ -148,7 +161,7 @@ def test_the_pipelines_embedding_callers_pass_the_device_on(monkeypatch):
     monkeypatch.setattr(embedding, "load_model", lambda name, device="cpu": loads.append(device))
     monkeypatch.setattr(embedding, "embed_texts", lambda name, texts, batch_size=64, backend="torch", device="cpu":
                         embeds.append(device) or np.eye(len(texts), 4, dtype=np.float32))
-    on_cuda = Encoder(embedding.DEFAULT_EMBEDDING_MODEL, "torch", "cuda")
+    on_cuda = Encoder(MODEL, "torch", "cuda")
     fn = _EmbedBatchFn(on_cuda, 16)
     fn.setup()
     list(fn.process([Facet("c", "u", 1.0, "hello")]))
@@ -162,7 +175,7 @@ def test_unknown_embedding_backend_is_rejected():
     with pytest.raises(SystemExit):
         _options("--embedding_backend", "tensorrt")
     with pytest.raises(ValueError, match="unknown embedding backend"):
-        embedding.load_onnx_model(embedding.DEFAULT_EMBEDDING_MODEL, "tensorrt")
+        embedding.load_onnx_model(MODEL, "tensorrt")
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +190,7 @@ def model_home(tmp_path_factory):
 
 @pytest.mark.slow
 def test_onnx_backends_export_offline_and_match_the_torch_vectors(model_home):
-    name = embedding.DEFAULT_EMBEDDING_MODEL
+    name = MODEL
     reference = embedding.embed_texts(name, TEXTS)
     exact = embedding.embed_texts(name, TEXTS, batch_size=2, backend="onnx")
     quantised = embedding.embed_texts(name, TEXTS, batch_size=2, backend="onnx-int8")
@@ -226,17 +239,18 @@ def test_fixed_batch_shapes_depend_on_each_texts_own_length_only():
 # Every backend on the CPU, and the torch backend on CUDA where a GPU is visible: the same assertions.
 _NO_CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
                               reason="no CUDA device here: run on a GPU machine to assert bit-identity on CUDA")
-BACKEND_DEVICES = [*((backend, "cpu") for backend in embedding.BACKENDS),
-                   pytest.param("torch", "cuda", marks=_NO_CUDA)]
+# (model, backend, device): MiniLM on every backend, the default native encoder (its own numpy runtime).
+BACKEND_DEVICES = [*((MODEL, backend, "cpu") for backend in embedding.BACKENDS),
+                   (embedding.DEFAULT_EMBEDDING_MODEL, "torch", "cpu"),
+                   pytest.param(MODEL, "torch", "cuda", marks=_NO_CUDA)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend,device", BACKEND_DEVICES)
-def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, backend, device):
+@pytest.mark.parametrize("name,backend,device", BACKEND_DEVICES)
+def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, name, backend, device):
     # DP k-means assumes one user's records move only that user's points: a vector must not depend,
     # by a single bit, on the texts batched with it (neighbours, padding to a longer neighbour,
     # position, batch size, how many texts share its length bucket).
-    name = embedding.DEFAULT_EMBEDDING_MODEL
     tiny = ["hi", "ok?", ""]
     huge = ["Please summarise this contract clause for me in plain words. " * 12]  # truncated: 256 tokens
     rng = np.random.default_rng(7)
@@ -262,9 +276,8 @@ def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend,device", BACKEND_DEVICES)
-def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, backend, device):
-    name = embedding.DEFAULT_EMBEDDING_MODEL
+@pytest.mark.parametrize("name,backend,device", BACKEND_DEVICES)
+def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, name, backend, device):
     rng = np.random.default_rng(11)
     # 90 texts already fill many token-budget batches (BATCH_TOKENS), so the one added shifts the batch
     # boundaries of every text after it.
@@ -281,7 +294,7 @@ def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, b
 @pytest.mark.slow
 def test_cuda_vectors_stay_close_to_the_cpu_vectors():
     # Another device may change the last bits (other kernels), never the meaning.
-    name = embedding.DEFAULT_EMBEDDING_MODEL
+    name = MODEL
     cpu = embedding.embed_texts(name, TEXTS)
     cuda = embedding.embed_texts(name, TEXTS, device="cuda")
     np.testing.assert_allclose(cuda, cpu, atol=1e-4)
@@ -312,7 +325,7 @@ def test_mpnet_vectors_are_batch_invariant_too(monkeypatch):
 
 @pytest.mark.slow
 def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home):
-    name = embedding.DEFAULT_EMBEDDING_MODEL
+    name = MODEL
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(TEXTS)]
     expected = dict(zip((f.conversation_id for f in facets), embedding.embed_texts(name, TEXTS, backend="onnx")))
 
@@ -337,7 +350,7 @@ def test_embedding_threads_set_the_worker_process_threads():
     try:
         with beam.Pipeline() as pipeline:  # in-process runner: the worker is this process
             _ = (pipeline | beam.Create([Facet("c", "u", 1.0, TEXTS[0])])
-                 | EmbedConversations(Encoder(embedding.DEFAULT_EMBEDDING_MODEL), threads=1))
+                 | EmbedConversations(Encoder(MODEL), threads=1))
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
@@ -351,13 +364,13 @@ def test_public_texts_are_embedded_once_per_process_with_the_vectors_they_get_al
         return real(name, texts, *args, **kwargs)
 
     monkeypatch.setattr(embedding, "embed_texts", counting)
-    first = embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, TEXTS[:3])
-    again = embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, [TEXTS[3], TEXTS[1], TEXTS[3]])
+    first = embedding.embed_public_texts(MODEL, TEXTS[:3])
+    again = embedding.embed_public_texts(MODEL, [TEXTS[3], TEXTS[1], TEXTS[3]])
     assert encoded == [TEXTS[:3], [TEXTS[3]]]  # each text once, a repeat within a call too
     assert np.array_equal(again[1], first[1]) and np.array_equal(again[0], again[2])
     for text, vector in zip(TEXTS[:3], first):
-        assert np.array_equal(vector, real(embedding.DEFAULT_EMBEDDING_MODEL, [text])[0])
-    assert embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, []).shape == (0, first.shape[1])
+        assert np.array_equal(vector, real(MODEL, [text])[0])
+    assert embedding.embed_public_texts(MODEL, []).shape == (0, first.shape[1])
     monkeypatch.undo()  # the real encoder never sees what the counting one memoised, nor the other way round
-    assert embedding.embed_public_texts(embedding.DEFAULT_EMBEDDING_MODEL, TEXTS[:1]).shape == (1, first.shape[1])
+    assert embedding.embed_public_texts(MODEL, TEXTS[:1]).shape == (1, first.shape[1])
     assert len(encoded) == 3  # the empty call reached the encoder; the real one's call did not reach `counting`

@@ -106,7 +106,7 @@ REQUESTS = [
 def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keeps_english_answers():
     request_kind = load_facet_set().facets[1]
     assert request_kind.multilingual == Multilingual("use-multilingual-v3", 0.19, ("en",))
-    model = embedding.DEFAULT_EMBEDDING_MODEL
+    model = "all-MiniLM-L6-v2"  # an English run model: the case the switch is for
     encoder = Encoder(model)
     # English: the last two were explanation and analysis with the first five descriptions per answer.
     texts = [text for text, _ in REQUESTS] + ["Write a poem about autumn leaves", "Fix the bug in my Python function",
@@ -121,12 +121,28 @@ def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keep
                                   texts, vectors, cluster_ids=np.zeros(len(texts), dtype=np.int64))
         return [answer for _, _, answer, _ in answer_fn.process(block)]
 
-    multilingual, run_model_only = answers(request_kind), answers(dataclasses.replace(request_kind, multilingual=None))
+    multilingual = answers(request_kind.for_model(model))
+    run_model_only = answers(dataclasses.replace(request_kind, multilingual=None).for_model(model))
     assert multilingual[:len(REQUESTS)] == [kind for _, kind in REQUESTS]
     assert sum(a == kind for a, (_, kind) in zip(run_model_only, REQUESTS)) < len(REQUESTS)  # what the rule fixes
     assert multilingual[len(REQUESTS):] == run_model_only[len(REQUESTS):] == [
         "writing", "coding", "writing", "brainstorming"]
     # One block of texts gives each the answer it gets alone (the model embeds one text per call).
-    alone = FacetClassifier(request_kind)
+    alone = FacetClassifier(request_kind.for_model(model))
     alone.setup(lambda phrases: keyword_vectors(encoder, phrases), ())
     assert [alone.answer(t, v) for t, v in zip(texts[::-1], vectors[::-1])] == multilingual[::-1]
+
+
+@pytest.mark.slow
+def test_under_the_default_multilingual_encoder_every_text_is_answered_on_the_runs_own_embedding():
+    """The run's model is the facet's multilingual model: no switch, one encoder, the multilingual threshold."""
+    request_kind = load_facet_set().facets[1]
+    model = embedding.DEFAULT_EMBEDDING_MODEL
+    assert request_kind.multilingual.model == model
+    resolved = request_kind.for_model(model)
+    assert resolved.multilingual is None and resolved.min_similarity == request_kind.multilingual.min_similarity
+    texts = [text for text, _ in REQUESTS]
+    vectors = embedding.embed_texts(model, texts)
+    classifier = FacetClassifier(resolved, detect=lambda text: pytest.fail("no language is needed"))
+    classifier.setup(lambda phrases: keyword_vectors(Encoder(model), phrases), ())
+    assert [classifier.answer(t, v) for t, v in zip(texts, vectors)] == [kind for _, kind in REQUESTS]

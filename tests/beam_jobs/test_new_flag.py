@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from backends import embedding
 from backends.keyword_categories import KeywordCategories
 from backends.offline import KeywordClusterNamer
 from beam_jobs import job_help, option_docs
@@ -112,11 +113,12 @@ def test_the_flag_reaches_the_in_process_config_set_and_the_stage(monkeypatch):
     categories = KeywordCategories({"python": "Python coding", "unit testing": "Python coding",
                                     "vegetables": "Food and cooking"})
     small = dataclasses.replace(config, keyword_mode="centroid", projection_dim=0)  # no basis to compute
-    plan = topic_plan(job_params(small), None, 384, TopicBackends(
+    dimension = embedding.embedding_dimension(embedding.DEFAULT_EMBEDDING_MODEL)  # the default encoder's
+    plan = topic_plan(job_params(small), None, dimension, TopicBackends(
         keywords=("python", "unit testing", "vegetables"), categories=categories, selector=None,
         namer=KeywordClusterNamer(categories), previous=PreviousNights(), new_lineage_prefix="n",
         exemplar_writer=None, label_writer=None, name_bank=None))
-    vectors = np.random.default_rng(0).normal(size=(20, 384)).astype(np.float32)
+    vectors = np.random.default_rng(0).normal(size=(20, dimension)).astype(np.float32)
     block = ConversationBlock([f"c{i}" for i in range(20)], [f"u{i}" for i in range(20)], np.ones(20),
                               ["{}"] * 20, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
     released = topic_stages.topic_stages(LocalEngine(), [block], plan, None).released

@@ -100,7 +100,7 @@ def test_rerunning_a_date_is_refused_or_recorded_as_a_second_spend(logs, tmp_pat
 def test_release_gate_rejects_a_release_carrying_a_canary(logs, tmp_path):
     output, ledger = str(tmp_path / "out"), str(tmp_path / "ledger.json")
     canaries = tmp_path / "canaries.txt"
-    canaries.write_text("All-MiniLM-L6-v2\n")  # the model name is in the report's config
+    canaries.write_text("USE-Multilingual-v3\n")  # the model name is in the report's config
     code = _nightly(logs, output, ledger, "2026-11-01", "--canary_file", str(canaries))
     assert code == EXIT_RELEASE_GATE_FAILED
     (run_dir,) = glob.glob(os.path.join(output, "dt=2026-11-01", "run=*"))

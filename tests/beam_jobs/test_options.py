@@ -93,7 +93,8 @@ def test_settings_are_not_flags():
 
 def test_flags_as_dataflow_passes_them_reach_their_group():
     p = insights_params(InsightsOptions(["--input=x", "--output=y", "--num_clusters=7", "--epsilon=0.5",
-                                         "--allow_rerun=true", "--llm_timeout_s=5", "--embedding_backend=onnx"]))
+                                         "--allow_rerun=true", "--llm_timeout_s=5", "--embedding_model=all-MiniLM-L6-v2",
+                                         "--embedding_backend=onnx"]))
     assert (p.clustering.num_clusters, p.privacy.epsilon, p.run.allow_rerun, p.llm.llm_timeout_s,
             p.embedding.embedding_backend) == (7, 0.5, True, 5.0, "onnx")
     assert insights_params(_options("--allow_rerun")).run.allow_rerun is True

@@ -210,7 +210,9 @@ def test_sweep_and_membership_inference_clis(tmp_path, capsys):
 def test_in_process_urania_with_nothing_kept_releases_nothing_and_still_accounts():
     from eval.urania_inprocess import UraniaConfig, run_urania
     rng = np.random.default_rng(2)
-    vectors = _blobs(rng, [20, 20], np.eye(2, 384))
+    from backends import embedding
+    dimension = embedding.embedding_dimension(embedding.DEFAULT_EMBEDDING_MODEL)  # the run's encoder's
+    vectors = _blobs(rng, [20, 20], np.eye(2, dimension))
     ids, users = [f"c{i}" for i in range(40)], [f"u{i}" for i in range(40)]
     report = run_urania(ids, users, ["x"] * 40, vectors, UraniaConfig(num_clusters=4, min_cluster_size=1e6),
                         seed=1, noise_seed=2)

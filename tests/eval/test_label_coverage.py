@@ -17,7 +17,7 @@ def test_whole_set_votes_count_each_user_once_however_many_conversations():
     conversations = [Conversation(f"c{i}", user, None, (Message("user", text),))
                      for i, (user, text) in enumerate(zip(users, texts))]
     dataset = Dataset(conversations, texts)
-    config = UraniaConfig(num_clusters=1)
+    config = UraniaConfig(num_clusters=1, embedding_model="all-MiniLM-L6-v2")  # the keywords below are its nearest
     totals = whole_set_votes(dataset, TextEmbedder(config.embedding_model)(texts), config)
     # Each user's vote vector has L2 norm <= 1 (conversation weights 1/n_u, the keywords' part sqrt(1 - s)
     # of it split evenly over its keywords_per_vote keywords, s the category share): both users vote
