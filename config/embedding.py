@@ -48,6 +48,9 @@ class SimilarityFloors:
     word_to_keyword: float
 
 
+# The model every cosine floor and the bundled facets' thresholds were tuned on: a model without its own
+# floors gets these.
+TUNED_ON = "all-MiniLM-L6-v2"
 SIMILARITY_FLOORS = {
     "all-MiniLM-L6-v2": SimilarityFloors(keyword_vote=0.3, theme=0.3, nearest_category=0.45,
                                          word_to_keyword=0.5),
@@ -59,7 +62,7 @@ SIMILARITY_FLOORS = {
 def similarity_floors(model: str) -> SimilarityFloors:
     """`model`'s floors; a model without its own row (all-mpnet-base-v2, a local folder) gets the floors as
     tuned (all-MiniLM-L6-v2's): run eval/utility/similarity_floors.py and add its row to carry them over."""
-    return SIMILARITY_FLOORS.get(model, SIMILARITY_FLOORS["all-MiniLM-L6-v2"])
+    return SIMILARITY_FLOORS.get(model, SIMILARITY_FLOORS[TUNED_ON])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,10 +21,10 @@ import dataclasses
 import numpy as np
 
 from backends import embedding
-from backends.facet_set import TUNED_ON, load_facet_set
+from backends.facet_set import load_facet_set
 from backends.keyword_set import load_keyword_set
 from beam_jobs.generate_sample import generate_records
-from config.embedding import SIMILARITY_FLOORS, SimilarityFloors
+from config.embedding import SIMILARITY_FLOORS, TUNED_ON, SimilarityFloors
 
 REFERENCE_MODEL = TUNED_ON
 FACET_CHARS = 1000  # the job's facet text (backends.offline)
