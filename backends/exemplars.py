@@ -94,6 +94,11 @@ def best_distinct(scored: list[tuple[Exemplar, np.ndarray]], count: int) -> list
     return [exemplar for exemplar, _ in chosen]
 
 
+def parents_per_round(count: int) -> int:
+    """Candidates varied in each round: the best few, never fewer than are released."""
+    return max(count, 3)
+
+
 def variations_per_round(candidates: int, count: int) -> int:
     """Variations asked for in each round: half a first draft, and never fewer than are released."""
     return max(count, candidates // 2)
@@ -141,7 +146,7 @@ def evolve_exemplars(writer: ExemplarWriter, topic: dict, centre: np.ndarray,
 
     score(usable(writer.write(topic, candidates)), 0)
     first_draft = best_distinct(scored, count)
-    parents = max(count, 3)
+    parents = parents_per_round(count)
     varied: set[str] = set()
     for round_ in range(1, rounds + 1):
         # Each candidate is varied once: a deterministic writer (templates, a model at temperature 0)

@@ -48,6 +48,7 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from config.embedding import TUNED_ON
+from config.keywords import ALL_FACETS, facet_names
 from dp_ops.facets import UNKNOWN
 
 DEFAULT_FACET_SET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -119,7 +120,10 @@ class FacetSet:
     source: str
 
     def select(self, names: Sequence[str]) -> tuple[tuple[int, FacetDeclaration], ...]:
-        """The named facets with their index in the set (which fixes their noise streams), in the set's order."""
+        """The named facets with their index in the set (which fixes their noise streams), in the set's order;
+        (ALL_FACETS,): every facet of the set."""
+        if tuple(names) == (ALL_FACETS,):
+            return tuple(enumerate(self.facets))
         known = {facet.name: i for i, facet in enumerate(self.facets)}
         unknown = [name for name in names if name not in known]
         if unknown:
@@ -202,6 +206,13 @@ def _multilingual(raw: dict, where: str) -> Multilingual | None:
     if not isinstance(languages, list) or not all(isinstance(code, str) and code for code in languages):
         raise ValueError(f"{where}: \"multilingual\"'s \"run_model_languages\" must be a list of language codes")
     return Multilingual(spec["model"], float(threshold), tuple(languages))
+
+
+def selected_facets(facets: str, facet_set: str | None) -> tuple[tuple[int, FacetDeclaration], ...]:
+    """The facets a run releases: --facets (ALL_FACETS, NO_FACETS or a comma list) read against --facet_set.
+    Public configuration only: an unknown name is refused here, before any data is read."""
+    names = facet_names(facets)
+    return load_facet_set(facet_set).select(names) if names else ()
 
 
 def load_facet_set(path: str | None = None) -> FacetSet:

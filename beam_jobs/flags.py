@@ -2,8 +2,8 @@
 
 A group of options is one dataclass (config/, one module per group; beam_jobs/keyword_options.py; and
 backends.llm.config.LLMParams, which the backends read as they are): each field is a flag of the
-same name (`flag(default, help, ...)`, core/params.py), passed as --name value or, as Dataflow and
-Flex Templates pass it, --name=value. A field declared with `setting(default, why)` instead is not
+same name (`flag(default, help, ...)`, or `advanced_flag` for one a user rarely sets: core/params.py),
+passed as --name value or, as Dataflow and Flex Templates pass it, --name=value. A field declared with `setting(default, why)` instead is not
 a flag: the code fixes it (tests may change it), and it is neither registered, parsed nor documented.
 A flag's numeric bounds are declared with it (`flag(..., ge=1)`) and checked by pydantic when the
 object is built; the group's `check_values` adds what a bound cannot say. Either raises a ValueError
@@ -33,16 +33,19 @@ ParamsT = TypeVar("ParamsT")
 
 
 def add_flags(parser, params_class: type, describe: Callable[[dataclasses.Field], str] | None = None,
-              only: tuple[str, ...] | None = None) -> None:
+              only: tuple[str, ...] | None = None,
+              metavar: Callable[[dataclasses.Field], str | None] | None = None) -> None:
     """Registers params_class's flags (its settings left out; only those named in `only`, if given) on an
     argparse parser or argument group; describe(field), if given, is a flag's help text there (default:
-    the declared help, as is)."""
+    the declared help, as is), and metavar(field), if given, the name of its value in that help (None:
+    argparse's)."""
     for field in flag_fields(params_class):
         if only is not None and field.name not in only:
             continue
+        shown = {"metavar": metavar(field)} if metavar else {}
         parser.add_argument(f"--{field.name}", default=field.default,
                             help=describe(field) if describe else field.metadata["help"],
-                            **field.metadata["argparse"])
+                            **shown, **field.metadata["argparse"])
 
 
 def params_from(values, params_class: type[ParamsT]) -> ParamsT:

@@ -23,6 +23,10 @@ multiplier, and its count is Poisson with that mean, independently per topic and
 - fading (default `tenant and legal questions`): the full count before `--fading_night`, then down
   by 1/`--fade_nights` a night to none;
 - weekly (default `travel planning`): `--weekly_factor` times the count on `--weekday` (Saturday);
+- growing (none by default; `--growing_topic`): a slow riser, the full count before `--growing_night`, then
+  up by the same factor each night to `--growing_factor` times it after `--growing_nights` nights (2 over 21:
+  a topic that doubles over three weeks, +3.4% a night, which no single night separates from the noise), and
+  there after;
 - steady: every other topic, a constant expected count (Poisson variation only).
 """
 
@@ -41,7 +45,7 @@ import numpy as np
 from beam_jobs.generate_sample import conversation_messages, ticket_code, user_activity_weights
 from beam_jobs.sample_topics import PLANTED_TOPICS
 
-TREND_KINDS = ("emerging", "fading", "weekly", "steady")
+TREND_KINDS = ("emerging", "fading", "weekly", "growing", "steady")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 PLANTED_FILE = "planted.json"
 NIGHT_FILE = "conversations.jsonl"
@@ -64,15 +68,15 @@ class Trend:
 
     topic: str
     kind: str
-    start_night: int = 0  # emerging: first night with any; fading: first night below full
-    ramp_nights: int = 0  # emerging: nights to reach the full count; fading: nights to reach none
+    start_night: int = 0  # emerging: first night with any; fading: first night below full; growing: first above
+    ramp_nights: int = 0  # emerging: nights to reach the full count; fading: nights to reach none; growing: to `factor`
     weekday: int | None = None  # weekly: 0 Monday ... 6 Sunday
-    factor: float = 1.0  # weekly: the multiplier on that weekday; emerging: at its full count
+    factor: float = 1.0  # weekly: the multiplier on that weekday; emerging: at its full count; growing: at its end
 
     def __post_init__(self):
         if self.kind not in TREND_KINDS:
             raise ValueError(f"trend kind must be one of {TREND_KINDS}, got {self.kind!r}")
-        if self.kind in ("emerging", "fading") and self.ramp_nights < 1:
+        if self.kind in ("emerging", "fading", "growing") and self.ramp_nights < 1:
             raise ValueError(f"{self.kind} trend of {self.topic!r} needs ramp_nights >= 1")
         if not self.factor > 0:
             raise ValueError(f"trend of {self.topic!r} needs a factor > 0")
@@ -88,6 +92,9 @@ class Trend:
             return 1.0 if night < self.start_night else max(0.0, 1 - (night - self.start_night + 1) / self.ramp_nights)
         if self.kind == "weekly":
             return self.factor if date.weekday() == self.weekday else 1.0
+        if self.kind == "growing":  # geometric: the same relative step every night
+            return 1.0 if night < self.start_night else self.factor ** min(
+                1.0, (night - self.start_night + 1) / self.ramp_nights)
         return 1.0
 
     def to_json(self, start: dt.date) -> dict:
@@ -100,6 +107,8 @@ class Trend:
             data["gone_date"] = (start + dt.timedelta(days=data["gone_night"])).isoformat()
         elif self.kind == "weekly":
             data.update(weekday=WEEKDAYS[self.weekday], factor=self.factor)
+        elif self.kind == "growing":
+            data.update(full_night=self.start_night + self.ramp_nights - 1, factor=self.factor)
         return data
 
 
@@ -120,17 +129,25 @@ class StreamSpec:
     weekly_topic: str = "travel planning"
     weekday: int = 5  # Saturday
     weekly_factor: float = 4.0
+    growing_topic: str | None = None  # none by default: the streams measured before it keep their trends
+    growing_night: int = 28  # four weeks of history first: the weekly status's full baseline
+    growing_nights: int = 21
+    growing_factor: float = 2.0
 
     def __post_init__(self):
         if self.nights < 1 or self.users < 1 or self.conversations_per_night < 1:
             raise ValueError("need at least one night, one user and one conversation a night")
         names = {t.name for t in PLANTED_TOPICS}
-        special = (self.emerging_topic, self.fading_topic, self.weekly_topic)
+        special = tuple(t for t in (self.emerging_topic, self.fading_topic, self.weekly_topic, self.growing_topic)
+                        if t is not None)
         unknown = [t for t in special if t not in names]
         if unknown:
             raise ValueError(f"unknown planted topic(s) {unknown}; known: {sorted(names)}")
-        if len(set(special)) != 3:
-            raise ValueError(f"the emerging, fading and weekly topics must differ, got {special}")
+        if len(set(special)) != len(special):
+            raise ValueError(f"the emerging, fading, weekly and growing topics must differ, got {special}")
+        if self.growing_topic is not None and not (self.growing_nights >= 1 and self.growing_factor > 0):
+            raise ValueError(f"the growing topic needs --growing_nights >= 1 and --growing_factor > 0, got "
+                             f"{self.growing_nights} and {self.growing_factor}")
         if self.emerging_share is not None and not 0 < self.emerging_share < 1:
             raise ValueError(f"the emerging share must be in (0, 1), got {self.emerging_share}")
 
@@ -143,6 +160,9 @@ class StreamSpec:
             self.fading_topic: Trend(self.fading_topic, "fading", self.fading_night, self.fade_nights),
             self.weekly_topic: Trend(self.weekly_topic, "weekly", weekday=self.weekday, factor=self.weekly_factor),
         }
+        if self.growing_topic is not None:
+            special[self.growing_topic] = Trend(self.growing_topic, "growing", self.growing_night, self.growing_nights,
+                                                factor=self.growing_factor)
         return [special.get(t.name, Trend(t.name, "steady")) for t in PLANTED_TOPICS]
 
     def date(self, night: int) -> dt.date:
@@ -318,6 +338,13 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weekly_topic", default=defaults.weekly_topic)
     parser.add_argument("--weekday", type=_weekday, default=defaults.weekday)
     parser.add_argument("--weekly_factor", type=float, default=defaults.weekly_factor)
+    parser.add_argument("--growing_topic", default=defaults.growing_topic,
+                        help="a topic that grows slowly (default: none), e.g. gardening")
+    parser.add_argument("--growing_night", type=int, default=defaults.growing_night,
+                        help="first night (0-based) the growing topic is above its steady count")
+    parser.add_argument("--growing_nights", type=int, default=defaults.growing_nights,
+                        help="nights the growing topic takes to reach --growing_factor times its steady count")
+    parser.add_argument("--growing_factor", type=float, default=defaults.growing_factor)
 
 
 def spec_from_args(args: argparse.Namespace) -> StreamSpec:

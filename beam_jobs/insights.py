@@ -37,6 +37,7 @@ from beam_jobs.job_runtime import (
     reserve_run_budget,
     use_local_engine,
 )
+from beam_jobs.llm_estimate import log_llm_estimate
 from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import (
     REQUIRED_FLAGS,
@@ -341,6 +342,8 @@ def run(argv: list[str] | None = None) -> int:
         check_input_matches(context.input_pattern)
     except FileNotFoundError as error:
         return fail(EXIT_UNREADABLE_INPUT, "unreadable_input", str(error), run_id=context.run_id)
+    # Before any data is read: the model calls and time the LLM steps will take, and the flag that changes them.
+    log_llm_estimate(params, context.input_pattern, context.run_id)
     if params.privacy.noise_seed is not None:
         log.warning("--noise_seed is set: DP k-means noise is reproducible; never do this in production",
                     extra={"event": "noise_seed_fixed", "run_id": context.run_id})

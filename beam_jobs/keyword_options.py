@@ -26,7 +26,7 @@ from config.embedding import EmbeddingParams
 from config.privacy import PrivacyParams
 from config.reading import ReadingParams
 from config.run import RunParams
-from core.params import Params, check, flag
+from core.params import Params, advanced_flag, check, flag
 
 METHODS = ("tfidf", "llm", "public", "hybrid")
 DP_METHODS = ("tfidf", "llm", "hybrid")
@@ -55,44 +55,44 @@ class KeywordSetParams(Params):
         None, "tfidf | llm | hybrid (DP, read --input) or public (reads only --public_corpus).", choices=METHODS)
     epsilon_keyword_set: float = flag(1.0, "Total epsilon of a DP keyword set.", type=float, gt=0, finite=True)
     delta_keyword_set: float = flag(1e-6, "Delta of the DP partition selection.", type=float, gt=0, lt=1)
-    tfidf_df_epsilon_share: float = flag(
+    tfidf_df_epsilon_share: float = advanced_flag(
         0.25, "tfidf: the partition selection gets (1 - this) x epsilon (and half the delta); the Gaussian "
               "document frequencies get the noise that makes the PLD composition of both the set's epsilon.",
         type=float, gt=0, lt=1)
-    terms_per_conversation: int = flag(
+    terms_per_conversation: int = advanced_flag(
         5, "k: keywords proposed per conversation (llm, hybrid).", type=int, ge=1, le=20)
-    max_terms_per_user: int = flag(
+    max_terms_per_user: int = advanced_flag(
         5, "L0 of the partition selection: a user nominates at most this many distinct terms, each once "
            "(tfidf: their top TF-IDF terms; llm, hybrid: the keywords proposed for most of their "
            "conversations). A term needs more users as it grows.", type=int, ge=1)
-    partition_selection: str = flag(
+    partition_selection: str = advanced_flag(
         "gaussian", "PipelineDP partition-selection strategy (gaussian needs the fewest users per term from "
                     "L0 = 3 up; laplace and truncated_geometric from L0 <= 2).",
         choices=("gaussian", "truncated_geometric", "laplace"))
-    tfidf_min_noisy_df: float | None = flag(
+    tfidf_min_noisy_df: float | None = advanced_flag(
         None, "tfidf: terms with a smaller noisy document frequency (users) are not candidates "
               "(post-processing). Default: two standard deviations of its noise.", type=float)
-    max_terms_per_conversation: int = flag(
+    max_terms_per_conversation: int = advanced_flag(
         16, "tfidf: L1 clip of a conversation's term counts (and bound on its distinct terms).", type=int, ge=1)
-    df_terms_per_user: int = flag(
+    df_terms_per_user: int = advanced_flag(
         16, "tfidf: L_df, a user's most frequent terms counted in the document frequencies (L2 sensitivity "
             "sqrt(L_df + 1)).", type=int, ge=1)
-    df_buckets: int = flag(1 << 16, "tfidf: hash buckets of the DP document frequencies.", type=int, ge=1)
+    df_buckets: int = advanced_flag(1 << 16, "tfidf: hash buckets of the DP document frequencies.", type=int, ge=1)
     max_keywords: int | None = flag(
         None, "K: keep at most this many DP-selected keywords, ranked by a noisy user count (costs part of "
               "the selection's epsilon). Default: keep all.", type=int, ge=1)
     refine_to: int = flag(
         200, "Refinement target size (0 = no refinement); refinement sees only public or DP-released words.",
         type=int, ge=0)
-    max_refine_rounds: int = flag(5, "Refinement rounds at most (stops when stable).", type=int, ge=1)
+    max_refine_rounds: int = advanced_flag(5, "Refinement rounds at most (stops when stable).", type=int, ge=1)
     data_days: int = flag(
         1, "DP methods: how many days of conversations --input holds, ending on --date (UTC). The set's spend "
            "is charged in every privacy-ledger window holding any of them.", type=int, ge=1)
     public_corpus: str | None = flag(
         None, "public, hybrid: PUBLIC text file(s) (one document per line, or JSON Lines with text/messages).")
-    min_public_document_frequency: int = flag(
+    min_public_document_frequency: int = advanced_flag(
         2, "public, hybrid: candidates must occur in at least this many public documents.", type=int, ge=1)
-    max_public_candidates: int = flag(
+    max_public_candidates: int = advanced_flag(
         1000, "public, hybrid: most widespread candidates passed to refinement.", type=int, ge=1)
 
     def check_values(self):

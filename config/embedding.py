@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.params import Params, flag, params_group
+from core.params import Params, advanced_flag, flag, params_group
 
 # USE multilingual v3: chosen by the rule in docs/performance.md (the fastest of the candidates that group
 # multilingual requests by subject, not language, and lose nothing on English topics).
@@ -91,15 +91,16 @@ class EmbeddingParams(Params):
 
     embedding_model: str = flag(
         DEFAULT_EMBEDDING_MODEL,
-        "The run's one encoder, for every text it embeds: use-multilingual-v3 (default: Google's USE multilingual "
-        "v3, numpy, 16 languages; docs/performance.md), all-MiniLM-L6-v2 (packaged, English), all-mpnet-base-v2 "
-        "(after scripts/install_mpnet.py) or a local sentence-transformers model folder.", public=True)
+        "The run's one encoder, for every text it embeds: use-multilingual-v3, all-MiniLM-L6-v2, all-mpnet-base-v2 "
+        "or a local sentence-transformers model folder. The default, use-multilingual-v3, is Google's USE "
+        "multilingual v3 (numpy, 16 languages; docs/performance.md); all-MiniLM-L6-v2 is packaged (English); "
+        "all-mpnet-base-v2 needs scripts/install_mpnet.py.", public=True)
     embedding_backend: str = flag(
         "torch",
-        "How the embedding model runs: torch (default), onnx (the same network exported to ONNX, "
-        "run by onnxruntime: same vectors, ~0.7x torch's speed) or onnx-int8 (dynamically quantised "
-        "to int8 and run one text at a time, so no vector depends on its batch: ~1.7-2.2x torch's "
-        "speed, mean cosine ~0.96 to torch's vectors). "
+        "How the embedding model runs: torch (the default), onnx or onnx-int8. With onnx, the same network "
+        "exported to ONNX is run by onnxruntime (same vectors, ~0.7x torch's speed); with onnx-int8, it is "
+        "dynamically quantised to int8 and run one text at a time, so no vector depends on its batch (~1.7-2.2x "
+        "torch's speed, mean cosine ~0.96 to torch's vectors). "
         "The ONNX file is exported offline on first use. See docs/performance.md.",
         choices=BACKENDS, public=True)
     embedding_device: str = flag(
@@ -108,13 +109,13 @@ class EmbeddingParams(Params):
                "when no CUDA device is visible (on Dataflow: when no worker_accelerator is requested). Each "
                "vector is still independent of its batch; it may differ from the CPU one in its last bits. "
                "See docs/production.md (GPU workers).", choices=DEVICES, public=True)
-    embedding_threads: int = flag(
-        0, "Threads each worker process gives the embedding model. 0 (default) = auto: 1 on Dataflow "
+    embedding_threads: int = advanced_flag(
+        0, "Threads each worker process gives the embedding model; 0 (the default) is auto. Auto: 1 on Dataflow "
            "(one SDK process per vCPU; all cores with the no_use_multiple_sdk_containers experiment), cores / "
            "--direct_num_workers with --direct_running_mode=multi_processing, else the runtime's default (all "
            "cores), so worker processes never oversubscribe the cores. The value used is recorded in "
            "private/run_stats.json.", type=int, ge=0)
-    embedding_block_size: int = flag(
+    embedding_block_size: int = advanced_flag(
         512, "Conversations per embedding block, the unit that travels as one numpy array. Larger blocks fill "
              "the fixed-shape batches better; on GPU workers use thousands (docs/performance.md, GPU).", type=int, ge=1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from core.params import Params, check, flag, params_group
+from core.params import Params, advanced_flag, check, flag, params_group
 from dp_ops import dp_stage_specs
 
 # The stages and their default weights are declared in dp_ops/dp_stage_specs.py.
@@ -41,45 +41,45 @@ class PrivacyParams(Params):
     max_conversations_per_user: int = flag(
         5, "C: conversations kept per user (uniformly at random) before any aggregate.", type=int, public=True, ge=1)
     epsilon: float | None = flag(
-        None, "Total epsilon of a run: the PLD composition of all its DP releases at --delta (plus a DP keyword "
-              "set's own spend, if one is used). The stages' noise is calibrated jointly to meet it (docs/privacy.md). "
-              f"Default: {DEFAULT_EPSILON:g}; with --max_epsilon_per_window, the nightly plan's (the largest that lets "
-              "a run every --cadence_days keep every window within the cap: docs/production.md). A given --epsilon "
-              "that would bring a window over the cap is refused.",
+        None, f"Total epsilon of a run, default {DEFAULT_EPSILON:g} (with --max_epsilon_per_window: the nightly plan's). "
+              "It is the PLD composition of all the run's DP releases at --delta (plus a DP keyword set's own spend, "
+              "if one is used), and the stages' noise is calibrated jointly to meet it (docs/privacy.md). The nightly "
+              "plan's is the largest that lets a run every --cadence_days keep every window within the cap "
+              "(docs/production.md); a given --epsilon that would bring a window over the cap is refused.",
         type=float, public=True, gt=0, finite=True)
-    epsilon_weights: str = flag(
-        DEFAULT_EPSILON_WEIGHTS, "How the DP stages share --epsilon, as stage:weight pairs (stages: "
-        f"{', '.join(s.name for s in dp_stage_specs.calibrated_specs())}; "
+    epsilon_weights: str = advanced_flag(
+        DEFAULT_EPSILON_WEIGHTS, "How the DP stages share --epsilon, as stage:weight pairs. The stages: "
+        f"{', '.join(s.name for s in dp_stage_specs.calibrated_specs())}; of these, "
         f"{', '.join(f'{s.name} (weight {s.default_weight:g})' for s in dp_stage_specs.calibrated_specs() if s.optional)}"
-        " may be left out); a stage's noise is calibrated to its "
+        " may be left out. A stage's noise is calibrated to its "
         "weighted share, then all are scaled together until the composition meets --epsilon. A stage that "
         "does not run (keyword_histograms with --keyword_mode centroid; user_count unless --projection_dim "
         "auto without --expected_users; themes without --themes, facets and facet_topics without --facets, "
         "token_decoding without --token_decoding_steps) is left out, and its weight moves nothing.", public=True)
     delta: float = flag(1e-6, "Total delta of a run, at which its epsilon is composed (not split between stages).",
                         type=float, public=True, gt=0, lt=1)
-    keyword_votes: str = flag(
+    keyword_votes: str = advanced_flag(
         "weighted",
-        "How conversations vote for their topic's keywords. weighted: each conversation weighs 1/n_u "
+        "How conversations vote for their topic's keywords. With weighted, each conversation weighs 1/n_u "
         "(n_u: its user's kept conversations) and votes its best --keywords_per_vote keywords; one Gaussian "
-        "sum of L2 sensitivity 1 per (cluster, keyword) (docs/privacy.md). count: the former PipelineDP COUNT "
+        "sum of L2 sensitivity 1 per (cluster, keyword) (docs/privacy.md). With count, the former PipelineDP COUNT "
         "of users per (cluster, keyword), each conversation adding up to --max_keywords_per_conversation keywords "
         "and a user up to --max_keyword_partitions_per_user pairs, with --keyword_noise.",
         choices=KEYWORD_VOTES, public=True)
-    keyword_noise: str | None = flag(
+    keyword_noise: str | None = advanced_flag(
         None, "--keyword_votes count only: noise of the keyword counts (default gaussian). Weighted votes "
               "are always Gaussian.", choices=("gaussian", "laplace"), public=True)
-    max_keyword_partitions_per_user: int | None = flag(
+    max_keyword_partitions_per_user: int | None = advanced_flag(
         None, "--keyword_votes count only: L0 bound, the (cluster, keyword) pairs one user may add 1 to "
               f"(default {DEFAULT_KEYWORD_PARTITIONS_PER_USER}). Weighted votes need none: a user's votes weigh 1 "
               "in total.", type=int, public=True, ge=1)
     # Private: the report says only whether it was set (derived_public_values).
-    noise_seed: int | None = flag(
+    noise_seed: int | None = advanced_flag(
         None, "TESTING ONLY: makes the DP k-means and weighted keyword-vote noise reproducible, which voids "
               "their guarantee for anyone who knows the seed. PipelineDP's noise is never seeded.", type=int)
-    epsilon_clustering: float | None = flag(None, RETIRED_HELP, type=float)
-    epsilon_size: float | None = flag(None, RETIRED_HELP, type=float)
-    epsilon_keywords: float | None = flag(None, RETIRED_HELP, type=float)
+    epsilon_clustering: float | None = advanced_flag(None, RETIRED_HELP, type=float)
+    epsilon_size: float | None = advanced_flag(None, RETIRED_HELP, type=float)
+    epsilon_keywords: float | None = advanced_flag(None, RETIRED_HELP, type=float)
 
     def check_values(self):
         for name in RETIRED_FLAGS:

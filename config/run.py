@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from core.params import Params, check, flag, params_group, parse_bool
+from core.params import Params, advanced_flag, check, flag, params_group, parse_bool
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, MAX_WINDOW_DELTA, LedgerPolicy
 from dp_ops.nightly_plan import DEFAULT_CADENCE_DAYS
 
@@ -22,36 +22,36 @@ class RunParams(Params):
     date: str | None = flag(
         None, "Run date YYYY-MM-DD, or 'today'/'yesterday' (UTC). Fills a {date} placeholder in --input, "
               "writes under OUTPUT/dt=DATE/run=RUN_ID/ and lists the run in OUTPUT/index.json.")
-    seed: int | None = flag(
+    seed: int | None = advanced_flag(
         None, "Seed for contribution bounding, keyword sampling, the projection and LSH planes "
               "(not the DP noise). Default: drawn at random and recorded in private/run_stats.json.", type=int)
     privacy_ledger: str | None = flag(
         None, "JSON privacy-budget ledger (local or gs://) that records every run's spend per privacy unit.")
     max_epsilon_per_window: float | None = flag(
-        None, "Refuse, before reading any data, a run that would bring any --window_days window over this "
-              "epsilon (needs --privacy_ledger; the insights job also needs {date} in --input, since a run is "
+        None, "The window cap: refuse, before reading any data, a run that would bring any --window_days window over "
+              "this epsilon. It needs --privacy_ledger (and the insights job {date} in --input, since a run is "
               "charged on its --date). The first capped run writes this and the other window flags "
               "(--max_delta_per_window, --window_days, --cadence_days) into the ledger as its policy; a later "
               "run with other values is refused (exit code 4). Change it with python -m beam_jobs.ledger_policy "
               "(docs/production.md#the-ledgers-policy).", type=float, gt=0)
-    max_delta_per_window: float = flag(
+    max_delta_per_window: float = advanced_flag(
         DEFAULT_WINDOW_DELTA, "The one delta at which every window's runs are composed and its epsilon checked "
                               "against --max_epsilon_per_window; a window whose runs need a larger delta is refused "
                               "too. Keep it well under 1 / (users in a window).",
         type=float, gt=0, le=MAX_WINDOW_DELTA)
     window_days: int = flag(30, "Length of the ledger's budget window in days.", type=int, ge=1)
     cadence_days: int = flag(
-        DEFAULT_CADENCE_DAYS, "Days between scheduled runs; with --max_epsilon_per_window and no --epsilon, each "
+        DEFAULT_CADENCE_DAYS, "Days between scheduled runs. With --max_epsilon_per_window and no --epsilon, each "
                               "run's budget is planned so that ceil(--window_days / this) runs fit every window.",
         type=int, ge=1)
     allow_rerun: bool = flag(
-        False, "Allow a second run for a date already in the ledger, recorded as a second spend "
-               "(--allow_rerun or --allow_rerun=true, as Flex Templates pass it).",
+        False, "Allow a second run for a date already in the ledger, recorded as a second spend. Give it as "
+               "--allow_rerun or --allow_rerun=true (as Flex Templates pass it).",
         type=parse_bool, nargs="?", const=True)
     canary_file: str | None = flag(
         None, "Strings (one per line, or JSON Lines with a canary field) that the release gate must never "
               "find in release/.")
-    progress: str = flag(
+    progress: str = advanced_flag(
         "auto", "Print the running stage, its progress and an ETA to stderr every 10 s. auto: on for the "
                 "DirectRunner's in-process engine; never on Dataflow, which has its own monitoring.",
         choices=("auto", "on", "off"))

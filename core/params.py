@@ -84,11 +84,26 @@ def flag(default: Any, help: str, *, public: bool = False, ge: float | None = No
          le: float | None = None, lt: float | None = None, finite: bool = False, **argparse_kwargs) -> Any:
     """A dataclass field that is also the flag --<field name> (argparse_kwargs: type, choices, nargs...),
     with its numeric bounds, if any (checked when the params object is built, and in both generated
-    documents)."""
+    documents). A flag a user sets: the jobs' --help and docs/options.md list it in its group, before the
+    advanced ones (`advanced_flag`). The first sentence of `help` is all that --help shows of it, so it
+    stands alone; the rest is on docs/options.md."""
     bounds = Bounds(ge, gt, le, lt, finite)
-    return dataclasses.field(default=default, metadata={"help": help, "public": public,
+    return dataclasses.field(default=default, metadata={"help": help, "public": public, "advanced": False,
                                                         "bounds": None if bounds == Bounds() else bounds,
                                                         "argparse": argparse_kwargs})
+
+
+def advanced_flag(default: Any, help: str, **declaration) -> Any:
+    """A flag (`flag`'s arguments) that a user rarely sets: an evaluation, research or tuning knob whose
+    default is the product's. The jobs' --help and docs/options.md list it in their last group, Advanced,
+    after every flag a user sets."""
+    declared = flag(default, help, **declaration)
+    return dataclasses.field(default=default, metadata={**declared.metadata, "advanced": True})
+
+
+def is_advanced(field: dataclasses.Field) -> bool:
+    """Whether a flag was declared with `advanced_flag`."""
+    return field.metadata["advanced"]
 
 
 def setting(default: Any, why: str) -> Any:

@@ -64,7 +64,7 @@ def facet_section(question: str, columns: Sequence[str], overall: Mapping, overa
         "answers": list(columns),
         "labels": {column: (labels or {}).get(column, column) for column in columns},
         "unit": "users (each user's conversations weigh 1 in all), as the votes weigh them",
-        "interval": "95% from the noise drawn (1.96 sigma; a share's by the delta method)",
+        "interval": "95% from the noise drawn (1.96 sigma; a share's by Fieller's method, the total's noise included)",
         "sigma": {"overall": overall_sigma, "by_topic": by_topic_sigma},
         "overall": histogram_rows(columns_of(overall, 0, columns), overall_sigma),
         "by_topic": {str(int(topic)): histogram_rows(columns_of(by_topic, int(topic), columns), by_topic_sigma)

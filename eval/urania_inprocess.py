@@ -221,14 +221,11 @@ def topic_plan(config: UraniaConfig, joint: JointCalibration | None, input_dim: 
 
 
 def config_shown(config: UraniaConfig) -> dict:
-    """The config as the report shows it: REPORTED_FLAGS (centre_decoder only when on, as the job's
-    derived_public_values), then any other flag set away from the job's default, so a run on defaults
-    shows what it always has and no setting that changes the run is left out."""
+    """The config as the report shows it: REPORTED_FLAGS, then any other flag set away from the job's default,
+    so a run on defaults shows what it always has and no setting that changes the run is left out."""
     shown = {name: getattr(config, name) for name in REPORTED_FLAGS}
     if shown["keyword_min_similarity"] is None:  # the encoder's own floor: show the value the run used
         shown["keyword_min_similarity"] = run_encoder(config).floors.keyword_vote
-    if not config.centre_decoder:
-        del shown["centre_decoder"]
     shown.update({name: getattr(config, name) for name in config.flags[len(REPORTED_FLAGS):]
                   if getattr(config, name) != config.declared[name].default})
     return shown

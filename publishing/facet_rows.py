@@ -1,8 +1,12 @@
 """The facets' long-format rows (date, facet, answer, topic, lineage, size, low, high, share) from
 released reports: post-processing of their `facets` sections (dp_ops/facets.py), no budget. A row
-with no topic is the facet's answer over all the night's conversations."""
+with no topic is the facet's answer over all the night's conversations. The rows are facets.csv's and
+facets.parquet's, tables people open: their counts are shown ones, clamped at 0
+(publishing.report.shown_counts); the reports keep the released values."""
 
 from __future__ import annotations
+
+from publishing.report import shown_counts
 
 FACET_COLUMNS = ("date", "facet", "answer", "topic", "lineage", "size", "low", "high", "share")
 
@@ -14,9 +18,10 @@ def facet_rows(date: str, report: dict) -> list[dict]:
     for facet, section in (report.get("facets") or {}).items():
         cells = [(None, row) for row in section["overall"]] + [
             (int(topic), row) for topic, topic_rows in section["by_topic"].items() for row in topic_rows]
-        rows += [{"date": date, "facet": facet, "answer": row["answer"], "topic": topic,
-                  "lineage": None if topic is None else lineages.get(topic), "size": row["size"],
-                  "low": row["low"], "high": row["high"], "share": row["share"]} for topic, row in cells]
+        rows += [shown_counts({"date": date, "facet": facet, "answer": row["answer"], "topic": topic,
+                               "lineage": None if topic is None else lineages.get(topic), "size": row["size"],
+                               "low": row["low"], "high": row["high"], "share": row["share"]})
+                 for topic, row in cells]
     return rows
 
 

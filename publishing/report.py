@@ -22,6 +22,30 @@ CENTROID_SOURCE = "nearest_keywords_to_dp_centre"
 NO_SOURCE = "none"
 
 
+# The keys of a released row that hold noisy counts (a size and its 95% interval, in users or conversations).
+COUNT_KEYS = ("size", "low", "high")
+# report.json's "noisy_counts": what its sizes are, and what the pages and tables do with them.
+NOISY_COUNTS_NOTE = ("Sizes here are noisy counts as released, unclamped: the noise is unbiased, so a column few or no "
+                     "users chose (a theme, a facet answer, a keyword's votes) can be below 0, and sums and means of "
+                     "these values stay unbiased; shares and intervals are computed from them. report.html, "
+                     "timeline.html and the CSV and Parquet tables show every count clamped at 0, as no true count is "
+                     "below 0. A topic's size is released only at or above the release threshold.")
+
+
+def shown_count(value):
+    """A noisy count as a page or a table shows it: clamped at 0, since no true count is below 0 and the
+    noise takes a small one there about half the time. report.json and timeline.json keep the released
+    values (NOISY_COUNTS_NOTE); this is the one place a shown count is clamped. None stays None."""
+    if value is None:
+        return None
+    return value if value > 0 else type(value)(0)
+
+
+def shown_counts(row: dict) -> dict:
+    """A copy of a released row whose COUNT_KEYS are shown_count's (the others as they were)."""
+    return {key: shown_count(value) if key in COUNT_KEYS else value for key, value in row.items()}
+
+
 def keyword_agreement(histogram: dict[int, list[str]], centroid: dict[int, list[str]]) -> dict:
     """How much the histogram's and the centroid's keywords agree, per topic and overall:
     Jaccard |A & B| / |A | B| and the share of the centroid's keywords the histogram also released."""
@@ -182,7 +206,7 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
     report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition,
                                                               stage_releases),
                                             **(labelling or {}), **({"plan": plan} if plan else {})},
-              "config": config}
+              "config": config, "noisy_counts": NOISY_COUNTS_NOTE}
     if centroid_keywords is not None:
         for topic in topics:
             topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])

@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from core.dates import day_of_run_id
 from core.dp_stages import KEYWORD_HISTOGRAMS
-from publishing.report import noise_margin, size_noise_of
+from publishing.report import noise_margin, shown_count, shown_counts, size_noise_of
 
 _environment = None
 
@@ -143,12 +143,13 @@ def _bar_chart(topics: list[dict]) -> dict | None:
     if not topics:
         return None
     label_width, bar_width, row, top = 340, 520, 22, 8
-    largest = max(max(t["size"] for t in topics), 1)
+    largest = max(max(shown_count(t["size"]) for t in topics), 1)
     bars = []
     for index, topic in enumerate(topics):
         y = top + index * row
-        width = max(1, round(bar_width * topic["size"] / largest))
-        bars.append({"name": _text(topic["name"]), "label": _truncate(topic["name"], 48), "size": f"{topic['size']:,}",
+        width = max(1, round(bar_width * shown_count(topic["size"]) / largest))
+        bars.append({"name": _text(topic["name"]), "label": _truncate(topic["name"], 48),
+                     "size": f"{shown_count(topic['size']):,}",
                      "text_y": y + 15, "y": y + 3, "width": width, "value_x": label_width + width + 6})
     return {"width": label_width + bar_width + 80, "height": top * 2 + row * len(topics), "label_x": label_width - 8,
             "bar_x": label_width, "bar_height": row - 6, "bars": bars}
@@ -157,7 +158,8 @@ def _bar_chart(topics: list[dict]) -> dict | None:
 def _topic_rows(topics: list[dict], ranks: dict[int, int], groups_by_topic: dict[int, str],
                 bars: dict[str, list[dict]]) -> list[dict]:
     return [{"search": _search_text(t["name"], t["keywords"], t.get("description", "")), "rank": ranks[t["id"]],
-             "id": _text(t["id"]), "name": _text(t["name"]), "size": f"{t['size']:,}", "keywords": _keywords(t["keywords"]),
+             "id": _text(t["id"]), "name": _text(t["name"]), "size": f"{shown_count(t['size']):,}",
+             "keywords": _keywords(t["keywords"]),
              "label": _label_source(t), "shares": _vote_shares(t), "group": _text(groups_by_topic.get(t["id"], "")),
              "description": _text(t.get("description", "")),
              "exemplars": [_text(e["text"]) for e in t.get("exemplars") or []], "facets": bars.get(str(t["id"]), []),
@@ -177,7 +179,7 @@ def _groups(report: dict, by_id: dict[int, dict], ranks: dict[int, int], groups_
     groups = []
     for group in (report.get("hierarchy") or {}).get("groups", []):
         members = [by_id[i] for i in group["topic_ids"] if i in by_id]
-        groups.append({"name": _text(group["name"]), "topic_count": len(members), "size": f"{group['size']:,}",
+        groups.append({"name": _text(group["name"]), "topic_count": len(members), "size": f"{shown_count(group['size']):,}",
                        "keywords": _keywords(group["keywords"]),
                        "rows": _topic_rows(members, ranks, groups_by_topic, bars)})
     return groups
@@ -209,13 +211,14 @@ def _answer_label(section: dict, answer: str) -> str:
 
 def _facet_tables(facets: dict) -> list[dict]:
     """The overall table of each facet: every answer in the facet's fixed order, its noisy size in users
-    with its 95% interval and its noisy share with the share's (all read from report.json)."""
+    with its 95% interval (clamped at 0: shown_counts) and its noisy share with the share's (all read from
+    report.json)."""
     return [{"name": _text(name), "question": _text(section["question"]),
              "rows": [{"answer": _text(row["answer"]), "label": _answer_label(section, row["answer"]),
-                       "size": f"{row['size']:,.0f}", "interval": f"{row['low']:,.0f} to {row['high']:,.0f}",
+                       "size": f"{shown['size']:,.0f}", "interval": f"{shown['low']:,.0f} to {shown['high']:,.0f}",
                        "share": _percent(row["share"]),
                        "share_interval": f"{_percent(row['share_low'])} to {_percent(row['share_high'])}"}
-                      for row in section["overall"]]}
+                      for row, shown in ((row, shown_counts(row)) for row in section["overall"])]}
             for name, section in facets.items()]
 
 
@@ -234,7 +237,7 @@ def _facet_bar_chart(section: dict, rows: list[dict]) -> dict:
                      "high_x": label_width + round(bar_width * row["share_high"]),
                      "value": f"{100 * row['share']:.0f}%",
                      "title": (f"{label}: {_percent(row['share'])} of the topic (95%: {_percent(row['share_low'])} "
-                               f"to {_percent(row['share_high'])}), {row['size']:,.0f} users")})
+                               f"to {_percent(row['share_high'])}), {shown_count(row['size']):,.0f} users")})
     return {"width": label_width + bar_width + 40, "height": top * 2 + row_height * max(len(shown), 1),
             "label_x": label_width - 6, "bar_x": label_width, "bar_height": row_height - 6,
             "value_x": label_width + bar_width + 4, "bars": bars}

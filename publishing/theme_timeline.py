@@ -15,30 +15,28 @@ report (a night run without --themes) is simply missing that night.
   noise shows here. `rising` / `falling` beyond Z, `steady` otherwise, and `too few nights` until the
   theme has a full week and at least one night before it. A weekly pattern (a theme larger on one
   weekday) moves both means alike and is not flagged. Both sides' noise and natural variation are those
-  of a mean of their nights (`weekly_z`).
+  of a mean of their nights (publishing.timeline `weekly_z`; topic lineages get the same weekly status).
 """
 
 from __future__ import annotations
 
-import math
-
-from publishing.timeline import (
+from publishing.timeline import (  # the weekly rule (weekly_status) is the lineages' too: one implementation
     BASELINE_NIGHTS,
-    DAY_TO_DAY_CV,
     EMERGING_NIGHTS,
     FIRST_NIGHT,
+    PRIOR_WEEKS,
+    WEEK,
     Z,
     day_number,
     night_status,
     same_weekday_history,
+    weekly_status,
+    weekly_summary,
 )
 
-WEEK = 7
-PRIOR_WEEKS = 4
 # At most this many of tonight's k-means seeds go to risen themes (themes_to_seed): the other slots keep
 # last night's topics and the fresh seeds.
 MAX_THEME_SEEDS = 2
-WEEKLY_STATUSES = ("rising", "falling", "steady", "too few nights")
 
 
 def _themes(report: dict) -> list[dict] | None:
@@ -50,31 +48,6 @@ def _themes(report: dict) -> list[dict] | None:
 def _variance(report: dict) -> float:
     sigma = report["themes"].get("sigma", 0.0)
     return float(sigma) ** 2 if isinstance(sigma, (int, float)) else 0.0
-
-
-def weekly_z(sizes: list[tuple[float, float]]) -> float:
-    """(mean of the last WEEK nights - mean of up to PRIOR_WEEKS * WEEK nights before them) / its standard
-    deviation when nothing changed. `sizes`: (size, noise variance), oldest first, more than WEEK of them.
-    As change_z, but both sides are means of several nights: each side's noise variance and natural
-    variation (Poisson, overdispersed by DAY_TO_DAY_CV) shrink with its number of nights."""
-    week, before = sizes[-WEEK:], sizes[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
-    week_mean = sum(size for size, _ in week) / len(week)
-    prior_mean = sum(size for size, _ in before) / len(before)
-    mu = max(prior_mean, 0.0)
-    natural = mu + (DAY_TO_DAY_CV * mu) ** 2
-    variance = (sum(v for _, v in week) / len(week) ** 2 + sum(v for _, v in before) / len(before) ** 2
-                + natural * (1 / len(week) + 1 / len(before)))
-    if variance <= 0:
-        return 0.0 if week_mean == prior_mean else math.copysign(math.inf, week_mean - prior_mean)
-    return (week_mean - prior_mean) / math.sqrt(variance)
-
-
-def weekly_status(sizes: list[tuple[float, float]]) -> str:
-    """The weekly status of a theme whose nights, oldest first, are (size, noise variance)."""
-    if len(sizes) < WEEK + 1:
-        return "too few nights"
-    score = weekly_z(sizes)
-    return "rising" if score > Z else "falling" if score < -Z else "steady"
 
 
 class PartitionSeries:
@@ -98,10 +71,7 @@ class PartitionSeries:
 
     def weekly(self) -> dict:
         """{"status", "week_mean", "prior_mean"} as of the last night added."""
-        week, before = self._history[-WEEK:], self._history[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
-        return {"status": weekly_status(self._history),
-                "week_mean": round(sum(s for s, _ in week) / len(week), 2) if week else None,
-                "prior_mean": round(sum(s for s, _ in before) / len(before), 2) if before else None}
+        return weekly_summary(self._history)
 
 
 def theme_timeline(runs: list[tuple[str, dict]]) -> list[dict]:

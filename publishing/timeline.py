@@ -93,6 +93,21 @@ New this week either, unless `also_new` lists it.
 `CHANGE_STATUSES` are the statuses that flag a change (`new`, `emerging`, `growing`, `shrinking`,
 `vanished`); `first night`, `steady`, `unlabelled change` and `below threshold` are not.
 
+**Weekly status** (`week` of each released night, `weekly` of the lineage as of its last released night):
+the themes' weekly rule (publishing/theme_timeline.py; `weekly_status`, one implementation for both) on the
+lineage's released sizes: `rising` / `falling` when the mean of its last `WEEK` released nights is more than
+`Z` standard deviations above / below the mean of the up to `PRIOR_WEEKS` * `WEEK` released nights before
+them (`weekly_z`: both means' noise and natural variation), `steady` otherwise, `too few nights` before
+`WEEK` + 1 released nights; a night it was not released has none. A slow riser never stands out from one
+night's noise: at the nightly budget (Laplace noise of scale about 9 on a topic of 40 conversations) a
+topic doubling over three weeks grows 3.4% a night, and on real logs one lineage grew from about 40 to 120
+conversations over 21 nights and was `steady` every night (issue 59). A mean of 7 nights has about 1/sqrt(7) of one night's noise,
+so the week shows it. The sizes are the released (noisy) ones: post-processing, no budget. On a generated
+stream's counts with that noise (tests/publishing/test_timeline.py; 3 streams x 5 noise draws) a topic
+doubling over nights 28-48 was first in `rising` 9-17 nights after it began, its week never rising before; steady topics
+carried a flag (nightly or weekly) on 0.17-0.52 of 100 nights. `rising` names a lineage released on the
+last night whose status is `growing` or `emerging` or whose week is `rising`: the page's "Rising".
+
 **New this week** (`new_this_week`): lineages first seen on one of the timeline's last `WEEK_NIGHTS`
 nights and released on at least `MIN_RECENT_NIGHTS` of its last `RECENT_NIGHTS` nights, so a topic
 released on one night only (a cluster that formed once, a re-found topic under a fresh id, a topic
@@ -112,7 +127,7 @@ from collections.abc import Collection
 
 from core.dates import parse_date
 from publishing.lineage import split_parents
-from publishing.report import VOTE_SOURCES, noise_margin, size_noise_of
+from publishing.report import VOTE_SOURCES, noise_margin, shown_counts, size_noise_of
 
 FIRST_NIGHT = "first night"
 UNLABELLED_CHANGE = "unlabelled change"
@@ -147,6 +162,11 @@ DAY_TO_DAY_CV = 0.10
 # (the first weeks) a halving from 200 to 100 is only about 3 standard deviations from them.
 WEEKDAY_NIGHTS = 4
 Z_WEEKDAY = 2.0
+# The weekly status (`weekly_status`; the themes', publishing/theme_timeline.py, and the lineages'): the mean
+# of the last WEEK nights against the mean of the PRIOR_WEEKS * WEEK nights before them.
+WEEK = 7
+PRIOR_WEEKS = 4
+WEEKLY_STATUSES = ("rising", "falling", "steady", "too few nights")
 # `new_this_week`: lineages first seen on one of the timeline's last this-many nights...
 WEEK_NIGHTS = 7
 # ...and released on at least MIN_RECENT_NIGHTS of its last RECENT_NIGHTS nights (no one-night blips).
@@ -223,6 +243,42 @@ def night_status(size: float, variance: float, history: list[tuple[float, float]
     return "growing" if score > Z else "shrinking" if score < -Z else "steady"
 
 
+def weekly_z(sizes: list[tuple[float, float]]) -> float:
+    """(mean of the last WEEK nights - mean of up to PRIOR_WEEKS * WEEK nights before them) / its standard
+    deviation when nothing changed. `sizes`: (size, noise variance), oldest first, more than WEEK of them.
+    As change_z, but both sides are means of several nights: each side's noise variance and natural
+    variation (Poisson, overdispersed by DAY_TO_DAY_CV) shrink with its number of nights."""
+    week, before = sizes[-WEEK:], sizes[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
+    week_mean = sum(size for size, _ in week) / len(week)
+    prior_mean = sum(size for size, _ in before) / len(before)
+    mu = max(prior_mean, 0.0)
+    natural = mu + (DAY_TO_DAY_CV * mu) ** 2
+    variance = (sum(v for _, v in week) / len(week) ** 2 + sum(v for _, v in before) / len(before) ** 2
+                + natural * (1 / len(week) + 1 / len(before)))
+    if variance <= 0:
+        return 0.0 if week_mean == prior_mean else math.copysign(math.inf, week_mean - prior_mean)
+    return (week_mean - prior_mean) / math.sqrt(variance)
+
+
+def weekly_status(sizes: list[tuple[float, float]]) -> str:
+    """The weekly status of a series whose nights, oldest first, are (size, noise variance): `rising` /
+    `falling` when weekly_z is beyond Z, `steady` otherwise, `too few nights` before a full week and one
+    night before it."""
+    if len(sizes) < WEEK + 1:
+        return "too few nights"
+    score = weekly_z(sizes)
+    return "rising" if score > Z else "falling" if score < -Z else "steady"
+
+
+def weekly_summary(sizes: list[tuple[float, float]]) -> dict:
+    """{"status", "week_mean", "prior_mean"} of a series of (size, noise variance), oldest first, as of its
+    last night (the means rounded; None for a side with no night)."""
+    week, before = sizes[-WEEK:], sizes[-WEEK * (PRIOR_WEEKS + 1):-WEEK]
+    return {"status": weekly_status(sizes),
+            "week_mean": round(sum(s for s, _ in week) / len(week), 2) if week else None,
+            "prior_mean": round(sum(s for s, _ in before) / len(before), 2) if before else None}
+
+
 def _weekly_pattern_aware(score: float, size: float, variance: float,
                           same_weekday: list[tuple[float, float]]) -> float:
     """`score`, unless tonight is close to the lineage's recent nights on the same weekday (within
@@ -264,7 +320,8 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
     MIN_RECENT_NIGHTS of the last RECENT_NIGHTS nights (a hook: e.g. lineages whose theme rose).
 
     Returns {"nights": [dates], "lineages": [{"id", "name", "keywords", "split_from", "nights": [{"date", "size", "low",
-    "high", "share", "status", "label_evidence"}]}], "new_this_week": [lineage ids], "rising": [lineage ids],
+    "high", "share", "status", "week", "label_evidence"}], "weekly": {"status", "week_mean", "prior_mean"}}],
+    "new_this_week": [lineage ids], "rising": [lineage ids],
     "status_rule": {...}, "generated_from": [{"date", "run_id"}]} (the fixed themes' keys are added by
     publishing.theme_timeline.themes_part, the facets' by publishing.facet_timeline.facets_part). Lineages are ordered:
     released on the last night first, by size, then
@@ -306,17 +363,19 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
                                   same_weekday=same_weekday_history(by_day, night["day"]))
             if status in LABELLED_CHANGES and not _named_by_votes(topic):
                 status = UNLABELLED_CHANGE
+            history.append((size, night["variance"]))
             entries.append({"date": night["date"], "size": size, "low": round(max(0.0, size - night["margin"]), 2),
                             "high": round(size + night["margin"], 2),
                             "share": round(size / night["total"], 6) if night["total"] else 0.0,
-                            "status": status, "label_evidence": topic.get("label_evidence"), "_index": index})
-            history.append((size, night["variance"]))
+                            "status": status, "week": weekly_status(history),
+                            "label_evidence": topic.get("label_evidence"), "_index": index})
             if night["day"] is not None:
                 by_day[night["day"]] = (size, night["variance"])
             released.append(index)
             latest, last_index, present = topic, index, True
         lineages.append({"id": lineage, "name": latest.get("name", ""), "keywords": list(latest.get("keywords", [])),
-                         "split_from": split_from.get(lineage), "nights": entries, "_first": first, "_last": last_index,
+                         "split_from": split_from.get(lineage), "nights": entries, "weekly": weekly_summary(history),
+                         "_first": first, "_last": last_index,
                          "_size": latest.get("size") or 0, "_named_by_votes": _named_by_votes(latest),
                          "_released": released})
 
@@ -330,14 +389,14 @@ def build_timeline(runs: list[tuple[str, dict]], max_nights: int | None = None,
         entries = [{k: v for k, v in e.items() if k != "_index"} for e in item["nights"] if e["_index"] >= start]
         if entries:
             kept.append({"id": item["id"], "name": item["name"], "keywords": item["keywords"],
-                         "split_from": item["split_from"], "nights": entries,
+                         "split_from": item["split_from"], "nights": entries, "weekly": item["weekly"],
                          "_first": item["_first"], "_released": item["_released"],
                          "_named_by_votes": item["_named_by_votes"]})
     recent_start = max(0, len(nights) - RECENT_NIGHTS)
     new_this_week = [item["id"] for item in kept if _new_this_week(item, week_start, recent_start, also_new)]
     for item in kept:
         del item["_first"], item["_released"], item["_named_by_votes"]
-    rising = [item["id"] for item in kept if item["nights"][-1]["status"] in ("growing", "emerging")]
+    rising = [item["id"] for item in kept if _rising(item["nights"][-1])]
     return {
         "nights": [night["date"] for night in nights[start:]],
         "lineages": kept,
@@ -379,10 +438,16 @@ def _named_by_votes(topic: dict) -> bool:
     return topic.get("label_source") in VOTE_SOURCES
 
 
+def _rising(night: dict) -> bool:
+    """Whether a lineage whose latest entry is `night` is "Rising": released that night and either growing
+    or emerging, or its week rising (a slow riser no single night separates from the noise)."""
+    return night["status"] in ("growing", "emerging") or night.get("week") == "rising"
+
+
 def _missed(date: str, index: int, status: str) -> dict:
     """The entry of the first night a lineage was not released (`vanished` or `below threshold`)."""
     return {"date": date, "size": None, "low": None, "high": None, "share": None, "status": status,
-            "label_evidence": None, "_index": index}
+            "week": None, "label_evidence": None, "_index": index}
 
 
 def status_rule() -> dict:
@@ -393,6 +458,7 @@ def status_rule() -> dict:
         "day_to_day_cv": DAY_TO_DAY_CV, "new_this_week_nights": WEEK_NIGHTS,
         "new_this_week_recent_nights": RECENT_NIGHTS, "new_this_week_min_recent_nights": MIN_RECENT_NIGHTS,
         "weekday_nights": WEEKDAY_NIGHTS, "z_weekday": Z_WEEKDAY, "change_statuses": list(CHANGE_STATUSES),
+        "week_nights": WEEK, "prior_weeks": PRIOR_WEEKS, "week_flags": ["rising", "falling"],
         "text": (f"first night: a lineage's first night, not yet a change. new: its second released night within "
                  f"{RECENT_NIGHTS} nights of its first, unless it split from a known lineage (its first centre close "
                  "to one released before it) or started on the timeline's first night. emerging: such a lineage's "
@@ -410,6 +476,12 @@ def status_rule() -> dict:
                  "its size may just have drawn low noise under the threshold. New this week: first seen in the last "
                  f"{WEEK_NIGHTS} nights, named by its own DP votes, not split from a known lineage and released on at "
                  f"least {MIN_RECENT_NIGHTS} of the last {RECENT_NIGHTS}. "
+                 f"Week (each released night, as the themes'): rising/falling when the mean of the lineage's last {WEEK} "
+                 f"released nights is more than {Z:g} standard deviations above/below the mean of the up to "
+                 f"{WEEK * PRIOR_WEEKS} released nights before them (a mean of 7 nights has about 1/sqrt(7) of one "
+                 "night's noise, so a slow riser that no single night shows is seen); too few nights before "
+                 f"{WEEK + 1} released nights. Rising: released on the last night and growing, emerging or its week "
+                 "rising. "
                  "The standard deviation combines both nights' privacy noise and a "
                  f"true count's natural variation (Poisson, plus {DAY_TO_DAY_CV:.0%} of its size). Interval: 95% for "
                  "the true size from the noise drawn that night (Laplace: b ln 20; Gaussian: 1.96 sigma)."),
@@ -421,7 +493,9 @@ ROW_COLUMNS = ("lineage_id", "name", "keywords", "date", "size", "low", "high", 
 
 def timeline_rows(timeline: dict) -> list[dict]:
     """Long format: one row per lineage and night it has an entry for, then one per theme and night
-    (columns `ROW_COLUMNS`; `kind` says which: "topic" or "theme", and a theme's id is in `lineage_id`)."""
+    (columns `ROW_COLUMNS`; `kind` says which: "topic" or "theme", and a theme's id is in `lineage_id`).
+    Its counts are shown ones, clamped at 0 (publishing.report.shown_counts: timeline.csv and .parquet are
+    what people open; timeline.json keeps the released values)."""
     topics = [{"lineage_id": lineage["id"], "name": lineage["name"], "keywords": "; ".join(lineage["keywords"]),
                "date": night["date"], "size": night["size"], "low": night["low"], "high": night["high"],
                "share": night["share"], "status": night["status"], "kind": "topic"}
@@ -430,5 +504,5 @@ def timeline_rows(timeline: dict) -> list[dict]:
                "size": round(night["size"]), "low": night["low"], "high": night["high"], "share": night["share"],
                "status": night["status"], "kind": "theme"}
               for theme in timeline.get("themes", []) for night in theme["nights"]]
-    return topics + themes
+    return [shown_counts(row) for row in topics + themes]
 

@@ -16,8 +16,9 @@ import re
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from publishing.facet_timeline import SHOWN_SHARE, shown_answers
+from publishing.report import shown_count, shown_counts
 from publishing.report_html import answer_label
-from publishing.timeline import CHANGE_STATUSES, STATUSES, status_rule
+from publishing.timeline import CHANGE_STATUSES, PRIOR_WEEKS, STATUSES, WEEK, status_rule
 
 CHART_WIDTH, CHART_HEIGHT = 960, 150
 _LEFT, _RIGHT, _TOP, _BOTTOM = 48, 14, 10, 24
@@ -149,12 +150,29 @@ def _facets(timeline: dict) -> list[dict]:
     facets = []
     for name, facet in (timeline.get("facets") or {}).items():
         answers = [{**answer, "shown_label": answer_label(answer["label"], answer["answer"]),
-                    "latest": answer["nights"][-1], "spark": _share_sparkline(answer, nights)}
+                    "latest": shown_counts(answer["nights"][-1]), "spark": _share_sparkline(answer, nights)}
                    for answer in shown_answers(facet) if any(n["date"] in nights for n in answer["nights"])]
         if answers:
             facets.append({"name": name, "question": facet["question"], "answers": answers,
                            "hidden": len(facet["answers"]) - len(answers)})
     return facets
+
+
+def _shown_weekly(weekly: dict) -> dict:
+    """A weekly status with its two means of noisy sizes as shown counts (publishing.report.shown_count)."""
+    return {**weekly, **{key: shown_count(weekly.get(key)) for key in ("week_mean", "prior_mean")}}
+
+
+def _lineage_week(lineage: dict) -> str | None:
+    """What a lineage's weekly status says (publishing.timeline.weekly_summary, as of its last released night),
+    None before it has a full week: "week: rising (74 a night over its last 7 released nights against 49 over
+    the 28 before)"."""
+    weekly = lineage.get("weekly") or {}
+    if weekly.get("status") in (None, "too few nights") or weekly.get("prior_mean") is None:
+        return None
+    shown = _shown_weekly(weekly)
+    return (f"week: {weekly['status']} ({shown['week_mean']:g} a night over its last {WEEK} released nights against "
+            f"{shown['prior_mean']:g} over the up to {WEEK * PRIOR_WEEKS} before)")
 
 
 def render_timeline_html(timeline: dict) -> str:
@@ -165,13 +183,16 @@ def render_timeline_html(timeline: dict) -> str:
         released = [e for e in lineage["nights"] if e["size"] is not None]
         lineages.append({**lineage, "anchor": f"lineage-{number}", "chart": _chart(lineage, nights),
                          "latest": lineage["nights"][-1], "first_date": lineage["nights"][0]["date"],
-                         "released_nights": len(released)})
+                         "released_nights": len(released), "week_rising": lineage["nights"][-1].get("week") == "rising",
+                         "week_text": _lineage_week(lineage)})
     by_id = {lineage["id"]: lineage for lineage in lineages}
     for lineage in lineages:  # a parent outside the nights shown is named by its id
         parent = lineage.get("split_from")
         lineage["split_from_name"] = by_id[parent]["name"] if parent in by_id else parent
-    # The fixed themes lead the page (publishing/theme_timeline.py): each with its latest night.
-    themes = [{**theme, "latest": theme["nights"][-1]} for theme in timeline.get("themes", []) if theme["nights"]]
+    # The fixed themes lead the page (publishing/theme_timeline.py): each with its latest night, its counts
+    # clamped at 0 as every shown count is (a theme nobody voted for draws noise below 0 half the time).
+    themes = [{**theme, "latest": shown_counts(theme["nights"][-1]), "weekly": _shown_weekly(theme["weekly"])}
+              for theme in timeline.get("themes", []) if theme["nights"]]
     theme_by_id = {theme["id"]: theme for theme in themes}
     return _template().render(
         themes=themes, rising_themes=[theme_by_id[i] for i in timeline.get("rising_themes", []) if i in theme_by_id],
@@ -180,6 +201,7 @@ def render_timeline_html(timeline: dict) -> str:
         nights=nights, lineages=lineages,
         new_this_week=[by_id[i] for i in timeline.get("new_this_week", []) if i in by_id],
         rising=[by_id[i] for i in timeline.get("rising", []) if i in by_id],
-        rule=timeline.get("status_rule") or status_rule(), statuses=STATUSES, colours=STATUS_COLOURS,
+        rule=timeline.get("status_rule") or status_rule(), week_nights=WEEK, prior_nights=WEEK * PRIOR_WEEKS,
+        statuses=STATUSES, colours=STATUS_COLOURS,
         change_statuses=[s for s in STATUSES if s in CHANGE_STATUSES],
         quiet_statuses=[s for s in STATUSES if s not in CHANGE_STATUSES])

@@ -7,6 +7,11 @@ DP k-means used, then ranked against the released centres (side inputs, as for t
 topic is decoded on its own: one whose search fails keeps the name its labels gave, and no other topic
 changes for it (only the distinct-names step, which has always looked at all names, sees them together).
 Runs after naming and before the hierarchy and the exemplars, which then read the decoded names.
+
+Every candidate and every join passes the readability gate (backends/readable_names.py: a short noun phrase in one
+script, no question, no fragment, no parts far apart in meaning) before it is scored, and a decoded name replaces
+the name the topic's labels gave ("(approximate)", "Mixed: ..." or a vote name) only when it is nearer the
+topic's DP centre than that name; otherwise the topic keeps it (counted as labels_name_nearer).
 """
 
 from __future__ import annotations
@@ -22,15 +27,18 @@ from backends import embedding
 from backends.centre_decoder import (
     DRAFTS,
     ROUNDS,
+    Composition,
     DecodedLabel,
     NameBank,
     SensitiveGate,
     WithBank,
     decode_centre,
     decoded_topic,
+    labels_name,
 )
 from backends.interfaces import ExemplarWriter
 from backends.keyword_categories import KeywordCategories
+from backends.readable_names import NameGate
 from config.embedding import Encoder
 from dp_ops import dp_kmeans as mechanism
 from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns
@@ -45,12 +53,15 @@ log = logging.getLogger("urania.centre_decoder")
 
 @dataclasses.dataclass(frozen=True)
 class DecoderSettings:
-    """--centre_decoder: the label writer, the public bank and the search's size."""
+    """--centre_decoder: the label writer, the public bank and the search's size. `first_draft`: evaluation
+    only, also compose the name round 0's candidates give (DecodedLabel.first_draft_similarity), which a
+    release never reads."""
 
     writer: ExemplarWriter
     bank: NameBank
     drafts: int = DRAFTS
     rounds: int = ROUNDS
+    first_draft: bool = False
 
 
 class _DecodeCentreFn(beam.DoFn):
@@ -75,6 +86,10 @@ class _DecodeCentreFn(beam.DoFn):
         self._writer = WithBank(settings.writer,
                                 lambda topic: settings.bank.offered(self._gate.supported(topic), sensitive))
         self._decode = timed("centre_decoder", decode_centre)
+        # The readability gate (backends/readable_names.py) shares this worker's embeddings of texts.
+        self._readable = NameGate(self._encoder, self._categories, embed=self._embedded)
+        self._readable.setup()
+        self._composition = Composition(readable=self._readable.problem, first_draft=settings.first_draft)
 
     def teardown(self):
         self._settings.writer.teardown()
@@ -104,7 +119,10 @@ class _DecodeCentreFn(beam.DoFn):
 
         try:
             decoded = self._decode(self._writer, topic, centres[cluster_id], points_of, self._gate,
-                                   self._settings.drafts, self._settings.rounds)
+                                   self._settings.drafts, self._settings.rounds, self._composition)
+            if decoded is not None:
+                decoded = dataclasses.replace(decoded, labels_similarity=_similarity(
+                    labels_name(topic), centres[cluster_id], points_of))
         except Exception as error:  # one topic's failure must not fail the run or touch another topic
             Metrics.counter(COUNTER_NAMESPACE, "failed").inc()
             log.warning("centre decoding failed: the topic keeps its name",
@@ -114,15 +132,26 @@ class _DecodeCentreFn(beam.DoFn):
         if decoded is None:
             Metrics.counter(COUNTER_NAMESPACE, "not_decoded").inc()
             return topic, None
-        Metrics.counter(COUNTER_NAMESPACE, "decoded").inc()
         Metrics.counter(COUNTER_NAMESPACE, "candidates_scored").inc(decoded.candidates_scored)
         for reason, dropped in decoded.dropped.items():
             Metrics.counter(COUNTER_NAMESPACE, f"candidates_dropped_{reason}").inc(dropped)
+        if not decoded.replaces_labels:  # the labels' own name is nearer the centre: it stays
+            Metrics.counter(COUNTER_NAMESPACE, "labels_name_nearer").inc()
+            return topic, decoded
+        Metrics.counter(COUNTER_NAMESPACE, "decoded").inc()
         return decoded_topic(topic, decoded), decoded
 
     def process(self, named_topic, centres, basis, active_dim):
         cluster_id, topic = named_topic
         yield cluster_id, self.decoded(cluster_id, topic, centres, basis, active_dim)[0]
+
+
+def _similarity(name: str | None, centre: np.ndarray, points_of) -> float | None:
+    """The cosine of `name` (projected as the candidates are) with the centre; None for no name."""
+    if name is None:
+        return None
+    norm = float(np.linalg.norm(centre))
+    return float(points_of([name])[0] @ (np.asarray(centre, dtype=np.float32) / norm)) if norm > 0 else None
 
 
 class DecodeCentres(beam.PTransform):

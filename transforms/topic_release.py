@@ -16,6 +16,7 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, ExemplarWriter
 from backends.keyword_categories import KeywordCategories
+from backends.readable_names import readable_namer
 from config.embedding import EmbeddingParams
 from config.exemplars import ExemplarParams
 from publishing.previous_nights import PreviousNights
@@ -45,8 +46,12 @@ def release_topics(engine, labels, namer: ClusterNamer, categories: KeywordCateg
     job's groups (--exemplars_per_topic 0: no exemplars; else `exemplar_writer` writes them); every text here is
     embedded by the group's one encoder (EmbeddingParams.encoder). `decoder` (--centre_decoder):
     each name and description decoded from its DP centre, before the hierarchy and exemplars read
-    them; `keywords`: the public K, whose categories gate a decoded name (transforms/decode_centres.py)."""
+    them; `keywords`: the public K, whose categories gate a decoded name (transforms/decode_centres.py).
+    Every name `namer` writes (topics and groups) and every decoded name passes the readability gate
+    (backends/readable_names.py); a name that fails falls back to the vote name."""
     encoder = embedding.encoder
+    # Every name a namer writes passes the readability gate, else falls back to the vote name.
+    namer = readable_namer(namer, categories, encoder)
     named = engine.apply("name clusters", NameClusters(namer, categories), labels)
     if decoder is not None:
         named = engine.apply("decode DP centres", DecodeCentres(decoder, encoder, keywords, categories, kmeans.centres,

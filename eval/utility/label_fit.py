@@ -71,6 +71,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import CountVectorizer
 
+from config.reading import ReadingParams
 from dp_ops.dp_kmeans import normalise_rows
 from eval.config_flags import config_overrides
 from eval.data import Dataset, TextEmbedder, embed_cached, load_dataset
@@ -453,10 +454,12 @@ def for_each_data_set(args, overrides: dict, run, format_row, crossfit: bool = F
         config = dataclasses.replace(UraniaConfig(num_clusters=int(k)), **overrides)
         if config.embedding_model == args.judge_model:
             print(f"warning: the judge {args.judge_model} is the job's own embedding model")
-        dataset = load_dataset(paths)
+        dataset = load_dataset(paths, args.facet_max_chars)
+        # The judge reads each conversation at its own length (--judge_chars), whatever the run's truncation.
+        judged = dataset if args.judge_chars == args.facet_max_chars else load_dataset(paths, args.judge_chars)
         started = time.perf_counter()
         embeddings = embed_cached(dataset.facets, config.embedding_model)
-        judge = TextEmbedder(args.judge_model, dict(zip(dataset.facets, embed_cached(dataset.facets, args.judge_model))))
+        judge = TextEmbedder(args.judge_model, dict(zip(dataset.facets, embed_cached(judged.facets, args.judge_model))))
         rows = []
         if crossfit:
             for fold, subset, subset_embeddings, bank in crossfit_folds(dataset, embeddings):
@@ -479,6 +482,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--judge_model", default=JUDGE_MODEL,
                         help="the embedding model that judges the fit (not the job's own)")
     parser.add_argument("--set", action="append", default=[], help="FIELD=VALUE, a UraniaConfig override")
+    parser.add_argument("--facet_max_chars", type=int, default=ReadingParams().facet_max_chars,
+                        help="characters of user turns the run reads (the job's --facet_max_chars)")
+    parser.add_argument("--judge_chars", type=int, default=ReadingParams().facet_max_chars,
+                        help="characters of user turns the judge reads (fixed across a --facet_max_chars sweep)")
     parser.add_argument("--names", action="store_true",
                         help="compare namings of the same DP run: votes, centroid keywords, decoded from the centre")
     parser.add_argument("--decoder_llm", default=None, help="--names: the local model that writes the decoder's "

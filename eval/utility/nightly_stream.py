@@ -29,8 +29,11 @@ Printed (and returned by `evaluate`, written with --json):
   neighbour's cluster while a fresh seed finds it on another night: either shows the analyst a
   rise), and nights to flag, by each rule; the fading topic's
   lineage (the one it had on the last night before its decline) first shrinking or vanished;
-- false flags per 100 steady topic-nights: a steady planted topic's lineage with a status other
-  than steady (its first night in the stream excluded);
+- with --growing_topic (a topic that doubles over three weeks, beam_jobs.generate_stream), the night its
+  majority lineage is first under the page's "Rising" (growing, emerging, or its week rising: the lineages'
+  weekly status, publishing.timeline.weekly_status) and the night its week first rose;
+- false flags per 100 steady topic-nights: a steady planted topic's lineage with a change status
+  (publishing.timeline.CHANGE_STATUSES) or a week rising or falling (its first night in the stream excluded);
 - the share of the nights a steady topic is released on which it carries the lineage id it had the
   last night it was released (what the timeline follows; the check), and, stricter, the share of
   consecutive run nights on which it keeps its id, with why it did not when it did not (its cluster
@@ -51,11 +54,13 @@ nights and the fading one within 10, the weekly one never new, emerging or risin
 once a week, steady topics' and steady themes' false flags <= 3 per 100 nights each, lineage kept on
 >= 90% of nights, per-night NMI >= 0.79.
 
+    python -m eval.utility.nightly_stream --growing_topic gardening --set themes=true
     python -m eval.utility.nightly_stream --seed 11 --nights 35 --emerging_topic investing --emerging_share 0.03
     python -m eval.utility.nightly_stream --real_stream --stream eval/results/real_stream
 
-the second: another generated stream whose emerging topic is near an existing one ("personal finance")
-at 3% of a night; the third: real conversations (eval/utility/real_stream.py).
+the second: the default stream with "gardening" doubling over nights 28-48 (issue 59: scored against its
+21 nights in `verdicts`); the third: another generated stream whose emerging topic is near an existing one
+("personal finance") at 3% of a night; the fourth: real conversations (eval/utility/real_stream.py).
 """
 
 from __future__ import annotations
@@ -100,6 +105,10 @@ FADE_STATUSES = ("shrinking", "vanished")
 MAX_NIGHTS_TO_FLAG = 7
 MAX_NIGHTS_TO_FLAG_FADING = 10
 MAX_FALSE_FLAGS_PER_100 = 3.0  # steady topics and steady themes, each
+# A lineage's weekly status that flags a change (publishing.timeline.weekly_status), counted as a flag of
+# its night as the nightly statuses are; RISING: what puts a lineage under the page's "Rising".
+WEEK_FLAGS = ("rising", "falling")
+RISING_STATUSES = ("growing", "emerging")
 MIN_LINEAGE_KEPT = 0.90
 MIN_MEAN_NMI = 0.79
 # A cluster is "shared with a changing topic" when at least this share of its conversations that
@@ -304,6 +313,7 @@ def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
     """Flags of the planted changes, steady topics' false flags and lineage keeping (see the module docstring)."""
     timeline = build_timeline(sorted(run.reports.items()))
     status = {lineage["id"]: {n["date"]: n["status"] for n in lineage["nights"]} for lineage in timeline["lineages"]}
+    week = {lineage["id"]: {n["date"]: n.get("week") for n in lineage["nights"]} for lineage in timeline["lineages"]}
     mapped = planted_lineages(nights, run.reports)
     by_date = {n.date: n for n in nights}
     run_dates = [n.date for n in nights if n.date in run.reports]
@@ -311,6 +321,9 @@ def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
 
     def status_of(lineage: str | None, date: str) -> str | None:
         return None if lineage is None else status.get(lineage, {}).get(date)
+
+    def week_of(lineage: str | None, date: str) -> str | None:
+        return None if lineage is None else week.get(lineage, {}).get(date)
 
     emerging = next((t for t in planted["trends"] if t["kind"] == "emerging"), None)
     if emerging is not None:
@@ -372,6 +385,11 @@ def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
                              "called_new_or_emerging": called_new,
                              "weeks_flagged_more_than_once": weeks_flagged_more_than_once(flagged_dates)}
 
+    growing = next((t for t in planted["trends"] if t["kind"] == "growing"), None)
+    if growing is not None:
+        figures["growing"] = growing_figures(growing, [(by_date[d].index, d) for d in run_dates], mapped, status_of,
+                                             week_of, len(nights))
+
     steady = [t["topic"] for t in planted["trends"] if t["kind"] == "steady"]
     flags, counted, unmapped, kept, pairs = 0, 0, 0, 0, 0
     flagged_by_status: collections.Counter = collections.Counter()
@@ -417,9 +435,10 @@ def trend_figures(planted: dict, nights: list[Night], run: StreamRun,
             current = status_of(lineage, date)
             shared = clusters[date][topic] in mixed[date]
             shared_nights += shared
-            if current in CHANGE_STATUSES:
+            weekly = week_of(lineage, date)
+            if current in CHANGE_STATUSES or weekly in WEEK_FLAGS:
                 flags += 1
-                flagged_by_status[current] += 1
+                flagged_by_status[current if current in CHANGE_STATUSES else f"week {weekly}"] += 1
                 shared_flags += shared
     figures["steady"] = {
         "topics": len(steady), "topic_nights": counted, "unreleased_topic_nights": unmapped,
@@ -442,6 +461,38 @@ def weeks_flagged_more_than_once(dates: list[str]) -> int:
     """How many calendar weeks (Monday to Sunday) hold more than one of `dates`."""
     weeks = collections.Counter(dt.date.fromisoformat(d).isocalendar()[:2] for d in dates)
     return sum(n > 1 for n in weeks.values())
+
+
+def growing_figures(trend: dict, run_nights: list[tuple[int, str]], mapped: dict[str, dict[str, str | None]],
+                    status_of, week_of, stream_nights: int) -> dict:
+    """The growing planted topic (a slow riser): the first night from its start on which its majority
+    lineage is under the page's "Rising" (its night growing or emerging, or its week rising), the first
+    on which its week is rising, how many of its run nights since the start it was in Rising, and how many
+    lineages it had over them. `run_nights`: (night index, date) of the run nights."""
+    start, full = trend["start_night"], trend["full_night"]
+    first = first_week = None
+    rising_nights = counted = 0
+    lineages = set()
+    unreleased = 0
+    for index, date in run_nights:
+        if index < start:
+            continue
+        lineage = mapped[date].get(trend["topic"])
+        lineages.add(lineage)
+        counted += 1
+        unreleased += lineage is None
+        night, weekly = status_of(lineage, date), week_of(lineage, date)
+        flag = {"date": date, "night": index, "nights_to_flag": index - start, "status": night, "week": weekly,
+                "lineage": lineage}
+        if night in RISING_STATUSES or weekly == "rising":
+            rising_nights += 1
+            first = first or flag
+        if weekly == "rising":
+            first_week = first_week or flag
+    return {"topic": trend["topic"], "start_night": start, "full_night": full, "factor": trend.get("factor"),
+            "ramp_nights": full - start + 1, "in_stream": start < stream_nights, "flagged": first,
+            "flagged_weekly": first_week, "rising_nights": rising_nights, "nights_since_start": counted,
+            "lineages": len(lineages - {None}), "nights_unreleased": unreleased}
 
 
 THEME_NIGHT_FLAGS = ("growing", "shrinking")
@@ -490,7 +541,8 @@ def theme_figures(planted: dict, nights: list[Night], run: StreamRun, encoder: E
 
     figures: dict = {"themes": len(themes)}
     for kind, night_flags, week_flags in (("emerging", ("growing",), ("rising",)),
-                                          ("fading", ("shrinking",), ("falling",))):
+                                          ("fading", ("shrinking",), ("falling",)),
+                                          ("growing", ("growing",), ("rising",))):
         trend = next((t for t in planted["trends"] if t["kind"] == kind), None)
         if trend is not None and trend["topic"] in theme_of:
             theme = theme_of[trend["topic"]]
@@ -576,7 +628,7 @@ def first_flags(figures: dict) -> dict[str, int | None]:
     trends = figures["trends"]
     themes = trends.get("themes") or trends.get("free_themes") or {}
     first = {}
-    for kind in ("emerging", "fading"):
+    for kind in ("emerging", "fading") + (("growing",) if "growing" in trends else ()):
         candidates = [item["flagged"]["nights_to_flag"] for item in (trends.get(kind), themes.get(kind))
                       if item and item.get("flagged")]
         first[kind] = min(candidates, default=None)
@@ -592,6 +644,10 @@ def verdicts(figures: dict, nights: int, cap: float) -> dict[str, bool]:
     steady = trends["steady"]
     weekly, theme_weekly = trends.get("weekly") or {}, themes.get("weekly") or {}
     theme_flags = (themes.get("steady") or {}).get("false_flags_per_100")
+    growing = trends.get("growing")
+    growing_verdict = {} if not (growing and growing["in_stream"]) else {
+        f"growing topic in Rising (its lineage) within its {growing['ramp_nights']} nights": (
+            growing["flagged"] is not None and growing["flagged"]["nights_to_flag"] < growing["ramp_nights"])}
     return {
         f"{nights} nights run, none refused": figures["nights_run"] == nights and not figures["nights_refused"],
         "every window epsilon <= cap": figures["max_window_epsilon"] <= cap + 1e-9,
@@ -609,6 +665,7 @@ def verdicts(figures: dict, nights: int, cap: float) -> dict[str, bool]:
             steady["released_lineage_kept_share"] is not None
             and steady["released_lineage_kept_share"] >= MIN_LINEAGE_KEPT),
         f"per-night NMI >= {MIN_MEAN_NMI:g}": (trends["quality"]["mean_nmi"] or 0) >= MIN_MEAN_NMI,
+        **growing_verdict,
     }
 
 
@@ -691,6 +748,7 @@ def format_figures(figures: dict) -> list[str]:
                      f"{weekly['other_nights']} other nights; called new or emerging on "
                      f"{weekly['called_new_or_emerging']} nights; weeks flagged more than once: "
                      f"{weekly['weeks_flagged_more_than_once']}")
+    lines += format_growing(trends.get("growing"))
     per_100 = steady["false_flags_per_100"]
     kept, released = steady["lineage_kept_share"], steady["released_lineage_kept_share"]
     lines += [
@@ -723,12 +781,29 @@ def format_figures(figures: dict) -> list[str]:
     return lines
 
 
+def format_growing(growing: dict | None) -> list[str]:
+    """The growing topic's line of the summary (none without --growing_topic)."""
+    if not growing:
+        return []
+    flag, week = growing["flagged"], growing["flagged_weekly"]
+    head = (f"growing '{growing['topic']}' (x{growing['factor']:g} over {growing['ramp_nights']} nights from night "
+            f"{growing['start_night']}): ")
+    if not growing["in_stream"]:
+        return [head + "starts after the stream"]
+    return [head + ("never in Rising" if flag is None else
+                    f"in Rising on {flag['date']} (night {flag['night']}), {flag['nights_to_flag']} nights after its start "
+                    f"({flag['status']}, week {flag['week']}); week rising first after "
+                    + ("never" if week is None else f"{week['nights_to_flag']} nights"))
+            + f"; in Rising on {growing['rising_nights']} of {growing['nights_since_start']} nights since its start; "
+            f"{growing['lineages']} lineage(s), not released on {growing['nights_unreleased']} nights"]
+
+
 def format_theme_figures(themes: dict | None) -> list[str]:
     """The themes' lines of the summary (none without --set themes=true)."""
     if themes is None:
         return []
     lines = []
-    for kind in ("emerging", "fading"):
+    for kind in ("emerging", "fading", "growing"):
         if kind in themes:
             item, flag = themes[kind], themes[kind]["flagged"]
             lines.append(f"themes: {kind} '{item['topic']}' -> theme '{item['theme']}' "
@@ -758,6 +833,7 @@ def headline(figures: dict) -> dict:
             "emerging_by_rule": {rule: f["nights_to_flag"]
                                  for rule, f in (trends.get("emerging") or {}).get("flagged_by_rule", {}).items()},
             "fading_nights_to_flag": None if fade is None else fade["nights_to_flag"],
+            "growing_nights_to_flag": ((trends.get("growing") or {}).get("flagged") or {}).get("nights_to_flag"),
             "false_flags_per_100": trends["steady"]["false_flags_per_100"],
             "lineage_kept": trends["steady"]["released_lineage_kept_share"],
             "lineage_kept_consecutive": trends["steady"]["lineage_kept_share"],
@@ -785,7 +861,8 @@ def format_repeats(runs: list[dict]) -> list[str]:
         lines.append(f"  run {index}: refused {row['refused']}, max window eps {row['max_window_epsilon']:.4f}, "
                      f"emerging flagged after {row['emerging_nights_to_flag']} nights "
                      f"({', '.join(f'{r}: {n}' for r, n in row['emerging_by_rule'].items()) or 'by no rule'}), fading after "
-                     f"{row['fading_nights_to_flag']}, false flags {row['false_flags_per_100'] or 0:.2f}/100, "
+                     f"{row['fading_nights_to_flag']}, growing in Rising after {row['growing_nights_to_flag']}, "
+                     f"false flags {row['false_flags_per_100'] or 0:.2f}/100, "
                      f"lineage kept {row['lineage_kept'] or 0:.1%} of released nights "
                      f"({row['lineage_kept_consecutive'] or 0:.1%} of consecutive nights), NMI {row['mean_nmi']:.3f}"
                      + ("" if row["themes"] is None else

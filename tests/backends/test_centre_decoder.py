@@ -4,6 +4,7 @@ nearest candidate is kept, variations improve on the first draft or leave it, no
 sensitive category still needs the topic's votes, a topic whose search fails keeps its name alone,
 and both engines give the same topics."""
 
+import dataclasses
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from backends.centre_decoder import (
     SENSITIVE_WORD_REFUSAL,
     UNVERIFIED_NOTE,
     Candidate,
+    Composition,
     NameBank,
     SensitiveGate,
     TemplateLabelWriter,
@@ -26,6 +28,7 @@ from backends.centre_decoder import (
     decode_centre,
     decoded_topic,
     label_text,
+    labels_name,
     load_bank,
     split_label,
 )
@@ -101,7 +104,8 @@ def test_the_search_keeps_the_candidate_nearest_the_centre():
 @pytest.mark.parametrize("better", [True, False])
 def test_variations_improve_on_the_first_draft_or_leave_it(better):
     writer = _AngleWriter([50, 20, 70, 35], better=better)
-    decoded = decode_centre(writer, TOPIC, np.array([1.0, 0.0]), _angle_points, None, drafts=4, rounds=2)
+    decoded = decode_centre(writer, TOPIC, np.array([1.0, 0.0]), _angle_points, None, drafts=4, rounds=2,
+                            composition=Composition(first_draft=True))
     assert writer.varied  # the best of the draft was varied
     assert decoded.similarity >= decoded.first_draft_similarity
     if better:  # round 1 varies 20, 35, 50 -> 10 and 6.67 (first two: 2 variations a round); round 2 goes on
@@ -153,12 +157,13 @@ def test_the_decoded_name_joins_the_searched_candidates_names_with_the_first_one
     writer.write = lambda topic, count: [label_text("Gamma", "Requests about gamma."),
                                          label_text("Alpha", "Requests about alpha."),
                                          label_text("Beta", "Requests about beta.")]
-    decoded = decode_centre(writer, {**TOPIC, "keywords": []}, np.array([2.0, 2.0]), _facet_points, None, rounds=0)
+    decoded = decode_centre(writer, {**TOPIC, "keywords": []}, np.array([2.0, 2.0]), _facet_points, None, rounds=0,
+                            composition=Composition(first_draft=True))
     assert (decoded.name, decoded.description) in {("Alpha and Beta", "Requests about alpha."),
                                                    ("Beta and Alpha", "Requests about beta.")}
     assert decoded.similarity == pytest.approx(1.0) == decoded.first_draft_similarity and decoded.round == 0
     single = decode_centre(writer, {**TOPIC, "keywords": []}, np.array([2.0, 2.0]), _facet_points, None, rounds=0,
-                           parts=1)
+                           composition=Composition(parts=1))
     assert single.similarity == pytest.approx(np.cos(np.radians(45)), abs=1e-6)
 
 
@@ -309,6 +314,57 @@ def test_decoded_topics_keep_their_labels_name_and_the_share_note():
     assert topic["label_evidence"] == "dp_votes" and topic["keywords"] == TOPIC["keywords"]
 
 
+def test_the_readability_gate_refuses_unreadable_candidates_before_scoring_and_unreadable_joins():
+    writer = _AngleWriter([])
+    writer.write = lambda topic, count: [label_text("a5 what is this?", "Requests at 5 degrees."), _label(20), _label(40)]
+
+    def readable(name):
+        return "question" if "?" in name else None
+    decoded = decode_centre(writer, TOPIC, np.array([1.0, 0.0]), _angle_points, None, rounds=0,
+                            composition=Composition(readable=readable))
+    # The question sat nearest the centre (5 degrees) but was refused, and counted, before it was scored.
+    assert decoded.name == "a20 name" and decoded.dropped == {"unreadable_question": 1}
+    assert decoded.candidates_scored == 2
+    # A join the gate refuses is not made: its parts alone are readable, together they are not.
+    facets = _AngleWriter([])
+    facets.write = lambda topic, count: [label_text(n, f"Requests about {n.casefold()}.") for n in ("Alpha", "Beta")]
+    both = decode_centre(facets, {**TOPIC, "keywords": []}, np.array([2.0, 2.0]), _facet_points, None, rounds=0)
+    assert both.name in ("Alpha and Beta", "Beta and Alpha")
+    alone = decode_centre(facets, {**TOPIC, "keywords": []}, np.array([2.0, 2.0]), _facet_points, None, rounds=0,
+                          composition=Composition(readable=lambda n: "far_apart_parts" if " and " in n else None))
+    assert alone.name in ("Alpha", "Beta")
+
+
+def test_production_does_not_compose_the_round_0_name():
+    def decoded_with(first_draft):
+        embedded = []
+
+        def points(texts):
+            embedded.extend(texts)
+            return _angle_points(texts)
+        decoded = decode_centre(_AngleWriter([50, 20, 70, 35]), TOPIC, np.array([1.0, 0.0]), points, None, drafts=4,
+                                rounds=2, composition=Composition(first_draft=first_draft))
+        return decoded, embedded
+
+    production, embedded = decoded_with(False)
+    evaluation, embedded_for_evaluation = decoded_with(True)
+    assert production.first_draft_similarity is None and evaluation.first_draft_similarity is not None
+    assert (production.name, production.similarity) == (evaluation.name, evaluation.similarity)
+    assert len(embedded) < len(embedded_for_evaluation)  # round 0's names are not embedded and joined again
+
+
+def test_a_decoded_name_replaces_the_labels_name_only_when_it_is_nearer_the_centre():
+    assert labels_name({"name": "Cooking: sourdough (approximate)"}) == "Cooking: sourdough"
+    assert labels_name({"name": "Mixed: sourdough, sql"}) == "sourdough, sql"
+    assert labels_name({"name": "Unlabelled topic"}) is None and labels_name({}) is None
+    decoded = decode_centre(_AngleWriter([20]), TOPIC, np.array([1.0, 0.0]), _angle_points, None, rounds=0)
+    assert decoded.replaces_labels  # the labels' name not measured (or none): the decoded one
+    nearer = np.cos(np.radians(10))
+    assert not dataclasses.replace(decoded, labels_similarity=nearer).replaces_labels
+    assert dataclasses.replace(decoded, labels_similarity=np.cos(np.radians(30))).replaces_labels
+    assert not dataclasses.replace(decoded, labels_similarity=decoded.similarity).replaces_labels
+
+
 def test_template_writer_uses_the_released_labels_only():
     writer = TemplateLabelWriter()
     drafted = writer.write({**TOPIC, "name": "Cooking: sourdough (approximate)"}, 20)
@@ -365,7 +421,7 @@ def test_a_topic_whose_decoding_fails_keeps_its_name_and_no_other_topic_changes(
     kmeans = DPKMeansOutput(centres, None, None, centres.shape[1])
 
     def decode(writer):
-        stage = DecodeCentres(DecoderSettings(writer, _bank()), ENCODER, keywords, categories,
+        stage = DecodeCentres(DecoderSettings(writer, _bank(), first_draft=True), ENCODER, keywords, categories,
                               kmeans.centres, kmeans.basis, kmeans.active_dim)
         engine = LocalEngine()
         return engine.apply("decode", stage, named), engine.private["centre_decodings"]
@@ -414,6 +470,41 @@ def test_an_unverified_topic_is_decoded_by_the_stage_from_non_sensitive_candidat
     assert not any(w in label.casefold() for w in ("gun", "ammunition", "shooting", "weapon", "violence"))
 
 
+class _Writes(ExemplarWriter):
+    """Writes the same labels for every topic, and no variation."""
+
+    def __init__(self, *labels):
+        self.labels = [label_text(name, f"Users ask about {name.casefold()}.") for name in labels]
+
+    def write(self, topic, count):
+        return list(self.labels)
+
+    def vary(self, topic, winners, count):
+        return []
+
+
+@pytest.mark.e2e
+def test_the_stage_keeps_a_labels_name_nearer_the_centre_and_replaces_a_mixed_one_that_is_not():
+    keywords, labels, centres, sizes, categories = _release_inputs()
+    centres = embed_texts(MODEL, ["How do I write a SQL query that joins two tables?",
+                                  "Plan a weekend hiking and camping trip in the mountains"])
+    named = {0: {"name": "SQL queries", "description": "d.", "keywords": ["sql"], "label_source": HISTOGRAM_SOURCE,
+                 "label_evidence": "dp_votes"},
+             1: {"name": "Mixed: sql, hiking", "description": "d.", "keywords": ["sql", "hiking"],
+                 "label_source": HISTOGRAM_SOURCE, "label_evidence": "dp_votes"}}
+    stage = DecodeCentres(DecoderSettings(_Writes("Outdoor trip planning", "Hiking and camping trips"), NameBank()),
+                          ENCODER, keywords, categories, centres, None, centres.shape[1])
+    engine = LocalEngine()
+    topics = engine.apply("decode", stage, named)
+    decodings = engine.private["centre_decodings"]
+    # Topic 0's own name is nearer its centre than any decoded one: it stays, with its description.
+    assert topics[0] == named[0] and not decodings[0].replaces_labels
+    assert decodings[0].labels_similarity > decodings[0].similarity
+    # Topic 1's mixed name gives way to the decoded one, nearer its centre.
+    assert topics[1]["name_evidence"] == NAME_EVIDENCE and topics[1]["name_from_labels"] == "Mixed: sql, hiking"
+    assert decodings[1].replaces_labels and "trip" in topics[1]["name"] and "sql" not in topics[1]["name"].casefold()
+
+
 def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process():
     keywords, labels, centres, sizes, categories = _release_inputs()
     namer = KeywordClusterNamer(categories)
@@ -446,7 +537,6 @@ def test_decoding_adds_no_epsilon_and_changes_nothing_but_the_names(tmp_path):
     """In-process (the evaluation's engine) on generated conversations, with and without the decoder,
     noise seeded and PipelineDP's fixed: the same privacy section (total epsilon, events), sizes and
     keywords; the names decoded."""
-    import dataclasses
 
     from beam_jobs.generate_sample import write_sample
     from eval.data import embed_cached, load_dataset
@@ -563,7 +653,7 @@ def test_the_local_model_decodes_a_centre_into_a_readable_name():
         topic = {**TOPIC, "keywords": ["sourdough", "bread flour"], "name": "Food and cooking: sourdough"}
         centre = embed_texts(MODEL, ["My sourdough loaf is dense and does not rise. What flour and proofing time?"])[0]
         decoded = decode_centre(writer, topic, centre, lambda texts: embed_texts(MODEL, texts), None, drafts=4,
-                                rounds=1)
+                                rounds=1, composition=Composition(first_draft=True))
     finally:
         writer.teardown()
         local_client.release_server(held)

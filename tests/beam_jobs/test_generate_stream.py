@@ -125,3 +125,24 @@ def test_trend_multipliers():
         StreamSpec(emerging_topic="travel planning")  # the weekly topic too
     with pytest.raises(ValueError):
         StreamSpec(fading_topic="no such topic")
+
+
+def test_a_growing_topic_doubles_over_its_nights_by_the_same_factor_each_night(tmp_path):
+    day = dt.date(2026, 10, 3)
+    grower = Trend("x", "growing", 4, 3, factor=2.0)
+    assert [grower.multiplier(n, day) for n in (3, 4, 5, 6, 9)] == pytest.approx([1, 2 ** (1 / 3), 2 ** (2 / 3), 2, 2])
+    assert all(t.kind != "growing" for t in StreamSpec().trends())  # none unless asked: earlier streams unchanged
+    planted = _write(tmp_path, extra=["--growing_topic", "gardening", "--growing_night", "3", "--growing_nights", "7"])
+    trend = next(t for t in planted["trends"] if t["kind"] == "growing")
+    assert trend == {"topic": "gardening", "kind": "growing", "start_night": 3, "start_date": "2026-10-04",
+                     "full_night": 9, "factor": 2.0}
+    expected = [n["expected"]["gardening"] for n in planted["nights"]]
+    steady = 300 / len(PLANTED_TOPICS)
+    assert expected[:3] == [pytest.approx(steady)] * 3 and expected[9:] == [pytest.approx(2 * steady)] * 5
+    # the same factor each night (the summary rounds to 3 decimals)
+    steps = [later / earlier for earlier, later in zip(expected[2:9], expected[3:10])]
+    assert steps == pytest.approx([2 ** (1 / 7)] * 7, rel=1e-3)
+    with pytest.raises(ValueError):
+        StreamSpec(growing_topic="video games")  # the emerging topic
+    with pytest.raises(ValueError):
+        StreamSpec(growing_topic="gardening", growing_nights=0)

@@ -1,5 +1,6 @@
 """`--help` (and `-h`) of both jobs: every flag of the job's params groups, in the groups of
-docs/options.md (heading and intro from beam_jobs/option_docs.py), with its default, its choices and
+docs/options.md (heading and intro from beam_jobs/option_docs.py), the flags a user sets first and the
+advanced ones in one last group, each with the first sentence of its help, its default, its choices and
 whether it is required, read from the flags' declarations; printed to stdout, exit 0, before any other
 work (no preflight, no ledger, no data).
 """
@@ -16,10 +17,11 @@ import sys
 import pytest
 
 from backends.llm.config import LLMParams
-from beam_jobs import build_keywords, insights, keyword_options, option_docs, options
+from beam_jobs import build_keywords, insights, job_help, keyword_options, option_docs, options
 from beam_jobs.keyword_options import BuildKeywordsParams, build_keywords_params
 from beam_jobs.options import InsightsParams
 from config.privacy import RETIRED_FLAGS
+from core.params import is_advanced
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -76,33 +78,116 @@ def test_help_lists_every_declared_flag_with_its_default_and_choices(job, flag):
             assert entry is None or "Retired" in entry, entry
             continue
         assert entry is not None, f"--{field.name} is not in `{job} --help`"
-        assert " ".join(field.metadata["help"].split()) in entry
+        assert job_help.summary(field.metadata["help"]) in entry
         for choice in field.metadata["argparse"].get("choices") or ():
             assert str(choice) in entry
         if field.name in required:
             assert "(required" in entry, entry
+        elif field.default in (None, ""):
+            # nothing appended: "unset" says nothing, and the help says what leaving it out does
+            assert f"{job_help.summary(field.metadata['help'])} (default" not in entry, entry
         else:
             assert f"(default: {option_docs.default_text(field)})" in entry, entry
     assert entries["help"]  # -h, --help itself
     assert "(default: 30)" in entries["window_days"]
-    assert "(default: false)" in entries["allow_rerun"] and "(default: unset)" in entries["seed"]
+    assert "(default: false)" in entries["allow_rerun"] and "(default: unset)" not in text
     assert "--runner" in text and "--project" in text  # Beam's own options are accepted too
+
+
+def _sections(text: str) -> list[tuple[str, list[str]]]:
+    """The help's argument groups in order (the first, argparse's own "options", left out), each as its
+    heading and the flags it lists, in order."""
+    parts = re.split(r"^(\S[^\n]*):\n", text, flags=re.M)
+    return [(heading, list(_entries(body))) for heading, body in zip(parts[1::2], parts[2::2])
+            if heading != "options"]
 
 
 @pytest.mark.parametrize("job", JOBS)
 def test_help_groups_the_flags_as_docs_options_md_does(job):
     _, text = _help(job, "--help")
     flat = " ".join(text.split())
-    headings = [match.start() for group in option_docs.groups(JOBS[job][1])
-                for match in [re.search(rf"^{re.escape(group.heading)}:$", text, re.M)] if match]
-    assert len(headings) == len(option_docs.groups(JOBS[job][1])), "a group heading is missing"
-    assert headings == sorted(headings)
-    for group in option_docs.groups(JOBS[job][1]):
-        assert " ".join(group.intro.split()) in flat, group.heading
-        section = text[text.index(f"\n{group.heading}:\n"):]
-        following = [f"\n{other.heading}:\n" for other in option_docs.groups(JOBS[job][1]) if other != group]
-        end = min([section.index(heading) for heading in following if heading in section] or [len(section)])
-        assert set(_entries(section[:end])) >= {field.name for field in group.fields}, group.heading
+    groups = option_docs.groups(JOBS[job][1])
+    user_groups = [group for group in groups if group.user_fields]
+    expected = [(group.heading, [field.name for field in group.user_fields]) for group in user_groups]
+    expected.append((option_docs.ADVANCED_HEADING, [field.name for group in groups for field in group.advanced_fields]))
+    assert _sections(text) == expected
+    for group in user_groups:
+        assert " ".join(group.summary.split()) in flat, group.heading
+    assert " ".join(option_docs.ADVANCED_INTRO.split()) in flat
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_help_leads_with_the_flags_a_user_sets_and_ends_with_the_advanced_ones(job):
+    _, text = _help(job, "--help")
+    sections = _sections(text)
+    declared = {field.name: field for group in option_docs.groups(JOBS[job][1]) for field in group.fields}
+    *user, (last_heading, advanced) = sections
+    assert last_heading == option_docs.ADVANCED_HEADING and advanced
+    assert all(flags for _, flags in user), f"a user group lists no flag: {[h for h, flags in user if not flags]}"
+    shown_first = [name for _, flags in user for name in flags]
+    assert shown_first and not [name for name in shown_first if is_advanced(declared[name])], "an advanced flag leads"
+    assert [name for name in advanced if not is_advanced(declared[name])] == [], "a user flag is under Advanced"
+    # every flag once: the user part and Advanced hold every declared flag between them
+    assert sorted(shown_first + advanced) == sorted(declared)
+
+
+# The user part of `python -m beam_jobs.insights --help` (up to the Advanced heading) at 80 columns: 159
+# lines when this was written (the whole help was 507 before the advanced flags had a group of their own).
+USER_PART_MAX_LINES = 170
+
+
+def test_the_user_part_of_the_help_stays_short(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    for job in JOBS:
+        _, text = _help(job, "--help")
+        lines = text.splitlines()
+        user_part = lines[:lines.index(f"{option_docs.ADVANCED_HEADING}:")]
+        assert len(user_part) <= USER_PART_MAX_LINES, (
+            f"`{job} --help` shows {len(user_part)} lines before the advanced flags: keep each flag's first "
+            f"sentence short, or declare a flag a user rarely sets with advanced_flag")
+
+
+# At most about three lines of help at 80 columns.
+SUMMARY_MAX_CHARS = 200
+
+
+def test_each_flag_shows_one_short_sentence():
+    for job in JOBS.values():
+        for group in option_docs.groups(job[1]):
+            for field in group.fields:
+                shown = job_help.summary(field.metadata["help"])
+                assert len(shown) <= SUMMARY_MAX_CHARS, (
+                    f"--{field.name}: --help shows {len(shown)} characters; end the help's first sentence sooner")
+
+
+@pytest.mark.parametrize("text,first", [
+    ("k for DP k-means. Fixed by the operator.", "k for DP k-means."),
+    ("One sentence only", "One sentence only"),
+    ("Server URL, e.g. http://host:8000/v1 (key from $KEY). More.", "Server URL, e.g. http://host:8000/v1 (key from $KEY)."),
+    ("How votes count. weighted: per user; count: per pair. Then more.", "How votes count. weighted: per user; count: per pair."),
+    ("Seeds (not the noise. Really) and more. Next.", "Seeds (not the noise. Really) and more."),
+    ("Threads; 0 is auto. 0 (default) = auto. More", "Threads; 0 is auto. 0 (default) = auto."),
+    ("A flag\n   whose help wraps. Second.", "A flag whose help wraps."),
+])
+def test_the_help_of_a_flag_is_its_first_sentence(text, first):
+    assert job_help.summary(text) == first
+
+
+# The flags the README's quick start and the documented nightly command (docs/production.md) pass, and
+# those only an evaluation or a test sets.
+SET_BY_USERS = ("input", "output", "epsilon", "delta", "num_clusters", "kmeans_iterations", "date",
+                "private_output", "privacy_ledger", "max_epsilon_per_window", "window_days", "cadence_days",
+                "llm_backend", "llm_steps", "embedding_model", "keyword_set", "themes", "facets", "centre_decoder")
+ADVANCED = ("noise_seed", "seed", "epsilon_weights", "keyword_votes", "token_decoding_steps", "projection_dim",
+            "warm_prior", "category_vote_share", "false_keywords_per_topic", "keyword_mode", "epsilon_clustering")
+
+
+def test_the_flags_a_user_sets_lead_and_the_evaluation_ones_are_advanced():
+    _, text = _help("insights", "--help")
+    *user, (_, advanced) = _sections(text)
+    shown_first = {name for _, flags in user for name in flags}
+    assert set(SET_BY_USERS) <= shown_first, set(SET_BY_USERS) - shown_first
+    assert set(ADVANCED) <= set(advanced), set(ADVANCED) - set(advanced)
 
 
 def test_required_flags_are_marked_as_such():

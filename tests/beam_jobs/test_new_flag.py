@@ -112,7 +112,9 @@ def test_the_flag_reaches_the_in_process_config_set_and_the_stage(monkeypatch):
     monkeypatch.setattr(topic_stages, "TopicKeywords", ToyTopicKeywords)
     categories = KeywordCategories({"python": "Python coding", "unit testing": "Python coding",
                                     "vegetables": "Food and cooking"})
-    small = dataclasses.replace(config, keyword_mode="centroid", projection_dim=0)  # no basis to compute
+    # No basis to compute, and no label writer or name bank for the (default) centre decoder.
+    small = dataclasses.replace(config, keyword_mode="centroid", projection_dim=0, centre_decoder=False,
+                                themes=False, facets="none")  # a toy keyword set: no sensitive category to answer concern
     dimension = embedding.embedding_dimension(embedding.DEFAULT_EMBEDDING_MODEL)  # the default encoder's
     plan = topic_plan(job_params(small), None, dimension, TopicBackends(
         keywords=("python", "unit testing", "vegetables"), categories=categories, selector=None,

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import pickle
+import re
 import shutil
 
 import pytest
@@ -20,7 +21,7 @@ from beam_jobs import option_docs
 from beam_jobs.flags import argument_parser, options_class, params_from
 from beam_jobs.options import InsightsParams
 from config.privacy import RETIRED_FLAGS
-from core.params import Params, flag, parse_bool
+from core.params import Params, advanced_flag, flag, is_advanced, parse_bool
 
 
 def test_the_documents_are_what_the_flags_generate():
@@ -163,3 +164,54 @@ def test_help_text_becomes_markdown_that_renders_as_written():
     assert option_docs.markdown("see README.md and docs/privacy.md") == (
         "see [README.md](../README.md) and [docs/privacy.md](privacy.md)")
     assert option_docs.markdown("with --allow_rerun=true or `--x <y>`") == "with `--allow_rerun=true` or `--x <y>`"
+
+
+def _rows(markdown_text: str) -> list[str]:
+    """The flags of the tables in a piece of docs/options.md, in order."""
+    return re.findall(r"^\| `--(\w+)` \|", markdown_text, re.M)
+
+
+def test_the_page_and_the_template_list_the_flags_a_user_sets_first():
+    page = open(os.path.join(option_docs.ROOT, option_docs.OPTIONS_MD), encoding="utf-8").read()
+    generated = page[page.index(option_docs.BEGIN):page.index(option_docs.END)]
+    user_part, advanced_part = generated.split(f"\n## {option_docs.ADVANCED_HEADING}\n")
+    groups = option_docs.groups()
+    assert _rows(user_part) == [field.name for group in groups for field in group.user_fields]
+    assert _rows(advanced_part) == [field.name for group in groups for field in group.advanced_fields]
+    sections = re.split(r"^## ", user_part, flags=re.M)[1:]
+    assert sections and all(_rows(section) for section in sections), "a group before Advanced has no flag"
+
+    flags = {field.name: field for group in groups for field in group.fields}
+    parameters = json.load(open(os.path.join(option_docs.ROOT, option_docs.METADATA_JSON)))["parameters"]
+    advanced = [is_advanced(flags[parameter["name"]]) for parameter in parameters]
+    assert any(advanced) and not all(advanced) and advanced == sorted(advanced), "an advanced parameter leads"
+    for parameter, is_it in zip(parameters, advanced):
+        assert (parameter.get("groupName") == option_docs.ADVANCED_HEADING) is is_it, parameter["name"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyResearchParams(Params):
+    """A toy group of research knobs only: its intro goes with its advanced table."""
+
+    toy_knob: int = advanced_flag(3, "A research knob. Its default is the product's.", type=int)
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyResearchJob(InsightsParams):
+    toy_research: ToyResearchParams
+
+
+def test_a_group_of_advanced_flags_only_is_documented_under_advanced(tmp_path):
+    root = _copy_documents(tmp_path)
+    option_docs.write(root, ToyResearchJob)
+    page = (tmp_path / option_docs.OPTIONS_MD).read_text()
+    generated = page[page.index(option_docs.BEGIN):page.index(option_docs.END)]
+    user_part, advanced_part = generated.split(f"\n## {option_docs.ADVANCED_HEADING}\n")
+    assert "Toy research" not in user_part and "toy_knob" not in user_part
+    section = advanced_part[advanced_part.index("### Toy research\n"):]
+    assert section.startswith("### Toy research\n\nA toy group of research knobs only: its intro goes with its "
+                              "advanced table.\n\n| flag | default | meaning |")
+    assert "| `--toy_knob` | 3 | A research knob. Its default is the product's. |" in section
+    parameters = json.loads((tmp_path / option_docs.METADATA_JSON).read_text())["parameters"]
+    assert parameters[-1] == {"name": "toy_knob", "label": "Toy knob", "isOptional": True, "groupName": "Advanced",
+                              "helpText": "A research knob. Its default is the product's.", "regexes": ["^[0-9]+$"]}

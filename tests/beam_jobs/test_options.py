@@ -308,7 +308,7 @@ TODAYS_CONFIG_KEYS = {
     "embedding_dim", "kmeans_iterations",
     "projection_dim", "projection_basis", "expected_users", "noise_seed_fixed", "privacy_ledger",
     "exemplars_per_topic", "exemplar_candidates", "exemplar_rounds", "warm_start", "warm_prior",
-    "themes", "facets"}
+    "themes", "facets", "centre_decoder"}
 
 # Distinctive values for every private thing a run may be given: none may reach the report.
 SECRET_FLAGS = ["--input", "/secret/in-7f3a/dt={date}/*.jsonl", "--output", "/secret/out-7f3a",
@@ -347,7 +347,9 @@ def test_release_config_is_what_the_params_declare_public(tmp_path, kind):
     derived = {"noise_seed_fixed": kind == "seeded",
                "privacy_ledger": {"window_days": 30, "max_epsilon_per_window": 30.0,
                                   "max_delta_per_window": DEFAULT_WINDOW_DELTA, "cadence_days": 1}
-               if kind == "ledgered" else None}
+               if kind == "ledgered" else None,
+               # the steps that ran on the model: --llm_steps, or the backend's default
+               "llm_steps": "facets,keywords,names,exemplars"}
     keyword_set = load_keyword_set(p.keywords.keyword_set)
     assert config == {"run_id": context.run_id, "date": context.date, **declared, **derived, "embedding_dim": 384,
                       "keyword_set": {"method": keyword_set.method, "size": 2, "version": keyword_set.version,

@@ -41,12 +41,17 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
     assert dp_stage_specs.default_weights() == (
         "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1,themes:2.5,facets:1,facet_topics:1,token_decoding:1")
     # Every stage the job registers with its budget has a declaration saying what it releases.
+    # The defaults release the themes and every facet of the bundled set (three).
     params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path)]))
-    requested = [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()]
-    assert requested == ["user_count", "clustering", "cluster_sizes", "keyword_histograms"]
-    params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path), "--themes"]))
-    requested = [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()]
-    assert requested == ["user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes"]
+    requests = calibrate_night(params, load_keyword_set()).calibration.stages.values()
+    requested = [r.stage for r in requests]
+    assert requested == ["user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes", "facets",
+                         "facet_topics"]
+    assert [r.request.releases for r in requests][-2:] == [3, 3]
+    topics_only = ["--themes", "false", "--facets", "none"]
+    params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path), *topics_only]))
+    assert [r.stage for r in calibrate_night(params, load_keyword_set()).calibration.stages.values()] == [
+        "user_count", "clustering", "cluster_sizes", "keyword_histograms"]
     params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path), "--facets", "language,concern"]))
     requests = calibrate_night(params, load_keyword_set()).calibration.stages.values()
     assert [(r.stage, r.request.releases) for r in requests][-2:] == [("facets", 2), ("facet_topics", 2)]

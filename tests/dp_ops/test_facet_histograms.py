@@ -155,7 +155,7 @@ def test_facets_are_two_stages_of_the_joint_calibration_and_the_total_meets_the_
 
 def test_the_noise_has_the_calibrated_scale_and_the_intervals_cover():
     """Many seeded releases of the same votes: each cell's noise has mean 0 and sd sigma, the 95%
-    size intervals cover the truth about 95% of the time, and so do the shares' delta-method ones."""
+    size intervals cover the truth about 95% of the time, and so do the shares' (Fieller's method)."""
     blocks, answers = _blocks(n=600)
     truth = _stage(None, None).local(blocks).section["kind"]
     true_sizes = {row["answer"]: row["size"] for row in truth["by_topic"]["0"]}

@@ -59,15 +59,15 @@ def test_every_flag_of_the_job_is_honoured_or_declared_as_not():
 
 
 def test_the_report_shows_a_newer_flag_only_away_from_its_default():
-    assert list(config_shown(UraniaConfig())) == [name for name in REPORTED_FLAGS if name != "centre_decoder"]
-    shown = config_shown(UraniaConfig(keyword_mode="both", centre_decoder=True))
+    assert list(config_shown(UraniaConfig())) == list(REPORTED_FLAGS)
+    shown = config_shown(UraniaConfig(keyword_mode="both"))
     assert list(shown) == [*REPORTED_FLAGS, "keyword_mode"] and shown["keyword_mode"] == "both"
     assert job_params(UraniaConfig(keyword_mode="centroid")).keywords.keyword_mode == "centroid"
     assert "keyword_histograms" not in [r.stage for r in stage_requests(UraniaConfig(keyword_mode="centroid"))]
 
 
 def test_each_field_reaches_its_group_and_the_jobs_checks_apply():
-    config = UraniaConfig(num_clusters=7, keywords_per_vote=3, themes=True, exemplars_per_topic=2)
+    config = UraniaConfig(num_clusters=7, keywords_per_vote=3, themes=True, facets="none", exemplars_per_topic=2)
     params = job_params(config, seed=4, noise_seed=9)
     assert (params.clustering.num_clusters, params.keywords.keywords_per_vote, params.keywords.themes,
             params.exemplars.exemplars_per_topic) == (7, 3, True, 2)

@@ -141,3 +141,28 @@ def test_a_change_counts_as_flagged_when_its_theme_or_its_topic_is_flagged_first
     assert nightly_stream.first_flags(figures) == {"emerging": 9, "fading": 8}
     del figures["trends"]["themes"]
     assert nightly_stream.first_flags(figures) == {"emerging": 9, "fading": None}
+
+
+def test_the_growing_topic_is_flagged_when_its_lineage_is_under_rising_and_steady_weeks_count_as_flags():
+    trend = {"topic": "g", "kind": "growing", "start_night": 2, "full_night": 5, "factor": 2.0}
+    dates = [f"2026-10-0{n + 1}" for n in range(6)]
+    mapped = {d: {"g": "L" if n != 3 else None} for n, d in enumerate(dates)}
+    statuses = {dates[4]: "steady", dates[5]: "growing"}
+    weeks = {dates[0]: "rising", dates[4]: "rising", dates[5]: "steady"}  # night 0: before its start, not counted
+    figures = nightly_stream.growing_figures(trend, list(enumerate(dates)), mapped,
+                                             lambda lineage, date: statuses.get(date) if lineage else None,
+                                             lambda lineage, date: weeks.get(date) if lineage else None, 6)
+    assert figures["flagged"]["night"] == 4 and figures["flagged"]["nights_to_flag"] == 2
+    assert figures["flagged_weekly"]["night"] == 4 and figures["rising_nights"] == 2
+    assert (figures["nights_since_start"], figures["nights_unreleased"], figures["lineages"]) == (4, 1, 1)
+    assert figures["ramp_nights"] == 4 and figures["in_stream"]
+    never = nightly_stream.growing_figures(trend, list(enumerate(dates)), mapped, lambda *_: "steady",
+                                           lambda *_: "steady", 6)
+    assert never["flagged"] is None and never["flagged_weekly"] is None
+    assert any("never in Rising" in line for line in nightly_stream.format_growing(never))
+    verdicts = nightly_stream.verdicts({"trends": {"growing": figures, "steady": {"false_flags_per_100": 0.0,
+                                                                                  "released_lineage_kept_share": 1.0},
+                                                   "quality": {"mean_nmi": 1.0}},
+                                        "nights_run": 6, "nights_refused": 0, "max_window_epsilon": 1.0}, 6, 30.0)
+    assert verdicts["growing topic in Rising (its lineage) within its 4 nights"]
+    assert nightly_stream.WEEK_FLAGS == ("rising", "falling")  # a steady topic's week that rose or fell is a flag

@@ -217,7 +217,8 @@ def test_in_process_urania_with_nothing_kept_releases_nothing_and_still_accounts
     report = run_urania(ids, users, ["x"] * 40, vectors, UraniaConfig(num_clusters=4, min_cluster_size=1e6),
                         seed=1, noise_seed=2)
     assert report["topics"] == []
-    assert [m["stage"] for m in report["privacy"]["mechanisms"]] == ["user_count", "clustering", "cluster_sizes",
-                                                                      "keyword_histograms"]
+    # Every default release is accounted, the themes' and facets' included, with no topic released.
+    assert sorted({m["stage"] for m in report["privacy"]["mechanisms"]}) == sorted(
+        ["user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes", "facets", "facet_topics"])
     # Never over; under by at most what PyDP's Gaussian sigma grid rounds the histogram noise up.
     assert 6.99 < report["privacy"]["epsilon"] <= 7.0

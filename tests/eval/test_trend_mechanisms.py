@@ -20,9 +20,9 @@ def plan():
 
 
 def test_the_plain_sigma_is_the_production_plans_themes_sigma(plan):
-    # The nightly command with --themes: 30 nights at cap 30, delta 1e-5, the themes at their default
-    # weight 2.5 (sigma ~6.3 at weight 1, ~3.44 at 2; docs/production.md#themes).
-    assert tm.themes_sigma(plan) == pytest.approx(2.87, abs=0.01)
+    # The nightly command at its defaults: 30 nights at cap 30, delta 1e-5, the themes at their default weight
+    # 2.5 beside the facets' two stages at 1 each (2.87 without the facets; docs/privacy.md#one-budget-for-every-release).
+    assert tm.themes_sigma(plan) == pytest.approx(2.96, abs=0.01)
     assert plan.window_epsilon <= tm.CAP
 
 
@@ -78,7 +78,7 @@ def test_each_release_spends_at_most_the_cap(plan):
     assert spent["tree"] == pytest.approx(spent["plain"], abs=1e-6)
     assert spent["plain"] == pytest.approx(plan.window_epsilon, abs=1e-6)
     # More instances a window: less epsilon each (and no slack left to speak of).
-    assert svt[0].epsilon > svt[1].epsilon > 0 and min(spent.values()) > tm.CAP - 0.01
+    assert svt[0].epsilon > svt[1].epsilon > 0 and min(spent.values()) > tm.CAP - 0.05  # the plan's grid: 29.976 of 30
 
 
 def test_the_weekly_margins_sensitivity_bounds_any_users_effect_and_is_reached():

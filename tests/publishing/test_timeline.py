@@ -33,6 +33,7 @@ from publishing.timeline import (
 from publishing.timeline_html import render_timeline_html
 
 LAPLACE = {"kind": "laplace", "scale": 5.0, "std": math.sqrt(2) * 5.0}  # what dp_ops.dp_counts writes
+WEEK_FLAGS = ("rising", "falling")  # the weekly statuses that flag a change
 GAUSSIAN = {"kind": "gaussian", "sigma": 8.0, "std": 8.0}
 XSS_NAME = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 
@@ -86,6 +87,12 @@ def _simulate(rng, means: dict[str, list[float]], scale: float = 5.0, floor: flo
 def _statuses(timeline: dict, lineage: str) -> list[str]:
     (item,) = [item for item in timeline["lineages"] if item["id"] == lineage]
     return [night["status"] for night in item["nights"]]
+
+
+def _weeks(timeline: dict, lineage: str) -> list[str | None]:
+    """Each entry's weekly status (None on a night the lineage was not released)."""
+    (item,) = [item for item in timeline["lineages"] if item["id"] == lineage]
+    return [night["week"] for night in item["nights"]]
 
 
 # --- noise and interval ------------------------------------------------------------------------------
@@ -143,7 +150,9 @@ def test_a_steady_lineage_is_rarely_flagged(mean, scale):
         timeline = build_timeline(_simulate(rng, {"s": [mean] * 60}, scale))
         statuses = _statuses(timeline, "s")
         assert len(statuses) == 60 and statuses[0] == FIRST_NIGHT
-        others = sum(status != "steady" for status in statuses)  # its first night counts against it
+        weeks = _weeks(timeline, "s")
+        # its first night counts against it; so does a night whose week rose or fell (the weekly status)
+        others = sum(status != "steady" or week in WEEK_FLAGS for status, week in zip(statuses, weeks))
         flagged, total = flagged + others, total + len(statuses)
         worst = max(worst, others / len(statuses))
     assert flagged / total <= 0.05, f"steady lineage flagged on {flagged} of {total} nights"
@@ -157,8 +166,10 @@ def test_false_flags_stay_under_five_percent_with_weekday_swings():
     flagged = total = 0
     for _ in range(40):
         weekly = [300 * (1 + 0.08 * math.sin(2 * math.pi * night / 7)) for night in range(60)]
-        statuses = _statuses(build_timeline(_simulate(rng, {"s": weekly})), "s")
-        flagged, total = flagged + sum(s != "steady" for s in statuses), total + len(statuses)
+        timeline = build_timeline(_simulate(rng, {"s": weekly}))
+        statuses, weeks = _statuses(timeline, "s"), _weeks(timeline, "s")
+        flagged += sum(s != "steady" or w in WEEK_FLAGS for s, w in zip(statuses, weeks))
+        total += len(statuses)
     assert flagged / total <= 0.05
 
 
@@ -340,6 +351,92 @@ def test_steady_topics_near_the_threshold_are_rarely_flagged():
     assert vanished / total <= 0.01
 
 
+# --- weekly status -----------------------------------------------------------------------------------
+
+# The topic sizes' Laplace noise at the nightly plan (cap 30 over 30 nights, --themes on): the cluster_sizes
+# stage's noise multiplier 1.86 (eval/utility/nightly_stream.make_plan) times C = 5 conversations a user.
+NIGHTLY_SCALE = 9.3
+
+
+def _stream_runs(summaries: list[dict], rng, scale: float = NIGHTLY_SCALE, floor: float = 20.0) -> list[tuple[str, dict]]:
+    """Released nights of a generated stream (beam_jobs.generate_stream's ground-truth counts): each planted
+    topic a lineage whose size is its night's true count plus Laplace noise of `scale`, released at `floor`."""
+    noise = {"kind": "laplace", "scale": scale, "std": math.sqrt(2) * scale}
+    runs = []
+    for summary in summaries:
+        topics = [_topic(name, size, topic_id=number) for number, (name, count) in enumerate(summary["counts"].items())
+                  if (size := max(0, int(round(count + rng.laplace(0.0, scale))))) >= floor]
+        runs.append((summary["date"], _report(summary["date"], topics, noise, threshold=floor)))
+    return runs
+
+
+def test_a_topic_that_doubles_over_three_weeks_on_a_generated_stream_is_flagged_rising_and_steady_ones_rarely():
+    """Issue 59: at the nightly budget a lineage grew from about 40 to 120 conversations over 21 nights and was
+    `steady` every night, as no single night of a slow riser stands out from its noise. The weekly status (the
+    themes' rule on the released sizes) flags it. A generated stream (beam_jobs.generate_stream, 25 topics of
+    about 40 conversations a night, one doubling over nights 28-48), topic sizes with the nightly plan's noise,
+    5 noise draws: the grower is under "Rising" within its 21 nights, never before it starts, and steady topics
+    carry a flag (nightly or weekly) on at most 3 of 100 nights (the grower's own nights before it starts are as
+    steady as theirs: its week never rises then)."""
+    from beam_jobs.generate_stream import StreamSpec, generate_stream
+    spec = StreamSpec(nights=56, growing_topic="gardening", growing_night=28, growing_nights=21)
+    summaries = [summary for _, summary in generate_stream(spec)]
+    kinds = {trend.topic: trend.kind for trend in spec.trends()}
+    night_of = {summary["date"]: summary["night"] for summary in summaries}
+    rng = np.random.default_rng(59)
+    flagged = nights = 0
+    for _ in range(5):
+        timeline = build_timeline(_stream_runs(summaries, rng))
+        grower = next(item for item in timeline["lineages"] if item["id"] == "gardening")["nights"]
+        rising = [night_of[n["date"]] for n in grower if n["week"] == "rising" or n["status"] in ("growing", "emerging")]
+        assert [night for night in rising if 28 <= night < 28 + 21], rising  # within the three weeks it doubles in
+        assert not [n for n in grower if n["week"] == "rising" and night_of[n["date"]] < 28]
+        for item in timeline["lineages"]:
+            if kinds[item["id"]] == "steady":
+                entries = item["nights"][1:]  # its first night is not a change
+                nights += len(entries)
+                flagged += sum(n["status"] in CHANGE_STATUSES or n["week"] in WEEK_FLAGS for n in entries)
+    assert nights > 5 * 20 * 50
+    assert flagged / nights <= 0.03, f"steady topics flagged on {flagged} of {nights} nights"
+
+
+def test_a_lineages_week_is_the_themes_weekly_status_of_its_released_sizes():
+    """Fixed released sizes (Laplace noise of scale 5 stated): 28 nights of 100, one missed, then 7 of 125. No
+    night is more than Z from its previous week (the day-to-day allowance), but the week's mean is: `rising`,
+    in "Rising" with a `steady` night. The week is publishing.timeline.weekly_status, the one the themes use,
+    of the released nights."""
+    from publishing import theme_timeline, timeline
+    assert theme_timeline.weekly_status is timeline.weekly_status  # one implementation
+    sizes = [100] * 28 + [None] + [125] * 7
+    result = build_timeline(_nights_of({"slow": sizes, "flat": [100] * 36}))
+    statuses, weeks = _statuses(result, "slow"), _weeks(result, "slow")
+    assert statuses[0] == FIRST_NIGHT and statuses[28] == "vanished"
+    assert set(statuses[1:28] + statuses[29:]) == {"steady"}
+    assert weeks[:7] == ["too few nights"] * 7 and weeks[7:28] == ["steady"] * 21
+    assert weeks[28] is None  # a night it was not released has no week
+    released = [(float(s), 2 * 5.0 ** 2) for s in sizes if s is not None]
+    assert weeks[29:] == [timeline.weekly_status(released[:n]) for n in range(29, 36)]
+    assert weeks[-1] == "rising"
+    (slow,) = [item for item in result["lineages"] if item["id"] == "slow"]
+    assert slow["weekly"] == {"status": "rising", "week_mean": 125.0, "prior_mean": 100.0}
+    assert result["rising"] == ["slow"] and _weeks(result, "flat")[-1] == "steady"
+    assert result["status_rule"]["week_nights"] == 7 and result["status_rule"]["prior_weeks"] == 4
+    # A week that rose but whose lineage was not released on the last night is not "Rising".
+    assert build_timeline(_nights_of({"slow": sizes + [None], "flat": [100] * 37}))["rising"] == []
+
+
+def test_the_page_lists_a_lineage_whose_week_rose_under_rising():
+    sizes = [100] * 28 + [125] * 7
+    page = render_timeline_html(build_timeline(_nights_of({"slow": sizes, "flat": [100] * 35})))
+    start = page.index('<section id="rising">')
+    rising = page[start:page.index("</section>", start)]
+    assert 'data-lineage="slow"' in rising and 'data-lineage="flat"' not in rising
+    assert "week: rising" in rising and "125 a night over its last 7 released nights against 100" in rising
+    assert "week: steady (100 a night" in page  # the flat lineage's own panel says its week
+    quiet = render_timeline_html(build_timeline(_nights_of({"flat": [100] * 35})))
+    assert "No topic grew beyond what the noise explains, on the last night or over the last week." in quiet
+
+
 # --- shape --------------------------------------------------------------------------------------------
 
 def test_runs_in_any_order_the_later_of_one_date_wins_and_names_are_the_latest():
@@ -349,8 +446,8 @@ def test_runs_in_any_order_the_later_of_one_date_wins_and_names_are_the_latest()
     timeline = build_timeline(runs)
     assert timeline["nights"] == [_date(0), _date(1)]
     (item,) = timeline["lineages"]
-    assert set(item) == {"id", "name", "keywords", "split_from", "nights"} and item["split_from"] is None
-    assert set(item["nights"][0]) == {"date", "size", "low", "high", "share", "status", "label_evidence"}
+    assert set(item) == {"id", "name", "keywords", "split_from", "nights", "weekly"} and item["split_from"] is None
+    assert set(item["nights"][0]) == {"date", "size", "low", "high", "share", "status", "week", "label_evidence"}
     assert [n["size"] for n in item["nights"]] == [100, 130]
     assert (item["name"], item["keywords"]) == ("Second night, rerun", ["rerun"])
     assert [r["date"] for r in timeline["generated_from"]] == [_date(0), _date(1)]

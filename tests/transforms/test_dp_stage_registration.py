@@ -30,8 +30,11 @@ def test_the_job_registers_every_dp_stage_and_reports_their_pld_total(tmp_path, 
     pipeline, budget = _job_pipeline(tmp_path, "--keyword_mode", mode, "--keyword_votes", votes)
     assert unregistered_dp_stages(pipeline) == []
     stages = [spend.stage for spend in budget.entries]
-    expected = ["user_count", "clustering", "cluster_sizes"] + (["keyword_histograms"] if mode != "centroid" else [])
-    assert stages == expected
+    # The default releases: the topics' stages, the themes, and each of the bundled set's three facets over all
+    # conversations and per topic (one spend per facet and stage).
+    expected = (["user_count", "clustering", "cluster_sizes"] + (["keyword_histograms"] if mode != "centroid" else [])
+                + ["themes"] + ["facets"] * 3 + ["facet_topics"] * 3)
+    assert sorted(stages) == sorted(expected), stages
     epsilon, delta = budget.total()
     assert 6.99 <= epsilon <= 7.0 + 1e-9 and delta == 1e-6
 

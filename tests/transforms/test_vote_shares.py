@@ -22,18 +22,21 @@ def _namer(keywords):
     return f"Software engineering: {keywords[0]}", f"Requests about {keywords[0]}."
 
 
-def test_shares_are_each_noisy_vote_over_the_topics_votes_with_the_delta_method_interval():
+def test_shares_are_each_noisy_vote_over_the_topics_votes_with_fiellers_interval():
     values = [("microservices", 12.0), ("docker", 3.0), ("tax", -1.0),
               (CategoryVote("Software engineering"), 9.0), (CategoryVote("Money"), 21.0)]
     shares = vote_shares(values, ["microservices", "docker"], "Software engineering", NOISE)
     lead, category = shares["keywords"][0], shares["category"]
-    # By hand: 12 / (12 + 3 - 1), spread 1.96 sigma sqrt((1 - p)^2 + (k - 1) p^2) / total, k = 3.
+    # By hand: 12 / (12 + 3 - 1); the interval is the p with (12 - 14 p)^2 <= 1.96^2 sigma^2 (1 - 2p + 3p^2),
+    # k = 3 keywords (dp_ops.fixed_histogram.share_interval): its lower end solves it, its upper one is 1.
     p = 12 / 14
-    spread = Z_95 * 2.0 * math.sqrt((1 - p) ** 2 + 2 * p ** 2) / 14
+    z2 = (Z_95 * 2.0) ** 2
+    a, b, c = 14 ** 2 - 3 * z2, 12 * 14 - z2, 12 ** 2 - z2
+    low = (b - math.sqrt(b * b - a * c)) / a
     assert (lead["keyword"], lead["size"]) == ("microservices", 12.0)
     assert lead["share"] == pytest.approx(p, abs=1e-6)
-    assert lead["share_low"] == pytest.approx(max(0.0, p - spread), abs=1e-6)
-    assert lead["share_high"] == pytest.approx(min(1.0, p + spread), abs=1e-6)
+    assert lead["share_low"] == pytest.approx(low, abs=1e-6) and 0.3 < low < p
+    assert lead["share_high"] == 1.0  # (12 - 14)^2 = 4 <= 1.96^2 x 4 x 2: a share of 1 is within the noise
     assert category["category"] == "Software engineering" and category["share"] == pytest.approx(0.3, abs=1e-6)
     assert [row["keyword"] for row in shares["keywords"]] == ["microservices", "docker"]
 
