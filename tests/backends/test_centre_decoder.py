@@ -549,7 +549,8 @@ def test_decoding_adds_no_epsilon_and_changes_nothing_but_the_names(tmp_path):
     embeddings = embed_cached(data.facets, cache_dir=None)
     config = UraniaConfig(num_clusters=6, min_cluster_size=5)
     with pipeline_dp_reproducible():
-        plain = run_urania(data.conversation_ids, data.user_ids, data.facets, embeddings, config, seed=1, noise_seed=2)
+        plain = run_urania(data.conversation_ids, data.user_ids, data.facets, embeddings,
+                           dataclasses.replace(config, centre_decoder=False), seed=1, noise_seed=2)
         decoded = run_urania(data.conversation_ids, data.user_ids, data.facets, embeddings,
                              dataclasses.replace(config, centre_decoder=True), seed=1, noise_seed=2)
     assert decoded["privacy"] == plain["privacy"]
