@@ -3,8 +3,9 @@
 A group of options is one dataclass (config/, one module per group; beam_jobs/keyword_options.py; and
 backends.llm.config.LLMParams, which the backends read as they are): each field is a flag of the
 same name (`flag(default, help, ...)`, or `advanced_flag` for one a user rarely sets: core/params.py),
-passed as --name value or, as Dataflow and Flex Templates pass it, --name=value. A field declared with `setting(default, why)` instead is not
-a flag: the code fixes it (tests may change it), and it is neither registered, parsed nor documented.
+passed as --name value or, as Dataflow and Flex Templates pass it, --name=value. A field declared with
+`setting(default, why)` instead is not a flag: the code fixes it (tests may change it), and it is
+neither registered, parsed nor documented.
 A flag's numeric bounds are declared with it (`flag(..., ge=1)`) and checked by pydantic when the
 object is built; the group's `check_values` adds what a bound cannot say. Either raises a ValueError
 that names the first bad flag, so a params object is valid once it exists. Those checks are of the

@@ -4,10 +4,10 @@ any number of workers; a worker that dies costs its list a retry, never the proc
 
 import os
 import signal
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
-from concurrent.futures.process import BrokenProcessPool
 
 from backends import embedding
 
