@@ -173,7 +173,8 @@ class _NativeEncoder:
     thread on the same library, so the vectors are the same bits with any number of workers (tested). The
     workers are spawned (not forked: a Beam worker has threads whose locks a fork would copy held), once per
     process; a worker that dies breaks the pool, which is then dropped, and the caller's isolation
-    (transforms/embed.py) encodes the list again one text at a time here."""
+    (transforms/embed.py) encodes the list again one text at a time here. A daemonic process, which may not
+    have children (Dask's worker processes), encodes every list here."""
 
     def __init__(self, name: str, encode_one, dimension: int):
         self._name = name
@@ -208,7 +209,9 @@ class _NativeEncoder:
         from threadpoolctl import threadpool_limits
 
         texts = [str(text) for text in texts]
-        if workers > 1 and len(texts) >= NATIVE_PROCESS_MIN_TEXTS:
+        # A daemonic process (a Dask worker, a multiprocessing pool's worker) may not start children: it
+        # encodes here, one text at a time as the workers would, so the vectors are the same bits.
+        if workers > 1 and len(texts) >= NATIVE_PROCESS_MIN_TEXTS and not multiprocessing.current_process().daemon:
             return self._on_workers(texts, workers)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         with threadpool_limits(1, user_api="blas"):

@@ -258,6 +258,11 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
         joint = calibrate_jointly(config.epsilon, config.delta, [
             *stage_requests(config), token_decoding_request(weights[TOKEN_DECODING_STAGE], token_decoding.params)])
     joint = (joint or joint_calibration(config)) if config.private else None
+    if joint is not None:
+        missing = sorted({request.stage for request in stage_requests(config)} - set(joint.stages))
+        if missing:
+            raise ValueError(f"the given calibration has no noise for the stages {missing} that this config "
+                             "enables: calibrate them too, or turn them off in the config")
     budget = RunBudget(config.delta) if config.private else None
     engine = LocalEngine()
     plan = topic_plan(config, joint, embeddings.shape[1], seed, noise_seed, exemplar_writer, date, previous_reports,

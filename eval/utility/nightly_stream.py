@@ -45,8 +45,9 @@ A planted topic's lineage on a night is the lineage of the released topic holdin
 conversations that night (report["_private"]["assignments"]: private, for evaluation only); none
 when that cluster was not released.
 
-With `--set themes=true` the fixed themes' flags are scored too (`theme_figures`: each planted topic's
-theme is where most of its conversations go by the job's public rule); without it, the free alternative
+With the themes stage (on by default, as in the job) the fixed themes' flags are scored too (`theme_figures`: each
+planted topic's theme is where most of its conversations go by the job's public rule); with `--set themes=false`, the
+free alternative
 (`with_free_themes`: the same histogram summed from the released per-topic category votes, no budget of
 its own) is scored the same way. Pass/fail against issue 40's targets (`verdicts`): every night run with
 no refusal, every window within the cap, the emerging change flagged as a theme or a topic within 7
@@ -54,7 +55,7 @@ nights and the fading one within 10, the weekly one never new, emerging or risin
 once a week, steady topics' and steady themes' false flags <= 3 per 100 nights each, lineage kept on
 >= 90% of nights, per-night NMI >= 0.79.
 
-    python -m eval.utility.nightly_stream --growing_topic gardening --set themes=true
+    python -m eval.utility.nightly_stream --growing_topic gardening
     python -m eval.utility.nightly_stream --seed 11 --nights 35 --emerging_topic investing --emerging_share 0.03
     python -m eval.utility.nightly_stream --real_stream --stream eval/results/real_stream
 
@@ -799,7 +800,7 @@ def format_growing(growing: dict | None) -> list[str]:
 
 
 def format_theme_figures(themes: dict | None) -> list[str]:
-    """The themes' lines of the summary (none without --set themes=true)."""
+    """The themes' lines of the summary (none with --set themes=false and no category votes)."""
     if themes is None:
         return []
     lines = []

@@ -95,7 +95,7 @@ def test_counters_match_what_the_server_did(runs):
     llm = _load(online, "private", "run_stats.json")["llm"]
     total = llm["total"]
     print("run_stats llm:", llm)
-    assert set(llm) == {"facets", "keywords", "names", "total"}
+    assert set(llm) == {"facets", "keywords", "names", "centre_names", "total"}
     for name in ("requests", "calls", "retries", "failures", "fallbacks"):
         assert total[name] == expected[name], name
     assert total["prompt_tokens"] + total["completion_tokens"] == expected["tokens"]

@@ -56,3 +56,24 @@ def test_a_dead_worker_breaks_only_its_call_and_the_next_list_gets_a_new_pool():
     assert 2 not in encoder._pools
     np.testing.assert_array_equal(encoder.encode(texts, 2), expected)
     assert encoder._pools[2] is not pool
+
+
+def _encode_in_a_daemon(texts: list[str], workers: int, queue) -> None:
+    encoder = embedding.load_native_model(NAME)
+    queue.put((encoder.encode(texts, workers), set(encoder._pools)))
+
+
+@pytest.mark.slow
+def test_a_daemonic_process_encodes_a_long_list_itself_with_the_same_bits():
+    # Dask's worker processes are daemonic, and a daemonic process may not start children.
+    import multiprocessing
+
+    texts = _long_list(embedding.NATIVE_PROCESS_MIN_TEXTS)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_encode_in_a_daemon, args=(texts, 2, queue), daemon=True)
+    process.start()
+    vectors, pools = queue.get(timeout=300)
+    process.join(60)
+    assert process.exitcode == 0 and pools == set()  # no worker process was asked for
+    np.testing.assert_array_equal(vectors, embedding.load_native_model(NAME).encode(texts, 1))

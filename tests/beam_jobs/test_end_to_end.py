@@ -58,7 +58,11 @@ def test_report_has_ranked_topics_and_the_accounted_privacy_spend(sample_run):
     privacy = report["privacy"]
     assert privacy["unit"] == "user" and privacy["max_conversations_per_user"] == 5
     stages = {m["stage"]: m for m in privacy["mechanisms"]}
-    assert set(stages) == {"user_count", "clustering", "cluster_sizes", "keyword_histograms"}
+    # The default run releases themes and facets beside the topics (the decoded names are post-processing).
+    assert set(stages) == {"user_count", "clustering", "cluster_sizes", "keyword_histograms", "themes", "facets",
+                           "facet_topics"}
+    assert report["themes"]["themes"] and set(report["facets"]) == {"language", "request_kind", "concern"}
+    assert report["config"]["centre_decoder"] and any(t.get("name_evidence") == "dp_centre_decoded" for t in topics)
     # One total, composed with PLD over the stages' events (tests/dp_ops/test_run_budget.py recomputes it).
     assert privacy["composition"] == "PLD" and all(m["event"] for m in privacy["mechanisms"])
     assert 6.99 < privacy["epsilon"] <= 7.0 and privacy["delta"] == 1e-6

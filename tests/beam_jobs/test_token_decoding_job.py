@@ -10,6 +10,7 @@ import pytest
 
 from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
+from core.dp_stages import CLUSTER_SIZES, CLUSTERING, FACET_TOPICS, FACETS, KEYWORD_HISTOGRAMS, THEMES, USER_COUNT
 from dp_ops.token_decoding import STAGE
 
 pytestmark = pytest.mark.slow
@@ -30,9 +31,12 @@ def test_the_job_decodes_every_topic_within_the_runs_budget_and_ledgers_the_stag
     report = json.load(open(path))
     privacy = report["privacy"]
     # One budget: the joint calibration shares --epsilon with the decoding stage, it does not add to it.
-    assert privacy["epsilon"] == pytest.approx(EPSILON, abs=1e-3)
+    # (The calibration scales the noise to 1e-4: with the default releases' eight stages the total lands a
+    # few 1e-4 under --epsilon, never over.)
+    assert EPSILON * (1 - 1e-3) <= privacy["epsilon"] <= EPSILON
     stages = {m["stage"]: m for m in privacy["mechanisms"]}
-    assert set(stages) == {"user_count", "clustering", "cluster_sizes", "keyword_histograms", STAGE}
+    assert set(stages) == {USER_COUNT, CLUSTERING, CLUSTER_SIZES, KEYWORD_HISTOGRAMS, THEMES, FACETS, FACET_TOPICS,
+                           STAGE}
     decoding = stages[STAGE]
     assert 0 < decoding["epsilon"] < EPSILON
     assert decoding["sensitivity"] == pytest.approx(2 * 40.0 / 4)

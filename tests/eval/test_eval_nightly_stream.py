@@ -99,12 +99,12 @@ def test_a_planted_topic_maps_to_the_lineage_holding_most_of_its_conversations()
     assert dataclasses.is_dataclass(night)
 
 
-def test_without_the_themes_stage_the_free_themes_are_summed_from_the_category_votes(figures):
-    free = figures["trends"]["free_themes"]
-    assert "themes" not in figures["trends"]  # the run had no themes stage
-    assert free["themes"] > 1 and free["steady"]["theme_nights"] > 0
-    assert free["emerging"]["topic"] == "video games"
-    assert any(line.startswith("free themes (summed category votes):") for line in nightly_stream.format_figures(figures))
+def test_the_default_themes_stage_is_scored_and_the_free_themes_are_not_needed(figures):
+    themes = figures["trends"]["themes"]  # themes are on by default: the run released them every night
+    assert "free_themes" not in figures["trends"]
+    assert themes["steady"]["themes"] > 1 and themes["steady"]["theme_nights"] > 0
+    assert themes["emerging"]["topic"] == "video games"
+    assert any(line.startswith("themes: emerging 'video games'") for line in nightly_stream.format_figures(figures))
 
 
 def test_free_themes_sum_each_category_over_the_kept_clusters_with_that_many_partitions_noise():

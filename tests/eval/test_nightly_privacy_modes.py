@@ -174,7 +174,13 @@ def test_run_urania_draws_the_given_calibration(tmp_path):
     write_sample(path, 200, 80, 5)
     dataset = eval_data.load_dataset(path)
     embeddings = eval_data.embed_cached(dataset.facets, cache_dir=None)
-    config = UraniaConfig(num_clusters=4, min_cluster_size=5, delta=NIGHT_DELTA)
+    # The audit calibrates the topic stages only, so the config turns the other releases off.
+    config = UraniaConfig(num_clusters=4, min_cluster_size=5, delta=NIGHT_DELTA, themes=False, facets="none",
+                          centre_decoder=False)
+    with pytest.raises(ValueError, match="themes"):
+        run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
+                   UraniaConfig(num_clusters=4, min_cluster_size=5, delta=NIGHT_DELTA), seed=1, noise_seed=1,
+                   joint=night.calibration)
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config, seed=1,
                         noise_seed=1, joint=night.calibration)
     spent = {m["stage"]: m for m in report["privacy"]["mechanisms"]}

@@ -18,7 +18,7 @@ import time
 FAULT_KINDS = ("429", "500", "hang", "garbage")
 RETRYABLE_FAULTS = ("429", "500", "hang")
 # The steps whose failed calls the offline step answers; the others' (on records) dead-letter the record.
-FALLBACK_STEPS = ("names", "exemplars")
+FALLBACK_STEPS = ("names", "exemplars", "centre_names")
 
 
 def prompt_step(prompt: str) -> str:
@@ -28,7 +28,7 @@ def prompt_step(prompt: str) -> str:
     if "Write up to" in prompt:
         return "keywords"
     if "<topic>" in prompt:
-        return "exemplars"
+        return "centre_names" if '{"labels"' in prompt else "exemplars"
     if "<keywords>" in prompt:
         return "names"
     return "other"
@@ -46,6 +46,11 @@ def derived_answer(prompt: str, misbehave: bool = False) -> str:
         if misbehave:  # invented words, a duplicate, odd case, too many: the pipeline must cope
             words = ["definitely not in k", *[w.upper() for w in words[:1]], *words, "another invented word"]
         return json.dumps({"keywords": words})
+    if "<topic>" in prompt and '{"labels"' in prompt:  # the centre decoder's labels, about the focus or the label
+        focus = re.search(r"\n(Focus|Label): (.*)$", prompt, re.S).group(2).strip().split(" \u2014 ")[0]
+        count = int(re.search(r"Write (\d+)", prompt).group(1))
+        return json.dumps({"labels": [{"name": f"Questions about {focus}" if i == 0 else f"{focus} help {i}",
+                                       "description": f"Users ask about {focus}."} for i in range(count)]})
     if "<topic>" in prompt:  # exemplars: requests about the focus keyword, or variations of the request
         focus = re.search(r"\n(Focus|Request): (.*)\nKinds: ", prompt, re.S)
         count = int(re.search(r"Write (\d+)", prompt).group(1))
