@@ -401,13 +401,14 @@ def test_a_topic_that_doubles_over_three_weeks_on_a_generated_stream_is_flagged_
 
 
 def test_a_lineages_week_is_the_themes_weekly_status_of_its_released_sizes():
-    """Fixed released sizes (Laplace noise of scale 5 stated): 28 nights of 100, one missed, then 7 of 125. No
-    night is more than Z from its previous week (the day-to-day allowance), but the week's mean is: `rising`,
-    in "Rising" with a `steady` night. The week is publishing.timeline.weekly_status, the one the themes use,
-    of the released nights."""
+    """Fixed released sizes (Laplace noise of scale 5 stated): 28 nights of 100, one missed, then 7 of 142. No
+    night is more than Z from its previous week (the day-to-day allowance), but the week's mean is, beyond the
+    cluster's drift allowance too (LINEAGE_DRIFT_CV: a week of 125 would not be): `rising`, in "Rising" with a
+    `steady` night. The week is publishing.timeline.weekly_status, the one the themes use, of the released
+    nights, with the lineages' drift allowance."""
     from publishing import theme_timeline, timeline
     assert theme_timeline.weekly_status is timeline.weekly_status  # one implementation
-    sizes = [100] * 28 + [None] + [125] * 7
+    sizes = [100] * 28 + [None] + [142] * 7
     result = build_timeline(_nights_of({"slow": sizes, "flat": [100] * 36}))
     statuses, weeks = _statuses(result, "slow"), _weeks(result, "slow")
     assert statuses[0] == FIRST_NIGHT and statuses[28] == "vanished"
@@ -415,10 +416,12 @@ def test_a_lineages_week_is_the_themes_weekly_status_of_its_released_sizes():
     assert weeks[:7] == ["too few nights"] * 7 and weeks[7:28] == ["steady"] * 21
     assert weeks[28] is None  # a night it was not released has no week
     released = [(float(s), 2 * 5.0 ** 2) for s in sizes if s is not None]
-    assert weeks[29:] == [timeline.weekly_status(released[:n]) for n in range(29, 36)]
+    assert weeks[29:] == [timeline.weekly_status(released[:n], timeline.LINEAGE_DRIFT_CV) for n in range(29, 36)]
     assert weeks[-1] == "rising"
+    assert timeline.weekly_status(released[:-7] + [(125.0, 50.0)] * 7, timeline.LINEAGE_DRIFT_CV) == "steady"
+    assert timeline.weekly_status(released[:-7] + [(125.0, 50.0)] * 7) == "rising"  # a theme's: no drift
     (slow,) = [item for item in result["lineages"] if item["id"] == "slow"]
-    assert slow["weekly"] == {"status": "rising", "week_mean": 125.0, "prior_mean": 100.0}
+    assert slow["weekly"] == {"status": "rising", "week_mean": 142.0, "prior_mean": 100.0}
     assert result["rising"] == ["slow"] and _weeks(result, "flat")[-1] == "steady"
     assert result["status_rule"]["week_nights"] == 7 and result["status_rule"]["prior_weeks"] == 4
     # A week that rose but whose lineage was not released on the last night is not "Rising".
@@ -426,12 +429,12 @@ def test_a_lineages_week_is_the_themes_weekly_status_of_its_released_sizes():
 
 
 def test_the_page_lists_a_lineage_whose_week_rose_under_rising():
-    sizes = [100] * 28 + [125] * 7
+    sizes = [100] * 28 + [142] * 7
     page = render_timeline_html(build_timeline(_nights_of({"slow": sizes, "flat": [100] * 35})))
     start = page.index('<section id="rising">')
     rising = page[start:page.index("</section>", start)]
     assert 'data-lineage="slow"' in rising and 'data-lineage="flat"' not in rising
-    assert "week: rising" in rising and "125 a night over its last 7 released nights against 100" in rising
+    assert "week: rising" in rising and "142 a night over its last 7 released nights against 100" in rising
     assert "week: steady (100 a night" in page  # the flat lineage's own panel says its week
     quiet = render_timeline_html(build_timeline(_nights_of({"flat": [100] * 35})))
     assert "No topic grew beyond what the noise explains, on the last night or over the last week." in quiet
