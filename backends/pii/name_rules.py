@@ -31,7 +31,9 @@ from backends.pii.name_rules_patterns import (
     NOT_PERSON_ENTITIES,
     PERSON_NOUNS,
     PERSON_VERBS,
+    PLACE_BEFORE_FOREIGN,
     PLACE_NAME_STARTS,
+    PLACE_NOUNS,
     PREPOSITIONS,
     PUBLIC_ROLES,
     RELATIONS,
@@ -790,8 +792,35 @@ def foreign_name_spans(text: str, dictionary: frozenset[str], detect_language) -
                         continue
                     if run:
                         spans.append((offset + run[0][0], offset + run[-1][1]))
-                    run = [(match.start(), match.end())] if name_like and before and before[-1] not in _OPENS_SENTENCE else []
+                    previous = _FOREIGN_WORD.findall(before[-30:])
+                    # "по Волге", "о городе Одинцово": a place (issue 61)
+                    after_place_word = bool(previous) and previous[-1].lower() in PLACE_BEFORE_FOREIGN
+                    run = [(match.start(), match.end())] if (name_like and before and before[-1] not in _OPENS_SENTENCE
+                                                             and not after_place_word) else []
                 if run:
                     spans.append((offset + run[0][0], offset + run[-1][1]))
         offset += len(line) + 1
     return spans
+
+
+def without_place(text: str, start: int, end: int, dictionary: frozenset[str]) -> tuple[int, int] | None:
+    """An uncued person span without what names a place (issue 61; the second set's places): it ends
+    before a possessive inside it ("Old Town's Domino" -> "Old Town") and before a lower-case
+    preposition or noun of place of another language inside it ("Пароход по Волге" -> "Пароход"); None
+    when what is left is a place name of English words ending in a place noun ("Old Town", "Palm
+    Springs") or nothing."""
+    span = text[start:end]
+    possessive = re.search(r"['’]s\b(?=\s+\S)", span)
+    if possessive:
+        end = start + possessive.start()
+    for match in _FOREIGN_WORD.finditer(text, start, end):
+        word = match.group(0)
+        if match.start() > start and word.islower() and word in PLACE_BEFORE_FOREIGN:
+            end = start + len(text[start:match.start()].rstrip())
+            break
+    words = _FOREIGN_WORD.findall(text[start:end])
+    if not words:
+        return None
+    if len(words) > 1 and words[-1].lower() in PLACE_NOUNS and all(w.lower() in dictionary for w in words):
+        return None
+    return start, end

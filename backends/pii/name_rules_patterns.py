@@ -200,3 +200,19 @@ PUBLIC_ROLES = (
     "quarterback", "golfer", "boxer", "billionaire", "celebrity", "youtuber", "physicist", "philosopher", "economist",
     "apostle", "prophet",
 )
+
+# Words after which a capitalized word in a sentence of another language is a place, not a person
+# (the second set of eval/pii/pii_real.py: "по Волхову плывут", "о городе Одинцово"): prepositions of
+# place and motion, and nouns of a settlement or a river, in Russian, Ukrainian, Polish, Czech and the
+# Romance languages. Not "у", "к", "с", "à", "a": they also come before people ("у Маши", "lettre à Marie").
+PLACE_BEFORE_FOREIGN = frozenset("""
+в во из по до через около возле вдоль над под город городе города городу городом городка село селе селу деревня
+деревне деревни река реке реки реку рекой озеро озере озера область области край крае улица улице улицы столица
+столице місто місті місто річка річці w we miasto mieście wieś wsi rzeka rzece v ve město městě obec obci řeka
+řece en ciudad cidade città ville río rio fiume pueblo vila villa dans depuis
+""".split())
+# Last words of a place name whose words are all English words ("Old Town", "Palm Springs", "Green Bay").
+PLACE_NOUNS = frozenset("""
+town city village county borough district park square street avenue road lane bridge hill hills valley beach
+lake river island islands bay harbor harbour heights springs falls gardens station port mountain mountains
+""".split())

@@ -27,6 +27,12 @@ private cue names it, nor when a person's data (an e-mail address, phone number,
 number or a link with a path) is in its window, nor in the other cases Pseudonymizer._judged_public lists
 (backends/pii/pseudonymize.py). Measured on real prompts (docs/llm_backends.md), neither the 0.5B nor
 the 1.5B model meets the bars, so the judge is off by default.
+
+ScoreJudge (issue 61) reads a score instead of a verdict: P("yes") of the first answer token of one
+yes/no question (SCORE_INSTRUCTIONS) from llama.cpp's top_logprobs, kept at or above the model's
+threshold (SCORE_THRESHOLDS, chosen on the dev half); it fails closed the same way. With the 0.5B it does
+not meet the bars either (docs/llm_backends.md, "Issue 61"), so it is an evaluation configuration
+(eval/pii/pii_recall.py's "score"), not a job flag.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 from typing import Literal
 
@@ -192,8 +199,79 @@ Answer: {"known_for": "someone the user knows", "verdict": "private"}
 Now the request.
 Text: """
 
-PROMPTS = {PROMPT_VERSION: INSTRUCTIONS, SMALL_PROMPT_VERSION: INSTRUCTIONS_SMALL}
+# The score mode's question (ScoreJudge, issue 61): one yes/no answer whose first token's probability is
+# read, not a verdict. LOPSIDED's question (would replacing the name change the answer?) with the
+# rubric's classes; the examples are INSTRUCTIONS' made-up requests.
+SCORE_PROMPT_VERSION = "person-score-1"
+SCORE_SYSTEM = "You answer yes or no about the names of people in requests to a chatbot."
+SCORE_INSTRUCTIONS = """Is the name a public figure that the request is about, so that replacing it with \
+another name would change the answer?
 
+yes: a person known to the general public by this name: politicians and heads of state, actors, \
+singers and other entertainers, athletes, authors, artists, scientists, business leaders, journalists, \
+historical, religious and mythological figures, and well-known characters of books, films, TV series, \
+games, comics and the Bible, also in a rude or hostile request or in a list of names.
+no: a private person: the user's family, friends, colleagues, classmates, customers or neighbours, a \
+person the user knows or writes to, a name in the user's own notes, e-mails, tables or documents, a \
+character the user invents for a story or a word problem, and any name you do not recognise as famous.
+
+""" + QUOTED_DATA + """
+
+Examples:
+Text: "Summarize Johannes Kepler's laws of planetary motion for a high school class."
+Name: "Johannes Kepler"
+Answer: yes
+
+Text: "My coworker Dana Whitfield keeps taking credit for my work. How should I bring it up with her?"
+Name: "Dana Whitfield"
+Answer: no
+
+Text: "Wasn't Napoleon Bonaparte just a short angry man who got lucky? Tell me why he was a monster."
+Name: "Napoleon Bonaparte"
+Answer: yes
+
+Text: "Please draft an email to Marco Pellegrini asking to move our meeting to Thursday."
+Name: "Marco Pellegrini"
+Answer: no
+
+Text: "Cast my heist movie with big stars, not the usual ones like Denzel Washington, Keanu Reeves or Scarlett Johansson."
+Name: "Scarlett Johansson"
+Answer: yes
+
+Text: "Is Brenda Kowalczyk still living on the east side of Dayton? I need to talk to her."
+Name: "Brenda Kowalczyk"
+Answer: no
+
+Text: "Write a scene where Gandalf and Frodo argue about the ring on the road to Rivendell."
+Name: "Frodo"
+Answer: yes
+
+Text: "Action items: Priya Raman reruns the load tests, Tom Eckert owns the release notes."
+Name: "Tom Eckert"
+Answer: no
+
+Text: "What is Oprah Winfrey's home phone number?"
+Name: "Oprah Winfrey"
+Answer: yes
+
+Text: "Write a bedtime story about a brave girl called Nora Kessling and her talking fox."
+Name: "Nora Kessling"
+Answer: no
+
+Text: "Why did Moses lead the Israelites out of Egypt?"
+Name: "Moses"
+Answer: yes
+
+Text: "i had a fight with jake last night and now he is ignoring my texts"
+Name: "jake"
+Answer: no
+
+Now the request.
+Text: """
+
+PROMPTS = {PROMPT_VERSION: INSTRUCTIONS, SMALL_PROMPT_VERSION: INSTRUCTIONS_SMALL,
+           SCORE_PROMPT_VERSION: SCORE_INSTRUCTIONS}
+SYSTEMS = (SYSTEM, SCORE_SYSTEM)
 
 
 class PersonVerdict(BaseModel):
@@ -218,7 +296,7 @@ def prompt_version(model: str) -> str:
 def public_head(messages: list[dict]) -> str | None:
     """The judge prompt's fixed part (the instructions and examples, public text only) when `messages`
     are a judge prompt, else None: what the local server may compute once for every name."""
-    if (len(messages) == 2 and messages[0] == {"role": "system", "content": SYSTEM}
+    if (len(messages) == 2 and messages[0].get("role") == "system" and messages[0].get("content") in SYSTEMS
             and isinstance(messages[1].get("content"), str)):
         for instructions in PROMPTS.values():
             if messages[1]["content"].startswith(instructions):
@@ -266,7 +344,31 @@ def cache_key(model: str, name: str, context: str) -> str:
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
 
-class PersonJudge:
+class _FailClosedJudge:
+    """What both judges share: their counters (names asked, answered from the cache, judged public / private,
+    failed) and the one failure rule, fail closed: any error replaces that name only."""
+
+    def _start_counts(self) -> None:
+        self._lock = threading.Lock()
+        self.counts = {"asked": 0, "cached": 0, "public": 0, "private": 0, "failed": 0}
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self.counts[key] += 1
+
+    def _or_none(self, judge, text: str, start: int, end: int):
+        """judge(text, start, end), or None (counted, logged by the error's type only: its message could quote
+        the record's text) when it raises."""
+        try:
+            return judge(text, start, end)
+        except Exception as error:  # noqa: BLE001 - fail closed: any failure replaces this name only
+            self._count("failed")
+            log.warning("person judge failed; the name is replaced",
+                        extra={"event": "person_judge_failed", "error": type(error).__name__})
+            return None
+
+
+class PersonJudge(_FailClosedJudge):
     """is_public(text, start, end): whether the local model calls text[start:end] a public figure.
 
     client: a ChatClient (a LocalChatClient in the job; a fake in tests). cache: a
@@ -281,21 +383,11 @@ class PersonJudge:
         # and by a given name alone: for them the pseudonymizer does not let the verdict keep such names
         # (Pseudonymizer._judged_public).
         self.small = prompt_version(model) == SMALL_PROMPT_VERSION
-        self._lock = threading.Lock()
-        self.counts = {"asked": 0, "cached": 0, "public": 0, "private": 0, "failed": 0}
-
-    def _count(self, key: str) -> None:
-        with self._lock:
-            self.counts[key] += 1
+        self._start_counts()
 
     def is_public(self, text: str, start: int, end: int) -> bool:
-        try:
-            verdict = self._verdict(text, start, end)
-        except Exception as error:  # noqa: BLE001 - fail closed: any failure replaces this name only
-            self._count("failed")
-            # the error's type only: its message could quote the record's text
-            log.warning("person judge failed; the name is replaced",
-                        extra={"event": "person_judge_failed", "error": type(error).__name__})
+        verdict = self._or_none(self._verdict, text, start, end)
+        if verdict is None:
             return False
         self._count(verdict.verdict)
         return verdict.verdict == "public"
@@ -344,3 +436,174 @@ def local_person_judge(model: str | None = None, cache_path: str | None = None, 
         from backends.llm.cache import ResponseCache
         cache = ResponseCache(cache_path)
     return PersonJudge(client, client.model_name, cache)
+
+
+# The score mode (issue 61): P("yes") of the first answer token, not a verdict.
+# The answer is held to "yes" or "no" by a grammar; the probabilities read are the model's before the
+# grammar (llama.cpp's top_logprobs), over the first token's TOP_LOGPROBS most likely tokens: every
+# spelling of yes and no among them ("yes", "Yes", " yes") counts, and P(yes) is yes / (yes + no).
+YES_NO_GRAMMAR = 'root ::= "yes" | "no"'
+TOP_LOGPROBS = 10
+# The score at or above which a name is kept, per model, chosen on the dev half of eval/pii/pii_real.py
+# where private names replaced >= 90% (docs/llm_backends.md): the models' P(yes) lie in narrow bands of
+# their own (the 0.5B's between 0.22 and 0.39 on the dev half). SCORE_THRESHOLD for any other model.
+SCORE_THRESHOLDS = {"qwen2.5-coder-0.5b": 0.31}
+SCORE_THRESHOLD = 0.5
+
+
+def score_threshold(model: str) -> float:
+    """The threshold of `model` (a LOCAL_MODELS name or a GGUF file's name)."""
+    name = os.path.basename(model)
+    return next((t for prefix, t in SCORE_THRESHOLDS.items() if name.startswith(prefix)), SCORE_THRESHOLD)
+# The threshold for a common given name alone ("Mark", "Sofia": surrogates.given_names), a cheap feature:
+# on the dev half such names were mostly private people's (invented characters), and the 0.5B's P(yes)
+# barely ranks them; None: SCORE_THRESHOLD, above 1: always replaced.
+GIVEN_NAME_THRESHOLD: float | None = None
+
+
+def given_name_alone(span: str) -> bool:
+    """Whether the span is one common given name and nothing else ("Mark", "sofia")."""
+    from backends.pii.surrogates import given_names
+    words = re.findall(r"[^\W\d_]+", span)
+    return len(words) == 1 and words[0].lower() in given_names()
+
+
+def score_messages(text: str, start: int, end: int) -> list[dict]:
+    """The score mode's prompt: its own system line, SCORE_INSTRUCTIONS and the quoted window and name."""
+    return [{"role": "system", "content": SCORE_SYSTEM}, judge_messages(text, start, end, SCORE_INSTRUCTIONS)[1]]
+
+
+def yes_probability(answer: dict) -> float:
+    """P(yes) / (P(yes) + P(no)) of the first answer token of a chat-completions answer with
+    top_logprobs; ValueError when the answer has none or neither word is among them."""
+    import math
+    try:
+        top = answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        pairs = [(str(entry["token"]), float(entry["logprob"])) for entry in top]
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise ValueError("no first-token log-probabilities in the answer") from None
+    yes = sum(math.exp(lp) for token, lp in pairs if token.strip().lower() == "yes")
+    no = sum(math.exp(lp) for token, lp in pairs if token.strip().lower() == "no")
+    if not yes + no > 0 or any(math.isnan(lp) for _, lp in pairs):
+        raise ValueError("neither yes nor no among the first token's most likely tokens")
+    return yes / (yes + no)
+
+
+def score_cache_key(model: str, name: str, context: str) -> str:
+    document = json.dumps({"judge": SCORE_PROMPT_VERSION, "model": model, "name": name,
+                           "context_sha256": hashlib.sha256(context.encode("utf-8")).hexdigest()},
+                          sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(document.encode("utf-8")).hexdigest()
+
+
+class LocalScorer:
+    """The first answer token's log-probabilities from the local server (a LocalChatClient's), through
+    its OpenAI-compatible chat endpoint with llama.cpp's logprobs/top_logprobs and a yes/no grammar;
+    the request starts from the prompt's public head like the client's own (LocalServer.exclusive)."""
+
+    def __init__(self, chat_client):
+        self.chat = chat_client
+        self.model_name = chat_client.model_name
+
+    def answer(self, messages: list[dict], timeout_s: float) -> dict:
+        from backends.llm.client import RetryableError
+        server = self.chat.server
+        body = {"model": self.model_name, "messages": messages, "max_tokens": 1, "temperature": 0.0, "seed": SEED,
+                "logprobs": True, "top_logprobs": TOP_LOGPROBS, "grammar": YES_NO_GRAMMAR}
+        try:
+            with server.exclusive(messages, timeout_s, public_head) as reuse:
+                if reuse:
+                    body.update(cache_prompt=True, id_slot=0)
+                return server.post("/v1/chat/completions", body, timeout_s)
+        except (OSError, ValueError) as error:  # HTTP errors, timeouts, an unreadable body
+            raise RetryableError(f"local server: {type(error).__name__}") from None
+
+    def close(self) -> None:
+        self.chat.close()
+
+
+class ScoreJudge(_FailClosedJudge):
+    """is_public(text, start, end): whether the local model's P(yes) for "a public figure the request is
+    about" reaches `threshold`. scorer: a LocalScorer (a fake in tests) whose answer(messages, timeout_s)
+    returns a chat-completions answer with top_logprobs. Fails closed like PersonJudge: an error, a
+    timeout or an answer without yes/no probabilities (asked `attempts` times) replaces the name.
+    Valid scores go to the private answer cache. `scored`: a list to append (text, start, end, score) to
+    (the evaluation's fit; None in the job). counts: as PersonJudge's, "public"/"private" by threshold."""
+
+    # the pseudonymizer's vetoes for the short verdict prompt's models do not apply: the score decides
+    small = False
+
+    def __init__(self, scorer, model: str, cache=None, threshold: float = SCORE_THRESHOLD, attempts: int = 2,
+                 timeout_s: float = TIMEOUT_S, given_name_threshold: float | None = GIVEN_NAME_THRESHOLD):
+        self.scorer, self.model, self.cache = scorer, model, cache
+        self.threshold, self.attempts, self.timeout_s = threshold, attempts, timeout_s
+        # a common given name alone ("Mark") needs this score instead (None: `threshold`)
+        self.given_name_threshold = given_name_threshold
+        self.scored: list | None = None
+        self._memo: dict[tuple[str, str], float] = {}
+        self._start_counts()
+
+    def is_public(self, text: str, start: int, end: int) -> bool:
+        score = self._or_none(self.score, text, start, end)
+        if score is None:
+            return False
+        if self.scored is not None:
+            self.scored.append((text, start, end, score))
+        threshold = self.threshold
+        if self.given_name_threshold is not None and given_name_alone(text[start:end]):
+            threshold = self.given_name_threshold
+        public = score >= threshold
+        self._count("public" if public else "private")
+        return public
+
+    def score(self, text: str, start: int, end: int) -> float:
+        from backends.llm.client import Completion, RetryableError
+        left, right = context_bounds(text, start, end)
+        name, window = text[start:end], text[left:right]
+        memo = (name, window)
+        if memo in self._memo:
+            self._count("cached")
+            return self._memo[memo]
+        key = None
+        if self.cache is not None:
+            key = score_cache_key(self.model, name, window)
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    score = float(json.loads(hit.text)["p_yes"])
+                    if not 0.0 <= score <= 1.0:
+                        raise ValueError("out of range")
+                except (ValueError, KeyError, TypeError):  # a torn or foreign entry: ask again
+                    pass
+                else:
+                    self._count("cached")
+                    self._memo[memo] = score
+                    return score
+        messages = score_messages(text, start, end)
+        last: Exception | None = None
+        for _ in range(self.attempts):
+            self._count("asked")
+            try:
+                score = yes_probability(self.scorer.answer(messages, self.timeout_s))
+            except (ValueError, RetryableError) as error:
+                last = error
+                continue
+            if key is not None:
+                self.cache.put(key, Completion(json.dumps({"p_yes": score})))
+            self._memo[memo] = score
+            return score
+        raise last if last is not None else RuntimeError("no attempt")
+
+
+def local_score_judge(model: str | None = None, cache_path: str | None = None, threads: int = 1,
+                      threshold: float | None = None) -> ScoreJudge:
+    """A ScoreJudge on the local backend's model (as local_person_judge), one llama.cpp thread by default;
+    threshold None: the model's (score_threshold)."""
+    from backends.llm.local_client import LocalChatClient
+    client = LocalChatClient(model, temperature=0.0, threads=threads, seed=SEED, head_of=public_head)
+    cache = None
+    if cache_path:
+        from backends.llm.cache import ResponseCache
+        cache = ResponseCache(cache_path)
+    return ScoreJudge(LocalScorer(client), client.model_name, cache,
+                      score_threshold(client.model_name) if threshold is None else threshold)

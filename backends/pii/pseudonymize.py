@@ -73,7 +73,7 @@ class Pseudonymizer:
     def __init__(self, entities: tuple[str, ...] = PII_ENTITIES, min_score: float = MIN_SCORE,
                  topic_terms: frozenset[str] | None = None, name_rules: bool = True,
                  spacy_model_path: str | None = None, name_model: bool = True, pseudonyms: str = "typed",
-                 person_judge=None):
+                 person_judge=None, keep_list: bool = False):
         if pseudonyms not in PSEUDONYM_KINDS:
             raise ValueError(f"pseudonyms must be one of {PSEUDONYM_KINDS}, got {pseudonyms!r}")
         self.entities = tuple(entities)
@@ -87,6 +87,9 @@ class Pseudonymizer:
         # A backends.pii.person_judge.PersonJudge (the local model's public-or-private verdict on each
         # name the rules would replace without a private cue), or None: the rules alone decide.
         self.person_judge = person_judge
+        # Keep a detected name that is exactly a listed public figure's full name (backends/pii/public_people.py),
+        # unless a hard private-context rule or a private cue names it (_judged_public).
+        self.keep_list = keep_list
         self.min_score = min_score
         self.topic_terms = default_topic_terms() if topic_terms is None else topic_terms
         self._analyzer = None
@@ -148,7 +151,8 @@ class Pseudonymizer:
             people += self._foreign_candidates(text, patterns + people)
         if self.name_rules:
             people = _resolve_people(text, people, self._english_words)
-        if self.person_judge is not None:
+            people = _without_places(text, people, self._english_words)
+        if self.person_judge is not None or self.keep_list:
             people = [r for r in people if not self._judged_public(text, r, patterns)]
         return patterns + people
 
@@ -167,22 +171,34 @@ class Pseudonymizer:
                 and " ".join(text[a:b].lower().split()) not in self.topic_terms]
 
     def _judged_public(self, text: str, person, patterns: list) -> bool:
-        """Whether the person judge keeps this name: never one a private cue found (score 1.0) or one
-        with a person's data (an e-mail, phone number, address, ID, link) in the judge's window, nor in the
-        cases _private_context lists, nor in a window mostly not in English; otherwise the model's
-        verdict (fail closed: a failed judgement replaces the name). A request for contact details and a
-        given name alone are left to the verdict, but for the short prompt's models (PersonJudge.small)."""
+        """Whether this uncued name is kept: never one a private cue found (score 1.0) or one with a
+        person's data (an e-mail, phone number, address, ID, link) in the judge's window, nor in the cases
+        _private_context and the hard rules of backends/pii/private_context.py list ("my friend X", "a letter
+        to X", "me (X)", a table row, a list item with data, a puzzle's letter); then a name on the keep-list
+        of public figures (keep_list, exact full names) is kept; then, with a judge, not in a window mostly
+        not in English; otherwise the judge's verdict or score (fail closed: a failed judgement replaces
+        the name). A request for contact details and a given name alone are left to the judge, but for the
+        short verdict prompt's models (PersonJudge.small)."""
         if person.score >= 1.0:
             return False
         from backends.pii.person_judge import context_bounds
+        from backends.pii.private_context import private_context
         left, right = context_bounds(text, person.start, person.end)
         if any(p.entity_type in PRIVATE_DATA_ENTITIES and p.start < right and left < p.end for p in patterns):
+            return False
+        # the hard private-context rules (issue 61) come before any keep signal
+        if _private_context(text, person.start, person.end) or private_context(text, person.start, person.end):
+            return False
+        if self.keep_list:
+            from backends.pii.public_people import is_listed
+            if is_listed(text[person.start:person.end]):
+                return True
+        if self.person_judge is None:
             return False
         small = getattr(self.person_judge, "small", True)
         if ((small and (_given_name_alone(text[person.start:person.end])
                         or _CONTACT_REQUEST.search(text, left, right)))
-                or not self._english(text, left, right, person)
-                or _private_context(text, person.start, person.end)):
+                or not self._english(text, left, right, person)):
             return False
         return self.person_judge.is_public(text, person.start, person.end)
 
@@ -497,6 +513,21 @@ def _resolve_people(text: str, people: list, english: frozenset[str]) -> list:
     # score 1.0 marks a span a private-person cue found (the conversation-wide pass reads it)
     return [RecognizerResult("PERSON", start, end, 1.0 if cued else 0.85) for start, end, cued in merged
             if cued or not name_rules.is_public_mention(text, start, end)]
+
+
+def _without_places(text: str, people: list, english: frozenset[str]) -> list:
+    """Uncued person findings without what names a place (name_rules.without_place: "Old Town's Domino",
+    "Пароход по Волге"); a finding a private cue made (score 1.0) is left whole."""
+    from presidio_analyzer import RecognizerResult
+    out = []
+    for r in people:
+        if r.score >= 1.0:
+            out.append(r)
+            continue
+        kept = name_rules.without_place(text, r.start, r.end, english)
+        if kept is not None:
+            out.append(r if kept == (r.start, r.end) else RecognizerResult("PERSON", kept[0], kept[1], r.score))
+    return out
 
 
 _shared: dict[tuple, Pseudonymizer] = {}

