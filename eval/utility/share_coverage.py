@@ -156,6 +156,16 @@ def users_conversations(rng: np.random.Generator, users: int, limit: int) -> lis
     return [int(min(limit, rng.zipf(2.0))) for _ in range(users)]
 
 
+def loyal_conversations(rng: np.random.Generator, users: int, limit: int, probabilities: np.ndarray):
+    """(kept, choice) for each kept conversation of each user (users_conversations): a user has a main choice
+    drawn from `probabilities`, and each conversation takes it with probability LOYALTY, else a fresh draw.
+    A generator, so the caller's own draws for a conversation come before the next one's."""
+    for kept in users_conversations(rng, users, limit):
+        main = rng.choice(len(probabilities), p=probabilities)
+        for _ in range(kept):
+            yield kept, (main if rng.random() < LOYALTY else rng.choice(len(probabilities), p=probabilities))
+
+
 def facet_release_of(facet, index: int, sigma: float, limit: int) -> Release:
     """A facet's topic x answer cross-tab for one topic: every answer's share of the topic."""
     columns = facet_release.facet_columns(facet.answer_ids)
@@ -164,11 +174,8 @@ def facet_release_of(facet, index: int, sigma: float, limit: int) -> Release:
 
     def exact(rng: np.random.Generator, users: int) -> np.ndarray:
         sums = np.zeros(len(columns))
-        for kept in users_conversations(rng, users, limit):
-            main = rng.choice(len(columns), p=profile)
-            for _ in range(kept):
-                answer = main if rng.random() < LOYALTY else rng.choice(len(columns), p=profile)
-                sums[answer] += contribution_weight(kept)
+        for kept, answer in loyal_conversations(rng, users, limit, profile):
+            sums[answer] += contribution_weight(kept)
         return sums
 
     def score(exact_sums: np.ndarray, noisy: np.ndarray, sigma: float, tally: Tally) -> None:
@@ -203,15 +210,12 @@ def _vote_topic(keyword_set, limit: int, keywords_per_vote: int, category_share:
 
     def exact(rng: np.random.Generator, users: int) -> np.ndarray:
         sums = np.zeros(len(columns))
-        for kept in users_conversations(rng, users, limit):
-            main = rng.choice(len(topic_categories), p=category_weights)
-            for _ in range(kept):
-                category = main if rng.random() < LOYALTY else rng.choice(len(topic_categories), p=category_weights)
-                pool = by_category[topic_categories[category]][:KEYWORDS_DRAWN]
-                chosen = rng.choice(KEYWORDS_DRAWN, size=keywords_per_vote, replace=False, p=rank_weights)
-                for column, value in conversation_votes([pool[i] for i in chosen], contribution_weight(kept),
-                                                        keywords_per_vote, category_of, category_share):
-                    sums[index[column]] += value
+        for kept, category in loyal_conversations(rng, users, limit, category_weights):
+            pool = by_category[topic_categories[category]][:KEYWORDS_DRAWN]
+            chosen = rng.choice(KEYWORDS_DRAWN, size=keywords_per_vote, replace=False, p=rank_weights)
+            for column, value in conversation_votes([pool[i] for i in chosen], contribution_weight(kept),
+                                                    keywords_per_vote, category_of, category_share):
+                sums[index[column]] += value
         return sums
 
     return columns, exact, index[CategoryVote(topic_categories[0])], len(keywords)
