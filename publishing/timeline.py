@@ -105,9 +105,10 @@ topic doubling over three weeks grows 3.4% a night, and on real logs one lineage
 conversations over 21 nights and was `steady` every night (issue 59). A mean of 7 nights has about 1/sqrt(7) of one night's noise,
 so the week shows it. The sizes are the released (noisy) ones: post-processing, no budget. On a generated
 stream's counts with that noise (tests/publishing/test_timeline.py; 3 streams x 5 noise draws) a topic
-doubling over nights 28-48 was first in `rising` 9-17 nights after it began, its week never rising before; steady topics
-carried a flag (nightly or weekly) on 0.17-0.52 of 100 nights. `rising` names a lineage released on the
-last night whose status is `growing` or `emerging` or whose week is `rising`: the page's "Rising".
+doubling over nights 28-48 was first in "Rising" 5-19 nights after it began (with the drift allowance; 9-17
+before it), its week never rising before; steady topics carried a flag (nightly or weekly) on 0.49 of 100 nights.
+`rising` names a lineage released on the last night whose status is `growing` or `emerging` or whose week is
+`rising`: the page's "Rising".
 
 **New this week** (`new_this_week`): lineages first seen on one of the timeline's last `WEEK_NIGHTS`
 nights and released on at least `MIN_RECENT_NIGHTS` of its last `RECENT_NIGHTS` nights, so a topic
