@@ -27,12 +27,12 @@ writes nothing.
 
 The "judge" configuration adds the local model's public-figure verdicts (backends/pii/person_judge.py,
 --llm_model, one llama.cpp thread); --splits dev scores the dev half alone (what a change is tuned on).
-Without --splits, all three splits are scored. The "score" configuration (issue 61) is the keep-list
-of public figures, the hard private-context rules and the local model's P(yes) (person_judge.ScoreJudge);
+Without --splits, all three splits are scored. The "score" configuration (issue 61) adds the local
+model's P(yes) (person_judge.ScoreJudge) to the default's keep-list of public figures and hard private-context rules;
 --curve 0.27,0.31,0.30/1.1 scores it at several thresholds (after a slash: a given name alone's) from one
-run of the model; "keeplist" is the keep-list without a model.
+run of the model; "without_keeplist" is the default before the keep-list was switched on.
 
-    .venv/bin/python -m eval.pii.pii_real --configs keeplist,score --splits dev --judge_cache /tmp/sc --curve 0.29,0.31
+    .venv/bin/python -m eval.pii.pii_real --configs without_keeplist,score --splits dev --judge_cache /tmp/sc --curve 0.29,0.31
 """
 
 from __future__ import annotations

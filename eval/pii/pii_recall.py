@@ -83,7 +83,7 @@ def configurations(args) -> dict:
         from backends.pii.person_judge import local_score_judge
         judge = local_score_judge(args.llm_model, getattr(args, "judge_cache", None), threads=1,
                                   threshold=getattr(args, "threshold", None))
-        return (Pseudonymizer(person_judge=judge, keep_list=True),
+        return (Pseudonymizer(person_judge=judge),
                 f"default + the keep-list + {args.llm_model}'s P(yes) >= {judge.threshold} on each uncued name, 1 thread")
 
     def md_path():
@@ -94,7 +94,7 @@ def configurations(args) -> dict:
         "current": lambda: (Pseudonymizer(name_rules=False, name_model=False), "spaCy en_core_web_sm + Presidio patterns"),
         "rules": lambda: (Pseudonymizer(name_model=False), "current + context rules (backends/pii/name_rules.py)"),
         "model": lambda: (Pseudonymizer(name_rules=False), "current + the PII name model (backends/pii/name_model.py)"),
-        "default": lambda: (Pseudonymizer(), "current + context rules + the PII name model"),
+        "default": lambda: (Pseudonymizer(), "current + context rules + the PII name model + the keep-list of public figures"),
         "md": lambda: (Pseudonymizer(name_rules=False, name_model=False, spacy_model_path=md_path()),
                        "en_core_web_md instead of sm"),
         "md+rules": lambda: (Pseudonymizer(name_model=False, spacy_model_path=md_path()), "en_core_web_md + context rules"),
@@ -102,7 +102,7 @@ def configurations(args) -> dict:
         "md+rules+gazetteer": lambda: gazetteer(Pseudonymizer(name_model=False, spacy_model_path=md_path())),
         "rules+llm": lambda: llm(Pseudonymizer(name_model=False)),
         "judge": judge,
-        "keeplist": lambda: (Pseudonymizer(keep_list=True), "default + the keep-list of public figures (no model)"),
+        "without_keeplist": lambda: (Pseudonymizer(keep_list=False), "default without the keep-list (the default before issue 61)"),
         "score": score,
     }
 

@@ -101,18 +101,20 @@ def test_a_listed_single_word_that_is_a_common_given_name_is_not_matched():
 
 
 @pytest.mark.real_model
-def test_the_keep_list_keeps_a_bare_famous_name_but_not_where_a_hard_rule_names_it(pseudonymizer):
+def test_the_keep_list_is_on_by_default_and_keeps_a_bare_famous_name_but_not_where_a_hard_rule_names_it(pseudonymizer):
     bare = "Do you think Albert Einstein was a good person?"
-    pseudonymizer.person_judge, pseudonymizer.keep_list = None, False
+    assert pseudonymizer.keep_list  # the fixture is Pseudonymizer() with its defaults
+    judge, pseudonymizer.person_judge = pseudonymizer.person_judge, None
     try:
-        assert "Albert Einstein" not in pseudonymizer.pseudonymize(bare)
-        pseudonymizer.keep_list = True
         assert pseudonymizer.pseudonymize(bare) == bare
         assert "Albert Einstein" not in pseudonymizer.pseudonymize(
             "| Albert Einstein | 1879 | 555-0143 |\n| Ravi Menon | 1990 | 555-0199 |")
         assert "Albert Einstein" not in pseudonymizer.pseudonymize("We met me (Albert Einstein) at the gym on Monday.")
-    finally:
+        assert "Albert Einstein" not in pseudonymizer.pseudonymize("Tell my friend Albert Einstein the party moved")
         pseudonymizer.keep_list = False
+        assert "Albert Einstein" not in pseudonymizer.pseudonymize(bare)
+    finally:
+        pseudonymizer.keep_list, pseudonymizer.person_judge = True, judge
 
 
 def _build_script():
