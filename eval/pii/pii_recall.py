@@ -102,7 +102,8 @@ def configurations(args) -> dict:
         "md+rules+gazetteer": lambda: gazetteer(Pseudonymizer(name_model=False, spacy_model_path=md_path())),
         "rules+llm": lambda: llm(Pseudonymizer(name_model=False)),
         "judge": judge,
-        "without_keeplist": lambda: (Pseudonymizer(keep_list=False), "default without the keep-list (the default before issue 61)"),
+        "without_keeplist": lambda: (Pseudonymizer(keep_list=False),
+                                     "default without the keep-list (the default before issue 61)"),
         "score": score,
     }
 

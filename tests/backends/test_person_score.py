@@ -39,7 +39,8 @@ class FakeScorer:
 
 @pytest.fixture(scope="module")
 def pseudonymizer():
-    p = Pseudonymizer()
+    # the judge's own behaviour: without the keep-list, which keeps "Barack Obama" before any judge is asked
+    p = Pseudonymizer(keep_list=False)
     p.setup()
     return p
 
@@ -103,9 +104,10 @@ def test_a_listed_single_word_that_is_a_common_given_name_is_not_matched():
 @pytest.mark.real_model
 def test_the_keep_list_is_on_by_default_and_keeps_a_bare_famous_name_but_not_where_a_hard_rule_names_it(pseudonymizer):
     bare = "Do you think Albert Einstein was a good person?"
-    assert pseudonymizer.keep_list  # the fixture is Pseudonymizer() with its defaults
+    assert Pseudonymizer().keep_list  # on by default
     judge, pseudonymizer.person_judge = pseudonymizer.person_judge, None
     try:
+        pseudonymizer.keep_list = True
         assert pseudonymizer.pseudonymize(bare) == bare
         assert "Albert Einstein" not in pseudonymizer.pseudonymize(
             "| Albert Einstein | 1879 | 555-0143 |\n| Ravi Menon | 1990 | 555-0199 |")
@@ -114,7 +116,7 @@ def test_the_keep_list_is_on_by_default_and_keeps_a_bare_famous_name_but_not_whe
         pseudonymizer.keep_list = False
         assert "Albert Einstein" not in pseudonymizer.pseudonymize(bare)
     finally:
-        pseudonymizer.keep_list, pseudonymizer.person_judge = True, judge
+        pseudonymizer.keep_list, pseudonymizer.person_judge = False, judge
 
 
 def _build_script():
