@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import sys
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -44,6 +43,7 @@ from beam_jobs.job_runtime import (
     EXIT_UNREADABLE_INPUT,
     check_input_matches,
     fail,
+    run_as_command,
     use_local_engine,
 )
 from beam_jobs.keyword_options import (
@@ -55,7 +55,6 @@ from beam_jobs.keyword_options import (
     BuildKeywordsParams,
     build_keywords_params,
 )
-from beam_jobs.logging_setup import configure_logging
 from config.run import RunParams
 from core.dates import resolve_date
 from core.spend import MechanismSpend
@@ -337,10 +336,5 @@ def run(argv: list[str] | None = None) -> int:
     return 0
 
 
-def main() -> None:
-    configure_logging()
-    sys.exit(run(sys.argv[1:]))
-
-
 if __name__ == "__main__":
-    main()
+    run_as_command(run)

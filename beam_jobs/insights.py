@@ -35,10 +35,10 @@ from beam_jobs.job_runtime import (
     fail,
     failed_run,
     reserve_run_budget,
+    run_as_command,
     use_local_engine,
 )
 from beam_jobs.llm_estimate import log_llm_estimate
-from beam_jobs.logging_setup import configure_logging
 from beam_jobs.options import (
     REQUIRED_FLAGS,
     InsightsOptions,
@@ -390,10 +390,5 @@ def run(argv: list[str] | None = None) -> int:
     return 0
 
 
-def main() -> None:
-    configure_logging()
-    sys.exit(run(sys.argv[1:]))
-
-
 if __name__ == "__main__":
-    main()
+    run_as_command(run)

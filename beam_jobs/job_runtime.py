@@ -1,5 +1,6 @@
-"""What the job entry points share around the pipeline: exit codes, error reporting, the input
-check and the local engine (beam_jobs.insights and beam_jobs.build_keywords both use these); and
+"""What the job entry points share around the pipeline: the command line's entry (run_as_command, for
+beam_jobs.ledger_policy too), exit codes, error reporting, the input check and the local engine
+(beam_jobs.insights and beam_jobs.build_keywords both use these); and
 around the insights job's pipeline: its ledger updates (reserve before it runs, failed after), the
 exit code of a failed run, and the counters added to its run stats."""
 
@@ -7,11 +8,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from backends.keyword_set import LEGACY_RUN_PREFIX, KeywordSet, keyword_set_total
+from beam_jobs.logging_setup import configure_logging
 from core.json_store import read_json_or_none
 from core.run_context import RunContext
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
@@ -55,6 +59,13 @@ def fail(code: int, event: str, message: str, **fields) -> int:
     log.error(message, extra={"event": event, "exit_code": code, **fields})
     print(f"error: {message}", file=sys.stderr)
     return code
+
+
+def run_as_command(run: Callable[[list[str]], int]) -> NoReturn:
+    """A job run from the command line (`python -m beam_jobs.<job>`, or the Flex Template's launcher): JSON
+    logs, then `run` on the process's arguments, whose return value is the exit code."""
+    configure_logging()
+    sys.exit(run(sys.argv[1:]))
 
 
 def beam_counters(result) -> list:

@@ -23,11 +23,9 @@ import dataclasses
 import getpass
 import json
 import logging
-import sys
 
 from beam_jobs.flags import add_flags
-from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED, fail
-from beam_jobs.logging_setup import configure_logging
+from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED, fail, run_as_command
 from config.run import RunParams
 from core.json_store import read_json_or_none
 from dp_ops.budget_ledger import POLICY_FLAGS, BudgetRefused, Ledger, LedgerPolicy
@@ -133,10 +131,5 @@ def run(argv: list[str] | None = None) -> int:
     return 0
 
 
-def main() -> None:
-    configure_logging()
-    sys.exit(run(sys.argv[1:]))
-
-
 if __name__ == "__main__":
-    main()
+    run_as_command(run)

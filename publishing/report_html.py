@@ -16,6 +16,7 @@ avoids what its patterns look for (no URLs, no space-separated runs of digits, i
 
 from __future__ import annotations
 
+import functools
 import json
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -25,8 +26,6 @@ from core.dates import day_of_run_id
 from core.dp_stages import KEYWORD_HISTOGRAMS
 from publishing.report import noise_margin, shown_count, shown_counts, size_noise_of
 
-_environment = None
-
 
 def _json_for_script(value) -> Markup:
     """JSON that cannot close its <script> element or open a new one. Marked safe: a script element's
@@ -35,14 +34,23 @@ def _json_for_script(value) -> Markup:
                   .replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
+def template_environment(**filters) -> Environment:
+    """The Jinja2 environment of the pages' templates (publishing/templates/), autoescaping every value,
+    with the page's own `filters`. A page builds it once: loading and compiling the templates is the slow part."""
+    environment = Environment(loader=PackageLoader("publishing", "templates"), undefined=StrictUndefined,
+                              autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
+                              trim_blocks=True, lstrip_blocks=True)
+    environment.filters.update(filters)
+    return environment
+
+
+@functools.cache
+def _environment() -> Environment:
+    return template_environment(script_json=_json_for_script)
+
+
 def _template(name: str):
-    global _environment
-    if _environment is None:  # built once: loading and compiling the templates is the slow part
-        _environment = Environment(loader=PackageLoader("publishing", "templates"), undefined=StrictUndefined,
-                                   autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
-                                   trim_blocks=True, lstrip_blocks=True)
-        _environment.filters["script_json"] = _json_for_script
-    return _environment.get_template(name)
+    return _environment().get_template(name)
 
 
 def _text(value) -> str:

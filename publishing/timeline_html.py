@@ -10,14 +10,13 @@ post-processing only. A status's CSS class is `status_class` of it (`below thres
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-
 from publishing.facet_timeline import SHOWN_SHARE, shown_answers
 from publishing.report import shown_count, shown_counts
-from publishing.report_html import answer_label
+from publishing.report_html import answer_label, template_environment
 from publishing.timeline import CHANGE_STATUSES, PRIOR_WEEKS, STATUSES, WEEK, status_rule
 
 CHART_WIDTH, CHART_HEIGHT = 960, 150
@@ -34,17 +33,10 @@ def status_class(status: str) -> str:
     """The CSS class of a status: `st-` and its words joined by hyphens."""
     return "st-" + re.sub(r"[^a-z0-9]+", "-", str(status).lower()).strip("-")
 
-_environment = None
 
-
+@functools.cache
 def _template():
-    global _environment
-    if _environment is None:  # built once: loading and compiling the template is the slow part
-        _environment = Environment(loader=PackageLoader("publishing", "templates"), undefined=StrictUndefined,
-                                   autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
-                                   trim_blocks=True, lstrip_blocks=True)
-        _environment.filters["status_class"] = status_class
-    return _environment.get_template("timeline.html.j2")
+    return template_environment(status_class=status_class).get_template("timeline.html.j2")
 
 
 def _nice_ceiling(value: float) -> float:

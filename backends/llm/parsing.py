@@ -122,6 +122,14 @@ def _cap(info: ValidationInfo) -> int | None:
     return info.context.get("max_items") if isinstance(info.context, dict) else None
 
 
+def _one_line(text: str, blank: str) -> str:
+    """`text` on one line, each run of whitespace one space; ValueError(`blank`) when nothing is left."""
+    text = " ".join(text.split())
+    if not text:
+        raise ValueError(blank)
+    return text
+
+
 def _keyword(text: str) -> str:
     """A keyword's case and spacing do not matter ("Machine  Learning" is "machine learning")."""
     return " ".join(text.lower().split())
@@ -144,10 +152,8 @@ class FacetsAnswer(_Answer):
 
     @field_validator("summary")
     @classmethod
-    def _one_line(cls, summary: str, info: ValidationInfo) -> str:
-        summary = " ".join(summary.split())
-        if not summary:
-            raise ValueError("the summary is blank")
+    def _short_summary(cls, summary: str, info: ValidationInfo) -> str:
+        summary = _one_line(summary, "the summary is blank")
         if len(summary) > MAX_SUMMARY_CHARS:
             _mark_repaired(info)
             summary = summary[:MAX_SUMMARY_CHARS]
@@ -212,9 +218,7 @@ class NameAnswer(_Answer):
     @field_validator("description")
     @classmethod
     def _short_description(cls, description: str, info: ValidationInfo) -> str:
-        description = " ".join(description.split())
-        if not description:
-            raise ValueError("the description is empty")
+        description = _one_line(description, "the description is empty")
         sentences = _SENTENCE_END.split(description)
         if len(sentences) > MAX_DESCRIPTION_SENTENCES:
             _mark_repaired(info)

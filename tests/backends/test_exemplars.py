@@ -150,12 +150,10 @@ SMALL = ["--num_clusters", "6", "--min_cluster_size", "5", "--seed", "3", "--sam
 
 @pytest.fixture(scope="module")
 def exemplar_run(tmp_path_factory):
-    from beam_jobs.generate_sample import write_sample
     from beam_jobs.insights import run
     from tests.support.llm_server import FakeChatServer
-    folder = tmp_path_factory.mktemp("exemplars")
-    data = str(folder / "day.jsonl")
-    write_sample(data, 300, 200, seed=8)
+    from tests.support.sample_folder import sample_folder
+    folder, data = sample_folder(tmp_path_factory, "exemplars", 300, 200, seed=8)
     with FakeChatServer() as server:
         output = str(folder / "out")
         assert run(["--input", data, "--output", output, *SMALL, "--llm_backend", "openai",

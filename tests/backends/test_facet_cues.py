@@ -2,10 +2,10 @@
 for a text containing one; the bundled request_kind's translation is such an answer."""
 
 import numpy as np
-import pytest
 
 from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, load_facet_set
 from beam_jobs.sample_facets import FACET_TOPICS
+from tests.support.facet_files import assert_facet_file_refused
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",
                         (Answer("writing", "Writing", ("write",)), Answer("translation", "Translation", ("translate",),
@@ -44,11 +44,9 @@ def test_each_text_gets_the_answer_it_gets_alone():
 
 
 def test_cues_must_be_a_list_of_strings(tmp_path):
-    bad = tmp_path / "facets.json"
-    bad.write_text('{"facets": [{"name": "k", "question": "?", "classifier": "nearest_description", "other": "o", '
-                   '"answers": [{"id": "t", "descriptions": ["translate"], "cues": "translate"}, {"id": "o"}]}]}')
-    with pytest.raises(ValueError, match="cues"):
-        load_facet_set(str(bad))
+    assert_facet_file_refused(
+        tmp_path, '{"facets": [{"name": "k", "question": "?", "classifier": "nearest_description", "other": "o", '
+                  '"answers": [{"id": "t", "descriptions": ["translate"], "cues": "translate"}, {"id": "o"}]}]}', "cues")
 
 
 def test_the_bundled_translation_answer_is_cued_and_the_planted_requests_agree_with_its_cues():

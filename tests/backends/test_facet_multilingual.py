@@ -12,6 +12,7 @@ from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, Multil
 from backends.keyword_categories import KeywordCategories
 from config.embedding import Encoder
 from core.records import ConversationBlock
+from tests.support.facet_files import assert_facet_file_refused
 from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
 
@@ -76,19 +77,16 @@ def test_each_text_gets_the_answer_it_gets_alone():
     ('{"model": "use-multilingual-v3", "run_model_languages": "en"}', "run_model_languages"),
 ])
 def test_a_bad_multilingual_declaration_is_refused(tmp_path, multilingual, message):
-    bad = tmp_path / "facets.json"
-    bad.write_text('{"facets": [{"name": "k", "question": "?", "classifier": "nearest_description", "other": "o", '
-                   f'"multilingual": {multilingual}, "answers": [{{"id": "t", "descriptions": ["x"]}}, {{"id": "o"}}]}}]}}')
-    with pytest.raises(ValueError, match=message):
-        load_facet_set(str(bad))
+    assert_facet_file_refused(
+        tmp_path, '{"facets": [{"name": "k", "question": "?", "classifier": "nearest_description", "other": "o", '
+                  f'"multilingual": {multilingual}, "answers": [{{"id": "t", "descriptions": ["x"]}}, {{"id": "o"}}]}}]}}',
+        message)
 
 
 def test_multilingual_is_only_for_nearest_description(tmp_path):
-    bad = tmp_path / "facets.json"
-    bad.write_text('{"facets": [{"name": "l", "question": "?", "classifier": "language", "other": "en", '
-                   '"multilingual": {"model": "use-multilingual-v3"}, "answers": [{"id": "en"}]}]}')
-    with pytest.raises(ValueError, match="nearest_description"):
-        load_facet_set(str(bad))
+    assert_facet_file_refused(
+        tmp_path, '{"facets": [{"name": "l", "question": "?", "classifier": "language", "other": "en", '
+                  '"multilingual": {"model": "use-multilingual-v3"}, "answers": [{"id": "en"}]}]}', "nearest_description")
 
 
 # Requests written for this test from general knowledge of the languages (not from the generator's templates).

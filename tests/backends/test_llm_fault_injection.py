@@ -18,9 +18,9 @@ from backends.llm import fanout
 from backends.llm.client import Completion, PermanentError, RetryableError
 from backends.llm.config import PREFLIGHT_PROMPT, LLMParams, LLMPreflightError
 from backends.llm.fanout import RetryPolicy
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
 from tests.support.llm_server import FakeChatServer
+from tests.support.sample_folder import sample_folder
 
 MAX_RETRIES = 2
 # A large keyword epsilon so that keywords clear the noise floor on this little data and the namer is called.
@@ -46,9 +46,7 @@ def runs(tmp_path_factory):
 
 
 def _runs(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("llm_faults")
-    data = str(folder / "day.jsonl")
-    write_sample(data, 300, 200, seed=8)
+    folder, data = sample_folder(tmp_path_factory, "llm_faults", 300, 200, seed=8)
     _plant_pii(data)
     offline = str(folder / "offline")
     assert run(["--input", data, "--output", offline, *SMALL]) == 0

@@ -16,6 +16,7 @@ from dp_ops.fixed_histogram import histogram_rows
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.dp_ops.test_theme_histogram import _spend_of
+from tests.support.facet_files import assert_facet_file_refused
 from transforms.facet_histograms import FacetHistograms
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",
@@ -39,11 +40,8 @@ def test_the_bundled_facets_are_language_request_kind_and_concern_and_a_bad_file
     assert [i for i, _ in bundled.select(["concern", "language"])] == [0, 2]  # the set's order fixes the streams
     with pytest.raises(ValueError, match="unknown facet"):
         bundled.select(["mood"])
-    bad = tmp_path / "facets.json"
-    bad.write_text('{"facets": [{"name": "x", "question": "?", "classifier": "language", '
-                   '"answers": [{"id": "en"}, {"id": "unknown"}], "other": "en"}]}')
-    with pytest.raises(ValueError, match="unknown"):
-        load_facet_set(str(bad))
+    assert_facet_file_refused(tmp_path, '{"facets": [{"name": "x", "question": "?", "classifier": "language", '
+                                        '"answers": [{"id": "en"}, {"id": "unknown"}], "other": "en"}]}', "unknown")
 
 
 def test_language_detection_works_offline_on_planted_languages():

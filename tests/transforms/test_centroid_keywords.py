@@ -9,11 +9,11 @@ import pytest
 
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import DEFAULT_KEYWORD_SET, keyword_set_document, load_keyword_set, write_keyword_set
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
 from config.embedding import Encoder
 from core.spend import MechanismSpend
 from publishing.report import keyword_agreement
+from tests.support.sample_folder import sample_folder
 from transforms.centroid_keywords import nearest_keywords
 
 
@@ -39,9 +39,7 @@ FLAGS = ["--seed", "5", "--num_clusters", "8", "--min_cluster_size", "5", "--noi
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("centroid")
-    data = str(folder / "conversations.jsonl")
-    write_sample(data, 900, 600, seed=13)
+    folder, data = sample_folder(tmp_path_factory, "centroid", 900, 600, seed=13, file="conversations.jsonl")
     keywords = str(folder / "kw.json")
     # A DP-built set (its recorded spend is what the report must add; the words are the bundled list).
     spend = MechanismSpend(stage="keyword_set", mechanism="PipelineDP partition selection per term", epsilon=0.5,
