@@ -29,10 +29,10 @@ import os
 
 import numpy as np
 
-from beam_jobs.generate_stream import NIGHT_FILE, PLANTED_FILE, WEEKDAYS, night_path
 from config.embedding import Encoder
 from eval.data import embed_cached, load_dataset
 from eval.utility.topic_quality import SHARED_DATA
+from synthetic.stream import NIGHT_FILE, PLANTED_FILE, WEEKDAYS, night_path
 
 LABEL_MODEL = "all-mpnet-base-v2"
 # The ground truth's own encoder (not the run's): its conversations' and its keywords' vectors both come from it.

@@ -150,8 +150,8 @@ SMALL = ["--num_clusters", "6", "--min_cluster_size", "5", "--seed", "3", "--sam
 
 @pytest.fixture(scope="module")
 def exemplar_run(tmp_path_factory):
-    from beam_jobs.generate_sample import write_sample
     from beam_jobs.insights import run
+    from synthetic.sample import write_sample
     from tests.support.llm_server import FakeChatServer
     folder = tmp_path_factory.mktemp("exemplars")
     data = str(folder / "day.jsonl")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, load_facet_set
-from beam_jobs.sample_facets import FACET_TOPICS
+from synthetic.facets import FACET_TOPICS
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",
                         (Answer("writing", "Writing", ("write",)), Answer("translation", "Translation", ("translate",),

@@ -18,8 +18,8 @@ from backends.llm import fanout
 from backends.llm.client import Completion, PermanentError, RetryableError
 from backends.llm.config import PREFLIGHT_PROMPT, LLMParams, LLMPreflightError
 from backends.llm.fanout import RetryPolicy
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
+from synthetic.sample import write_sample
 from tests.support.llm_server import FakeChatServer
 
 MAX_RETRIES = 2

@@ -9,11 +9,11 @@ import pytest
 
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import DEFAULT_KEYWORD_SET, keyword_set_document, load_keyword_set, write_keyword_set
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
 from config.embedding import Encoder
 from core.spend import MechanismSpend
 from publishing.report import keyword_agreement
+from synthetic.sample import write_sample
 from transforms.centroid_keywords import nearest_keywords
 
 
