@@ -38,7 +38,7 @@ import datetime as dt
 import json
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -114,6 +114,9 @@ class Trend:
 
 @dataclasses.dataclass(frozen=True)
 class StreamSpec:
+    """A generated stream: its nights, users and seed, and the planted trends' topics and timing (the flags
+    of add_stream_arguments; planted.json records it)."""
+
     start: dt.date = dt.date(2026, 10, 1)
     nights: int = 60
     conversations_per_night: int = 1000
@@ -290,23 +293,48 @@ def write_stream(output: str, spec: StreamSpec) -> dict:
     """Writes every night's JSON Lines file and planted.json under `output`; returns planted.json's content."""
     summaries = []
     for records, summary in generate_stream(spec):
-        path = night_path(output, summary["date"])
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".tmp", "wb") as out:
-            for record in records:
-                out.write(json.dumps(record).encode() + b"\n")
-        os.replace(path + ".tmp", path)
+        write_night(output, summary["date"], records)
         summaries.append(summary)
     planted = planted_json(spec, summaries)
-    with open(os.path.join(output, PLANTED_FILE) + ".tmp", "w") as out:
-        json.dump(planted, out, indent=1)
-    os.replace(os.path.join(output, PLANTED_FILE) + ".tmp", os.path.join(output, PLANTED_FILE))
+    write_planted(output, planted)
     return planted
+
+
+def write_night(output: str, date: str, records: list[dict]) -> None:
+    """Writes one night's records as JSON Lines at night_path, through a temporary file so that a reader
+    never finds half a night (eval/utility/real_stream.py writes its nights with it too)."""
+    path = night_path(output, date)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "wb") as out:
+        for record in records:
+            out.write(json.dumps(record).encode() + b"\n")
+    os.replace(path + ".tmp", path)
+
+
+def write_planted(output: str, planted: dict) -> None:
+    """Writes a stream's planted.json under `output`, through a temporary file."""
+    path = os.path.join(output, PLANTED_FILE)
+    with open(path + ".tmp", "w") as out:
+        json.dump(planted, out, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def load_planted(output: str) -> dict:
     with open(os.path.join(output, PLANTED_FILE)) as handle:
         return json.load(handle)
+
+
+def planted_or_written(output: str, spec: dict, write: Callable[[], dict]) -> dict:
+    """planted.json of the stream in `output` when it records `spec` and every night's file is there (a
+    stream is reused while its spec is the same); else `write()`'s, which writes the stream there."""
+    try:
+        planted = load_planted(output)
+    except (OSError, ValueError):
+        planted = None
+    if (planted is not None and planted.get("spec") == spec
+            and all(os.path.exists(night_path(output, date)) for date in planted["dates"])):
+        return planted
+    return write()
 
 
 def _weekday(value: str) -> int:

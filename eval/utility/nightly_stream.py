@@ -92,8 +92,8 @@ from synthetic.stream import (
     WEEKDAYS,
     StreamSpec,
     add_stream_arguments,
-    load_planted,
     night_path,
+    planted_or_written,
     spec_from_args,
     spec_json,
     write_stream,
@@ -136,14 +136,7 @@ class Night:
 
 def prepare_stream(folder: str, spec: StreamSpec) -> dict:
     """planted.json of the stream in `folder`, generated first unless it holds this spec's stream."""
-    try:
-        planted = load_planted(folder)
-    except (OSError, ValueError):
-        planted = None
-    if (planted is not None and planted.get("spec") == spec_json(spec)
-            and all(os.path.exists(night_path(folder, d)) for d in planted["dates"])):
-        return planted
-    return write_stream(folder, spec)
+    return planted_or_written(folder, spec_json(spec), lambda: write_stream(folder, spec))
 
 
 def load_nights(folder: str, planted: dict, model: str, cache_dir: str | None = DEFAULT_CACHE_DIR,
