@@ -1,7 +1,8 @@
 """urania-beam: topic insights from chatbot logs under user-level differential privacy.
 
 Installed on Dataflow workers too (--setup_file ./setup.py), so it lists runtime needs only and
-ships the bundled keyword set and the report and timeline pages' templates as package data.
+ships the bundled keyword set, the report and timeline pages' templates and the synthetic generators'
+planted data as package data.
 """
 
 import setuptools
@@ -17,7 +18,9 @@ setuptools.setup(
     packages=setuptools.find_packages(include=["beam_jobs", "beam_jobs.*", "transforms", "transforms.*", "core", "core.*",
                                                 "config", "config.*",
                                                 "publishing", "publishing.*",
-                                                "dp_ops", "dp_ops.*", "backends", "backends.*", "eval", "eval.*"]),
-    package_data={"beam_jobs": ["resources/*.txt", "resources/*.json"], "publishing": ["templates/*.j2"]},
+                                                "dp_ops", "dp_ops.*", "backends", "backends.*", "eval", "eval.*",
+                                                "synthetic", "synthetic.*"]),
+    package_data={"beam_jobs": ["resources/*.txt", "resources/*.json"], "publishing": ["templates/*.j2"],
+                  "synthetic": ["data/*.json"]},
     install_requires=REQUIREMENTS,
 )

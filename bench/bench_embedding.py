@@ -52,8 +52,8 @@ import torch  # noqa: E402
 
 from backends import embedding  # noqa: E402
 from backends.offline import UserTurnsFacetExtractor  # noqa: E402
-from beam_jobs.generate_sample import LENGTHS, generate_records  # noqa: E402
 from core.records import Conversation, Facet  # noqa: E402
+from synthetic.sample import LENGTHS, generate_records  # noqa: E402
 from transforms.validation import parse_record  # noqa: E402
 
 

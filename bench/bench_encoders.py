@@ -18,7 +18,7 @@ Columns:
                         thread each unless --threads; the ratio to minilm-torch of the same rounds
   en NMI                spherical k-means (k = planted topics, `--kmeans_seeds` seeds, mean) on generated
                         conversations (beam_jobs.generate_sample) against their planted topics
-  ml NMI subj / lang    the same k-means with k = `--ml_k` on the multilingual set (beam_jobs.sample_multilingual:
+  ml NMI subj / lang    the same k-means with k = `--ml_k` on the multilingual set (synthetic.multilingual:
                         12 languages, 8 subjects none about language), NMI against the subject and the language
   theme acc             the share of multilingual requests whose theme (dp_ops.theme_histogram.nearest_theme over
                         the bundled keyword set embedded by the same encoder) is their subject; per language below
@@ -50,10 +50,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from backends import embedding  # noqa: E402
 from backends.keyword_set import load_keyword_set  # noqa: E402
-from beam_jobs.generate_sample import generate_records  # noqa: E402
-from beam_jobs.sample_multilingual import LANGUAGES, SUBJECTS, multilingual_conversations, parallel_pairs  # noqa: E402
 from config.embedding import Encoder  # noqa: E402
 from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns  # noqa: E402
+from synthetic.multilingual import LANGUAGES, SUBJECTS, multilingual_conversations, parallel_pairs  # noqa: E402
+from synthetic.sample import generate_records  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
 REAL_FILES = ("arena_hard_v2_prompts.jsonl", "hh_rlhf_harmless_test.jsonl")

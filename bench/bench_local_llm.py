@@ -38,10 +38,10 @@ from backends.llm.config import LLMParams
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
-from beam_jobs.sample_topics import PLANTED_TOPICS
 from config.embedding import Encoder
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import embed_cached, load_dataset, planted_topics
+from synthetic.topics import PLANTED_TOPICS
 from transforms.record_isolation import run_isolated
 
 

@@ -35,9 +35,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from beam_jobs.generate_sample import LENGTHS  # noqa: E402
 from bench.bench_pipeline import USERS_PER_CONVERSATION, generate  # noqa: E402
 from bench.sampling import PeriodicSampler  # noqa: E402
+from synthetic.sample import LENGTHS  # noqa: E402
 
 
 def hash_vectors(name, texts, batch_size=64, backend="torch", device="cpu") -> np.ndarray:

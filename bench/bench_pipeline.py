@@ -37,8 +37,8 @@ from contextlib import contextmanager
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from beam_jobs.generate_sample import LENGTHS  # noqa: E402
 from bench.sampling import PeriodicSampler  # noqa: E402
+from synthetic.sample import LENGTHS  # noqa: E402
 
 ENGINES = ("direct", "dask")
 DASK_WORKERS = 2

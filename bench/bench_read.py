@@ -23,8 +23,8 @@ sys.path.insert(0, ROOT)
 import apache_beam as beam  # noqa: E402
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-from beam_jobs.generate_sample import generate_records  # noqa: E402
 from bench.bench_pipeline import cpu_model  # noqa: E402
+from synthetic.sample import generate_records  # noqa: E402
 from transforms.read_conversations import DEFAULT_SPLIT_BYTES, InputRange, ReadConversations, split_file  # noqa: E402
 
 

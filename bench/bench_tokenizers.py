@@ -14,7 +14,7 @@ import argparse
 import re
 import time
 
-from beam_jobs.generate_sample import generate_records
+from synthetic.sample import generate_records
 
 
 def _timed(label: str, make, texts: list[str]) -> None:

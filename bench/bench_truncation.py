@@ -14,7 +14,7 @@ For each length L, on the default encoder (config.embedding.DEFAULT_EMBEDDING_MO
   real NMI            the real mix's k-means (k = `--real_k`) on the texts cut at L against the k-means of other
                       seeds on the longest candidate's texts: how much of the clustering the cut keeps (the
                       longest length's own row is the k-means' seed-to-seed agreement)
-  ml NMI subj         the multilingual set's (beam_jobs.sample_multilingual) k-means against its subjects
+  ml NMI subj         the multilingual set's (synthetic.multilingual) k-means against its subjects
 
 Label fit on the real mix needs the whole in-process run, the judge reading every conversation at one length:
   .venv/bin/python -m eval.utility.label_fit --seeds 0 1 --data real=$R:20 --facet_max_chars L --judge_chars 2000
@@ -37,10 +37,10 @@ from bench_encoders import REAL_FILES, SHARED, kmeans_nmi  # noqa: E402
 
 from backends import embedding  # noqa: E402
 from backends.offline import UserTurnsFacetExtractor  # noqa: E402
-from beam_jobs.generate_sample import generate_records  # noqa: E402
-from beam_jobs.sample_multilingual import multilingual_conversations  # noqa: E402
 from config.embedding import Encoder  # noqa: E402
 from config.reading import ReadingParams  # noqa: E402
+from synthetic.multilingual import multilingual_conversations  # noqa: E402
+from synthetic.sample import generate_records  # noqa: E402
 from transforms.validation import parse_record  # noqa: E402
 
 NO_CUT = 1 << 30

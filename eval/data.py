@@ -74,11 +74,11 @@ def load_dataset(path: str, facet_max_chars: int = 1000, limit: int | None = Non
 
 def with_users(dataset: Dataset, users: int, seed: int) -> Dataset:
     """The same conversations spread over `users` simulated users with the generator's heavy-tailed
-    activity (beam_jobs.generate_sample.user_activity_weights; seeded): real texts at another user
+    activity (synthetic.sample.user_activity_weights; seeded): real texts at another user
     count, for figures that depend on how many users a topic has (the shared real sets have few)."""
     import random
 
-    from beam_jobs.generate_sample import user_activity_weights
+    from synthetic.sample import user_activity_weights
     if users < 1:
         raise ValueError(f"users must be >= 1, got {users}")
     rng = random.Random(seed)

@@ -18,7 +18,7 @@ import json
 import os
 import random
 
-from beam_jobs.generate_sample import generate_records
+from synthetic.sample import generate_records
 
 CANARY_KINDS = ("email", "phone", "street_address", "phrase")
 _FIRST = ("alice", "bruno", "chiara", "dmitri", "elena", "farid", "greta", "hugo", "ines", "jonas", "keiko",

@@ -48,8 +48,6 @@ from collections.abc import Callable, Iterable, Sequence
 import dp_accounting
 import numpy as np
 
-from beam_jobs.generate_sample import write_sample
-from beam_jobs.sample_topics import PLANTED_TOPICS
 from config.privacy import PrivacyParams
 from core.dp_stages import CLUSTER_SIZES, CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
 from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
@@ -62,6 +60,8 @@ from eval.tables import cell, mean, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
 from eval.utility.topic_quality import composition, nmi, planted_named, with_unreleased
 from publishing.report import VOTE_SOURCES
+from synthetic.sample import write_sample
+from synthetic.topics import PLANTED_TOPICS
 
 OUTPUT_DIR = os.path.join(RESULTS_DIR, "nightly_modes")
 SAMPLE_PURPOSE = "nightly user sample"

@@ -4,7 +4,7 @@
     python -m eval.utility.facet_accuracy --conversations 300 --users 120 --noise_seeds 2 --real_data ''
 
 On `generate_sample --facet_mix` data (ten topics, each with one kind of request and known language
-shares, beam_jobs/sample_facets.py), prints:
+shares, synthetic/data/facet_topics.json), prints:
 
 1. each classifier's accuracy on the planted answers: overall, and per planted answer its recall and
    what it was mistaken for most. request_kind three times: without the translation cue rule
@@ -40,13 +40,13 @@ import numpy as np
 from backends.facet_set import MULTILINGUAL_MODELS, FacetDeclaration, detect_language, load_facet_set
 from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
-from beam_jobs.generate_sample import generate_records
 from config.embedding import Encoder
 from core.records import ConversationBlock
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania
 from eval.utility.facet_shares import DEFAULT_DATA
+from synthetic.sample import generate_records
 from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
 

@@ -77,16 +77,6 @@ import time
 
 import numpy as np
 
-from beam_jobs.generate_stream import (
-    WEEKDAYS,
-    StreamSpec,
-    add_stream_arguments,
-    load_planted,
-    night_path,
-    spec_from_args,
-    spec_json,
-    write_stream,
-)
 from config.embedding import Encoder
 from core.dates import utc_timestamp
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, events_json
@@ -98,6 +88,16 @@ from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania, stage_r
 from eval.utility.topic_quality import nmi
 from publishing.lineage import LOOKBACK_NIGHTS, MIN_COSINE, report_centres
 from publishing.timeline import CHANGE_STATUSES, FIRST_NIGHT, build_timeline
+from synthetic.stream import (
+    WEEKDAYS,
+    StreamSpec,
+    add_stream_arguments,
+    night_path,
+    planted_or_written,
+    spec_from_args,
+    spec_json,
+    write_stream,
+)
 
 DEFAULT_STREAM = os.path.join(RESULTS_DIR, "stream")
 FLAG_STATUSES = ("new", "emerging", "growing")
@@ -136,14 +136,7 @@ class Night:
 
 def prepare_stream(folder: str, spec: StreamSpec) -> dict:
     """planted.json of the stream in `folder`, generated first unless it holds this spec's stream."""
-    try:
-        planted = load_planted(folder)
-    except (OSError, ValueError):
-        planted = None
-    if (planted is not None and planted.get("spec") == spec_json(spec)
-            and all(os.path.exists(night_path(folder, d)) for d in planted["dates"])):
-        return planted
-    return write_stream(folder, spec)
+    return planted_or_written(folder, spec_json(spec), lambda: write_stream(folder, spec))
 
 
 def load_nights(folder: str, planted: dict, model: str, cache_dir: str | None = DEFAULT_CACHE_DIR,

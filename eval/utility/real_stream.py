@@ -29,10 +29,10 @@ import os
 
 import numpy as np
 
-from beam_jobs.generate_stream import NIGHT_FILE, PLANTED_FILE, WEEKDAYS, night_path
 from config.embedding import Encoder
 from eval.data import embed_cached, load_dataset
 from eval.utility.topic_quality import SHARED_DATA
+from synthetic.stream import WEEKDAYS, planted_or_written, write_night, write_planted
 
 LABEL_MODEL = "all-mpnet-base-v2"
 # The ground truth's own encoder (not the run's): its conversations' and its keywords' vectors both come from it.
@@ -46,6 +46,9 @@ HELD_BACK = "Creative writing"
 
 @dataclasses.dataclass(frozen=True)
 class RealStreamSpec:
+    """A real-text stream: its nights and their size, the held-back theme and the share of each night it
+    takes from `start_night` on (planted.json records it, with the sources and the labelling model)."""
+
     start: dt.date = dt.date(2026, 11, 1)
     nights: int = 21
     per_night: int = 600
@@ -118,10 +121,7 @@ def write_real_stream(folder: str, spec: RealStreamSpec) -> dict:
     for night in range(spec.nights):
         date = (spec.start + dt.timedelta(days=night)).isoformat()
         rows = night_records(spec, records, labels, night)
-        path = night_path(folder, date)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as out:
-            out.writelines(json.dumps(row) + "\n" for row in rows)
+        write_night(folder, date, rows)
         counts: dict[str, int] = {}
         for row in rows:
             counts[row["planted_topic"]] = counts.get(row["planted_topic"], 0) + 1
@@ -137,22 +137,13 @@ def write_real_stream(folder: str, spec: RealStreamSpec) -> dict:
                    for topic in topics],
         "nights": summaries,
     }
-    with open(os.path.join(folder, PLANTED_FILE), "w") as out:
-        json.dump(planted, out, indent=1)
+    write_planted(folder, planted)
     return planted
 
 
 def prepare_real_stream(folder: str, spec: RealStreamSpec = RealStreamSpec()) -> dict:
     """planted.json of the real stream in `folder`, built first unless it holds this spec's stream."""
-    try:
-        with open(os.path.join(folder, PLANTED_FILE)) as handle:
-            planted = json.load(handle)
-    except (OSError, ValueError):
-        planted = None
-    if (planted is not None and planted.get("spec") == spec.to_json()
-            and all(os.path.exists(os.path.join(folder, f"dt={d}", NIGHT_FILE)) for d in planted["dates"])):
-        return planted
-    return write_real_stream(folder, spec)
+    return planted_or_written(folder, spec.to_json(), lambda: write_real_stream(folder, spec))
 
 
 def main(argv: list[str] | None = None) -> None:

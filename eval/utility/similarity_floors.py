@@ -23,8 +23,8 @@ import numpy as np
 from backends import embedding
 from backends.facet_set import load_facet_set
 from backends.keyword_set import load_keyword_set
-from beam_jobs.generate_sample import generate_records
 from config.embedding import SIMILARITY_FLOORS, TUNED_ON, SimilarityFloors
+from synthetic.sample import generate_records
 
 REFERENCE_MODEL = TUNED_ON
 FACET_CHARS = 1000  # the job's facet text (backends.offline)

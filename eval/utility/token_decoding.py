@@ -27,11 +27,11 @@ import time
 import numpy as np
 
 from backends.token_decoder import TokenDecoder
-from beam_jobs.generate_sample import write_sample
 from dp_ops.token_decoding import STAGE, TokenDecodingParams
 from eval.data import TextEmbedder, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.label_fit import JUDGE_MODEL, label_fit, topic_label_text
+from synthetic.sample import write_sample
 from transforms.token_decoding import TokenDecodingPlan
 
 WEIGHTS = "clustering:4,cluster_sizes:1,keyword_histograms:2,token_decoding:8"

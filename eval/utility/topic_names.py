@@ -2,7 +2,7 @@
 against the previous ones (top keywords joined; groups by k-means on embedded names and keywords).
 
 Each released topic's planted topic is the majority planted topic of its conversations (the private
-assignments: evaluation only), and its theme that planted topic's `theme` (beam_jobs.sample_topics).
+assignments: evaluation only), and its theme that planted topic's `theme` (synthetic.topics).
 Figures per run, for old, old with as many groups as new (purity rises with the number of groups)
 and new:
   group purity  the share of the topics' noisy sizes that lies in its group's majority theme (1 = every
@@ -23,11 +23,11 @@ import re
 import statistics
 
 from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
-from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.config_flags import JOB_DEFAULT, add_config_flags
 from eval.data import embed_cached, load_dataset, planted_topics
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.utility_metrics import group_purity
+from synthetic.topics import PLANTED_TOPICS
 from transforms.topic_hierarchy import group_labels, number_of_groups, topic_vectors
 
 THEME_OF_PLANTED = {topic.name: topic.theme for topic in PLANTED_TOPICS}

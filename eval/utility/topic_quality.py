@@ -4,7 +4,7 @@ Runs the job's mechanisms in-process (eval/urania_inprocess.run_urania) on cache
 seeds per data set, and scores each release against the private cluster assignments it came from
 (eval only: a release never contains them). Generated data (records with `planted_topic`, from
 beam_jobs.generate_sample) is also scored against the planted topics of
-beam_jobs.sample_topics.PLANTED_TOPICS (their expected keywords and themes).
+synthetic.topics.PLANTED_TOPICS (their expected keywords and themes).
 
 Every data set:
   users after bounding, kept conversations, the run's epsilon and each stage's noise (std, or sigma
@@ -53,13 +53,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 
-from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset, planted_topics
 from eval.tables import short_number, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.utility_metrics import group_purity
 from publishing.report import VOTE_SOURCES
+from synthetic.topics import PLANTED_TOPICS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNRELEASED = "not released"
@@ -294,7 +294,7 @@ def planted_figures(planted: dict[str, str], assignments: dict[str, int], nonpri
     known = {p.name for p in PLANTED_TOPICS}
     unknown = set(planted.values()) - known
     if unknown:
-        raise SystemExit(f"planted topics not in beam_jobs.sample_topics: {sorted(unknown)}")
+        raise SystemExit(f"planted topics not in synthetic.topics: {sorted(unknown)}")
     expected = {p.name: p.expected_keywords for p in PLANTED_TOPICS}
     themes = {p.name: p.theme for p in PLANTED_TOPICS}
     truth = [planted[c] for c in in_released]

@@ -538,9 +538,9 @@ def test_decoding_adds_no_epsilon_and_changes_nothing_but_the_names(tmp_path):
     noise seeded and PipelineDP's fixed: the same privacy section (total epsilon, events), sizes and
     keywords; the names decoded."""
 
-    from beam_jobs.generate_sample import write_sample
     from eval.data import embed_cached, load_dataset
     from eval.urania_inprocess import UraniaConfig, run_urania
+    from synthetic.sample import write_sample
     from tests.support.release_snapshot import pipeline_dp_reproducible
 
     path = str(tmp_path / "conversations.jsonl")
@@ -615,8 +615,8 @@ def test_parse_labels_reads_names_and_descriptions():
 
 @pytest.mark.slow
 def test_the_job_decodes_names_offline_and_the_page_says_they_may_be_wrong(tmp_path):
-    from beam_jobs.generate_sample import write_sample
     from beam_jobs.insights import run
+    from synthetic.sample import write_sample
     from tests.backends.test_llm_fault_injection import SMALL
     data = str(tmp_path / "day.jsonl")
     write_sample(data, 300, 200, seed=8)

@@ -11,9 +11,9 @@ import pytest
 from backends import embedding
 from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector
-from beam_jobs.sample_multilingual import SUBJECTS, cell_texts
 from config.embedding import DEFAULT_EMBEDDING_MODEL, Encoder
 from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns
+from synthetic.multilingual import SUBJECTS, cell_texts
 
 pytestmark = pytest.mark.real_model
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from backends.keyword_set import DEFAULT_KEYWORD_SET, MAX_KEYWORD_CHARS, load_keyword_set
-from beam_jobs.sample_topics import PLANTED_TOPICS
+from synthetic.topics import PLANTED_TOPICS
 
 MAX_WORDS = 4
 DUPLICATE_SIMILARITY = 0.85  # backends.offline_keywords.EmbeddingKeywordSetRefiner's default

@@ -4,7 +4,7 @@ for a text containing one; the bundled request_kind's translation is such an ans
 import numpy as np
 
 from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, load_facet_set
-from beam_jobs.sample_facets import FACET_TOPICS
+from synthetic.facets import FACET_TOPICS
 from tests.support.facet_files import assert_facet_file_refused
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",

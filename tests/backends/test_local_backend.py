@@ -175,8 +175,8 @@ def test_openai_backend_against_the_real_llama_cpp_server(server):
 @pytest.mark.slow
 @needs_local_model
 def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offline(tmp_path):
-    from beam_jobs.generate_sample import write_sample
     from beam_jobs.insights import run
+    from synthetic.sample import write_sample
     from tests.backends.test_llm_fault_injection import SMALL
     data = str(tmp_path / "day.jsonl")
     write_sample(data, 120, 90, seed=11)

@@ -11,10 +11,10 @@ import pytest
 from backends.keyword_set import ONE_DAY_FORMAT_VERSION, load_keyword_set
 from backends.tokenize import content_terms
 from beam_jobs.build_keywords import build_pipeline, run
-from beam_jobs.generate_sample import MALFORMED_KINDS, write_sample
 from beam_jobs.keyword_options import BuildKeywordsOptions, build_keywords_params
 from dp_ops.budget_ledger import Ledger
 from dp_ops.dp_events import composed_epsilon, event_from_json
+from synthetic.sample import MALFORMED_KINDS, write_sample
 from tests.conftest import PoisonedProposer
 
 pytestmark = pytest.mark.slow  # the refiner embeds the keywords with the real model; public loads spaCy

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
+from synthetic.sample import write_sample
 
 pytestmark = pytest.mark.slow
 

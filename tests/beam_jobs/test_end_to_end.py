@@ -12,9 +12,9 @@ import pytest
 from backends.keyword_categories import dominant_category
 from backends.keyword_set import load_keyword_set
 from backends.label_evidence import UNVERIFIED_GROUP
-from beam_jobs.generate_sample import MALFORMED_KINDS, generate_records, write_sample
 from beam_jobs.insights import run
-from beam_jobs.sample_topics import PLANTED_TOPICS
+from synthetic.sample import MALFORMED_KINDS, generate_records, write_sample
+from synthetic.topics import PLANTED_TOPICS
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,6 @@ import pytest
 
 from backends.keyword_set import load_keyword_set
 from beam_jobs import ledger_policy
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import calibrate_night, run
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED
 from beam_jobs.options import InsightsOptions, insights_params
@@ -24,6 +23,7 @@ from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, Le
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status
 from eval.utility.nightly_stream import window_epsilons
+from synthetic.sample import write_sample
 
 NIGHTLY = ("--max_epsilon_per_window", "30", "--window_days", "30")  # docs/production.md's nightly command
 FIRST_NIGHT = dt.date(2026, 1, 1)

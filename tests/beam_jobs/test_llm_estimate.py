@@ -21,7 +21,6 @@ from backends.llm.config import STEPS, LLMParams, default_steps
 from backends.llm.steps import LLMClusterNamer, LLMExemplarWriter, LLMFacetExtractor, LLMLabelWriter
 from backends.offline import EmbeddingKeywordSelector, UserTurnsFacetExtractor
 from beam_jobs import insights, llm_estimate
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.llm_estimate import (
     BYTES_PER_CONVERSATION,
     LOCAL_SECONDS_PER_CALL,
@@ -33,6 +32,7 @@ from beam_jobs.llm_estimate import (
 )
 from beam_jobs.options import InsightsOptions, insights_params
 from config.embedding import Encoder
+from synthetic.sample import write_sample
 from tests.support.llm_server import FakeChatServer
 from transforms import read_conversations
 

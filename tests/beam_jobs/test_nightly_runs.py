@@ -8,12 +8,12 @@ import os
 import pytest
 
 from backends.keyword_set import keyword_set_document, load_keyword_set, write_keyword_set
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
 from beam_jobs.job_runtime import EXIT_BUDGET_REFUSED, EXIT_RELEASE_GATE_FAILED
 from core.spend import MechanismSpend
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA
 from dp_ops.dp_events import composed_epsilon, event_from_json
+from synthetic.sample import write_sample
 from tests.support.gcs_emulator import local_gcs
 
 pytestmark = pytest.mark.slow

@@ -427,7 +427,7 @@ def test_the_public_method_needs_neither_a_date_nor_a_private_folder():
 def test_run_leaves_the_options_unchanged_and_records_the_resolved_values(tmp_path, monkeypatch):
     import torch
 
-    from beam_jobs.generate_sample import write_sample
+    from synthetic.sample import write_sample
     write_sample(str(tmp_path / "day.jsonl"), 40, 10, seed=3)
     created = []
 

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from beam_jobs.generate_sample import write_sample
 from beam_jobs.insights import run
 from core.dp_stages import CLUSTER_SIZES, CLUSTERING, FACET_TOPICS, FACETS, KEYWORD_HISTOGRAMS, THEMES, USER_COUNT
 from dp_ops.token_decoding import STAGE
+from synthetic.sample import write_sample
 
 pytestmark = pytest.mark.slow
 

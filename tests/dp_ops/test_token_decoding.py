@@ -270,8 +270,8 @@ def test_members_decoded_together_get_the_states_they_would_have_alone():
 def test_end_to_end_in_process_run_describes_every_topic_and_reports_its_spend():
     from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
     from backends.token_decoder import TokenDecoder
-    from beam_jobs.generate_sample import generate_records
     from eval.urania_inprocess import UraniaConfig, run_urania
+    from synthetic.sample import generate_records
     from transforms.token_decoding import TokenDecodingPlan
 
     records = [r for r in generate_records(300, 150, 7) if "planted_topic" in r]

@@ -213,8 +213,8 @@ def test_sweep_table_gets_the_judge_columns_only_with_a_judge():
 def test_sweep_cli_judges_every_labelled_topic_of_every_configuration(tmp_path, capsys):
     import csv
 
-    from beam_jobs.generate_sample import write_sample
     from eval.utility import sweep
+    from synthetic.sample import write_sample
     path = str(tmp_path / "conversations.jsonl")
     write_sample(path, 400, 150, seed=8)
     always_b = json.dumps({"rating_a": 2, "rating_b": 4, "preferred": "B"})

@@ -2,11 +2,11 @@ import dataclasses
 
 import pytest
 
-from beam_jobs.generate_stream import StreamSpec
 from dp_ops.budget_ledger import Ledger, LedgerEntry
 from dp_ops.dp_events import event_to_json
 from eval.urania_inprocess import UraniaConfig
 from eval.utility import nightly_stream
+from synthetic.stream import StreamSpec
 
 pytestmark = pytest.mark.slow  # embeds ~900 conversations and runs the mechanisms 4 times
 

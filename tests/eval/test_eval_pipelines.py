@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that
 
-from beam_jobs.generate_sample import write_sample
 from core.records import Conversation, ConversationBlock, Message
 from dp_ops.dp_kmeans import DPKMeansParams, fit_dp_kmeans
 from eval.data import bound_contributions
 from eval.utility.simple_clio import ClusterSummariser, redact_pii, run_simple_clio, write_report
+from synthetic.sample import write_sample
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_kmeans import DPKMeans
 from transforms.engine import LocalEngine

@@ -2,8 +2,8 @@
 
 import pytest
 
-from beam_jobs.sample_topics import PLANTED_TOPICS
 from eval.utility.topic_names import hierarchy_purity, joins_two_themes, name_figures, planted_topic_of_cluster, previous_name
+from synthetic.topics import PLANTED_TOPICS
 
 THEME = {t.name: t.theme for t in PLANTED_TOPICS}
 SOFTWARE = [t.name for t in PLANTED_TOPICS if t.theme == "software"]

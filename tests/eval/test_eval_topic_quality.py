@@ -122,7 +122,7 @@ def test_cli_on_a_small_generated_sample(tmp_path):
     import subprocess
     import sys
 
-    from beam_jobs.generate_sample import write_sample
+    from synthetic.sample import write_sample
     path = str(tmp_path / "planted.jsonl")
     write_sample(path, 400, 150, seed=8, topics=4)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

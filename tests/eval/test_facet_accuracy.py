@@ -57,8 +57,8 @@ def test_the_threshold_match_carries_the_run_share_to_the_multilingual_scale(tmp
     import dataclasses
 
     from backends.facet_set import load_facet_set
-    from beam_jobs.generate_sample import write_sample
     from eval.utility.facet_accuracy import threshold_match_line
+    from synthetic.sample import write_sample
 
     path = str(tmp_path / "english.jsonl")
     write_sample(path, 60, 30, seed=4)

@@ -167,8 +167,8 @@ def test_main_runs_end_to_end_on_tiny_generated_data(tmp_path, monkeypatch, caps
 def test_run_urania_draws_the_given_calibration(tmp_path):
     # run_urania(joint=...) uses the precomputed noise, Gaussian sizes included, and its report's
     # spends carry exactly those events (PipelineDP's sensitivity is C, as the calibration assumed).
-    from beam_jobs.generate_sample import write_sample
     from eval.urania_inprocess import UraniaConfig, run_urania
+    from synthetic.sample import write_sample
     night = _night(modes.Mode("sampled", q=0.25))
     path = str(tmp_path / "tiny.jsonl")
     write_sample(path, 200, 80, 5)

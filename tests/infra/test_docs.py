@@ -20,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 README = os.path.join(ROOT, "README.md")
 MAX_README_LINES = 250
 TEST_COMMAND = "./scripts/bootstrap.sh && .venv/bin/python -m pytest"
-PACKAGES = ("core", "publishing", "dp_ops", "backends", "transforms", "beam_jobs", "eval", "bench", "tests", "scripts")
+PACKAGES = ("core", "synthetic", "publishing", "dp_ops", "backends", "transforms", "beam_jobs", "eval", "bench", "tests",
+            "scripts")
 
 
 def _read(path: str) -> str:

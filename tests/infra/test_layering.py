@@ -1,9 +1,12 @@
-"""Imports run one way: core <- publishing <- dp_ops <- backends <- transforms <- beam_jobs <- eval <- bench, tests.
+"""Imports run one way: core <- synthetic <- publishing <- dp_ops <- config <- backends <- transforms <- beam_jobs
+<- eval <- bench, tests.
 
-`core` holds plain records and shared types and imports nothing else from the repo; `publishing` (what a
-run publishes and reads back from published nights: report, pages, timeline, lineage, release gate)
-stands on `core` alone. A module may import its own package and any package below it, never one above;
-and no modules import each other in a cycle, directly or through others. Function-level imports count too.
+`core` holds plain records and shared types and imports nothing else from the repo; `synthetic` (the
+generated data of tests, evaluations and benchmarks) needs nothing of the job, so it sits just above
+`core`; `publishing` (what a run publishes and reads back from published nights: report, pages,
+timeline, lineage, release gate) stands on `core` alone. A module may import its own package and any
+package below it, never one above; and no modules import each other in a cycle, directly or through
+others. Function-level imports count too.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAYERS = {"core": 0, "publishing": 1, "dp_ops": 2, "config": 2.5, "backends": 3, "transforms": 4, "beam_jobs": 5, "eval": 6,
-          "bench": 7, "scripts": 7, "tests": 7}
+LAYERS = {"core": 0, "synthetic": 0.5, "publishing": 1, "dp_ops": 2, "config": 2.5, "backends": 3, "transforms": 4,
+          "beam_jobs": 5, "eval": 6, "bench": 7, "scripts": 7, "tests": 7}
 
 
 def _modules() -> dict[str, str]:

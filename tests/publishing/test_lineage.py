@@ -130,9 +130,9 @@ def test_lineage_section_maps_centres_back_through_the_basis():
 def test_in_process_nights_warm_start_and_continue_their_lineages(tmp_path):
     """Two nights of the same generated users through the in-process job (eval/urania_inprocess.py,
     the same functions as the Beam job) at a large epsilon: the second night's topics continue."""
-    from beam_jobs.generate_sample import write_sample
     from eval.data import embed_cached, load_dataset
     from eval.urania_inprocess import UraniaConfig, run_urania
+    from synthetic.sample import write_sample
     reports = []
     for night in range(2):
         path = str(tmp_path / f"n{night}.jsonl")

@@ -378,7 +378,7 @@ def test_a_topic_that_doubles_over_three_weeks_on_a_generated_stream_is_flagged_
     5 noise draws: the grower is under "Rising" within its 21 nights, never before it starts, and steady topics
     carry a flag (nightly or weekly) on at most 3 of 100 nights (the grower's own nights before it starts are as
     steady as theirs: its week never rises then)."""
-    from beam_jobs.generate_stream import StreamSpec, generate_stream
+    from synthetic.stream import StreamSpec, generate_stream
     spec = StreamSpec(nights=56, growing_topic="gardening", growing_night=28, growing_nights=21)
     summaries = [summary for _, summary in generate_stream(spec)]
     kinds = {trend.topic: trend.kind for trend in spec.trends()}

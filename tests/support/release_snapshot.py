@@ -166,8 +166,8 @@ def released_files(folder: str, configuration: str) -> dict[str, str]:
     """Runs the snapshot job of `configuration` in `folder` and returns its released files, normalised."""
     import json
 
-    from beam_jobs.generate_sample import write_sample
     from beam_jobs.insights import run
+    from synthetic.sample import write_sample
 
     data = os.path.join(folder, "conversations.jsonl")
     write_sample(data, SAMPLE["num_conversations"], SAMPLE["num_users"], seed=SAMPLE["seed"],

@@ -8,9 +8,9 @@ import pathlib
 def sample_folder(tmp_path_factory, name: str, conversations: int, users: int, seed: int,
                   file: str = "day.jsonl") -> tuple[pathlib.Path, str]:
     """A new folder (tmp_path_factory.mktemp(name)) holding the generator's sample of `conversations`
-    conversations by `users` users (beam_jobs.generate_sample.write_sample, `seed`) as `file`: the folder
+    conversations by `users` users (synthetic.sample.write_sample, `seed`) as `file`: the folder
     and the file's path."""
-    from beam_jobs.generate_sample import write_sample
+    from synthetic.sample import write_sample
     folder = tmp_path_factory.mktemp(name)
     data = str(folder / file)
     write_sample(data, conversations, users, seed=seed)

@@ -26,8 +26,8 @@ def run_small_job(folder: str) -> SmallRun:
     import pytest
 
     from beam_jobs import progress
-    from beam_jobs.generate_sample import write_sample
     from beam_jobs.insights import run
+    from synthetic.sample import write_sample
 
     data, output = os.path.join(folder, "conversations.jsonl"), os.path.join(folder, "out")
     write_sample(data, CONVERSATIONS, USERS, seed=SAMPLE_SEED)

@@ -123,10 +123,10 @@ def test_the_topic_stages_release_the_same_on_beam_and_in_process(tmp_path):
     """The whole wiring (transforms/topic_stages.py) on both engines, from one block of generated
     conversations, with the job's calibration and seeded noise (PipelineDP's fixed by the snapshot hook):
     the same kept sizes, labels, topics, hierarchy, lineages and spends."""
-    from beam_jobs.generate_sample import write_sample
     from dp_ops.run_budget import RunBudget
     from eval.data import bound_contributions, embed_cached, load_dataset
     from eval.urania_inprocess import UraniaConfig, joint_calibration, topic_plan
+    from synthetic.sample import write_sample
     from transforms.topic_stages import topic_stages
 
     path = str(tmp_path / "conversations.jsonl")

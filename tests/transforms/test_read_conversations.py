@@ -4,7 +4,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.util import assert_that
 
-from beam_jobs.generate_sample import MALFORMED_KINDS, generate_records, write_sample
+from synthetic.sample import MALFORMED_KINDS, generate_records, write_sample
 from tests.conftest import checked, local_pipeline
 from transforms.read_conversations import ReadConversations
 

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backends.offline import UserTurnsFacetExtractor
-from beam_jobs.generate_sample import generate_records
 from config.embedding import Encoder
 from core.records import Conversation, DeadLetter
+from synthetic.sample import generate_records
 from tests.conftest import PoisonedProposer, assert_together, checked, local_pipeline
 from transforms.bound_contributions import BoundUserContributions
 from transforms.embed import EmbedConversations

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from beam_jobs.generate_sample import MALFORMED_KINDS, malformed_line
 from core.records import Conversation, DeadLetter
+from synthetic.sample import MALFORMED_KINDS, malformed_line
 from transforms.validation import parse_record
 
 GOOD = {"conversation_id": "c1", "user_id": "u1", "timestamp": "2026-11-01T10:00:00Z",

@@ -5,9 +5,10 @@ import os
 
 import pytest
 
-from beam_jobs.generate_stream import StreamSpec, Trend, load_planted, main, night_path
-from beam_jobs.sample_topics import PLANTED_TOPICS
+from beam_jobs.generate_stream import main
 from core.records import Conversation
+from synthetic.stream import StreamSpec, Trend, load_planted, night_path
+from synthetic.topics import PLANTED_TOPICS
 from transforms.validation import parse_record
 
 # 14 nights from Thursday 2026-10-01: Saturdays are nights 2 and 9.

@@ -6,11 +6,11 @@ import pytest
 
 from backends.facet_set import detect_language
 from backends.keyword_set import load_keyword_set
-from beam_jobs.sample_multilingual import (
+from beam_jobs.sample_multilingual import main
+from synthetic.multilingual import (
     LANGUAGES,
     SUBJECTS,
     cell_texts,
-    main,
     multilingual_conversations,
     parallel_pairs,
     write_multilingual,

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from backends.keyword_set import load_keyword_set
-from beam_jobs.generate_sample import MALFORMED_KINDS, generate_records, main
-from beam_jobs.sample_topics import PLANTED_TOPICS
+from beam_jobs.generate_sample import main
+from synthetic.sample import MALFORMED_KINDS, generate_records
+from synthetic.topics import PLANTED_TOPICS
 
 
 def test_sample_has_many_topics_multi_turn_heavy_tailed_users_and_requested_malformed_lines(tmp_path):
@@ -63,7 +64,7 @@ def test_real_lengths_add_a_long_tail_and_change_nothing_else():
 
 
 def test_the_facet_mix_plants_each_topics_kind_and_its_declared_language_shares_deterministically(tmp_path):
-    from beam_jobs.sample_facets import FACET_TOPICS
+    from synthetic.facets import FACET_TOPICS
     records = list(generate_records(8000, 2500, seed=3, facet_mix=True))
     assert records == list(generate_records(8000, 2500, seed=3, facet_mix=True))
     declared = {topic.topic: topic for topic in FACET_TOPICS}
