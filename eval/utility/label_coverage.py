@@ -43,12 +43,12 @@ from collections.abc import Iterator
 
 from backends.label_evidence import NAME_SHARE, SENSITIVE_NAME_SHARE, may_name
 from beam_jobs.sample_topics import PLANTED_TOPICS
+from core.label_sources import HISTOGRAM_SOURCE, VOTE_SOURCES
 from dp_ops.keyword_votes import CategoryVote, conversation_votes
 from eval.config_flags import add_config_flags, config_overrides
 from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics, with_users
 from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_encoder, run_urania
 from eval.utility.topic_quality import mentions
-from publishing.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 
 
 def label_figures(report: dict, conversation_ids: list[str], facets: list[str], planted: dict[str, str]) -> dict:

@@ -11,12 +11,12 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import CATEGORY_VOTED, VOTED, labelled_topic
+from core.label_sources import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from core.records import ConversationBlock
 from dp_ops import keyword_votes as kv
 from dp_ops.dp_counts import release_floor
 from dp_ops.keyword_votes import CategoryVote
 from dp_ops.run_budget import RunBudget
-from publishing.report import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from tests.conftest import local_pipeline
 from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords
 from transforms.topic_hierarchy import category_groups

@@ -120,3 +120,16 @@ def test_no_import_cycles_between_modules():
 ])
 def test_the_cycle_finder_finds_cycles(graph, expected):
     assert _cycles(graph) == expected
+
+
+def _importers_of(graph: dict[str, set[str]], importer: str, imported: str) -> list[str]:
+    """'module -> target' for every module in package `importer` importing one in package `imported`."""
+    def within(module, package):
+        return module == package or module.startswith(package + ".")
+    return sorted(f"{m} -> {t}" for m, ts in graph.items() if within(m, importer) for t in ts if within(t, imported))
+
+
+def test_no_backend_imports_publishing():
+    # What backends and publishing both name (a label's sources, the PII patterns) is plain data in core/;
+    # a backend words and filters model output, it never assembles or reads back a release.
+    assert _importers_of(_graph(), "backends", "publishing") == []
