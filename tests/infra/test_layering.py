@@ -133,3 +133,9 @@ def test_no_backend_imports_publishing():
     # What backends and publishing both name (a label's sources, the PII patterns) is plain data in core/;
     # a backend words and filters model output, it never assembles or reads back a release.
     assert _importers_of(_graph(), "backends", "publishing") == []
+
+
+def test_the_llm_backends_import_nothing_of_the_pii_guard():
+    # The guard may call the model (backends/pii/person_judge.py uses the LLM client), never the reverse: the
+    # LLM steps get the pseudonymizer from backends/factory.py, which builds them.
+    assert _importers_of(_graph(), "backends.llm", "backends.pii") == []
