@@ -33,14 +33,9 @@ from dp_ops.keyword_votes import vote_columns
 from dp_ops.run_budget import RunBudget
 from publishing.report import labelling_section
 from transforms.centroid_keywords import CentroidKeywords
+from transforms.dp_votes import DPKeywordVotes
 from transforms.engine import BeamEngine, LocalEngine, MapValues
-from transforms.keyword_histograms import (
-    DPKeywordHistogram,
-    DPKeywordVotes,
-    SampleForKeywords,
-    SelectKeywords,
-    keyword_count_params,
-)
+from transforms.keyword_histograms import DPKeywordHistogram, SampleForKeywords, SelectKeywords, keyword_count_params
 from transforms.voted_labels import (
     LabelTopics,
     VoteFloors,

@@ -12,8 +12,8 @@ from backends.facet_set import Answer, FacetClassifier, FacetDeclaration, Multil
 from backends.keyword_categories import KeywordCategories
 from config.embedding import Encoder
 from core.records import ConversationBlock
-from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
+from transforms.vectors import keyword_vectors
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",
                         (Answer("writing", "Writing", ("write",)),

@@ -31,7 +31,8 @@ from core.label_sources import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURC
 from dp_ops import keyword_votes as kv
 from dp_ops.keyword_votes import CategoryVote
 from publishing.report import report_topics
-from transforms.name_clusters import NameClusters, distinct_names, name_topic
+from transforms.distinct_names import distinct_names
+from transforms.name_clusters import NameClusters, name_topic
 from transforms.topic_hierarchy import build_hierarchy
 from transforms.voted_labels import LabelTopics, vote_floors, voted_label
 
