@@ -9,7 +9,8 @@ Whether a step uses the model is decided for the whole run, before any record is
 still fall back to the offline implementation per call, and count it.
 
 Conversation-derived text (conversations, facet summaries) is pseudonymized before it is put into a
-prompt when the params say so (the default for remote backends), after it is cut to what the prompt
+prompt when the params say so (the default for remote backends), by the pseudonymizer backends/factory.py
+hands the step (this package imports nothing of backends/pii/), after it is cut to what the prompt
 uses (a margin past the cut included, dropped again once pseudonymized). The naming, refinement and
 exemplar prompts carry public or DP-released words only.
 """
