@@ -20,7 +20,7 @@ import numpy as np
 
 from backends.interfaces import ExemplarWriter
 from backends.label_evidence import UNVERIFIED
-from publishing.release_gate import PII_PATTERNS
+from core.pii_patterns import PII_PATTERNS
 
 MIN_EXEMPLAR_CHARS = 8
 MAX_EXEMPLAR_CHARS = 300

@@ -51,8 +51,8 @@ import math
 
 from backends.keyword_categories import dominant_category
 from backends.offline import MAX_NAME_WORDS, UNLABELLED_NAME, cut_name, in_running_text, join_words, note_label_source
+from core.label_sources import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from dp_ops.dp_counts import noise_upper_quantile
-from publishing.report import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 
 VOTED = "dp_votes"
 CATEGORY_VOTED = "dp_category_votes"
@@ -81,7 +81,7 @@ MIXED_KEYWORDS = 3
 
 def label_evidence(source: str, keywords: list[str], category_of: dict[str, str | None],
                    sensitive: frozenset[str]) -> str:
-    """One of EVIDENCE for a topic labelled with `keywords` from `source` (publishing.report's sources)."""
+    """One of EVIDENCE for a topic labelled with `keywords` from `source` (core.label_sources)."""
     if source == CATEGORY_SOURCE:
         return CATEGORY_VOTED
     if not keywords:

@@ -8,9 +8,9 @@ from backends import embedding
 from backends.interfaces import ClusterNamer, FacetExtractor, KeywordSelector
 from backends.keyword_categories import KeywordCategories, dominant_category
 from config.embedding import Encoder
+from core.label_sources import CENTROID_SOURCE
 from core.records import Conversation
 from dp_ops.rowwise import rowwise_matmul
-from publishing.report import CENTROID_SOURCE
 
 MAX_NAME_WORDS = 10
 # Words a cut name must not end on ("Python coding: unit testing and").

@@ -294,9 +294,9 @@ def run(argv: list[str] | None = None) -> int:
         params = build_keywords_params(pipeline_options.view_as(BuildKeywordsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
         date = ledger_date(params.run)
-        # The one preflight (LLMParams.preflight): the backend's software and model, the pseudonymizer's name
-        # model, the local server's start, the remote backend's fixed call; a failure is a bad option.
-        params.llm.preflight()
+        # The one preflight (backends.factory.preflight): the pseudonymizer's name model, the backend's software
+        # and model, the local server's start, the remote backend's fixed call; a failure is a bad option.
+        factory.preflight(params.llm)
     except ValueError as error:
         return fail(EXIT_BAD_OPTIONS, "bad_options", f"bad options: {error}")
     if params.builder.method in DP_METHODS:

@@ -325,10 +325,10 @@ def run(argv: list[str] | None = None) -> int:
         params = insights_params(pipeline_options.view_as(InsightsOptions))
         params = dataclasses.replace(params, run=params.run.with_seed())
         # The one preflight, before any data is read; a failure is a bad option: the embedding device where
-        # the model will run, then LLMParams.preflight (the backend's software and model, the pseudonymizer's
-        # name model, the local server's start, the remote backend's fixed call).
+        # the model will run, then backends.factory.preflight (the pseudonymizer's name model, the backend's
+        # software and model, the local server's start, the remote backend's fixed call).
         check_embedding_device(params.embedding, pipeline_options)
-        params.llm.preflight()
+        factory.preflight(params.llm)
         check_token_decoder_installed(params.decoding)
         keyword_set = load_keyword_set(params.keywords.keyword_set)
         canaries = load_canaries(params.run.canary_file)

@@ -45,8 +45,8 @@ from eval.data import bound_contributions
 from publishing.lineage import LOOKBACK_NIGHTS
 from publishing.previous_nights import PreviousNights
 from publishing.report import build_report
+from transforms.dp_votes import DPKeywordVotes
 from transforms.engine import LocalEngine
-from transforms.keyword_histograms import DPKeywordVotes
 from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_stages import TopicPlan, topic_stages
 

@@ -39,7 +39,7 @@ from collections.abc import Collection
 import numpy as np
 
 from core.dates import day_of_run_id, iso_date
-from publishing.release_gate import PII_PATTERNS
+from core.pii_patterns import PII_PATTERNS
 
 log = logging.getLogger("urania.lineage")
 

@@ -10,17 +10,8 @@ import math
 from collections.abc import Mapping
 
 from core.dp_stages import CLUSTER_SIZES
+from core.label_sources import HISTOGRAM_SOURCE
 from core.spend import MechanismSpend
-
-# Where a topic's label keywords came from (its `label_source`; transforms/voted_labels.label_keywords).
-HISTOGRAM_SOURCE = "dp_keyword_histogram"
-# Its DP category votes cleared the floor and no keyword did: it is named by its category.
-CATEGORY_SOURCE = "dp_category_votes"
-# A topic labelled from either is named by its own DP votes.
-VOTE_SOURCES = (HISTOGRAM_SOURCE, CATEGORY_SOURCE)
-CENTROID_SOURCE = "nearest_keywords_to_dp_centre"
-NO_SOURCE = "none"
-
 
 # The keys of a released row that hold noisy counts (a size and its 95% interval, in users or conversations).
 COUNT_KEYS = ("size", "low", "high")

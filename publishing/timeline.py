@@ -128,8 +128,9 @@ import math
 from collections.abc import Collection
 
 from core.dates import parse_date
+from core.label_sources import VOTE_SOURCES
 from publishing.lineage import split_parents
-from publishing.report import VOTE_SOURCES, noise_margin, shown_counts, size_noise_of
+from publishing.report import noise_margin, shown_counts, size_noise_of
 
 FIRST_NIGHT = "first night"
 UNLABELLED_CHANGE = "unlabelled change"

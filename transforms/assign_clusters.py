@@ -8,8 +8,8 @@ import apache_beam as beam
 
 from core.records import ConversationBlock
 from dp_ops.dp_kmeans import assign_nearest
-from transforms.dp_kmeans import project_block
 from transforms.stage_timing import timed
+from transforms.vectors import project_block
 
 
 def _assign(block: ConversationBlock, centres, basis, active_dim: int) -> ConversationBlock:
@@ -41,12 +41,6 @@ class AssignClusters(beam.PTransform):
         return blocks | "assign nearest centre" >> beam.Map(
             timed("assign_clusters", _assign), beam.pvalue.AsSingleton(clustering.centres),
             beam.pvalue.AsSingleton(clustering.basis), beam.pvalue.AsSingleton(clustering.active_dim))
-
-
-def user_cluster_pairs(block: ConversationBlock):
-    """(user_id, cluster_id) per conversation: the input of the DP size count."""
-    for user_id, cluster_id in zip(block.user_ids, block.cluster_ids):
-        yield user_id, int(cluster_id)
 
 
 def assignment_rows(block: ConversationBlock):

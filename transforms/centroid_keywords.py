@@ -11,15 +11,13 @@ where the centres live.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import apache_beam as beam
 import numpy as np
 
-from backends import embedding
 from config.embedding import Encoder
 from dp_ops import dp_kmeans as mechanism
 from transforms.stage_timing import timed
+from transforms.vectors import keyword_vectors
 
 
 def nearest_keywords(centres: np.ndarray, keyword_points: np.ndarray, keywords: tuple[str, ...],
@@ -28,12 +26,6 @@ def nearest_keywords(centres: np.ndarray, keyword_points: np.ndarray, keywords: 
     similarities = centres @ keyword_points.T
     order = np.argsort(-similarities, axis=1, kind="stable")[:, :top_t]
     return [[keywords[j] for j in row] for row in order]
-
-
-def keyword_vectors(encoder: Encoder, keywords: Sequence[str]) -> np.ndarray:
-    """K's embeddings by the run's encoder, each keyword embedded once per process (encode_public): the in-process
-    evaluation ranks K for hundreds of runs."""
-    return embedding.encode_public(encoder, keywords)
 
 
 class _NearestKeywordsFn(beam.DoFn):

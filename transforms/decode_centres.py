@@ -42,10 +42,10 @@ from backends.readable_names import NameGate
 from config.embedding import Encoder
 from dp_ops import dp_kmeans as mechanism
 from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns
-from transforms.centroid_keywords import keyword_vectors
+from transforms.distinct_names import DistinctNamesFn
 from transforms.engine import WithPrivate
-from transforms.name_clusters import _DistinctNamesFn
 from transforms.stage_timing import timed
+from transforms.vectors import keyword_vectors
 
 COUNTER_NAMESPACE = "centre_decoder"
 log = logging.getLogger("urania.centre_decoder")
@@ -177,7 +177,7 @@ class DecodeCentres(beam.PTransform):
                        for cluster_id in sorted(named_topics)}
         finally:
             self._fn.teardown()
-        distinct = _DistinctNamesFn(self._categories)
+        distinct = DistinctNamesFn(self._categories)
         distinct.setup()
         topics = dict(distinct.process([(cluster_id, topic) for cluster_id, (topic, _) in results.items()]))
         return WithPrivate(topics, {"centre_decodings": {c: decoded for c, (_, decoded) in results.items()}})
@@ -188,4 +188,4 @@ class DecodeCentres(beam.PTransform):
                     self._fn, beam.pvalue.AsSingleton(self._centres), beam.pvalue.AsSingleton(self._basis),
                     beam.pvalue.AsSingleton(self._active_dim))
                 | "all decoded names" >> beam.combiners.ToList()
-                | "make decoded names distinct" >> beam.ParDo(_DistinctNamesFn(self._categories)))
+                | "make decoded names distinct" >> beam.ParDo(DistinctNamesFn(self._categories)))

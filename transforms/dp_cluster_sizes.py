@@ -12,8 +12,13 @@ from core.records import ConversationBlock
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.joint_calibration import StageNoise
 from dp_ops.run_budget import RunBudget
-from transforms.assign_clusters import user_cluster_pairs
 from transforms.dp_count import DPCountPerPartition, ExactCountPerPartition
+
+
+def user_cluster_pairs(block: ConversationBlock):
+    """(user_id, cluster_id) per conversation: the input of the DP size count."""
+    for user_id, cluster_id in zip(block.user_ids, block.cluster_ids):
+        yield user_id, int(cluster_id)
 
 
 def cluster_size_params(epsilon: float, max_conversations_per_user: int) -> DPCountParams:

@@ -20,17 +20,17 @@ import apache_beam as beam
 import numpy as np
 
 from backends import embedding
+from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from config.embedding import Encoder
-from core.blas_threads import one_blas_thread
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as mechanism
 from dp_ops.run_budget import RunBudget
+from dp_ops.theme_histogram import ThemeRule, theme_anchor, theme_columns
 from transforms.dp_stage import DPStage
-from transforms.dp_user_count import DPUserCount
 from transforms.stage_timing import timed
 from transforms.sum_arrays import SumArraysFn
-from transforms.theme_histogram import ThemeSeeds
+from transforms.vectors import keyword_vectors, project_block
 
 
 def basis_keyword_vectors(encoder: Encoder) -> np.ndarray:
@@ -38,16 +38,6 @@ def basis_keyword_vectors(encoder: Encoder) -> np.ndarray:
     run's own --keyword_set, which may be built from data), so the basis is fixed before any data is read.
     Each keyword is embedded once per process (encode_public): a worker, or the evaluation's hundreds of runs."""
     return embedding.encode_public(encoder, load_keyword_set(None).keywords)
-
-
-def project_block(block: ConversationBlock, projection: np.ndarray | None, active_dim: int) -> ConversationBlock:
-    # One BLAS thread: a block is a few hundred rows, too small to gain from threads, and a worker
-    # already runs one process or bundle per core. With the BLAS default (a thread per core) each
-    # small product waits for busy cores: 16-20x slower on the 2-vCPU bench machine when anything
-    # else runs (bench/bench_dp_kmeans.py, README "Performance"). Same arithmetic, same points.
-    with one_blas_thread():
-        points = mechanism.project_points(block.embeddings, projection, active_dim)
-    return dataclasses.replace(block, points=points)
 
 
 def make_basis(_, params: mechanism.DPKMeansParams, encoder: Encoder | None) -> np.ndarray | None:
@@ -65,7 +55,7 @@ class ClusteringDimension(beam.PTransform):
     (dp_kmeans.active_dimension): fixed, or from the public `expected_users`, or from the DP count
     of `user_count` (a DPUserCount stage, registered with the run's budget)."""
 
-    def __init__(self, params: mechanism.DPKMeansParams, sigma: float, user_count: DPUserCount | None = None,
+    def __init__(self, params: mechanism.DPKMeansParams, sigma: float, user_count: DPStage | None = None,
                  expected_users: int | None = None):
         super().__init__()
         if params.automatic and (user_count is None) == (expected_users is None):
@@ -124,6 +114,28 @@ class DPKMeansOutput:
     active_dim: beam.PCollection
 
 
+@dataclasses.dataclass(frozen=True)
+class ThemeSeeds:
+    """Themes whose public anchors (dp_ops.theme_histogram.theme_anchor) seed tonight's DP k-means
+    (publishing.lineage.PreviousNights.seed_themes). The anchors are computed where the embedding model is: on
+    the worker that seeds the clustering, or in-process, with the run's `encoder`."""
+
+    themes: tuple[str, ...]
+    keywords: tuple[str, ...]
+    categories: KeywordCategories
+    encoder: Encoder
+
+    def anchors(self) -> np.ndarray:
+        """(themes with keywords, d) unit rows, in the order of `themes`."""
+        self.categories.setup()
+        columns = theme_columns(self.categories.names)
+        vectors = keyword_vectors(self.encoder, self.keywords)
+        rule = ThemeRule.of(vectors, self.keywords, self.categories.category_of, columns[:-1],
+                            min_similarity=self.encoder.floors.theme)
+        anchors = [theme_anchor(rule, columns.index(theme)) for theme in self.themes if theme in columns[:-1]]
+        return np.array([a for a in anchors if a is not None], dtype=np.float64).reshape(-1, vectors.shape[1])
+
+
 def seed_directions(warm_centres: np.ndarray | None, theme_seeds: ThemeSeeds | None) -> np.ndarray | None:
     """The public directions DP k-means seeds first: last night's centres, then the risen themes' anchors."""
     anchors = theme_seeds.anchors() if theme_seeds is not None else None
@@ -138,7 +150,7 @@ class DPKMeans(DPStage):
 
     def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
                  rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, encoder: Encoder | None = None,
-                 user_count: DPUserCount | None = None, expected_users: int | None = None,
+                 user_count: DPStage | None = None, expected_users: int | None = None,
                  warm_centres: np.ndarray | None = None, private: bool = True, theme_seeds: ThemeSeeds | None = None):
         """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
         from (one of them; neither for a fixed dimension). `encoder`: the run's, which embeds the pca basis's keywords

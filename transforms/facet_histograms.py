@@ -27,8 +27,8 @@ from core.records import ConversationBlock
 from dp_ops.facets import UNKNOWN, by_topic_partition, facet_section, overall_partition
 from dp_ops.fixed_histogram import FixedPartition
 from dp_ops.run_budget import RunBudget
-from transforms.centroid_keywords import keyword_vectors
-from transforms.keyword_histograms import DPKeywordVotes
+from transforms.dp_votes import DPKeywordVotes
+from transforms.vectors import keyword_vectors
 
 OVERALL_CLUSTER = 0  # a facet's overall answers are one "cluster" of DPKeywordVotes' (cluster, column) release
 

@@ -12,67 +12,10 @@ from __future__ import annotations
 import apache_beam as beam
 
 from backends.interfaces import ClusterNamer
-from backends.keyword_categories import KeywordCategories, dominant_category
-from backends.label_evidence import APPROXIMATE_SUFFIX, CATEGORY_VOTED, UNVERIFIED, labelled_topic
-from backends.offline import MAX_NAME_WORDS, cut_name
+from backends.keyword_categories import KeywordCategories
+from backends.label_evidence import labelled_topic
+from transforms.distinct_names import DistinctNamesFn
 from transforms.stage_timing import timed
-
-
-def _with_distinguisher(name: str, distinguisher: str) -> str:
-    """`name (distinguisher)`, the name cut at a word boundary so that the whole has <= 10 words. The
-    cut must never drop how far the label can be trusted: an approximate name (an unverified one's
-    too) keeps its APPROXIMATE_SUFFIX last."""
-    suffix = APPROXIMATE_SUFFIX if name.endswith(APPROXIMATE_SUFFIX) else ""
-    words = MAX_NAME_WORDS - len(distinguisher.split()) - len(suffix.split())
-    name = cut_name(name[: len(name) - len(suffix)], words)
-    return name + f" ({distinguisher})" + suffix
-
-
-def _distinguisher(topic: dict, taken: set[str], category_of: dict[str, str | None]) -> str | None:
-    """The topic's best-ranked keyword that is not in its name yet, not used for another topic of the
-    same name, and of the name's category (so that the name still never joins two categories). None
-    for an unverified label: its keywords are what is left of a guess, and its name is fixed."""
-    if topic.get("label_evidence") in (UNVERIFIED, CATEGORY_VOTED):
-        # A category-named topic's keywords are guesses inside its voted category: in its name they
-        # would read as a finding, so such topics are numbered instead.
-        return None
-    name = topic["name"].casefold()
-    category = dominant_category(topic["keywords"], category_of)
-    for keyword in topic["keywords"]:
-        if keyword.casefold() in name or keyword in taken:
-            continue
-        if category is None or category_of.get(keyword) == category:
-            return keyword
-    return None
-
-
-def distinct_names(named_topics: dict, category_of: dict[str, str | None] | None = None) -> dict:
-    """{cluster_id: topic} with every name distinct (case-insensitively): topics that share a name each
-    get their best distinguishing keyword in brackets; of those with none left, the first (by cluster
-    id) keeps the name and the others get a number. Deterministic; a name no other topic has is unchanged."""
-    category_of = category_of or {}
-    topics = {cluster_id: dict(topic) for cluster_id, topic in named_topics.items()}
-    for _ in range(len(topics) + 1):
-        by_name: dict[str, list] = {}
-        for cluster_id in sorted(topics):
-            by_name.setdefault(topics[cluster_id]["name"].casefold(), []).append(cluster_id)
-        shared = [ids for ids in by_name.values() if len(ids) > 1]
-        if not shared:
-            return topics
-        for ids in shared:
-            taken: set[str] = set()
-            without = []
-            for cluster_id in ids:
-                keyword = _distinguisher(topics[cluster_id], taken, category_of)
-                if keyword is None:
-                    without.append(cluster_id)
-                else:
-                    taken.add(keyword)
-                    topics[cluster_id]["name"] = _with_distinguisher(topics[cluster_id]["name"], keyword)
-            # The first topic with nothing to tell it apart keeps the name; any others are numbered.
-            for number, cluster_id in enumerate(without[1:], start=2):
-                topics[cluster_id]["name"] = _with_distinguisher(topics[cluster_id]["name"], str(number))
-    raise AssertionError("distinct_names did not converge")  # each round leaves one topic per shared name
 
 
 def name_topic(namer: ClusterNamer, keywords: list[str], source: str, categories: KeywordCategories | None,
@@ -108,19 +51,6 @@ class _NameClusterFn(beam.DoFn):
                                            share, vote_shares)
 
 
-class _DistinctNamesFn(beam.DoFn):
-    def __init__(self, categories: KeywordCategories | None):
-        self._categories = categories
-
-    def setup(self):
-        if self._categories is not None:
-            self._categories.setup()
-
-    def process(self, named_topics: list):
-        category_of = self._categories.category_of if self._categories is not None else {}
-        yield from sorted(distinct_names(dict(named_topics), category_of).items())
-
-
 class NameClusters(beam.PTransform):
     """(cluster_id, (label keywords, label source, voted category or None[, sensitive share or None[, vote
     shares]])) ->
@@ -141,7 +71,7 @@ class NameClusters(beam.PTransform):
             named = [topic for item in labels.items() for topic in name.process(item)]
         finally:
             name.teardown()
-        distinct = _DistinctNamesFn(self._categories)
+        distinct = DistinctNamesFn(self._categories)
         distinct.setup()
         return dict(distinct.process(named))
 
@@ -149,4 +79,4 @@ class NameClusters(beam.PTransform):
         return (top_keywords
                 | "name each cluster from its keywords" >> beam.ParDo(_NameClusterFn(self._namer, self._categories))
                 | "all names" >> beam.combiners.ToList()
-                | "make names distinct" >> beam.ParDo(_DistinctNamesFn(self._categories)))
+                | "make names distinct" >> beam.ParDo(DistinctNamesFn(self._categories)))

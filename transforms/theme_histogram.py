@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 
 import apache_beam as beam
-import numpy as np
 
 from backends.keyword_categories import KeywordCategories
 from config.embedding import Encoder
@@ -24,15 +23,14 @@ from dp_ops.run_budget import RunBudget
 from dp_ops.theme_histogram import (
     ThemeRule,
     nearest_theme,
-    theme_anchor,
     theme_columns,
     theme_partition,
     themes_section,
     user_theme_votes,
 )
-from transforms.centroid_keywords import keyword_vectors
-from transforms.keyword_histograms import DPKeywordVotes
+from transforms.dp_votes import DPKeywordVotes
 from transforms.record_isolation import StageOutput, split_dead_letters, stage_dead_letter
+from transforms.vectors import keyword_vectors
 
 THEMES_CLUSTER = 0  # the themes are one "cluster" of DPKeywordVotes' (cluster, column) release
 
@@ -45,28 +43,6 @@ class ThemeOutput:
     section: object
     dead_letter: object
     stage: DPKeywordVotes
-
-
-@dataclasses.dataclass(frozen=True)
-class ThemeSeeds:
-    """Themes whose public anchors (dp_ops.theme_histogram.theme_anchor) seed tonight's DP k-means
-    (publishing.lineage.PreviousNights.seed_themes). The anchors are computed where the embedding model is: on
-    the worker that seeds the clustering, or in-process, with the run's `encoder`."""
-
-    themes: tuple[str, ...]
-    keywords: tuple[str, ...]
-    categories: KeywordCategories
-    encoder: Encoder
-
-    def anchors(self) -> np.ndarray:
-        """(themes with keywords, d) unit rows, in the order of `themes`."""
-        self.categories.setup()
-        columns = theme_columns(self.categories.names)
-        vectors = keyword_vectors(self.encoder, self.keywords)
-        rule = ThemeRule.of(vectors, self.keywords, self.categories.category_of, columns[:-1],
-                            min_similarity=self.encoder.floors.theme)
-        anchors = [theme_anchor(rule, columns.index(theme)) for theme in self.themes if theme in columns[:-1]]
-        return np.array([a for a in anchors if a is not None], dtype=np.float64).reshape(-1, vectors.shape[1])
 
 
 def _user_votes(user: tuple) -> list[tuple[int, str, float]]:

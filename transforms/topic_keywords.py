@@ -27,19 +27,15 @@ from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import without_sensitive
 from config.embedding import Encoder
 from config.keywords import KeywordParams
+from core.label_sources import CENTROID_SOURCE
 from dp_ops.joint_calibration import StageNoise
 from dp_ops.keyword_votes import vote_columns
 from dp_ops.run_budget import RunBudget
-from publishing.report import CENTROID_SOURCE, labelling_section
+from publishing.report import labelling_section
 from transforms.centroid_keywords import CentroidKeywords
+from transforms.dp_votes import DPKeywordVotes
 from transforms.engine import BeamEngine, LocalEngine, MapValues
-from transforms.keyword_histograms import (
-    DPKeywordHistogram,
-    DPKeywordVotes,
-    SampleForKeywords,
-    SelectKeywords,
-    keyword_count_params,
-)
+from transforms.keyword_histograms import DPKeywordHistogram, SampleForKeywords, SelectKeywords, keyword_count_params
 from transforms.voted_labels import (
     LabelTopics,
     VoteFloors,

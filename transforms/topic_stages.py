@@ -32,10 +32,10 @@ from publishing.previous_nights import PreviousNights
 from transforms.assign_clusters import AssignClusters
 from transforms.decode_centres import DecoderSettings
 from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params
-from transforms.dp_kmeans import DPKMeans, DPKMeansOutput
+from transforms.dp_kmeans import DPKMeans, DPKMeansOutput, ThemeSeeds
 from transforms.dp_user_count import DPUserCount
 from transforms.facet_histograms import FacetHistograms, FacetOutput
-from transforms.theme_histogram import ThemeHistogram, ThemeOutput, ThemeSeeds
+from transforms.theme_histogram import ThemeHistogram, ThemeOutput
 from transforms.token_decoding import TokenDecodingOutput, TokenDecodingPlan
 from transforms.topic_keywords import TopicKeywords, TopicKeywordsOutput, VoteNoise
 from transforms.topic_release import ReleasedTopics, release_topics

@@ -47,10 +47,10 @@ import apache_beam as beam
 
 from backends.keyword_categories import dominant_category
 from backends.label_evidence import may_name, vote_share
+from core.label_sources import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.fixed_histogram import histogram_rows
 from dp_ops.keyword_votes import CategoryVote
-from publishing.report import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 
 # A sensitive category's floor is set for this share of the false categories a topic may get, so
 # pure noise puts a topic in one of the (here 7 of 40) sensitive categories ten times less often.

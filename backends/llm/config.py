@@ -2,7 +2,7 @@
 Caller on each worker.
 
 The jobs parse the flags into LLMParams (beam_jobs/options.py registers them as a group, beside the groups of config/), check the
-machine once at launch (`preflight`), then give their steps the params as the workers use them
+machine once at launch (`preflight`, within backends.factory.preflight), then give their steps the params as the workers use them
 (`resolved`: what the launcher's flags and environment leave open, filled in on the launcher).
 Importing this module imports no client and no fan-out machinery (the jobs' options import it for
 the flags): those come with the first call.
@@ -15,7 +15,6 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from backends.pii.pseudonymize import PSEUDONYM_KINDS
 from core.params import Params, advanced_flag, check, flag, setting
 
 if TYPE_CHECKING:
@@ -41,6 +40,8 @@ PREFLIGHT_PROMPT = "This is a connection check. Reply with the single word: OK"
 # a 6,000-character conversation alone takes about a minute before the answer starts.
 REMOTE_TIMEOUT_S = 60.0
 LOCAL_TIMEOUT_S = 600.0
+# --pseudonyms' choices, which the pseudonymizer (backends/pii/pseudonymize.py) accepts.
+PSEUDONYM_KINDS = ("typed", "surrogate")
 
 
 def default_timeout_s(backend: str) -> float:
@@ -203,13 +204,14 @@ class LLMParams(Params):
     # --- at launch ---------------------------------------------------------------------------------
 
     def preflight(self) -> None:
-        """The job's one preflight step, run once at launch before any data is read (beam_jobs.insights.run,
-        beam_jobs.build_keywords.run), in this order: what the flags need of this machine
-        (`_check_environment`), then the local backend's model server (`start_local_server`: a model that
-        does not load fails here, and the server is kept for the process), then the remote backends' one
-        fixed call (`preflight_remote`). It raises ValueError (LLMPreflightError is one), which a job
-        reports as a bad option (exit 2). Parsing the flags (their bounds, check_values) checks only their values, so
-        params can be built on a machine without the backend's software or model."""
+        """The LLM backend's part of the job's one preflight step (backends.factory.preflight, after the
+        pseudonymizer's name model), run once at launch before any data is read, in this order: what the
+        flags need of this machine (`_check_environment`), then the local backend's model server
+        (`start_local_server`: a model that does not load fails here, and the server is kept for the
+        process), then the remote backends' one fixed call (`preflight_remote`). It raises ValueError
+        (LLMPreflightError is one), which a job reports as a bad option (exit 2). Parsing the flags (their
+        bounds, check_values) checks only their values, so params can be built on a machine without the
+        backend's software or model."""
         self._check_environment()
         resolved = self.resolved()
         if resolved is not None:
@@ -218,7 +220,7 @@ class LLMParams(Params):
 
     def _check_environment(self) -> None:
         """What the flags need of this machine: xllamacpp and the GGUF model for the local backend, a
-        project for vertex, the pseudonymizer's name model when it runs. Part of `preflight`."""
+        project for vertex, the person judge's local model when it runs. Part of `preflight`."""
         if self.llm_backend == "local":
             from backends.llm import local_client
             check(local_client.xllamacpp_available(), "--llm_backend=local needs xllamacpp (in requirements.txt)")
@@ -236,14 +238,6 @@ class LLMParams(Params):
                 local_client.check_local_model(local_client.resolve_local_model(self.judge_model))
             except local_client.LocalModelError as error:
                 raise ValueError(f"--pseudonymize_judge=local: {error}") from None
-        if self.pseudonymizes:
-            # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
-            # fewer names would be replaced, so the job stops at launch rather than on its first worker
-            from backends.pii.name_model import NameModelMissing, model_directory
-            try:
-                model_directory()
-            except NameModelMissing as error:
-                raise ValueError(f"--pseudonymize: {error}") from None
 
     @property
     def judges_names(self) -> bool:

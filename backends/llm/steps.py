@@ -9,7 +9,8 @@ Whether a step uses the model is decided for the whole run, before any record is
 still fall back to the offline implementation per call, and count it.
 
 Conversation-derived text (conversations, facet summaries) is pseudonymized before it is put into a
-prompt when the params say so (the default for remote backends), after it is cut to what the prompt
+prompt when the params say so (the default for remote backends), by the pseudonymizer backends/factory.py
+hands the step (this package imports nothing of backends/pii/), after it is cut to what the prompt
 uses (a margin past the cut included, dropped again once pseudonymized). The naming, refinement and
 exemplar prompts carry public or DP-released words only.
 """
@@ -19,6 +20,8 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -54,13 +57,31 @@ class LLMCallFailed(RuntimeError):
     another backend."""
 
 
+class TextPseudonymizer(Protocol):
+    def pseudonymize_texts(self, texts: list[str]) -> list[str]:
+        """The texts of one conversation with their PII replaced, the same pseudonym for the same value in each."""
+
+
+# Builds the run's pseudonymizer on a worker from its params: backends.factory.pseudonymizer_for, the PII
+# guard of backends/pii/, which this package does not import (the guard may call the model, never the reverse).
+PseudonymizerFactory = Callable[[LLMParams], TextPseudonymizer]
+
+
 class _LLMStep:
     """Shared plumbing: a Caller and a Pseudonymizer built on the worker, never pickled."""
 
     step = "llm"
+    # Whether the step puts conversation-derived text into its prompts (then pseudonymized first, when the
+    # params say so); the others' prompts carry public or DP-released words only.
+    reads_private_text = False
 
-    def __init__(self, config: LLMParams):
+    def __init__(self, config: LLMParams, pseudonymizer: PseudonymizerFactory | None = None):
+        if self.reads_private_text and config.pseudonymizes and pseudonymizer is None:
+            # fail closed: without it, conversation text would reach the prompt as it is
+            raise ValueError(f"the LLM {self.step} step pseudonymizes conversation text before it goes into a prompt: "
+                             "it needs the pseudonymizer (backends.factory builds the step with it)")
         self.config = config
+        self.make_pseudonymizer = pseudonymizer
         self._caller = None
         self._pseudonymizer = None
         self.counters = StepCounters(self.step)
@@ -68,12 +89,11 @@ class _LLMStep:
         # one-record-at-a-time rerun (which asks for the records in that order).
         self._kept: dict[str, collections.deque[CallResult]] = {}
 
-    def _setup_llm(self, uses_private_text: bool) -> None:
+    def _setup_llm(self) -> None:
         if self._caller is None:
             self._caller = self.config.make_caller()
-        if uses_private_text and self.config.pseudonymizes and self._pseudonymizer is None:
-            from backends.pii.pseudonymize import shared_pseudonymizer
-            self._pseudonymizer = shared_pseudonymizer(self.config.pseudonyms, self.config.person_judge_spec())
+        if self.reads_private_text and self.config.pseudonymizes and self._pseudonymizer is None:
+            self._pseudonymizer = self.make_pseudonymizer(self.config)
 
     def teardown(self) -> None:
         """Releases the client (for the local backend, this process's model server once no step holds it)."""
@@ -161,9 +181,10 @@ class LLMFacetExtractor(_LLMStep, FacetExtractor):
 
     step = "facets"
     batch_size = 32
+    reads_private_text = True
 
     def setup(self) -> None:
-        self._setup_llm(uses_private_text=True)
+        self._setup_llm()
 
     def _spec(self, conversation: Conversation) -> CallSpec:
         messages = [m for m in conversation.messages if m.role in ("user", "assistant") and m.content.strip()]
@@ -192,10 +213,11 @@ class LLMKeywordSelector(_LLMStep, KeywordSelector):
     SelectKeywords filters again)."""
 
     step = "keywords"
+    reads_private_text = True
 
     def __init__(self, config: LLMParams, keywords: tuple[str, ...], mapper: ExactKeywordMapper | None = None,
-                 encoder: Encoder | None = None):
-        super().__init__(config)
+                 encoder: Encoder | None = None, pseudonymizer: PseudonymizerFactory | None = None):
+        super().__init__(config, pseudonymizer)
         self.keywords = tuple(keywords)
         if mapper is None and encoder is None:
             raise ValueError("LLMKeywordSelector maps the model's words to K by embedding: it needs the run's encoder "
@@ -203,7 +225,7 @@ class LLMKeywordSelector(_LLMStep, KeywordSelector):
         self.mapper = mapper or EmbeddingKeywordMapper(self.keywords, encoder)
 
     def setup(self) -> None:
-        self._setup_llm(uses_private_text=True)
+        self._setup_llm()
         self.mapper.setup()
 
     def select(self, facets: list[str], embeddings: np.ndarray, max_keywords: int) -> list[list[str]]:
@@ -231,7 +253,7 @@ class LLMClusterNamer(_LLMStep, ClusterNamer):
         self.fallback = fallback or KeywordClusterNamer()
 
     def setup(self) -> None:
-        self._setup_llm(uses_private_text=False)
+        self._setup_llm()
         self.fallback.setup()
 
     def name(self, keywords: list[str]) -> tuple[str, str]:
@@ -249,9 +271,10 @@ class LLMKeywordProposer(_LLMStep, KeywordProposer):
     `keyword_proposal_failed`): its words never come from another backend."""
 
     step = "keyword_proposals"
+    reads_private_text = True
 
     def setup(self) -> None:
-        self._setup_llm(uses_private_text=True)
+        self._setup_llm()
 
     def propose(self, facets: list[str], max_keywords: int) -> list[list[str]]:
         self.setup()
@@ -276,7 +299,7 @@ class LLMKeywordSetRefiner(_LLMStep, KeywordSetRefiner):
         self.fallback = fallback
 
     def setup(self) -> None:
-        self._setup_llm(uses_private_text=False)
+        self._setup_llm()
         if self.fallback is not None:
             self.fallback.setup()
 
@@ -318,7 +341,7 @@ class LLMExemplarWriter(_LLMStep, ExemplarWriter):
         self.fallback = fallback or TemplateExemplarWriter()
 
     def setup(self) -> None:
-        self._setup_llm(uses_private_text=False)
+        self._setup_llm()
         self.fallback.setup()
 
     # The answer's reader and schema, and its output tokens per item (the label writer's differ).

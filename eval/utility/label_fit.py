@@ -196,10 +196,11 @@ def naming_labels(report: Mapping, config: UraniaConfig) -> dict[str, dict[int, 
     """{naming: {topic id: label text}} for a run_urania report made with config.centre_decoder."""
     from backends.label_evidence import MIXED_PREFIX
     from backends.offline import KeywordClusterNamer
+    from core.label_sources import CENTROID_SOURCE
     from eval.urania_inprocess import _categories, _keywords, run_encoder
-    from publishing.report import CENTROID_SOURCE
     from transforms.centroid_keywords import CentroidKeywords
-    from transforms.name_clusters import distinct_names, name_topic
+    from transforms.distinct_names import distinct_names
+    from transforms.name_clusters import name_topic
 
     topics = report["topics"]
     private = report["_private"]

@@ -27,7 +27,7 @@ from backends.keyword_categories import KeywordCategories, dominant_category
 from backends.keyword_set import load_keyword_set
 from backends.label_evidence import UNVERIFIED
 from config.embedding import Encoder
-from publishing.report import VOTE_SOURCES
+from core.label_sources import VOTE_SOURCES
 
 
 def label_trust(report: dict, category_of: dict[str, str | None], sensitive: frozenset[str]) -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import argparse
 
+from backends import factory
 from backends.llm import parsing, prompts
 from backends.llm.config import LLMParams
 from backends.llm.fanout import CallSpec
@@ -101,14 +102,14 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
 
 def judge_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> LLMSummaryJudge | None:
     """None for --llm_backend offline; otherwise a judge, after the job's checks of the LLM options and
-    its one preflight step (LLMParams.preflight: the backend's software and model, the local server, the
-    remote backend's fixed call), before any report is read."""
+    its one preflight step (backends.factory.preflight: the pseudonymizer's name model, the backend's software
+    and model, the local server, the remote backend's fixed call), before any report is read."""
     if args.llm_backend == "offline":
         return None
     from beam_jobs.flags import params_from
     try:
         llm = params_from(args, LLMParams)
-        llm.preflight()
+        factory.preflight(llm)
     except ValueError as error:
         if parser is None:
             raise

@@ -506,7 +506,7 @@ def theme_figures(planted: dict, nights: list[Night], run: StreamRun, encoder: E
     from core.blas_threads import one_blas_thread
     from dp_ops.theme_histogram import ThemeRule, nearest_theme, theme_columns
     from publishing.theme_timeline import theme_timeline
-    from transforms.centroid_keywords import keyword_vectors
+    from transforms.vectors import keyword_vectors
 
     themes = {t["id"]: t for t in theme_timeline(sorted((d, r) for d, r in run.reports.items()))}
     if not themes:

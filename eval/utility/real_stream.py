@@ -70,7 +70,7 @@ def real_labels(shared_data: str = SHARED_DATA) -> tuple[list[dict], list[str]]:
     from backends.keyword_set import load_keyword_set
     from core.blas_threads import one_blas_thread
     from dp_ops.theme_histogram import OTHER_THEME, ThemeRule, nearest_theme
-    from transforms.centroid_keywords import keyword_vectors
+    from transforms.vectors import keyword_vectors
 
     records = []
     for name in SOURCES:

@@ -28,9 +28,9 @@ import re
 
 import numpy as np
 
+from core.pii_patterns import PII_PATTERNS
 from eval.config_flags import JOB_DEFAULT, add_config_flags
 from eval.data import embed_cached, load_dataset
-from publishing.release_gate import PII_PATTERNS
 
 BASELINE_FOLDER = "non_private_baseline"
 _WORD = re.compile(r"[a-z][a-z'+#-]{2,}")

@@ -53,12 +53,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 
+from core.label_sources import VOTE_SOURCES
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import RESULTS_DIR, Dataset, cache_path, embed_cached, load_dataset, planted_topics
 from eval.tables import short_number, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
 from eval.utility.utility_metrics import group_purity
-from publishing.report import VOTE_SOURCES
 from synthetic.topics import PLANTED_TOPICS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

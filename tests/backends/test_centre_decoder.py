@@ -42,7 +42,7 @@ from backends.llm import prompts
 from backends.offline import KeywordClusterNamer
 from config.embedding import Encoder
 from config.exemplars import ExemplarParams
-from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
+from core.label_sources import CENTROID_SOURCE, HISTOGRAM_SOURCE
 from tests.conftest import assert_together, local_pipeline
 from tests.transforms.test_engines import EMBEDDING, beam_release_inputs
 from transforms.decode_centres import DecodeCentres, DecoderSettings

@@ -13,8 +13,8 @@ from backends.keyword_categories import KeywordCategories
 from config.embedding import Encoder
 from core.records import ConversationBlock
 from tests.support.facet_files import assert_facet_file_refused
-from transforms.centroid_keywords import keyword_vectors
 from transforms.facet_histograms import AnswerFacetsFn
+from transforms.vectors import keyword_vectors
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",
                         (Answer("writing", "Writing", ("write",)),

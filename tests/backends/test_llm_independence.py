@@ -25,6 +25,7 @@ from backends.llm.steps import (
     conversation_prompt_text,
 )
 from backends.offline import UserTurnsFacetExtractor
+from config.embedding import Encoder
 from core.records import Conversation, ConversationBlock, DeadLetter, Message, WeightedConversation
 from tests.conftest import assert_together, checked, local_pipeline
 from tests.support.llm_server import FakeChatServer
@@ -53,10 +54,39 @@ class _RecordingPseudonymizer:
 
 
 def _extractor(pseudonymizer=None, **config):
+    """The facet step of a pseudonymizing run, with `pseudonymizer` standing for the run's (None: the text as cut)."""
     extractor = LLMFacetExtractor(LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1",
-                                            **config))
+                                            **config), pseudonymizer=lambda params: pseudonymizer)
     extractor._pseudonymizer = pseudonymizer
     return extractor
+
+
+def test_the_steps_on_conversation_text_get_the_pii_guard_from_the_factory_and_refuse_to_run_without_it(monkeypatch):
+    """backends/llm/ imports nothing of backends/pii/: backends.factory hands the steps whose prompts carry
+    conversation text the pseudonymizer, built on the worker; such a step built without it on a pseudonymizing
+    run fails at construction rather than send the text as it is."""
+    import pickle
+
+    from backends.pii import pseudonymize
+    params = LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1").resolved()
+    assert params.pseudonymizes
+    for build in (lambda: LLMFacetExtractor(params), lambda: LLMKeywordProposer(params),
+                  lambda: LLMKeywordSelector(params, K, mapper=ExactKeywordMapper(K))):
+        with pytest.raises(ValueError, match="needs the pseudonymizer"):
+            build()
+    guard = _RecordingPseudonymizer()
+    monkeypatch.setattr(pseudonymize, "shared_pseudonymizer",
+                        lambda pseudonyms, judge: guard if (pseudonyms, judge) == ("typed", None) else None)
+    steps = [factory.make_facet_extractor(1000, params), factory.make_keyword_proposer(params),
+             factory.make_keyword_selector(K, Encoder(), 0.5, params)]
+    assert [type(step) for step in steps] == [LLMFacetExtractor, LLMKeywordProposer, LLMKeywordSelector]
+    for step in steps:
+        step = pickle.loads(pickle.dumps(step))  # as a worker gets it
+        step._setup_llm()
+        assert step._pseudonymizer is guard
+    selector = steps[2]
+    selector._setup_llm()
+    assert selector._private(["Jane Doe asks about rust"]) == ["<PERSON_1> asks about rust"]
 
 
 def _prompt_before_the_cut_came_first(conversation, pseudonymizer):

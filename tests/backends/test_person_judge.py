@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from backends import factory
 from backends.llm.cache import ResponseCache
 from backends.llm.client import Completion, PermanentError, RetryableError
 from backends.pii import person_judge
@@ -343,7 +344,7 @@ def test_a_judging_run_without_the_local_model_stops_at_launch(monkeypatch):
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: True)
     monkeypatch.setattr(local_client, "resolve_local_model", lambda model: "/nowhere/model.gguf")
     with pytest.raises(ValueError, match="--pseudonymize_judge=local: .*no model at /nowhere/model.gguf"):
-        _params(*REMOTE, "--pseudonymize_judge", "local").llm.preflight()
+        factory.preflight(_params(*REMOTE, "--pseudonymize_judge", "local").llm)
 
 
 def test_judge_requests_reuse_the_instructions_head_only(monkeypatch):

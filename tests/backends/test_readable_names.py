@@ -29,7 +29,7 @@ from backends.readable_names import (
     word_count,
 )
 from config.embedding import Encoder
-from publishing.report import HISTOGRAM_SOURCE
+from core.label_sources import HISTOGRAM_SOURCE
 from transforms.name_clusters import NameClusters
 
 # Names the bundled local 0.5B wrote as drafts on the real mix (issue 59), and joins of unrelated things.

@@ -5,6 +5,7 @@ import os
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from backends import factory
 from backends.keyword_set import load_keyword_set
 from backends.llm.config import LLMParams, default_timeout_s
 from beam_jobs import insights
@@ -201,7 +202,6 @@ def test_llm_options_are_validated(extra, message):
 
 
 def test_offline_is_the_default_and_builds_no_llm_step():
-    from backends import factory
     from backends.offline import KeywordClusterNamer, UserTurnsFacetExtractor
     p = _params()
     assert p.llm.llm_backend == "offline" and p.llm.pseudonymize is None and p.llm.resolved() is None
@@ -211,7 +211,6 @@ def test_offline_is_the_default_and_builds_no_llm_step():
 
 
 def test_openai_backend_builds_llm_steps_with_pseudonymization_on_by_default():
-    from backends import factory
     from backends.llm.steps import LLMClusterNamer, LLMFacetExtractor, LLMKeywordSelector
     p = _params("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", "--llm_model", "m",
                 "--llm_cache", "/tmp/c")
@@ -243,10 +242,10 @@ def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch
     llm = _params(*extra).llm  # parsing the flags does not look for the model
     if pseudonymizes:
         with pytest.raises(ValueError, match="--pseudonymize: the pseudonymizer's name model is not installed"):
-            llm.preflight()
+            factory.preflight(llm)
         assert remote_calls == []  # the environment is checked before the remote preflight call
     else:
-        llm.preflight()
+        factory.preflight(llm)
         assert len(remote_calls) == (llm.llm_backend != "offline")
 
 
@@ -269,8 +268,9 @@ def test_parsing_the_flags_does_not_look_at_the_machine(monkeypatch):
 
 
 def test_both_jobs_preflight_once_at_launch_before_reading_data(monkeypatch, tmp_path, capsys):
-    """insights.run and build_keywords.run call LLMParams.preflight once, before looking at --input: a
-    failed preflight is a bad option (exit 2) even where the input matches nothing (else exit 3)."""
+    """insights.run and build_keywords.run call the one preflight (backends.factory.preflight, which runs
+    LLMParams.preflight) once, before looking at --input: a failed preflight is a bad option (exit 2) even
+    where the input matches nothing (else exit 3)."""
     from backends.llm import local_client
     from beam_jobs import build_keywords
     calls = []

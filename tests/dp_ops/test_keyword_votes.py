@@ -1,4 +1,4 @@
-"""Weighted keyword votes (dp_ops/keyword_votes.py, transforms/keyword_histograms.DPKeywordVotes):
+"""Weighted keyword votes (dp_ops/keyword_votes.py, transforms/dp_votes.DPKeywordVotes):
 sensitivity, noise, spend, release floor and the Beam stage."""
 
 import math
@@ -17,7 +17,8 @@ from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.conftest import checked, local_pipeline
-from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords
+from transforms.dp_votes import DPKeywordVotes
+from transforms.keyword_histograms import SelectKeywords
 from transforms.voted_labels import label_keywords
 
 KEYWORDS = tuple(f"k{j}" for j in range(12))

@@ -11,14 +11,15 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import CATEGORY_VOTED, VOTED, labelled_topic
+from core.label_sources import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from core.records import ConversationBlock
 from dp_ops import keyword_votes as kv
 from dp_ops.dp_counts import release_floor
 from dp_ops.keyword_votes import CategoryVote
 from dp_ops.run_budget import RunBudget
-from publishing.report import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from tests.conftest import local_pipeline
-from transforms.keyword_histograms import DPKeywordVotes, SelectKeywords
+from transforms.dp_votes import DPKeywordVotes
+from transforms.keyword_histograms import SelectKeywords
 from transforms.topic_hierarchy import category_groups
 from transforms.voted_labels import (
     LabelTopics,
@@ -218,7 +219,7 @@ def test_the_beam_stages_release_category_columns_and_label_as_the_pure_function
 
 
 def test_topics_named_by_one_category_are_numbered_not_told_apart_by_a_guessed_keyword():
-    from transforms.name_clusters import distinct_names
+    from transforms.distinct_names import distinct_names
     ranking = ["essay", "cover letter", "proofreading"]
     topics = {}
     for cluster in (4, 9):

@@ -7,11 +7,12 @@ import re
 
 import pytest
 
+from core.pii_patterns import PII_PATTERNS
 from core.records import Conversation
 from core.run_context import make_run_context
 from eval.audit import canaries as bench
 from eval.audit.canary_generator import CANARY_KINDS, generate_canary_records, write_canary_sample
-from publishing.release_gate import PII_PATTERNS, load_canaries, scan
+from publishing.release_gate import load_canaries, scan
 from transforms.finalize_run import ReleaseGateFailed, finalize
 from transforms.validation import parse_record
 

@@ -123,3 +123,62 @@ def test_no_import_cycles_between_modules():
 ])
 def test_the_cycle_finder_finds_cycles(graph, expected):
     assert _cycles(graph) == expected
+
+
+def _importers_of(graph: dict[str, set[str]], importer: str, imported: str) -> list[str]:
+    """'module -> target' for every module in package `importer` importing one in package `imported`."""
+    def within(module, package):
+        return module == package or module.startswith(package + ".")
+    return sorted(f"{m} -> {t}" for m, ts in graph.items() if within(m, importer) for t in ts if within(t, imported))
+
+
+def test_no_backend_imports_publishing():
+    # What backends and publishing both name (a label's sources, the PII patterns) is plain data in core/;
+    # a backend words and filters model output, it never assembles or reads back a release.
+    assert _importers_of(_graph(), "backends", "publishing") == []
+
+
+def test_the_llm_backends_import_nothing_of_the_pii_guard():
+    # The guard may call the model (backends/pii/person_judge.py uses the LLM client), never the reverse: the
+    # LLM steps get the pseudonymizer from backends/factory.py, which builds them.
+    assert _importers_of(_graph(), "backends.llm", "backends.pii") == []
+
+
+# The modules of transforms/ that wire stages together: they build and apply the stages, so they may import
+# any module of transforms/; no other module imports them.
+WIRING = {"transforms.topic_stages", "transforms.topic_release", "transforms.topic_keywords"}
+# Modules of transforms/ that define PTransforms and still are no stage of their own: the engines' adapter
+# (engine.py), the DP stages' base (dp_stage.py) and the DP releases several stages apply inside themselves
+# (dp_count.py's count per public partition; dp_votes.py's Gaussian sum of weighted votes).
+SHARED_TRANSFORMS = {"transforms.engine", "transforms.dp_stage", "transforms.dp_count", "transforms.dp_votes"}
+
+
+def _classes(path: str) -> list[tuple[str, set[str]]]:
+    """(name, names of its bases) of every class the module defines."""
+    return [(node.name, {base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None) for base in node.bases})
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)) if isinstance(node, ast.ClassDef)]
+
+
+def _transform_classes(classes: list[tuple[str, set[str]]]) -> set[str]:
+    """The names of the PTransforms among `classes`: subclasses of PTransform, directly or through others of them."""
+    found: set[str] = set()
+    while more := {name for name, bases in classes if bases & ({"PTransform"} | found)} - found:
+        found |= more
+    return found
+
+
+def test_no_stage_module_imports_another_stage_module():
+    """A stage module is a module of transforms/ (transforms/keyword_set/ included) that defines a
+    PTransform (a beam.PTransform subclass, directly or through another, such as DPStage), other than
+    WIRING and SHARED_TRANSFORMS. Every other module of transforms/ is support: helpers, DoFns and records
+    that several stages share (vectors.py, distinct_names.py, record_isolation.py, validation.py, ...). Only
+    a wiring module may import a stage module or a wiring module; every other module of transforms/ imports,
+    from transforms/, support modules and SHARED_TRANSFORMS only. So what two stages share lives below both,
+    and a stage can be read, changed or replaced without another stage's module."""
+    known = {m: p for m, p in _modules().items() if m.split(".")[0] == "transforms"}
+    assert WIRING | SHARED_TRANSFORMS <= set(known)
+    classes = {m: _classes(path) for m, path in known.items()}
+    transforms = _transform_classes([c for module_classes in classes.values() for c in module_classes])
+    stages = {m for m in known if m not in WIRING | SHARED_TRANSFORMS and {name for name, _ in classes[m]} & transforms}
+    graph = _graph()
+    assert sorted(f"{m} -> {t}" for m in known if m not in WIRING for t in graph[m] if t in stages | WIRING) == []

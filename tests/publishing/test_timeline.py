@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
+from core.label_sources import CENTROID_SOURCE, HISTOGRAM_SOURCE
 from publishing.timeline import (
     BASELINE_NIGHTS,
     CHANGE_STATUSES,

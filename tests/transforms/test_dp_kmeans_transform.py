@@ -71,7 +71,7 @@ def test_an_empty_input_still_releases_one_set_of_pure_noise_centres():
 
 
 class _AnchorSeeds:
-    """transforms.theme_histogram.ThemeSeeds' interface without a model: one fixed public anchor."""
+    """transforms.dp_kmeans.ThemeSeeds' interface without a model: one fixed public anchor."""
 
     def __init__(self, anchor: np.ndarray):
         self.anchor = anchor

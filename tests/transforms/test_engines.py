@@ -12,10 +12,10 @@ from backends.offline import KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
 from config.embedding import EmbeddingParams
 from config.exemplars import ExemplarParams
+from core.label_sources import CENTROID_SOURCE
 from core.records import ConversationBlock
 from publishing.lineage import centres_section
 from publishing.previous_nights import PreviousNights
-from publishing.report import CENTROID_SOURCE
 from tests.conftest import assert_together, check_dp_stage, local_pipeline
 from tests.support.release_snapshot import pipeline_dp_reproducible
 from transforms.dp_cluster_sizes import cluster_size_params

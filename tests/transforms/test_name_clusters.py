@@ -6,9 +6,10 @@ from apache_beam.testing.util import assert_that
 from backends.keyword_categories import KeywordCategories
 from backends.label_evidence import APPROXIMATE, NO_LABEL, UNVERIFIED, VOTED
 from backends.offline import KeywordClusterNamer
-from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
+from core.label_sources import CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from tests.conftest import checked, local_pipeline
-from transforms.name_clusters import NameClusters, distinct_names, name_topic
+from transforms.distinct_names import distinct_names
+from transforms.name_clusters import NameClusters, name_topic
 
 CATEGORY_OF = {"python": "Python coding", "unit testing": "Python coding", "django": "Python coding",
                "error message": "Python coding", "flask": "Python coding", "vegetables": "Food and cooking",

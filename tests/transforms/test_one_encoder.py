@@ -26,9 +26,9 @@ from core.records import Facet
 from core.run_context import RunContext
 from publishing.previous_nights import PreviousNights
 from transforms import dp_kmeans
+from transforms.dp_kmeans import ThemeSeeds
 from transforms.embed import _EmbedBatchFn
 from transforms.engine import LocalEngine
-from transforms.theme_histogram import ThemeSeeds
 from transforms.topic_stages import topic_stages
 
 DIMENSION = 384
@@ -42,7 +42,7 @@ CONSUMERS = {
     ("transforms.dp_kmeans", "basis_keyword_vectors"): "pca basis (bundled K)",
     ("backends.keyword_categories", "setup"): "keyword categories (K, bundled K)",
     ("transforms.theme_histogram", "setup"): "theme rule (K)",
-    ("transforms.theme_histogram", "anchors"): "theme anchors (K)",
+    ("transforms.dp_kmeans", "anchors"): "theme anchors (K)",
     ("transforms.facet_histograms", "setup"): "facet descriptions",
     ("transforms.decode_centres", "setup"): "decoder's theme rule (K)",
     ("transforms.decode_centres", "_embedded"): "decoder's names (bank, candidates)",

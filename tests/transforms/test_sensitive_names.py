@@ -27,10 +27,12 @@ from backends.label_evidence import (
     vote_share,
 )
 from backends.offline import KeywordClusterNamer
+from core.label_sources import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE
 from dp_ops import keyword_votes as kv
 from dp_ops.keyword_votes import CategoryVote
-from publishing.report import CATEGORY_SOURCE, CENTROID_SOURCE, HISTOGRAM_SOURCE, NO_SOURCE, report_topics
-from transforms.name_clusters import NameClusters, distinct_names, name_topic
+from publishing.report import report_topics
+from transforms.distinct_names import distinct_names
+from transforms.name_clusters import NameClusters, name_topic
 from transforms.topic_hierarchy import build_hierarchy
 from transforms.voted_labels import LabelTopics, vote_floors, voted_label
 
@@ -251,7 +253,7 @@ def test_both_engines_carry_the_share_from_the_votes_to_the_released_topic():
 def test_the_withheld_sensitive_guess_goes_to_the_private_rows_only():
     from backends.keyword_categories import KeywordCategories
     from beam_jobs.insights import sensitive_guess_rows
-    from publishing.report import CENTROID_SOURCE, HISTOGRAM_SOURCE
+    from core.label_sources import CENTROID_SOURCE, HISTOGRAM_SOURCE
 
     categories = KeywordCategories({"credit card fraud": "Crime and fraud", "phishing": "Crime and fraud",
                                     "python": "Python coding"}, sensitive=frozenset({"Crime and fraud"}))

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from backends.label_evidence import MIXED_PREFIX, NAME_SHARE, labelled_topic
+from core.label_sources import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from dp_ops.fixed_histogram import Z_95
 from dp_ops.keyword_votes import CategoryVote
-from publishing.report import CATEGORY_SOURCE, HISTOGRAM_SOURCE
 from publishing.report_html import render_report
 from tests.support.report_fixtures import sample_report, themed_topics
 from transforms.voted_labels import vote_shares
