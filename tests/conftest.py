@@ -1,5 +1,4 @@
 import os
-import pathlib
 
 # Before anything imports google-auth (it reads these at import time): never probe the GCE metadata
 # server (a link-local address) for credentials; tests talk to loopback only.
@@ -22,58 +21,10 @@ if os.environ.get("CI"):
 
 
 # --- test tiers (docs/tests.md) --------------------------------------------------------------------------
-# Every test gets exactly one tier. `slow` is the union of the tiers other than unit, so the existing
-# @pytest.mark.slow decorators keep working and `pytest -m "not slow"` (= `-m unit`) is the inner loop.
-# The tiers are the markers pytest.ini describes as "tier: ...".
+# Every test gets exactly one tier, marked in its own file (@pytest.mark.e2e, or a module's pytestmark).
+# `slow` is the union of the tiers other than unit, added here, so `pytest -m "not slow"` (= `-m unit`) is
+# the inner loop. The tiers are the markers pytest.ini describes as "tier: ...".
 TIERS: tuple[str, ...] = ()
-TESTS = pathlib.Path(__file__).resolve().parent
-# The tier of a test that carries no tier marker of its own. "module::test": that test's, marked slow or not (a
-# heavy test moved out of the inner loop from here, its file unchanged). "module": the tier of the module's tests
-# marked slow (or in a module marked slow). A slow test found in neither stops the run, so that no test goes
-# without a tier. A module is named by its path under tests/, dotted: "beam_jobs.test_options".
-SLOW_TIERS = {
-    "beam_jobs.test_build_keywords": "e2e", "backends.test_centre_decoder": "e2e",
-    "transforms.test_centroid_keywords": "e2e", "beam_jobs.test_compare_reports": "real_model",
-    "beam_jobs.test_dask_runner": "e2e", "backends.test_default_keyword_set": "real_model",
-    "dp_ops.test_dp_stage_specs": "e2e", "backends.test_embedding_backends": "real_model",
-    "beam_jobs.test_end_to_end": "e2e", "transforms.test_engines": "e2e", "eval.test_eval_llm_judge": "e2e",
-    "eval.test_eval_nightly_stream": "e2e", "eval.test_eval_pipelines": "e2e", "eval.test_eval_topic_quality": "e2e",
-    "eval.test_eval_utility_metrics": "real_model", "backends.test_exemplars": "e2e",
-    "eval.test_facet_accuracy": "real_model", "dp_ops.test_facet_histograms": "e2e",
-    "backends.test_facet_multilingual": "real_model", "dp_ops.test_keyword_votes": "e2e",
-    "eval.test_label_coverage": "real_model", "beam_jobs.test_ledger_policy": "e2e", "publishing.test_lineage": "e2e",
-    "backends.test_llm_fault_injection": "e2e", "backends.test_llm_independence": "real_model",
-    "backends.test_local_backend": "real_llm", "backends.test_local_prefix_cache": "real_llm",
-    "backends.test_name_rules": "real_model", "backends.test_native_workers": "real_model",
-    "eval.test_nightly_privacy_modes": "e2e",
-    "beam_jobs.test_nightly_runs": "e2e", "backends.test_offline_backends": "real_model",
-    "beam_jobs.test_options": "e2e", "backends.test_person_judge": "real_llm", "backends.test_pii_real": "real_model",
-    "dp_ops.test_privacy_audit": "e2e", "beam_jobs.test_progress": "e2e", "backends.test_pseudonymize": "real_model",
-    "transforms.test_record_independence": "real_model", "beam_jobs.test_release_snapshot": "e2e",
-    "publishing.test_report_browser": "browser", "backends.test_surrogates": "real_model",
-    "dp_ops.test_theme_histogram": "e2e", "publishing.test_timeline": "e2e",
-    "publishing.test_timeline_browser": "browser", "dp_ops.test_token_decoding": "real_llm",
-    "beam_jobs.test_token_decoding_job": "real_llm",
-    "backends.test_centre_decoder::test_the_local_model_decodes_a_centre_into_a_readable_name": "real_llm",
-    "transforms.test_record_independence::test_the_whole_job_exits_0_and_accounts_for_every_kind_of_line": "e2e",
-    "transforms.test_record_independence::test_the_reported_breakers_are_dead_lettered_alone_and_the_job_releases":
-        "e2e",
-    # Not marked slow in their files, and the heaviest of the inner loop (5-25 s each under load): PLD
-    # calibrations over many nights or modes, and the decoder through whole in-process and Beam runs.
-    "beam_jobs.test_ledger_policy::test_sixty_planned_nights_with_one_mistaken_night_keep_every_window_within_the_cap":
-        "e2e",
-    "eval.test_nightly_privacy_modes::test_sampled_window_checked_with_the_library_accountant_from_the_stage_multipliers":
-        "e2e",
-    "eval.test_nightly_privacy_modes::test_calibrated_noise_meets_the_cap_and_one_percent_less_exceeds_it": "e2e",
-    "eval.test_nightly_privacy_modes::test_amplification_lets_a_sampled_night_spend_more_but_never_more_signal_per_unit_of_noise":
-        "e2e",
-    "backends.test_centre_decoder::test_a_topic_whose_decoding_fails_keeps_its_name_and_no_other_topic_changes":
-        "e2e",
-    "backends.test_centre_decoder::test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process":
-        "e2e",
-}
-
-
 def pytest_configure(config):
     global TIERS
     TIERS = tuple(line.split(":", 1)[0] for line in config.getini("markers")
@@ -81,7 +32,8 @@ def pytest_configure(config):
 
 
 def tier_of(item) -> str:
-    """The tier of a collected test: its own tier marker, else SLOW_TIERS's, else unit."""
+    """The tier of a collected test: its own tier marker (on the test, its class or its module's
+    pytestmark), else unit. A test marked slow without a tier stops the run, so that none goes without one."""
     marked = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
     if len(marked) > 1:
         raise pytest.UsageError(f"{item.nodeid}: more than one tier ({', '.join(sorted(marked))})")
@@ -89,17 +41,10 @@ def tier_of(item) -> str:
         raise pytest.UsageError(f"{item.nodeid}: marked unit and slow; slow is every tier but unit")
     if marked:
         return marked.pop()
-    module = ".".join(item.path.resolve().relative_to(TESTS).with_suffix("").parts)  # beam_jobs.test_options
-    tier = SLOW_TIERS.get(f"{module}::{getattr(item, 'originalname', item.name)}")
-    if tier is not None:
-        return tier
-    if item.get_closest_marker("slow") is None:
-        return "unit"
-    tier = SLOW_TIERS.get(module)
-    if tier is None:
-        raise pytest.UsageError(f"{item.nodeid} is marked slow but has no tier: add its module to SLOW_TIERS in "
-                                "tests/conftest.py or mark it with its tier")
-    return tier
+    if item.get_closest_marker("slow") is not None:
+        raise pytest.UsageError(f"{item.nodeid} is marked slow but has no tier: mark it with its tier "
+                                f"({', '.join(t for t in TIERS if t != 'unit')})")
+    return "unit"
 
 
 def pytest_collection_modifyitems(config, items):

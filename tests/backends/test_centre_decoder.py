@@ -414,6 +414,7 @@ def _bank():
         ("Outdoor trip planning", "Users ask how to plan hiking and camping trips."))))
 
 
+@pytest.mark.e2e
 def test_a_topic_whose_decoding_fails_keeps_its_name_and_no_other_topic_changes():
     keywords, labels, centres, sizes, categories = _release_inputs()
     named = {c: {"name": f"Topic {c}", "description": "d.", "keywords": ks, "label_source": HISTOGRAM_SOURCE,
@@ -505,6 +506,7 @@ def test_the_stage_keeps_a_labels_name_nearer_the_centre_and_replaces_a_mixed_on
     assert decodings[1].replaces_labels and "trip" in topics[1]["name"] and "sql" not in topics[1]["name"].casefold()
 
 
+@pytest.mark.e2e
 def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process():
     keywords, labels, centres, sizes, categories = _release_inputs()
     namer = KeywordClusterNamer(categories)
@@ -532,7 +534,7 @@ def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process(
         assert_together(same_as_in_process, "compare", topics=released.topics, hierarchy=released.hierarchy)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_decoding_adds_no_epsilon_and_changes_nothing_but_the_names(tmp_path):
     """In-process (the evaluation's engine) on generated conversations, with and without the decoder,
     noise seeded and PipelineDP's fixed: the same privacy section (total epsilon, events), sizes and
@@ -613,7 +615,7 @@ def test_parse_labels_reads_names_and_descriptions():
             parse_labels(bad, 3)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_job_decodes_names_offline_and_the_page_says_they_may_be_wrong(tmp_path):
     from beam_jobs.insights import run
     from synthetic.sample import write_sample
@@ -639,10 +641,10 @@ def _local_model_installed() -> bool:
     return _installed(TEST_MODEL)
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not _local_model_installed(),
                     reason="needs xllamacpp (requirements.txt) and `python scripts/install_local_llm.py --model "
                            "qwen2.5-coder-0.5b`")
+@pytest.mark.real_llm
 def test_the_local_model_decodes_a_centre_into_a_readable_name():
     from backends.llm import local_client
     from backends.llm.steps import LLMLabelWriter

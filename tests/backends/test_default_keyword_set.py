@@ -82,7 +82,7 @@ def test_the_normalisation_catches_what_it_should():
     assert _normalised("dogs") == _normalised("dog") and _normalised("class") != _normalised("clas")
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_no_two_keywords_embed_as_near_duplicates():
     from backends.embedding import embed_texts
     keywords = list(load_keyword_set().keywords)

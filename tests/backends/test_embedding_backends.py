@@ -188,7 +188,7 @@ def model_home(tmp_path_factory):
         yield home
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_onnx_backends_export_offline_and_match_the_torch_vectors(model_home):
     name = MODEL
     reference = embedding.embed_texts(name, TEXTS)
@@ -245,7 +245,7 @@ BACKEND_DEVICES = [*((MODEL, backend, "cpu") for backend in embedding.BACKENDS),
                    pytest.param(MODEL, "torch", "cuda", marks=_NO_CUDA)]
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 @pytest.mark.parametrize("name,backend,device", BACKEND_DEVICES)
 def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, name, backend, device):
     # DP k-means assumes one user's records move only that user's points: a vector must not depend,
@@ -275,7 +275,7 @@ def test_each_text_gets_the_vector_it_gets_alone_whatever_its_batch(model_home, 
                                              f"batch_size {batch_size}")
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 @pytest.mark.parametrize("name,backend,device", BACKEND_DEVICES)
 def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, name, backend, device):
     rng = np.random.default_rng(11)
@@ -291,7 +291,7 @@ def test_adding_one_record_leaves_every_other_vector_bit_identical(model_home, n
 
 
 @_NO_CUDA
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_cuda_vectors_stay_close_to_the_cpu_vectors():
     # Another device may change the last bits (other kernels), never the meaning.
     name = MODEL
@@ -304,7 +304,7 @@ def test_cuda_vectors_stay_close_to_the_cpu_vectors():
 INSTALLED_MODEL_HOME = embedding.model_home()
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_mpnet_vectors_are_batch_invariant_too(monkeypatch):
     # The module's model_home fixture, when an earlier test opened it, points at a fresh folder without mpnet:
     # this test reads the installed one (it used to skip whenever it ran after those tests).
@@ -323,7 +323,7 @@ def test_mpnet_vectors_are_batch_invariant_too(monkeypatch):
     np.testing.assert_array_equal(np.delete(after, 20, axis=0), vectors)
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home):
     name = MODEL
     facets = [Facet(f"c{i}", f"u{i}", 1.0, text) for i, text in enumerate(TEXTS)]
@@ -344,7 +344,7 @@ def test_embedding_stage_and_keyword_selector_use_the_chosen_backend(model_home)
     assert picks == [["router"], ["bread"], ["retirement savings"]]
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_embedding_threads_set_the_worker_process_threads():
     before = torch.get_num_threads()
     try:

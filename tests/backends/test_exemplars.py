@@ -166,7 +166,7 @@ def exemplar_run(tmp_path_factory):
     return report, calls, conversations, output
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_exemplar_prompts_carry_released_topics_and_earlier_answers_only(exemplar_run):
     report, calls, conversations, _ = exemplar_run
     released = {prompts.topic_text(t): t for t in report["topics"]}
@@ -194,7 +194,7 @@ def test_exemplar_prompts_carry_released_topics_and_earlier_answers_only(exempla
         assert not any(turn in prompt for turn in user_turns if len(turn) > 40)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_job_releases_exemplars_for_labelled_topics_and_counts_the_calls(exemplar_run):
     report, calls, _, output = exemplar_run
     assert report["exemplars_note"] and report["config"]["exemplars_per_topic"] == 2

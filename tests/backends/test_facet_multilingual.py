@@ -100,7 +100,7 @@ REQUESTS = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keeps_english_answers():
     request_kind = load_facet_set().facets[1]
     assert request_kind.multilingual == Multilingual("use-multilingual-v3", 0.19, ("en",))
@@ -131,7 +131,7 @@ def test_the_bundled_request_kind_answers_non_english_requests_with_use_and_keep
     assert [alone.answer(t, v) for t, v in zip(texts[::-1], vectors[::-1])] == multilingual[::-1]
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_under_the_default_multilingual_encoder_every_text_is_answered_on_the_runs_own_embedding():
     """The run's model is the facet's multilingual model: no switch, one encoder, the multilingual threshold."""
     request_kind = load_facet_set().facets[1]

@@ -78,7 +78,7 @@ def _load(folder, *parts):
     return json.load(open(os.path.join(folder, *parts)))
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_faults_were_injected_at_about_thirty_percent(runs):
     _, _, expected, _ = runs
     injected = sum(expected["injected"].values())
@@ -87,7 +87,7 @@ def test_faults_were_injected_at_about_thirty_percent(runs):
     assert 0.2 < injected / expected["requests"] < 0.4
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_counters_match_what_the_server_did(runs):
     _, online, expected, _ = runs
     llm = _load(online, "private", "run_stats.json")["llm"]
@@ -102,7 +102,7 @@ def test_counters_match_what_the_server_did(runs):
     assert llm["facets"]["calls"] == stats["conversations_after_bounding"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_conversation_whose_call_failed_is_dead_lettered_not_answered_offline(runs):
     _, online, expected, _ = runs
     stats = _load(online, "private", "run_stats.json")
@@ -115,7 +115,7 @@ def test_a_conversation_whose_call_failed_is_dead_lettered_not_answered_offline(
     assert llm["facets"]["fallbacks"] == llm["keywords"]["fallbacks"] == 0
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_report_is_produced_with_the_same_dp_accounting_as_offline(runs):
     offline, online, _, _ = runs
     offline_report, online_report = _load(offline, "release", "report.json"), _load(online, "release", "report.json")
@@ -129,7 +129,7 @@ def test_report_is_produced_with_the_same_dp_accounting_as_offline(runs):
     assert any(t["name"].startswith("Questions about") for t in online_report["topics"] if t["keywords"])
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_prompts_carry_no_raw_pii_and_the_namer_sees_only_released_keywords(runs):
     _, online, _, prompts = runs
     released = {k for t in _load(online, "release", "report.json")["topics"] for k in t["keywords"]}

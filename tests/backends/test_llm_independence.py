@@ -134,7 +134,7 @@ def test_the_prompt_is_the_same_as_when_whole_messages_were_pseudonymized(turns)
         conversation_prompt_text([(r, c) for r, c in turns if r in ("user", "assistant") and c.strip()])
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_the_real_pseudonymizer_gives_the_same_prompts_and_a_huge_message_costs_what_the_prompt_uses():
     import time
 
@@ -209,7 +209,7 @@ def test_no_raw_text_from_the_margin_before_the_cut_reaches_the_prompt(turns_bef
     assert raw == conversation_prompt_text([(m.role, m.content) for m in conversation.messages]).rstrip()
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_the_real_pseudonymizer_sends_no_fragment_of_an_address_across_the_cut():
     from backends.pii.pseudonymize import shared_pseudonymizer
     conversation, margin = _an_address_across_the_cut()

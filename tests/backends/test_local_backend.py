@@ -127,7 +127,7 @@ def test_a_model_llama_cpp_cannot_load_stops_the_job_before_reading_with_exit_2(
     assert not output.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_local_model_names_a_topic_and_writes_keywords_that_map_into_k(server):
     namer = LLMClusterNamer(_local_config())
@@ -143,7 +143,7 @@ def test_local_model_names_a_topic_and_writes_keywords_that_map_into_k(server):
     assert selector.counters.totals["completion_tokens"] > 0
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_local_model_writes_distinct_exemplar_requests_from_a_released_topic(server):
     writer = LLMExemplarWriter(_local_config())
@@ -158,7 +158,7 @@ def test_local_model_writes_distinct_exemplar_requests_from_a_released_topic(ser
     assert any("sourdough" in r.lower() for r in drafted) and any("flour" in r.lower() for r in drafted)
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_openai_backend_against_the_real_llama_cpp_server(server):
     config = LLMParams(llm_backend="openai", llm_model="any", llm_base_url=server.base_url, pseudonymize="off",
@@ -172,7 +172,7 @@ def test_openai_backend_against_the_real_llama_cpp_server(server):
     assert "bread" in facets[0].lower() or "sourdough" in facets[0].lower()
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offline(tmp_path):
     from beam_jobs.insights import run

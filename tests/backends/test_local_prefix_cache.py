@@ -228,7 +228,7 @@ def cached_server():
     local_client.release_server(held)
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_a_records_answer_is_bit_identical_whatever_ran_before_it(cached_server):
     target = prompts.select_messages(RECORDS[0], 5)
@@ -247,7 +247,7 @@ def test_a_records_answer_is_bit_identical_whatever_ran_before_it(cached_server)
     assert first == after_same_head == after_other_head == after_private_leftovers
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_a_records_answer_does_not_depend_on_the_order_heads_were_computed(cached_server):
     target = prompts.name_messages(["python", "unit testing", "debugging"])
@@ -264,7 +264,7 @@ def test_a_records_answer_does_not_depend_on_the_order_heads_were_computed(cache
     assert target_first[2] > 80 and target_first == target_later
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_the_keyword_step_on_the_real_model_computes_only_the_records_part_of_each_prompt(cached_server):
     from backends.llm.config import LLMParams
@@ -287,7 +287,7 @@ def _slot_busy(server: LocalServer) -> bool:
         return any(slot["is_processing"] for slot in json.loads(response.read()))
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_a_request_that_timed_out_does_not_hold_the_slot_for_the_next_record(cached_server):
     # llama.cpp goes on with a request whose client gave up until it notices the closed connection

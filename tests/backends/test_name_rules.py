@@ -106,7 +106,7 @@ def names():
     return lambda text: sorted({text[start:end] for start, end, _ in cued_name_spans(nlp(text), dictionary)})
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 @pytest.mark.parametrize("rule, text, found", [
     ("a place tag after a relation", "Write a limerick about my dog and my roommate Crystal.", ["Crystal"]),
     ("a place tag after an introduction", "I'm Canadian and live in Toronto.", []),
@@ -172,7 +172,7 @@ def test_each_rule_finds_its_names_and_leaves_the_rest(names, rule, text, found)
     assert names(text) == found, rule
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 @pytest.mark.parametrize("text, public", [
     ("Google's CEO Sundar Pichai spoke at the event.", "Sundar Pichai"),
     ("Ask the board whether chairman Olivier Brandt approved it.", "Olivier Brandt"),

@@ -32,7 +32,7 @@ def _long_list(count: int) -> list[str]:
     return [TEXTS[i] + (" " + str(i) if i % 3 else "") for i in rng.integers(0, len(TEXTS), count)]
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_a_long_list_on_worker_processes_gets_each_texts_vector_alone_with_any_number_of_workers():
     encoder = embedding.load_native_model(NAME)
     texts = _long_list(3 * embedding.NATIVE_PROCESS_MIN_TEXTS)
@@ -42,7 +42,7 @@ def test_a_long_list_on_worker_processes_gets_each_texts_vector_alone_with_any_n
     assert {2, 3} <= set(encoder._pools)  # the long lists did run on worker processes
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_a_dead_worker_breaks_only_its_call_and_the_next_list_gets_a_new_pool():
     encoder = embedding.load_native_model(NAME)
     texts = _long_list(embedding.NATIVE_PROCESS_MIN_TEXTS)
@@ -63,7 +63,7 @@ def _encode_in_a_daemon(texts: list[str], workers: int, queue) -> None:
     queue.put((encoder.encode(texts, workers), set(encoder._pools)))
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_a_daemonic_process_encodes_a_long_list_itself_with_the_same_bits():
     # Dask's worker processes are daemonic, and a daemonic process may not start children.
     import multiprocessing

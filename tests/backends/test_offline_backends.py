@@ -133,7 +133,7 @@ def test_missing_keyword_set_is_a_clear_error(tmp_path):
         load_keyword_set(str(tmp_path / "nope.txt"))
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_real_model_embeddings_are_unit_norm_and_topical():
     vectors = embed_texts("all-MiniLM-L6-v2", ["How do I fix a KeyError in my Python script?",
                                                "Best pasta recipe for dinner", "Python exception traceback help"])
@@ -142,7 +142,7 @@ def test_real_model_embeddings_are_unit_norm_and_topical():
     assert vectors[0] @ vectors[2] > vectors[0] @ vectors[1]
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_embedding_selector_picks_the_nearest_keywords_above_the_floor():
     keywords = ("python", "cooking", "gardening", "taxes")
     selector = EmbeddingKeywordSelector(keywords, Encoder("all-MiniLM-L6-v2"), min_similarity=0.3)

@@ -299,7 +299,7 @@ def test_the_local_client_sends_the_seed_and_temperature_zero():
     assert "seed" not in json.loads(unseeded.build_request([], json_output=False, max_tokens=4).data)
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 @needs_local_model
 def test_the_real_local_model_tells_a_famous_person_from_a_private_one():
     judge = person_judge.local_person_judge(TEST_MODEL, threads=1)

@@ -97,7 +97,7 @@ def _labels(tmp_path, rows):
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 @pytest.mark.skipif(not HAVE_DATA, reason="the shared data sets (../shared/data) are not there")
 def test_the_shipped_pseudonymizer_on_real_prompts():
     """Figures in docs/evaluation.md. Private names (people of the user's life and characters the user

@@ -7,7 +7,7 @@ import pytest
 from backends.pii.pseudonymize import shared_pseudonymizer
 from eval.pii.pseudonymization import DATA, evaluate
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.real_model
 
 
 @pytest.fixture(scope="module")

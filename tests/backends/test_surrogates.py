@@ -68,7 +68,7 @@ def test_each_conversation_gets_its_stand_ins_alone():
     assert ConversationSurrogates(["Dear Mary,"]).surrogate("Mary") == alone
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_the_pseudonymizer_puts_surrogates_for_names_and_typed_pseudonyms_for_the_rest():
     from backends.pii.pseudonymize import Pseudonymizer, shared_pseudonymizer
     pseudonymizer = shared_pseudonymizer("surrogate")

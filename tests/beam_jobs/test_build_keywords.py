@@ -17,7 +17,7 @@ from dp_ops.dp_events import composed_epsilon, event_from_json
 from synthetic.sample import MALFORMED_KINDS, write_sample
 from tests.conftest import PoisonedProposer
 
-pytestmark = pytest.mark.slow  # the refiner embeds the keywords with the real model; public loads spaCy
+pytestmark = pytest.mark.e2e  # the refiner embeds the keywords with the real model; public loads spaCy
 
 TICKET = re.compile(r"^[a-z0-9]{10}$")
 

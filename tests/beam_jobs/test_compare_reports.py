@@ -72,7 +72,7 @@ def test_cli_reads_report_files_and_run_folders_and_writes_the_page(tmp_path, mo
     assert compare_reports.main([str(tmp_path / "missing"), str(new_file), "--output", str(output)]) == 2
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_real_model_matches_renamed_topics_and_not_unrelated_ones():
     from backends.embedding import embed_texts
 

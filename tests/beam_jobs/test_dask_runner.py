@@ -9,7 +9,7 @@ import pytest
 from beam_jobs.insights import run
 from synthetic.sample import write_sample
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 COMMON = ["--num_clusters", "8", "--min_cluster_size", "5", "--seed", "3", "--noise_seed", "4"]
 

@@ -16,7 +16,7 @@ from beam_jobs.insights import run
 from synthetic.sample import MALFORMED_KINDS, generate_records, write_sample
 from synthetic.topics import PLANTED_TOPICS
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def _release_text(output: str) -> str:

@@ -101,6 +101,7 @@ def test_a_ledger_that_only_records_stays_so_until_a_capped_run():
         adopted.check("2026-01-01", 1.0, 30.0, 30, allow_rerun=False, max_delta_per_window=1e-4)
 
 
+@pytest.mark.e2e
 def test_sixty_planned_nights_with_one_mistaken_night_keep_every_window_within_the_cap(tmp_path):
     """The nightly schedule of docs/production.md for 60 nights. Night 31 is first launched with
     --window_days 1 (the audit's: it was admitted and brought the 30-day window to epsilon 49.21),
@@ -156,7 +157,7 @@ def test_the_policy_command_shows_changes_and_logs_the_policy_or_refuses_a_chang
     _night(ledger, 31, ("--max_epsilon_per_window", "40", "--window_days", "30"))
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_job_exits_4_on_other_window_flags_before_reading_data(tmp_path):
     ledger, output = str(tmp_path / "ledger.json"), str(tmp_path / "out")
     _night(ledger, 1)

@@ -16,7 +16,7 @@ from dp_ops.dp_events import composed_epsilon, event_from_json
 from synthetic.sample import write_sample
 from tests.support.gcs_emulator import local_gcs
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 SMALL = ["--num_clusters", "6", "--min_cluster_size", "5", "--seed", "2"]
 

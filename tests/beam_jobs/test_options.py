@@ -423,7 +423,7 @@ def test_the_public_method_needs_neither_a_date_nor_a_private_folder():
 
 # run() reads its params and leaves the parsed options as they were.
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_run_leaves_the_options_unchanged_and_records_the_resolved_values(tmp_path, monkeypatch):
     import torch
 

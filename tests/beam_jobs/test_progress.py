@@ -108,7 +108,7 @@ def test_durations_read_like_a_clock():
     assert [format_duration(s) for s in (0, 9.6, 65, 3725)] == ["0s", "10s", "1m05s", "1h02m"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_local_run_prints_progress_and_writes_the_report_page(small_run):
     lines = [line for line in small_run.stderr.splitlines() if line.startswith("[progress")]
     print("\n".join(lines))

@@ -21,7 +21,7 @@ from tests.support.release_snapshot import (
     snapshot,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module", params=[*CONFIGURATIONS, *IN_PROCESS_CONFIGURATIONS])

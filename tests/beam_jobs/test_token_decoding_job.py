@@ -13,7 +13,7 @@ from core.dp_stages import CLUSTER_SIZES, CLUSTERING, FACET_TOPICS, FACETS, KEYW
 from dp_ops.token_decoding import STAGE
 from synthetic.sample import write_sample
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.real_llm
 
 EPSILON = 6.0
 

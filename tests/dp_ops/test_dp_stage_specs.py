@@ -64,7 +64,7 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
     assert keys.index("embed") < keys.index("user_count") < keys.index("dp_kmeans") < keys.index("assign_clusters")
 
 
-@pytest.mark.slow  # a joint calibration (PLD)
+@pytest.mark.e2e  # a joint calibration (PLD)
 def test_a_stage_declared_once_is_weighted_calibrated_budgeted_shown_and_labelled(with_toy_stage, tmp_path):
     # Weighted: --epsilon_weights knows it, its default weight is in the default, leaving it out is refused.
     assert dp_stage_specs.default_weights().endswith(

@@ -128,7 +128,7 @@ def test_a_failing_classifier_makes_its_record_unknown_and_is_counted_without_to
     assert overall == expected
 
 
-@pytest.mark.slow  # a joint calibration (PLD)
+@pytest.mark.e2e  # a joint calibration (PLD)
 def test_facets_are_two_stages_of_the_joint_calibration_and_the_total_meets_the_budget():
     settings = StageSettings(WEIGHTS, 2, 5, "gaussian", 10, facets=2)
     requests = stage_requests(settings)

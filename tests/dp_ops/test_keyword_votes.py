@@ -67,7 +67,7 @@ def test_spend_is_one_gaussian_of_the_noise_multiplier():
     assert spend.epsilon == pytest.approx(composed_epsilon([dp_accounting.GaussianDpEvent(2.5)], 1e-6))
 
 
-@pytest.mark.slow  # two joint calibrations (PLD)
+@pytest.mark.e2e  # two joint calibrations (PLD)
 def test_joint_calibration_composes_the_weighted_votes_to_the_total():
     weights = {"clustering": 4, "cluster_sizes": 1, "keyword_histograms": 2}
     weighted = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10, "weighted")))
@@ -131,7 +131,7 @@ def test_beam_stage_releases_every_kept_partition_with_the_seeded_noise():
     assert stage.registered and [s.stage for s in budget.entries] == ["keyword_histograms"]
 
 
-@pytest.mark.slow  # 2 x 40,000 draws from the production sampler
+@pytest.mark.e2e  # 2 x 40,000 draws from the production sampler
 def test_the_worst_user_never_shows_more_than_the_accounted_epsilon():
     """The worst neighbour: a user with one conversation (weight 1) voting one keyword moves one
     partition by exactly the sensitivity 1. An audit on that shift must stay under the event's epsilon;

@@ -139,7 +139,7 @@ def _keyword_scores(params, groups: int):
     return scores[0], scores[1], spend
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_gaussian_keyword_count_never_shows_more_than_its_accounted_epsilon():
     params = keyword_count_params(2.0, 1e-6, "gaussian", 10)
     scores0, scores1, spend = _keyword_scores(params, 3000)

@@ -198,7 +198,7 @@ def _spend_of(joint, stage):
 
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_job_releases_the_themes_within_its_epsilon(small_run):
     import json
     import os

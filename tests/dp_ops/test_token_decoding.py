@@ -247,7 +247,7 @@ def test_decoders_of_one_file_share_one_loaded_model_per_process(monkeypatch):
     assert other._model is not first._model
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 def test_members_decoded_together_get_the_states_they_would_have_alone():
     from backends.token_decoder import TokenDecoder
     decoder = TokenDecoder()
@@ -266,7 +266,7 @@ def test_members_decoded_together_get_the_states_they_would_have_alone():
         assert np.array_equal(seen[("all", step)][1], seen[("alone", step)][0])
 
 
-@pytest.mark.slow
+@pytest.mark.real_llm
 def test_end_to_end_in_process_run_describes_every_topic_and_reports_its_spend():
     from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
     from backends.token_decoder import TokenDecoder

@@ -209,7 +209,7 @@ def test_sweep_table_gets_the_judge_columns_only_with_a_judge():
     assert table.splitlines()[2].endswith("| 4.000 | 3.000 | 0.750 | 8 | 2 |")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_sweep_cli_judges_every_labelled_topic_of_every_configuration(tmp_path, capsys):
     import csv
 

@@ -8,7 +8,7 @@ from eval.urania_inprocess import UraniaConfig
 from eval.utility import nightly_stream
 from synthetic.stream import StreamSpec
 
-pytestmark = pytest.mark.slow  # embeds ~900 conversations and runs the mechanisms 4 times
+pytestmark = pytest.mark.e2e  # embeds ~900 conversations and runs the mechanisms 4 times
 
 WINDOW_DAYS, CAP, WINDOW_DELTA = 30, 30.0, 1e-5
 

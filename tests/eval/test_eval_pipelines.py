@@ -112,7 +112,7 @@ def _run(*args, timeout=600):
     return completed.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_in_process_urania_assigns_like_the_beam_job(small_run):
     """The same topic stages on both engines are tests/transforms/test_engines.py's; this compares what is put together
     differently before them: the evaluation's reading, facets and embedding (eval.data) with the job's."""
@@ -149,7 +149,7 @@ def test_in_process_urania_assigns_like_the_beam_job(small_run):
     assert report["privacy"]["min_users_to_label_a_topic"] == beam_report["privacy"]["min_users_to_label_a_topic"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_canary_cli_shows_the_extractive_baseline_leaking(tmp_path):
     out = _run("-m", "eval.audit.canaries", "--pipeline", "simple_clio", "--data", str(tmp_path / "canaries"),
                "--conversations", "300", "--users", "120", "--num_clusters", "10",
@@ -167,7 +167,7 @@ def test_canary_cli_shows_the_extractive_baseline_leaking(tmp_path):
         assert after["by_kind"][kind]["leaked"] == 0
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_sweep_and_membership_inference_clis(tmp_path, capsys):
     # Their main()s in this process (not `python -m` in a subprocess): the four runs share one import of
     # the job and one load of the embedding model, which were most of this test's time.

@@ -115,7 +115,7 @@ def test_combined_table_puts_data_sets_side_by_side():
     assert "seconds" not in table
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_cli_on_a_small_generated_sample(tmp_path):
     import csv
     import os

@@ -42,7 +42,7 @@ def test_key_phrases_identical_and_disjoint_texts():
     assert um.key_phrases(a)  # YAKE found something
 
 
-@pytest.mark.slow  # loads the spaCy model (~10 s on a quiet machine)
+@pytest.mark.real_model  # loads the spaCy model (~10 s on a quiet machine)
 def test_noun_chunks_drop_determiners():
     chunks = um.noun_chunks(["The quick brown fox jumps over the lazy dog."])
     assert chunks == {"quick brown fox", "lazy dog"}

@@ -52,7 +52,7 @@ def test_the_script_runs_on_a_tiny_generated_set_and_prints_figures_from_it(caps
     assert splits[2][2] > splits[1][2] + 0.2  # the multilingual model is what non-English requests needed
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_the_threshold_match_carries_the_run_share_to_the_multilingual_scale(tmp_path):
     import dataclasses
 

@@ -12,7 +12,7 @@ from eval.utility import label_coverage
 from eval.utility.label_coverage import name_audit, topic_category_votes, whole_set_votes
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_whole_set_votes_count_each_user_once_however_many_conversations():
     texts = ["How do I write SQL joins across three tables?"] * 12 + ["Explain SQL joins with an example query."]
     users = ["heavy"] * 12 + ["light"]
@@ -76,7 +76,7 @@ def test_the_coverage_run_embeds_the_data_with_the_encoder_it_is_given(monkeypat
     assert models == ["all-MiniLM-L6-v2"]
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_topic_category_votes_sum_each_topics_kept_members_with_each_user_bounded():
     texts = ["How do I write SQL joins across three tables?"] * 6 + ["Explain SQL joins with an example query.",
                                                                      "Write a SQL query that joins two tables."]

@@ -55,6 +55,7 @@ def _window_epsilon(night: modes.NightCalibration, factor: float = 1.0) -> float
 @pytest.mark.parametrize("mode", [modes.Mode("plain"), modes.Mode("sampled", q=0.1), modes.Mode("sampled", q=0.5),
                                   modes.Mode("cohorts", cohorts=3), modes.Mode("cohorts", cohorts=7)],
                          ids=lambda m: m.name)
+@pytest.mark.e2e
 def test_calibrated_noise_meets_the_cap_and_one_percent_less_exceeds_it(mode):
     night = _night(mode)
     assert night.window_epsilon <= CAP
@@ -63,6 +64,7 @@ def test_calibrated_noise_meets_the_cap_and_one_percent_less_exceeds_it(mode):
     assert _window_epsilon(night, 0.99) > CAP
 
 
+@pytest.mark.e2e
 def test_sampled_window_checked_with_the_library_accountant_from_the_stage_multipliers():
     # Independent of merged() and of the project's accountant: the night's Gaussians by hand, composed
     # by dp-accounting's own PLD accountant at its finer default discretisation.
@@ -77,6 +79,7 @@ def test_sampled_window_checked_with_the_library_accountant_from_the_stage_multi
     assert accountant.get_epsilon(WINDOW_DELTA) == pytest.approx(CAP, rel=0.01)
 
 
+@pytest.mark.e2e
 def test_amplification_lets_a_sampled_night_spend_more_but_never_more_signal_per_unit_of_noise():
     plain, sampled = _night(modes.Mode("sampled", q=1)), _night(modes.Mode("sampled", q=0.25))
     assert sampled.night_epsilon > plain.night_epsilon
@@ -148,7 +151,7 @@ def test_scales_are_nested_keyed_subsets():
     assert modes.scale_users(USERS[:50], 100) == set(USERS[:50])
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_main_runs_end_to_end_on_tiny_generated_data(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(modes, "embed_cached", functools.partial(eval_data.embed_cached, cache_dir=None))
     modes.main(["--generate", "500,300,3", "--scales", "60,150", "--seeds", "1", "--sampling_rates", "0.5",
@@ -163,7 +166,7 @@ def test_main_runs_end_to_end_on_tiny_generated_data(tmp_path, monkeypatch, caps
     assert (tmp_path / "nightly_modes.md").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_run_urania_draws_the_given_calibration(tmp_path):
     # run_urania(joint=...) uses the precomputed noise, Gaussian sizes included, and its report's
     # spends carry exactly those events (PipelineDP's sensitivity is C, as the calibration assumed).

@@ -126,7 +126,7 @@ def test_lineage_section_maps_centres_back_through_the_basis():
     assert set(section["centres"]["by_topic"]) == {"0", "2"}
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_in_process_nights_warm_start_and_continue_their_lineages(tmp_path):
     """Two nights of the same generated users through the in-process job (eval/urania_inprocess.py,
     the same functions as the Beam job) at a large epsilon: the second night's topics continue."""

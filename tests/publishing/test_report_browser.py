@@ -22,7 +22,7 @@ SCREENSHOTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pa
 XSS_NAME = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.browser,
     pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
                        reason="Debian chromium + chromium-driver not installed (.ci/run installs them)"),
 ]

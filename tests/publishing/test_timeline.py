@@ -713,7 +713,7 @@ def test_the_cli_rebuilds_the_files_and_refuses_a_folder_without_an_index(tmp_pa
     assert main([str(tmp_path / "nothing")]) == 2
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_write_timeline_on_gcs(tmp_path, monkeypatch):
     import io
 

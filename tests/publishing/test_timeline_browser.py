@@ -13,7 +13,7 @@ from tests.publishing.test_report_browser import CHROMEDRIVER, CHROMIUM, XSS_NAM
 from tests.publishing.test_timeline import _date, _report, _topic
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.browser,
     pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
                        reason="Debian chromium + chromium-driver not installed (.ci/run installs them)"),
 ]

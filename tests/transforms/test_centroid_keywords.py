@@ -63,7 +63,7 @@ def _report(folder, data, keywords, mode):
             json.load(open(os.path.join(output, "private", "run_stats.json"))))
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_centroid_mode_spends_no_keyword_budget_and_the_total_includes_the_keyword_set(sample):
     report, stats = _report(*sample, "centroid")
     stages = [m["stage"] for m in report["privacy"]["mechanisms"]]
@@ -86,7 +86,7 @@ def test_centroid_mode_spends_no_keyword_budget_and_the_total_includes_the_keywo
     assert "min_users_to_label_a_topic" not in privacy
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     report, stats = _report(*sample, "both")
     stages = [m["stage"] for m in report["privacy"]["mechanisms"]]
@@ -118,7 +118,7 @@ def test_both_mode_reports_agreement_and_spends_the_histogram_budget(sample):
     assert f"fewer than {privacy['min_users_to_label_a_topic']} users" in privacy["labelling_note"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_both_mode_lists_no_sensitive_centroid_keyword():
     """The centroid keywords are a centre guess like any (backends/label_evidence.py): a sensitive
     category's words nearest a topic's centre have no vote of its own behind them."""

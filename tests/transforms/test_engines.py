@@ -118,7 +118,7 @@ def test_a_dp_count_is_the_same_on_beam_and_in_process(pairs):
         check_dp_stage(beam_stage, pairs, same_as_in_process)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_topic_stages_release_the_same_on_beam_and_in_process(tmp_path):
     """The whole wiring (transforms/topic_stages.py) on both engines, from one block of generated
     conversations, with the job's calibration and seeded noise (PipelineDP's fixed by the snapshot hook):

@@ -390,7 +390,7 @@ def _keep_their_facet_and_embedding(baseline, inserted):
         assert np.max(np.abs(base[cid][1] - vector)) <= 1e-5
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                               HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(insertions=_insertions(len(SMALL_LINES), 4))
@@ -444,7 +444,7 @@ def _every_kind_of_line() -> list[bytes]:
     ]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_whole_job_exits_0_and_accounts_for_every_kind_of_line(tmp_path):
     """The job on the small input with the lines that pass validation inserted, then with every dead-lettered
     kind inserted as well: each run exits 0 and accounts for every line, and the second assigns every
@@ -473,7 +473,7 @@ def test_the_whole_job_exits_0_and_accounts_for_every_kind_of_line(tmp_path):
     assert {c for c in assignments["valid"] if c.startswith("adv-")}  # a weird valid record got through
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_reported_breakers_are_dead_lettered_alone_and_the_job_releases(tmp_path):
     """The issue's reproduction: 200 valid conversations, a deeply nested record at line 11 (the rest
     of the file used to be lost), a lone surrogate in a user turn (the job used to exit 1) and in an id
@@ -529,7 +529,7 @@ def test_a_facet_that_raises_dead_letters_its_conversation_only(batch_size):
         assert_that(facets.dead_letter, checked(only_the_poisoned_one), label="dead")
 
 
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_a_text_the_model_cannot_embed_is_dead_lettered_alone_and_the_rest_keep_their_vectors():
     from backends.embedding import embed_texts
     from core.records import Facet
