@@ -53,6 +53,7 @@ from beam_jobs.topic_plan import TopicBackends, stage_requests
 from beam_jobs.topic_plan import topic_plan as plan_of
 from config.privacy import DEFAULT_EPSILON
 from core.run_context import RunContext, make_run_context
+from dp_ops import dp_stage_specs
 from dp_ops.budget_ledger import BudgetRefused
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.joint_calibration import JointCalibration, calibrate_jointly
@@ -62,6 +63,7 @@ from publishing.lineage import LOOKBACK_NIGHTS
 from publishing.previous_nights import PreviousNights
 from publishing.release_gate import load_canaries
 from publishing.released_runs import committed_dates, released_reports
+from publishing.report import ReleasePrivacy
 from transforms.assign_clusters import assignment_rows
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_stage import require_registered_dp_stages
@@ -73,6 +75,7 @@ from transforms.read_conversations import ReadConversations
 from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_stages import TopicPlan, topic_stages
 from transforms.write_outputs import (
+    ReportInputs,
     WriteDeadLetters,
     WriteJsonLines,
     WriteReport,
@@ -248,24 +251,22 @@ def build_pipeline(pipeline: beam.Pipeline, params: InsightsParams, embedding_di
     require_registered_dp_stages(pipeline)
     warm_started = plan.previous.warm_centres is not None
     report = released.topics | "write pending report" >> WriteReport(
-        paths["report_pending"], kept_sizes, list(budget.entries), budget.composition(),
-        privacy.max_conversations_per_user, release_config(params, keyword_set, embedding_dim, context),
-        released.hierarchy,
-        centroid_keywords=keywords.centroid_keywords, labelling=keywords.labelling,
-        run_time_config=kmeans.active_dim | "dimension for the report" >> beam.Map(
-            lambda d: {"clustering_dimension": d, "warm_start": warm_started}),
-        lineage=released.lineage, plan=night.report_section(params),
-        themes=topics.themes.section if topics.themes else None,
-        facets=topics.facets.section if topics.facets else None,
-        token_descriptions=topics.token_decoding.descriptions if topics.token_decoding else None)
+        paths["report_pending"],
+        ReportInputs(kept_sizes, released.hierarchy, released.lineage,
+                     run_time_config=kmeans.active_dim | "dimension for the report" >> beam.Map(
+                         lambda d: {"clustering_dimension": d, "warm_start": warm_started}),
+                     centroid_keywords=keywords.centroid_keywords,
+                     releases=topics.releases),
+        ReleasePrivacy(list(budget.entries), privacy.max_conversations_per_user, budget.composition(),
+                       dp_stage_specs.stage_releases(), keywords.labelling, night.report_section(params)),
+        release_config(params, keyword_set, embedding_dim, context))
     report | "release gate, publish, ledger" >> FinalizeRun(context, canaries, params.run.privacy_ledger)
     # The guesses the public names withhold, for an operator (private/; post-processing, no budget).
     (keywords.labels | "sensitive guesses" >> beam.FlatMap(sensitive_guess_rows, plan.categories)
      | "write sensitive guesses" >> WriteJsonLines(paths["sensitive_guesses"]))
 
     dead_letters = [records.dead_letter, facets.dead_letter, embedded.dead_letter, keywords.dead_letter,
-                    topics.themes.dead_letter if topics.themes else None,
-                    topics.token_decoding.dead_letter if topics.token_decoding else None]
+                    *topics.dead_letters]
     all_dead_letters = [d for d in dead_letters if d is not None] | "all dead letters" >> beam.Flatten()
     _write_private_outputs(paths, records, all_dead_letters, kept, assigned, kept_sizes, keywords.sampled,
                            keywords.keyword_pairs, kmeans.active_dim)

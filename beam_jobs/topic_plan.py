@@ -12,12 +12,18 @@ import dataclasses
 from backends.facet_set import selected_facets
 from backends.interfaces import ExemplarWriter
 from beam_jobs.options import InsightsParams
-from core.dp_stages import CLUSTERING
-from dp_ops import dp_stage_specs
+from core.dp_stages import CLUSTER_SIZES, CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
 from dp_ops.dp_kmeans import DPKMeansParams
-from dp_ops.dp_stage_specs import StageSettings
-from dp_ops.joint_calibration import JointCalibration, StageRequest
+from dp_ops.joint_calibration import (
+    JointCalibration,
+    StageRequest,
+    clustering_request,
+    count_request,
+    keyword_votes_request,
+    user_count_request,
+)
 from publishing.previous_nights import PreviousNights
+from transforms import release_stages
 from transforms.decode_centres import DecoderSettings
 from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_stages import TopicPlan
@@ -43,14 +49,30 @@ class TopicBackends:
     token_decoding: TokenDecodingPlan | None = None
 
 
-def stage_requests(params: InsightsParams) -> list[StageRequest]:
-    """The run's DP stages as calibration requests (dp_ops/dp_stage_specs.py)."""
+def topic_requests(params: InsightsParams) -> list[StageRequest]:
+    """The topic stages' calibration requests, in pipeline order: the DP user count (only when it picks the
+    k-means dimension), DP k-means, the cluster sizes and the keyword histograms (unless --keyword_mode
+    centroid)."""
     privacy, clustering = params.privacy, params.clustering
-    histogram_noise = privacy.histogram_noise if params.keywords.keyword_mode in ("histogram", "both") else None
-    return dp_stage_specs.stage_requests(StageSettings(
-        privacy.stage_weights(), clustering.kmeans_iterations, privacy.max_conversations_per_user, histogram_noise,
-        privacy.keyword_partitions_per_user, privacy.keyword_votes, clustering.counts_users, params.keywords.themes,
-        len(selected_facets(params.keywords.facets, params.keywords.facet_set)), params.decoding.token_decoding))
+    weights = privacy.stage_weights()
+    requests = [user_count_request(weights[USER_COUNT])] if clustering.counts_users else []
+    requests.append(clustering_request(weights[CLUSTERING], clustering.kmeans_iterations))
+    # A user adds <= C to one partition each time: L1 = C.
+    requests.append(count_request(CLUSTER_SIZES, weights[CLUSTER_SIZES], "laplace", l0=1,
+                                  linf=privacy.max_conversations_per_user))
+    if params.keywords.keyword_mode in ("histogram", "both"):
+        requests.append(keyword_votes_request(weights[KEYWORD_HISTOGRAMS]) if privacy.keyword_votes == "weighted"
+                        else count_request(KEYWORD_HISTOGRAMS, weights[KEYWORD_HISTOGRAMS], privacy.histogram_noise,
+                                           l0=privacy.keyword_partitions_per_user))
+    return requests
+
+
+def stage_requests(params: InsightsParams) -> list[StageRequest]:
+    """The run's DP stages as calibration requests, in pipeline order: the topic stages', then each registered
+    release stage's (transforms/release_stages/). The job, the in-process evaluation and the nightly plans
+    all calibrate from this list."""
+    return topic_requests(params) + [request for stage in release_stages.registered()
+                                     for request in stage.requests(params)]
 
 
 def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding_dim: int,
@@ -61,6 +83,7 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
     exemplars = params.exemplars
     noise_multiplier = joint.stages[CLUSTERING].noise_multiplier if joint else UNDRAWN_NOISE_MULTIPLIER
     return TopicPlan(
+        params=params,
         calibration=joint, delta=privacy.delta, max_conversations_per_user=privacy.max_conversations_per_user,
         kmeans=DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
                               noise_multiplier=noise_multiplier, input_dim=embedding_dim,
@@ -86,7 +109,6 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
         exemplars=exemplars,
         exemplar_writer=backends.exemplar_writer if exemplars.exemplars_per_topic else None,
         noise_seed=privacy.noise_seed,
-        themes=params.keywords.themes,
         # Public: the selected facets' declarations (an unknown name is refused here, before any data is read).
         facets=selected_facets(params.keywords.facets, params.keywords.facet_set),
         # --centre_decoder's writer and the bundled public bank; None when names are not decoded.

@@ -44,9 +44,10 @@ from dp_ops.token_decoding import token_decoding_request
 from eval.data import bound_contributions
 from publishing.lineage import LOOKBACK_NIGHTS
 from publishing.previous_nights import PreviousNights
-from publishing.report import build_report
+from publishing.report import ReleasePrivacy, build_report
 from transforms.dp_votes import DPKeywordVotes
 from transforms.engine import LocalEngine
+from transforms.release_stage import report_parts
 from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_stages import TopicPlan, topic_stages
 
@@ -248,7 +249,7 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
     `date`. `label_writer`: with config.centre_decoder, the decoder's writer (default: templates); each
     topic's DecodedLabel is then in `_private["centre_decodings"]`. `token_decoding`:
     the token-level private decoding stage (transforms/token_decoding.py), calibrated jointly with the
-    others at its --epsilon_weights share; its descriptions are in report["token_decoding"]."""
+    others at its --epsilon_weights share; each topic's description is its "token_decoded", as the job's."""
     kept, weights = bound_contributions(user_ids, conversation_ids, config.max_conversations_per_user, seed)
     kept_ids = [conversation_ids[i] for i in kept]
     block = ConversationBlock(kept_ids, [user_ids[i] for i in kept], weights, [facets[i] for i in kept],
@@ -269,21 +270,18 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                       label_writer)
     stages = topic_stages(engine, [block], dataclasses.replace(plan, token_decoding=token_decoding), budget)
     kmeans, released = stages.kmeans, stages.released
-    report = build_report(released.topics, stages.kept_sizes, list(budget.entries) if budget else [],
-                          config.max_conversations_per_user,
+    sections, topic_fields = report_parts(stages.releases)
+    privacy = ReleasePrivacy(list(budget.entries) if budget else [], config.max_conversations_per_user,
+                             budget.composition() if budget else None, dp_stage_specs.stage_releases(),
+                             stages.keywords.labelling)
+    report = build_report(released.topics, stages.kept_sizes, privacy,
                           {"pipeline": "urania (in-process evaluation run)", **config_shown(config),
                            "seed": seed, "clustering_dimension": kmeans.active_dim}, hierarchy=released.hierarchy,
-                          composition=budget.composition() if budget else None,
-                          labelling=stages.keywords.labelling, lineage=released.lineage,
-                          stage_releases=dp_stage_specs.stage_releases(),
-                          themes=stages.themes.section if stages.themes else None,
-                          facets=stages.facets.section if stages.facets else None)
+                          lineage=released.lineage, sections=sections, topic_fields=topic_fields)
     if not config.private:
         report["privacy"] = {"differentially_private": False, "note": "epsilon = inf: every mechanism switched off"}
     else:
         report["privacy"]["differentially_private"] = True
-    if stages.token_decoding is not None:
-        report["token_decoding"] = {str(c): row for c, row in sorted(stages.token_decoding.descriptions.items())}
     clusters = np.concatenate([assigned.cluster_ids for assigned in stages.assigned])
     report["_private"] = {"assignments": dict(zip(kept_ids, clusters.tolist())), "centres": kmeans.centres,
                           "basis": kmeans.basis,  # with config.clustering_dimension, the centres' projection

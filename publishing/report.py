@@ -6,6 +6,7 @@ them, the mechanisms' spends), so it costs no budget.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -176,28 +177,40 @@ def report_topics(named_topics: dict, noisy_sizes: dict, lineages: dict | None =
     return topics
 
 
-def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSpend],
-                 max_conversations_per_user: int, config: dict, centroid_keywords: dict | None = None,
-                 hierarchy: dict | None = None, composition: dict | None = None,
-                 labelling: dict | None = None, lineage: dict | None = None, plan: dict | None = None,
-                 stage_releases: Mapping[str, str] | None = None, themes: dict | None = None,
-                 facets: dict | None = None, token_descriptions: dict | None = None) -> dict:
+@dataclasses.dataclass(frozen=True)
+class ReleasePrivacy:
+    """What report.json's privacy section states (privacy_section): every DP stage's spend, with its event,
+    the contribution bound and the run's PLD total (`composition`, dp_ops.run_budget.RunBudget.composition);
+    `stage_releases` says what each stage released; `labelling` (labelling_section) and `plan` (the nightly
+    budget plan) are added as they are."""
+
+    spends: list[MechanismSpend]
+    max_conversations_per_user: int
+    composition: dict | None = None
+    stage_releases: Mapping[str, str] | None = None
+    labelling: dict | None = None
+    plan: dict | None = None
+
+    def section(self) -> dict:
+        return {**privacy_section(self.spends, self.max_conversations_per_user, self.composition,
+                                  self.stage_releases),
+                **(self.labelling or {}), **({"plan": self.plan} if self.plan else {})}
+
+
+def build_report(named_topics: dict, noisy_sizes: dict, privacy: ReleasePrivacy, config: dict,
+                 centroid_keywords: dict | None = None, hierarchy: dict | None = None, lineage: dict | None = None,
+                 sections: Mapping[str, object] | None = None,
+                 topic_fields: Mapping[str, Mapping[int, object]] | None = None) -> dict:
     """The release: DP outputs and their post-processing only. Topics ranked by noisy size.
     With `centroid_keywords` (--keyword_mode both), each topic also lists its centroid keywords and
     the report says how much they agree with the histogram's. `hierarchy` (transforms.topic_hierarchy,
-    built from the same topics) is placed last as it is. `composition`: see privacy_section.
-    `labelling` (labelling_section), `plan` (the nightly budget plan) and `stage_releases` go into the
-    privacy section.
-    `lineage` (transforms.topic_lineage.lineage_section): each topic's lineage id, and the topics'
-    centres as the report's "centres". `themes` (dp_ops.theme_histogram.themes_section, --themes): the
-    fixed themes' noisy sizes, as the report's "themes". `facets` ({facet: dp_ops.facets.facet_section},
-    --facets): each facet's answers overall and per topic, as the report's "facets". `token_descriptions`
-    ({cluster id: {"description", "evidence"}}, --token_decoding_steps): each topic's token_decoded."""
+    built from the same topics) is placed as it is. `lineage` (transforms.topic_lineage.lineage_section):
+    each topic's lineage id, and the topics' centres as the report's "centres". `sections` and
+    `topic_fields` are the release stages' (transforms/release_stage.report_parts): report.json's keys
+    ({key: section}, last, in the stages' order) and each topic's fields ({field: {cluster id: value}}; a
+    topic whose stage failed for it, dead-lettered, has none)."""
     topics = report_topics(named_topics, noisy_sizes, (lineage or {}).get("lineages"))
-    report = {"topics": topics, "privacy": {**privacy_section(spends, max_conversations_per_user, composition,
-                                                              stage_releases),
-                                            **(labelling or {}), **({"plan": plan} if plan else {})},
-              "config": config, "noisy_counts": NOISY_COUNTS_NOTE}
+    report = {"topics": topics, "privacy": privacy.section(), "config": config, "noisy_counts": NOISY_COUNTS_NOTE}
     if centroid_keywords is not None:
         for topic in topics:
             topic["centroid_keywords"] = centroid_keywords.get(topic["id"], [])
@@ -209,18 +222,13 @@ def build_report(named_topics: dict, noisy_sizes: dict, spends: list[MechanismSp
         report["exemplars_note"] = EXEMPLARS_NOTE
     if any("name_evidence" in topic for topic in topics):
         report["decoded_names_note"] = DECODED_NAMES_NOTE
-    if token_descriptions is not None:
+    for field, values in (topic_fields or {}).items():
         for topic in topics:
-            # A topic whose decoding failed (dead-lettered) has none; every other kept topic has one.
-            if topic["id"] in token_descriptions:
-                topic["token_decoded"] = token_descriptions[topic["id"]]
-        report["token_decoding_note"] = TOKEN_DECODING_NOTE
+            if topic["id"] in values:
+                topic[field] = values[topic["id"]]
     if hierarchy is not None:
         report["hierarchy"] = hierarchy
     if lineage is not None:
         report["centres"] = lineage["centres"]
-    if themes is not None:
-        report["themes"] = themes
-    if facets is not None:
-        report["facets"] = facets
+    report.update(sections or {})
     return report

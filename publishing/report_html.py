@@ -331,6 +331,27 @@ def run_label(report: dict) -> str:
     return f"{date}, run {run_id}" if run_id else date
 
 
+# report.json's keys the page shows in their own place, or leaves to the timeline page (the themes, which say
+# what changed night to night). Any other key is a release stage's section (transforms/release_stages/), shown
+# as data under its name, so a new stage's release is on the page before it has a view of its own.
+PAGE_KEYS = ("topics", "privacy", "config", "noisy_counts", "keyword_agreement", "exemplars_note",
+             "decoded_names_note", "token_decoding_note", "hierarchy", "centres", "themes", "facets")
+
+
+def _other_releases(report: dict) -> list[dict]:
+    """Each section the page has no view for: its key and its entries (a value that is not a mapping is one
+    entry), each value as compact JSON."""
+    sections = []
+    for key, section in report.items():
+        if key in PAGE_KEYS:
+            continue
+        items = section.items() if isinstance(section, dict) else [("", section)]
+        sections.append({"key": _text(key), "title": _text(key).replace("_", " ").capitalize(),
+                         "rows": [{"name": _text(name), "value": json.dumps(value, ensure_ascii=False, default=str)}
+                                  for name, value in items]})
+    return sections
+
+
 def render_report(report: dict) -> str:
     """The report page for one report.json dict."""
     topics = report.get("topics", [])
@@ -347,7 +368,7 @@ def render_report(report: dict) -> str:
         delta=_number(privacy.get("delta", 0.0)), chart=_bar_chart(topics),
         groups=_groups(report, by_id, ranks, groups_by_topic, bars),
         topics=_topic_rows(topics, ranks, groups_by_topic, bars),
-        facets=_facet_tables(facets), facet_filter=_facet_filter_data(facets),
+        facets=_facet_tables(facets), facet_filter=_facet_filter_data(facets), other_releases=_other_releases(report),
         bar_min_share=f"{100 * FACET_BAR_MIN_SHARE:.0f}%", max_bars=FACET_BARS,
         privacy=_privacy(report), config=_config_rows(config),
         table={"columns": table_columns(report), "rows": table_rows(report)})

@@ -5,8 +5,9 @@ bounded, embedded conversations to the released topics.
     -> DP cluster sizes -> keep those of noisy size >= tau -> topic keywords (sample, select, DP votes,
     labels) -> names, hierarchy, lineages and exemplars (transforms/topic_release.py)
 
-and, beside them with --themes, the fixed public themes' DP histogram (transforms/theme_histogram.py), and
-with --facets each facet's answers overall and per kept topic (transforms/facet_histograms.py).
+and, beside them, the release stages the run has (transforms/release_stages/: the fixed public themes' DP
+histogram, each facet's answers overall and per kept topic, the token-decoded descriptions), each applied
+by its own object and returned by its name.
 
 The job (beam_jobs/insights.py) runs them on Beam over PCollections of ConversationBlocks; the in-process
 evaluation (eval/urania_inprocess.py) runs the same stages on a list of blocks. Every DP stage registers
@@ -29,14 +30,14 @@ from dp_ops.dp_user_count import UserCountNoise
 from dp_ops.joint_calibration import JointCalibration
 from dp_ops.run_budget import RunBudget
 from publishing.previous_nights import PreviousNights
+from transforms import release_stages
 from transforms.assign_clusters import AssignClusters
 from transforms.decode_centres import DecoderSettings
 from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params
 from transforms.dp_kmeans import DPKMeans, DPKMeansOutput, ThemeSeeds
 from transforms.dp_user_count import DPUserCount
-from transforms.facet_histograms import FacetHistograms, FacetOutput
-from transforms.theme_histogram import ThemeHistogram, ThemeOutput
-from transforms.token_decoding import TokenDecodingOutput, TokenDecodingPlan
+from transforms.release_stage import ReleaseStage, StageInputs, StageRelease
+from transforms.token_decoding import TokenDecodingPlan
 from transforms.topic_keywords import TopicKeywords, TopicKeywordsOutput, VoteNoise
 from transforms.topic_release import ReleasedTopics, release_topics
 
@@ -50,6 +51,7 @@ class TopicPlan:
     embedding groups are the job's params groups as declared (config/), so a stage reads a new flag of
     its group with nothing added here; beside them, the values the launch resolves."""
 
+    params: Any  # the job's params (InsightsParams), as they are: a stage reads its own group
     calibration: JointCalibration | None
     delta: float
     max_conversations_per_user: int
@@ -72,7 +74,6 @@ class TopicPlan:
     exemplars: ExemplarParams
     exemplar_writer: ExemplarWriter | None  # None without exemplars
     noise_seed: int | None
-    themes: bool = False  # --themes
     facets: tuple = ()  # --facets: (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select)
     decoder: DecoderSettings | None = None  # --centre_decoder (transforms/decode_centres.py)
     token_decoding: TokenDecodingPlan | None = None  # --token_decoding_steps (transforms/token_decoding.py)
@@ -91,17 +92,27 @@ class TopicPlan:
 @dataclasses.dataclass(frozen=True)
 class TopicStages:
     """The stages' outputs (PCollections on Beam, values in-process): DP k-means', the assigned blocks,
-    the kept clusters' noisy sizes, the keyword step's and the released topics; the themes' (None
-    without --themes) and the facets' (None without --facets)."""
+    the kept clusters' noisy sizes, the keyword step's and the released topics; and the release stages that
+    ran with their outputs (`releases`: (ReleaseStage, StageRelease) pairs in pipeline order; an output is
+    also an attribute by its stage's name, `stages.themes`, None when that stage did not run)."""
 
     kmeans: DPKMeansOutput
     assigned: Any
     kept_sizes: Any
     keywords: TopicKeywordsOutput
     released: ReleasedTopics
-    themes: ThemeOutput | None = None
-    facets: FacetOutput | None = None
-    token_decoding: TokenDecodingOutput | None = None  # --token_decoding_steps' descriptions
+    releases: tuple[tuple[ReleaseStage, StageRelease], ...] = ()
+
+    def __getattr__(self, name: str) -> StageRelease | None:
+        # Only for a registered release stage's name: any other missing attribute is still an error.
+        if name.startswith("_") or name not in {stage.name for stage in release_stages.registered()}:
+            raise AttributeError(name)
+        return next((release for stage, release in self.releases if stage.name == name), None)
+
+    @property
+    def dead_letters(self) -> list:
+        """The release stages' dead letters (PCollections on Beam, lists in-process)."""
+        return [release.dead_letter for _, release in self.releases if release.dead_letter is not None]
 
 
 def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> TopicStages:
@@ -136,14 +147,6 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
     released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
                               previous, plan.new_lineage_prefix, plan.embedding, plan.exemplars,
                               plan.exemplar_writer, plan.decoder, plan.keywords)
-    themes = (engine.apply("themes", ThemeHistogram(
-        plan.keywords, plan.categories, encoder, stages["themes"].noise_multiplier if plan.private else None,
-        plan.delta, budget, plan.noise_seed), blocks) if plan.themes else None)
-    facets = (engine.apply("facets", FacetHistograms(
-        plan.facets, plan.keywords, plan.categories, encoder, plan.kmeans.num_clusters, kept_ids,
-        (stages["facets"].noise_multiplier, stages["facet_topics"].noise_multiplier) if plan.private else None,
-        plan.delta, budget, plan.noise_seed), assigned) if plan.facets else None)
-    token_decoding = (engine.apply("token decoding", plan.token_decoding.stage(
-        stages["token_decoding"].noise_multiplier if plan.private else None, plan.delta, budget, kept_ids,
-        plan.noise_seed), assigned) if plan.token_decoding else None)
-    return TopicStages(kmeans, assigned, kept_sizes, keywords, released, themes, facets, token_decoding)
+    inputs = StageInputs(blocks, assigned, kept_ids)
+    releases = tuple((stage, stage.build(engine, inputs, plan, budget)) for stage in release_stages.enabled(plan))
+    return TopicStages(kmeans, assigned, kept_sizes, keywords, released, releases)

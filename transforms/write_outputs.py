@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from core.spend import MechanismSpend
-from dp_ops import dp_stage_specs
-from publishing.report import build_report
+from publishing.report import ReleasePrivacy, build_report
 from publishing.report_html import render_report
+from transforms.release_stage import StageRelease, report_parts
 
 
 def write_json(path: str, document: dict) -> None:
@@ -34,77 +35,62 @@ def html_path(report_path: str) -> str:
     return report_path.rsplit("/", 1)[0] + "/report.html"
 
 
+@dataclasses.dataclass(frozen=True)
+class ReportInputs:
+    """The report's data-dependent parts, as the stages give them (PCollections): the kept clusters' noisy
+    sizes, the topic hierarchy (a singleton, transforms.topic_hierarchy.BuildTopicHierarchy), the lineages (a
+    singleton, transforms.topic_lineage.lineage_section), the public values known only at run time (a singleton
+    dict added to the config, e.g. the DP-chosen clustering dimension), each topic's centroid keywords (None
+    unless --keyword_mode both) and the release stages that ran, as (ReleaseStage, StageRelease) pairs."""
+
+    kept_sizes: Any
+    hierarchy: Any
+    lineage: Any
+    run_time_config: Any
+    centroid_keywords: Any = None
+    releases: tuple = ()
+
+
 class WriteReport(beam.PTransform):
-    """Input: (cluster_id, named topic) for kept clusters; side inputs: kept noisy sizes and the
-    topic hierarchy (a singleton from transforms.topic_hierarchy.BuildTopicHierarchy).
+    """Input: (cluster_id, named topic) for kept clusters. Writes report.json from the topics, `inputs`
+    (ReportInputs), `privacy` (publishing.report.ReleasePrivacy: plain values, known before the run) and the
+    public `config`; and report.html, rendered from report.json alone."""
 
-    Writes report.json (with the hierarchy placed as it is) and report.html, rendered from report.json alone.
-    """
-
-    def __init__(self, path: str, kept_sizes, spends: list[MechanismSpend], composition: dict,
-                 max_conversations_per_user: int, config: dict, hierarchy, centroid_keywords=None,
-                 labelling: dict | None = None, run_time_config=None, lineage=None, plan: dict | None = None,
-                 themes=None, facets=None, token_descriptions=None):
-        """`spends`: every DP stage's, with its event; `composition`: the run's PLD total
-        (dp_ops.run_budget.RunBudget.composition); `labelling`: publishing.report.labelling_section.
-        `run_time_config`: a singleton dict of public values known only at run time (DP-derived, e.g.
-        the clustering dimension), added to `config`. `lineage`: a singleton
-        transforms.topic_lineage.lineage_section; `plan`: the nightly budget plan (privacy.plan); `themes`:
-        a singleton dp_ops.theme_histogram.themes_section (--themes); `facets`: a singleton {facet:
-        dp_ops.facets.facet_section} (--facets); `token_descriptions`: (cluster id, {"description", "evidence"})
-        per kept topic (--token_decoding_steps, transforms/token_decoding.py)."""
+    def __init__(self, path: str, inputs: ReportInputs, privacy: ReleasePrivacy, config: dict):
         super().__init__()
-        self._labelling = labelling
-        self._composition = composition
-        self._centroid_keywords = centroid_keywords
-        self._path = path
-        self._kept_sizes = kept_sizes
-        self._spends = spends
-        self._max_conversations_per_user = max_conversations_per_user
-        self._config = config
-        self._hierarchy = hierarchy
-        self._run_time_config = run_time_config
-        self._lineage = lineage
-        self._plan = plan
-        self._themes = themes
-        self._facets = facets
-        self._token_descriptions = token_descriptions
+        self._path, self._inputs, self._privacy, self._config = path, inputs, privacy, config
 
     def expand(self, named_topics):
-        path, spends, limit, config = self._path, self._spends, self._max_conversations_per_user, self._config
-        composition, labelling, plan = self._composition, self._labelling, self._plan
+        path, privacy, config, inputs = self._path, self._privacy, self._config, self._inputs
+        ran = [stage for stage, _ in inputs.releases]
 
-        def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage, themes, facets, token_descriptions):
-            report = build_report(topics, sizes, spends, limit, {**config, **run_time_config}, centroid, hierarchy,
-                                  composition, labelling, lineage, plan, dp_stage_specs.stage_releases(), themes,
-                                  facets, token_descriptions)
+        def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage, parts):
+            plain = [(stage, StageRelease(
+                section=next((value for kind, name, value in parts if (kind, name) == ("section", stage.name)), None),
+                topic_fields=[value for kind, name, value in parts if (kind, name) == ("field", stage.name)]))
+                for stage in ran]
+            sections, topic_fields = report_parts(plain)
+            report = build_report(topics, sizes, privacy, {**config, **run_time_config}, centroid, hierarchy, lineage,
+                                  sections, topic_fields)
             write_json(path, report)
             write_text(html_path(path), render_report(report))
             return path
 
-        centroid = (beam.pvalue.AsDict(self._centroid_keywords) if self._centroid_keywords is not None
-                    else beam.pvalue.AsSingleton(named_topics.pipeline | "no centroid keywords" >> beam.Create([None])))
-        run_time_config = beam.pvalue.AsSingleton(
-            self._run_time_config if self._run_time_config is not None
-            else named_topics.pipeline | "no run-time config" >> beam.Create([{}]))
-        lineage = beam.pvalue.AsSingleton(
-            self._lineage if self._lineage is not None
-            else named_topics.pipeline | "no lineage" >> beam.Create([None]))
-        themes = beam.pvalue.AsSingleton(
-            self._themes if self._themes is not None
-            else named_topics.pipeline | "no themes" >> beam.Create([None]))
-        facets = beam.pvalue.AsSingleton(
-            self._facets if self._facets is not None
-            else named_topics.pipeline | "no facets" >> beam.Create([None]))
-        token_descriptions = (beam.pvalue.AsDict(self._token_descriptions) if self._token_descriptions is not None
-                              else beam.pvalue.AsSingleton(named_topics.pipeline
-                                                           | "no token descriptions" >> beam.Create([None])))
-        return (named_topics.pipeline
+        pipeline = named_topics.pipeline
+        # Each release stage's section and topic fields, tagged with its name: one side input for all of them.
+        parts = [release.section | f"{stage.name}: section" >> beam.Map(lambda s, n=stage.name: ("section", n, s))
+                 for stage, release in inputs.releases if stage.report_key is not None]
+        parts += [release.topic_fields | f"{stage.name}: topic fields" >> beam.Map(lambda f, n=stage.name: ("field", n, f))
+                  for stage, release in inputs.releases if stage.topic_field is not None]
+        parts = parts | "release stages' parts" >> beam.Flatten(pipeline=pipeline)
+        centroid = (beam.pvalue.AsDict(inputs.centroid_keywords) if inputs.centroid_keywords is not None
+                    else beam.pvalue.AsSingleton(pipeline | "no centroid keywords" >> beam.Create([None])))
+        return (pipeline
                 | "report trigger" >> beam.Create([None])
                 | "build and write report.json" >> beam.Map(
-                    write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(self._kept_sizes),
-                    beam.pvalue.AsSingleton(self._hierarchy), centroid, run_time_config, lineage, themes,
-                    facets, token_descriptions))
+                    write, beam.pvalue.AsDict(named_topics), beam.pvalue.AsDict(inputs.kept_sizes),
+                    beam.pvalue.AsSingleton(inputs.hierarchy), centroid, beam.pvalue.AsSingleton(inputs.run_time_config),
+                    beam.pvalue.AsSingleton(inputs.lineage), beam.pvalue.AsList(parts)))
 
 
 def count_globally(pcoll, label: str):

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
                 members[topic].append(planted[cid])
         references = {t: collections.Counter(m).most_common(1)[0][0] for t, m in members.items()}
         votes = {t: topic_label_text(topic) for t, topic in topics.items()}
-        tokens = {t: report["token_decoding"].get(str(t), {}).get("description") or "(none)" for t in topics}
+        tokens = {t: topic.get("token_decoded", {}).get("description") or "(none)" for t, topic in topics.items()}
         fit_votes, fit_tokens = label_fit(votes, assignments, texts, judge), label_fit(tokens, assignments, texts, judge)
         stage_eps = next((s["epsilon"] for s in report["privacy"].get("mechanisms", []) if s["stage"] == STAGE), math.nan) \
             if math.isfinite(epsilon) else math.inf

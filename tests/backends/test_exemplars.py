@@ -12,7 +12,7 @@ from backends.exemplars import NEAR_DUPLICATE_SIMILARITY, candidate_problem, evo
 from backends.interfaces import ExemplarWriter
 from backends.llm import prompts
 from backends.offline_exemplars import ONE_KEYWORD, TWO_KEYWORDS, TemplateExemplarWriter
-from publishing.report import EXEMPLARS_NOTE, build_report
+from publishing.report import EXEMPLARS_NOTE, ReleasePrivacy, build_report
 from publishing.report_html import render_report, table_rows
 
 TOPIC = {"name": "Cooking: sourdough and baking", "description": "Requests about cooking.",
@@ -129,14 +129,14 @@ def test_report_json_and_html_mark_exemplars_as_synthetic():
     named = {0: {**TOPIC, "label_source": "dp_keyword_histogram",
                  "exemplars": [{"text": "How do I <b>feed</b> a sourdough starter?", "similarity_to_centre": 0.8}]},
              1: {"name": "Other", "description": "d", "keywords": ["x"], "exemplars": []}}
-    report = build_report(named, {0: 40.0, 1: 30.0}, [], 5, {})
+    report = build_report(named, {0: 40.0, 1: 30.0}, ReleasePrivacy([], 5), {})
     assert report["exemplars_note"] == EXEMPLARS_NOTE and "not text from any user" in EXEMPLARS_NOTE
     assert report["topics"][0]["exemplars"][0]["similarity_to_centre"] == 0.8
     page = render_report(report)
     assert "How do I &lt;b&gt;feed&lt;/b&gt; a sourdough starter?" in page and "<b>feed</b>" not in page
     assert "not user text" in page and "the example requests are synthetic" in page
     assert table_rows(report)[0]["synthetic_exemplars"] == ["How do I <b>feed</b> a sourdough starter?"]
-    without = build_report({0: dict(TOPIC)}, {0: 40.0}, [], 5, {})
+    without = build_report({0: dict(TOPIC)}, {0: 40.0}, ReleasePrivacy([], 5), {})
     assert "exemplars_note" not in without and "exemplars" not in without["topics"][0]
     assert "example requests are synthetic" not in render_report(without)
 

@@ -12,11 +12,11 @@ from config.privacy import DEFAULT_EPSILON_WEIGHTS, PrivacyParams
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
 from dp_ops.dp_events import composed_epsilon
-from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.dp_user_count import UserCountNoise, noisy_user_count
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.conftest import checked, local_pipeline
+from tests.support.job_requests import job_requests
 from transforms import dp_kmeans as dp_kmeans_transform
 from transforms.dp_kmeans import DPKMeans
 from transforms.dp_user_count import DPUserCount
@@ -34,18 +34,23 @@ def test_the_user_count_has_the_calibrated_gaussian_noise(noise_seed):
         noisy_user_count(400.0, 0.0, None)
 
 
+def _requests(*flags):
+    """The job's calibration requests for the topic stages alone, 3 k-means iterations, C = 5."""
+    return job_requests("--kmeans_iterations", "3", "--max_conversations_per_user", "5", *flags)
+
+
 def test_the_user_count_is_a_registered_stage_and_the_run_still_meets_its_epsilon():
     weights = PrivacyParams().stage_weights()
     assert weights["user_count"] == 0.1
     # Left out of --epsilon_weights, the user count gets its default share.
     assert PrivacyParams(epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2").stage_weights() == weights
-    joint = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10, counts_users=True)))
+    joint = calibrate_jointly(7.0, 1e-6, _requests())
     assert list(joint.stages) == ["user_count", "clustering", "cluster_sizes", "keyword_histograms"]
     count = UserCountNoise(joint.stages["user_count"].noise_multiplier, 1e-6)
     assert count.sigma == pytest.approx(joint.stages["user_count"].noise_std_parameter)
     # The share is small: the count is noisy (tens of users) and costs clustering ~1% of its noise.
     assert 10 < count.sigma < 60
-    without = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10)))
+    without = calibrate_jointly(7.0, 1e-6, _requests("--expected_users", "1000"))
     ratio = joint.stages["clustering"].noise_multiplier / without.stages["clustering"].noise_multiplier
     assert 1.0 < ratio < 1.03
     budget = RunBudget(1e-6)

@@ -1,5 +1,5 @@
-"""The DP stages are declared once (dp_ops/dp_stage_specs.py): a stage added there alone is weighted,
-calibrated, budgeted, shown in progress and labelled on the report page."""
+"""The DP stages are declared once (dp_ops/dp_stage_specs.py): a stage added there alone is weighted, shown
+in progress and labelled on the report page."""
 
 import io
 
@@ -16,16 +16,13 @@ from core.spend import MechanismSpend
 from dp_ops import dp_stage_specs
 from dp_ops.dp_events import event_to_json
 from dp_ops.dp_stage_specs import DPStageSpec
-from dp_ops.joint_calibration import StageRequest
 from dp_ops.run_budget import RunBudget
-from publishing.report import build_report
+from publishing.report import ReleasePrivacy, build_report
 from publishing.report_html import render_report
 from transforms import progress as registry
 
 TOY = DPStageSpec(
     "toy_sums", "the toy sums of every topic", 0.5,
-    request=lambda settings: StageRequest("toy_sums", "gaussian", 1.0, settings.weights["toy_sums"],
-                                          drawn_by_pipeline_dp=False),
     progress=ProgressStage("toy_sums", "DP toy sums", "blocks", "blocks", after="assign_clusters"))
 
 
@@ -64,29 +61,12 @@ def test_the_declared_stages_are_the_jobs(tmp_path):
     assert keys.index("embed") < keys.index("user_count") < keys.index("dp_kmeans") < keys.index("assign_clusters")
 
 
-@pytest.mark.e2e  # a joint calibration (PLD)
-def test_a_stage_declared_once_is_weighted_calibrated_budgeted_shown_and_labelled(with_toy_stage, tmp_path):
+def test_a_stage_declared_once_is_weighted_shown_and_labelled(with_toy_stage):
     # Weighted: --epsilon_weights knows it, its default weight is in the default, leaving it out is refused.
     assert dp_stage_specs.default_weights().endswith(
         "keyword_histograms:2,toy_sums:0.5,user_count:0.1,themes:2.5,facets:1,facet_topics:1,token_decoding:1")
     with pytest.raises(ValueError, match="give a weight for toy_sums"):
         PrivacyParams(epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2")
-
-    # Calibrated: the job's own calibration gives it noise, and the run still composes to --epsilon.
-    params = insights_params(InsightsOptions(["--input", "x", "--output", str(tmp_path),
-                                              "--epsilon_weights", dp_stage_specs.default_weights()]))
-    calibration = calibrate_night(params, load_keyword_set()).calibration
-    toy = calibration.stages["toy_sums"]
-    assert toy.noise_multiplier > 0 and 6.99 <= calibration.epsilon_spent <= 7.0
-
-    # Budgeted: its spend registers with the run's budget next to the others, composed with PLD.
-    spends = [MechanismSpend(stage, "Gaussian", 1.0, 0.0, 1.0, {"sigma": noise.noise_std_parameter},
-                             event_to_json(noise.event()))
-              for stage, noise in calibration.stages.items()]
-    budget = RunBudget.of(spends, 1e-6)
-    assert [s.stage for s in budget.entries][-1] == "toy_sums"
-    assert budget.epsilon() == pytest.approx(calibration.epsilon_spent, rel=1e-3)
-    assert budget.epsilon() > RunBudget.of(spends[:-1], 1e-6).epsilon()
 
     # Shown in progress: its line comes after the stage it follows, and shows when its counter moves.
     keys = [stage.key for stage in progress.stages()]
@@ -102,9 +82,13 @@ def test_a_stage_declared_once_is_weighted_calibrated_budgeted_shown_and_labelle
     finally:
         reporter.stop()
 
-    # Labelled on the page: the report says what it released.
-    report = build_report({}, {}, list(budget.entries), 5, {}, composition=budget.composition(),
-                          stage_releases=dp_stage_specs.stage_releases())
+    # Labelled on the page: the report says what it released. (Its calibration, spend, transform and sections:
+    # tests/transforms/test_release_stage.py, which adds a whole stage.)
+    spend = MechanismSpend("toy_sums", "Gaussian", 0.5, 0.0, 1.0, {"sigma": 3.0},
+                           event_to_json(dp_accounting.GaussianDpEvent(3.0)))
+    budget = RunBudget.of([spend], 1e-6)
+    report = build_report({}, {}, ReleasePrivacy(list(budget.entries), 5, budget.composition(),
+                                                 dp_stage_specs.stage_releases()), {})
     toy_entry = report["privacy"]["mechanisms"][-1]
     assert toy_entry["stage"] == "toy_sums" and toy_entry["releases"] == "the toy sums of every topic"
     assert "the toy sums of every topic" in render_report(report)
@@ -114,8 +98,7 @@ def test_the_page_says_what_each_stage_released_and_falls_back_to_the_name_for_o
     spend = MechanismSpend("user_count", "Gaussian", 0.1, 0.0, 1.0, {"sigma": 30.0},
                            event_to_json(dp_accounting.GaussianDpEvent(30.0)))
     composition = RunBudget.of([spend], 1e-6).composition()
-    page = render_report(build_report({}, {}, [spend], 5, {}, composition=composition,
-                                      stage_releases=dp_stage_specs.stage_releases()))
+    page = render_report(build_report({}, {}, ReleasePrivacy([spend], 5, composition, dp_stage_specs.stage_releases()), {}))
     assert "the number of users (it chooses the clustering dimension)" in page
-    old = build_report({}, {}, [spend], 5, {}, composition=composition)
+    old = build_report({}, {}, ReleasePrivacy([spend], 5, composition), {})
     assert "releases" not in old["privacy"]["mechanisms"][0] and "user_count" in render_report(old)

@@ -11,12 +11,12 @@ from backends.keyword_categories import KeywordCategories
 from config.embedding import Encoder
 from core.records import ConversationBlock
 from dp_ops import facets as fa
-from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.fixed_histogram import histogram_rows
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.dp_ops.test_theme_histogram import _spend_of
 from tests.support.facet_files import assert_facet_file_refused
+from tests.support.job_requests import job_requests
 from transforms.facet_histograms import FacetHistograms
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",
@@ -130,11 +130,11 @@ def test_a_failing_classifier_makes_its_record_unknown_and_is_counted_without_to
 
 @pytest.mark.e2e  # a joint calibration (PLD)
 def test_facets_are_two_stages_of_the_joint_calibration_and_the_total_meets_the_budget():
-    settings = StageSettings(WEIGHTS, 2, 5, "gaussian", 10, facets=2)
-    requests = stage_requests(settings)
+    flags = ("--kmeans_iterations", "2", "--max_conversations_per_user", "5", "--expected_users", "1000",
+             "--epsilon_weights", ",".join(f"{stage}:{weight}" for stage, weight in WEIGHTS.items()))
+    requests = job_requests(*flags, "--facets", "language,concern")
     assert [(r.stage, r.releases) for r in requests][-2:] == [("facets", 2), ("facet_topics", 2)]
-    assert not {"facets", "facet_topics"} & {r.stage for r in stage_requests(StageSettings(WEIGHTS, 2, 5, "gaussian",
-                                                                                            10))}
+    assert not {"facets", "facet_topics"} & {r.stage for r in job_requests(*flags)}
     joint = calibrate_jointly(7.0, 1e-6, requests)
     budget = RunBudget(1e-6)
     for stage in ("clustering", "cluster_sizes", "keyword_histograms"):

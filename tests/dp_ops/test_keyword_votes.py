@@ -13,10 +13,10 @@ from core.records import ConversationBlock
 from dp_ops import keyword_votes as kv
 from dp_ops.dp_counts import min_users_to_clear, release_floor
 from dp_ops.dp_events import composed_epsilon, event_from_json
-from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from tests.conftest import checked, local_pipeline
+from tests.support.job_requests import job_requests
 from transforms.dp_votes import DPKeywordVotes
 from transforms.keyword_histograms import SelectKeywords
 from transforms.voted_labels import label_keywords
@@ -69,9 +69,11 @@ def test_spend_is_one_gaussian_of_the_noise_multiplier():
 
 @pytest.mark.e2e  # two joint calibrations (PLD)
 def test_joint_calibration_composes_the_weighted_votes_to_the_total():
-    weights = {"clustering": 4, "cluster_sizes": 1, "keyword_histograms": 2}
-    weighted = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10, "weighted")))
-    counted = calibrate_jointly(7.0, 1e-6, stage_requests(StageSettings(weights, 3, 5, "gaussian", 10, "count")))
+    flags = ("--epsilon_weights", "clustering:4,cluster_sizes:1,keyword_histograms:2", "--kmeans_iterations", "3",
+             "--max_conversations_per_user", "5", "--expected_users", "1000")
+    weighted = calibrate_jointly(7.0, 1e-6, job_requests(*flags))
+    counted = calibrate_jointly(7.0, 1e-6, job_requests(*flags, "--keyword_votes", "count", "--keyword_noise", "gaussian",
+                                                        "--max_keyword_partitions_per_user", "10"))
     stage = weighted.stages["keyword_histograms"]
     assert stage.request.sensitivity == 1.0 and stage.pipeline_dp_budget is None
     assert weighted.epsilon_spent <= 7.0 and weighted.epsilon_spent == pytest.approx(7.0, abs=0.01)
@@ -152,13 +154,13 @@ def test_the_worst_user_never_shows_more_than_the_accounted_epsilon():
 
 
 def test_report_says_where_each_label_came_from_and_how_many_users_a_label_needs():
-    from publishing.report import build_report, labelling_section
+    from publishing.report import ReleasePrivacy, build_report, labelling_section
     from publishing.report_html import render_report, table_rows
     named = {0: {"name": "Python", "description": "d", "keywords": ["python"], "label_source": "dp_keyword_histogram"},
              1: {"name": "Tea", "description": "d", "keywords": ["tea"], "label_source": "nearest_keywords_to_dp_centre"},
              2: {"name": "Unlabelled topic", "description": "d", "keywords": [], "label_source": "none"}}
     labelling = labelling_section(min_users_to_clear(6.5), 6.5, 363, 0.05)
-    report = build_report(named, {0: 90.0, 1: 40.0, 2: 30.0}, [], 5, {}, labelling=labelling)
+    report = build_report(named, {0: 90.0, 1: 40.0, 2: 30.0}, ReleasePrivacy([], 5, labelling=labelling), {})
     assert [t["label_source"] for t in report["topics"]] == ["dp_keyword_histogram", "nearest_keywords_to_dp_centre",
                                                               "none"]
     assert report["privacy"]["min_users_to_label_a_topic"] == 7

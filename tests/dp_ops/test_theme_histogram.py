@@ -11,10 +11,10 @@ from config.embedding import Encoder, similarity_floors
 from core.records import ConversationBlock, DeadLetter
 from dp_ops import theme_histogram as th
 from dp_ops.dp_events import composed_epsilon, event_from_json
-from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.joint_calibration import calibrate_jointly
 from dp_ops.run_budget import RunBudget
 from publishing.theme_timeline import FIRST_NIGHT, theme_timeline, weekly_status
+from tests.support.job_requests import job_requests
 from transforms.theme_histogram import ThemeHistogram
 
 FLOOR = similarity_floors("all-MiniLM-L6-v2").theme  # the rule's floor in these tests' vectors
@@ -107,11 +107,14 @@ def test_the_stage_groups_a_users_conversations_across_blocks_before_scaling_its
 
 
 def test_the_stage_releases_every_theme_with_the_calibrated_noise_and_registers_its_spend():
-    settings = StageSettings({"clustering": 4, "cluster_sizes": 1, "keyword_histograms": 2, "user_count": 0.1,
-                              "themes": 1}, 2, 5, "gaussian", 10, themes=True)
-    requests = stage_requests(settings)
+    def requests_of(themes: str):
+        return job_requests("--kmeans_iterations", "2", "--max_conversations_per_user", "5", "--expected_users", "1000",
+                            "--themes", themes,
+                            "--epsilon_weights", "clustering:4,cluster_sizes:1,keyword_histograms:2,user_count:0.1,themes:1")
+
+    requests = requests_of("true")
     assert [r.stage for r in requests] == ["clustering", "cluster_sizes", "keyword_histograms", "themes"]
-    assert "themes" not in [r.stage for r in stage_requests(StageSettings(settings.weights, 2, 5, "gaussian", 10))]
+    assert "themes" not in [r.stage for r in requests_of("false")]
     joint = calibrate_jointly(7.0, 1e-6, requests)
     budget = RunBudget(1e-6)
     for stage in ("clustering", "cluster_sizes", "keyword_histograms"):

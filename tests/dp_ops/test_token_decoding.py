@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that
 
 from core.records import ConversationBlock
 from dp_ops.dp_events import PLDAccountant
-from dp_ops.dp_stage_specs import DP_STAGE_SPECS, StageSettings, stage_requests
+from dp_ops.dp_stage_specs import DP_STAGE_SPECS
 from dp_ops.joint_calibration import calibrate_jointly, clustering_request
 from dp_ops.run_budget import RunBudget
 from dp_ops.token_decoding import (
@@ -23,7 +23,9 @@ from dp_ops.token_decoding import (
     token_decoding_request,
     token_decoding_spend,
 )
+from publishing.report import TOKEN_DECODING_NOTE
 from tests.conftest import checked, local_pipeline
+from tests.support.job_requests import job_requests
 from transforms.token_decoding import EVIDENCE, TokenDecoding
 
 D = 8
@@ -143,14 +145,14 @@ def test_spend_is_dp_accountings_pld_composition_of_t_gaussians(multiplier, step
 
 
 def test_the_stage_shares_the_runs_budget_and_the_total_is_the_budget():
-    settings = StageSettings(weights={"clustering": 4.0, "cluster_sizes": 1.0, "keyword_histograms": 2.0,
-                                      STAGE: 2.0},
-                             kmeans_iterations=3, max_conversations_per_user=5, keyword_noise="gaussian",
-                             keyword_partitions_per_user=3, token_decoding=PARAMS)
-    requests = stage_requests(settings)
+    def requests_of(*flags):
+        return job_requests("--keyword_votes", "count", "--keyword_noise", "gaussian", "--expected_users", "1000",
+                            "--epsilon_weights", f"clustering:4,cluster_sizes:1,keyword_histograms:2,{STAGE}:2", *flags)
+
+    requests = requests_of("--token_decoding_steps", "3", "--token_decoding_sample", "4", "--token_decoding_clip", "2")
     assert [r.stage for r in requests][-1] == STAGE
     assert requests[-1].releases == PARAMS.steps and requests[-1].sensitivity == PARAMS.l2_sensitivity
-    assert STAGE not in [r.stage for r in stage_requests(StageSettings(**{**settings.__dict__, "token_decoding": None}))]
+    assert STAGE not in [r.stage for r in requests_of()]
     assert any(spec.name == STAGE and spec.optional for spec in DP_STAGE_SPECS)
     joint = calibrate_jointly(8.0, 1e-6, requests)
     budget = RunBudget(1e-6)
@@ -282,8 +284,9 @@ def test_end_to_end_in_process_run_describes_every_topic_and_reports_its_spend()
     plan = TokenDecodingPlan(TokenDecodingParams(steps=2, sample_size=3, clip_norm=40.0), TokenDecoder(), seed=1)
     report = run_urania([r["conversation_id"] for r in records], [r["user_id"] for r in records], texts, embeddings,
                         config, seed=1, noise_seed=3, token_decoding=plan)
-    assert sorted(report["token_decoding"]) == sorted(str(t["id"]) for t in report["topics"])
+    assert all("token_decoded" in topic for topic in report["topics"]) and report["topics"]
+    assert report["token_decoding_note"] == TOKEN_DECODING_NOTE
     mechanisms = {s["stage"]: s for s in report["privacy"]["mechanisms"]}
     assert report["privacy"]["epsilon"] <= 8.0 and report["privacy"]["epsilon"] == pytest.approx(8.0, abs=0.02)
     assert mechanisms[STAGE]["epsilon"] < 8.0 and "token-decoded" in mechanisms[STAGE]["releases"]
-    assert all(row["evidence"] == EVIDENCE for row in report["token_decoding"].values())
+    assert all(topic["token_decoded"]["evidence"] == EVIDENCE for topic in report["topics"])

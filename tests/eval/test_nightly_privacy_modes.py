@@ -10,12 +10,11 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from config.privacy import PrivacyParams
 from dp_ops.dp_events import composed_epsilon
-from dp_ops.dp_stage_specs import StageSettings, stage_requests
 from dp_ops.nightly_plan import plan_nights
 from eval import data as eval_data
 from eval.audit import nightly_privacy_modes as modes
+from tests.support.job_requests import job_requests
 
 CAP, WINDOW_DELTA, WINDOW_DAYS, NIGHT_DELTA = 30.0, 1e-5, 30, 1e-6
 C = 5
@@ -24,9 +23,7 @@ WINDOW = dict(cap=CAP, window_delta=WINDOW_DELTA, window_days=WINDOW_DAYS, caden
 
 @functools.lru_cache(maxsize=1)
 def _requests():
-    privacy = PrivacyParams()
-    return stage_requests(StageSettings(privacy.stage_weights(), 3, C, privacy.histogram_noise,
-                                        privacy.keyword_partitions_per_user, privacy.keyword_votes, counts_users=True))
+    return job_requests("--kmeans_iterations", "3", "--max_conversations_per_user", str(C))
 
 
 @functools.lru_cache(maxsize=8)

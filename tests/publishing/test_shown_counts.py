@@ -5,7 +5,7 @@ import re
 
 from dp_ops.facets import facet_columns, facet_section
 from publishing.facet_rows import facet_rows
-from publishing.report import NOISY_COUNTS_NOTE, build_report, shown_count, shown_counts
+from publishing.report import NOISY_COUNTS_NOTE, ReleasePrivacy, build_report, shown_count, shown_counts
 from publishing.report_html import render_report
 from publishing.theme_timeline import themes_part
 from publishing.timeline import build_timeline, timeline_rows
@@ -39,7 +39,7 @@ def test_a_shown_count_is_clamped_at_0_and_keeps_its_type():
 
 def test_report_json_keeps_the_released_values_and_says_the_displays_clamp_them():
     facets = _facets([0])
-    report = build_report({}, {}, [], 5, {}, facets=facets)
+    report = build_report({}, {}, ReleasePrivacy([], 5), {}, sections={"facets": facets})
     rows = {row["answer"]: row for row in report["facets"]["language"]["overall"]}
     assert rows["es"]["size"] == -2.4 and rows["es"]["high"] < 4  # as released: -2.4 + 1.96 x 3
     assert report["facets"]["language"]["by_topic"]["0"][1]["high"] < 0  # -7.3 + 5.88: the interval as released
