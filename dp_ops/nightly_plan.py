@@ -78,7 +78,7 @@ class NightlyPlan:
 def plan_nights(requests: Sequence[StageRequest], *, max_epsilon_per_window: float, window_delta: float,
                 window_days: int, cadence_days: int = DEFAULT_CADENCE_DAYS, night_delta: float,
                 fixed_events: Sequence[dp_accounting.DpEvent] = ()) -> NightlyPlan:
-    """The plan for a night of `requests` (dp_ops/dp_stage_specs.stage_requests). `fixed_events`:
+    """The plan for a night of `requests` (beam_jobs.topic_plan.stage_requests). `fixed_events`:
     spends every window may hold besides the nights (a DP keyword set, charged once). Raises
     ValueError when the fixed spends alone exceed the cap, or for a window delta no ledger accepts."""
     if not (max_epsilon_per_window > 0 and math.isfinite(max_epsilon_per_window)):
