@@ -232,24 +232,41 @@ def config_shown(config: UraniaConfig) -> dict:
     return shown
 
 
+@dataclasses.dataclass(frozen=True)
+class NightContext:
+    """Where a run sits in a stream of nights: its `date` (new lineages are named by it), the earlier nights'
+    released reports, oldest first (as run_urania returns them, or the job writes them), and the night's
+    precomputed calibration `joint` (a nightly plan's: eval/audit/nightly_privacy_modes.py), used instead of
+    calibrating config.epsilon; its cluster sizes may be a Gaussian count."""
+
+    date: str | None = None
+    previous_reports: typing.Sequence[dict] = ()
+    joint: JointCalibration | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Writers:
+    """The model-backed steps' writers, for the steps the config turns on (None: the offline ones).
+    `exemplar_writer`: with config.exemplars_per_topic (default: the offline template writer). `label_writer`:
+    with config.centre_decoder, the decoder's writer (default: templates). `token_decoding`: the token-level
+    private decoding stage (transforms/token_decoding.py), calibrated jointly with the others at its
+    --epsilon_weights share."""
+
+    exemplar_writer: ExemplarWriter | None = None
+    label_writer: ExemplarWriter | None = None
+    token_decoding: TokenDecodingPlan | None = None
+
+
 def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[str], embeddings: np.ndarray,
                config: UraniaConfig = UraniaConfig(), seed: int = 0, noise_seed: int | None = None,
-               exemplar_writer: ExemplarWriter | None = None, joint: JointCalibration | None = None,
-               date: str | None = None, previous_reports: list[dict] = (),
-               label_writer: ExemplarWriter | None = None,
-               token_decoding: TokenDecodingPlan | None = None) -> dict:
+               night: NightContext = NightContext(), writers: Writers = Writers()) -> dict:
     """The report the job would release for these conversations, plus `_private` (assignments; the
-    released centres and, with exemplars, each topic's Evolution for evaluation). `exemplar_writer`:
-    with config.exemplars_per_topic, the writer (default: the offline template writer). `joint`: a
-    precomputed calibration of the stages' noise (a nightly plan's, eval/audit/nightly_privacy_modes.py) used
-    instead of calibrating config.epsilon; its cluster sizes may be a Gaussian count. `previous_reports`:
-    the earlier nights' released reports, oldest first (as this returns them, or the job writes them):
-    as the job's --warm_start auto, k-means starts from the latest one's centres (if config.warm_start
-    is "auto"), and each topic gets the lineage id it continues (publishing/lineage.py), new ones named by
-    `date`. `label_writer`: with config.centre_decoder, the decoder's writer (default: templates); each
-    topic's DecodedLabel is then in `_private["centre_decodings"]`. `token_decoding`:
-    the token-level private decoding stage (transforms/token_decoding.py), calibrated jointly with the
-    others at its --epsilon_weights share; each topic's description is its "token_decoded", as the job's."""
+    released centres and, with exemplars, each topic's Evolution for evaluation). With `night`'s earlier
+    reports, as the job's --warm_start auto, k-means starts from the latest one's centres (if
+    config.warm_start is "auto"), and each topic gets the lineage id it continues (publishing/lineage.py).
+    With a label writer, each topic's DecodedLabel is in `_private["centre_decodings"]`; with token
+    decoding, each topic's description is its "token_decoded", as the job's."""
+    joint, token_decoding = night.joint, writers.token_decoding
     kept, weights = bound_contributions(user_ids, conversation_ids, config.max_conversations_per_user, seed)
     kept_ids = [conversation_ids[i] for i in kept]
     block = ConversationBlock(kept_ids, [user_ids[i] for i in kept], weights, [facets[i] for i in kept],
@@ -266,8 +283,8 @@ def run_urania(conversation_ids: list[str], user_ids: list[str], facets: list[st
                              "enables: calibrate them too, or turn them off in the config")
     budget = RunBudget(config.delta) if config.private else None
     engine = LocalEngine()
-    plan = topic_plan(config, joint, embeddings.shape[1], seed, noise_seed, exemplar_writer, date, previous_reports,
-                      label_writer)
+    plan = topic_plan(config, joint, embeddings.shape[1], seed, noise_seed, writers.exemplar_writer, night.date,
+                      night.previous_reports, writers.label_writer)
     stages = topic_stages(engine, [block], dataclasses.replace(plan, token_decoding=token_decoding), budget)
     kmeans, released = stages.kmeans, stages.released
     sections, topic_fields = report_parts(stages.releases)

@@ -52,7 +52,8 @@ class AnswerFacetsFn(beam.DoFn):
 
     def __init__(self, facets: tuple[FacetDeclaration, ...], keywords: tuple[str, ...],
                  categories: KeywordCategories, encoder: Encoder):
-        self._facets, self._keywords, self._categories, self._encoder = facets, keywords, categories, encoder
+        self.facets = tuple(facets)
+        self._keywords, self._categories, self._encoder = keywords, categories, encoder
         self.classifiers: list[FacetClassifier] = []
         self.unknown: collections.Counter = collections.Counter()
 
@@ -61,10 +62,10 @@ class AnswerFacetsFn(beam.DoFn):
         category_of = self._categories.category_of
         sensitive = tuple(k for k in self._keywords if category_of.get(k) in self._categories.sensitive)
         # Each facet's thresholds for the run's model; a facet whose multilingual model is the run's needs no switch.
-        self.classifiers = [FacetClassifier(facet.for_model(self._encoder.model)) for facet in self._facets]
+        self.classifiers = [FacetClassifier(facet.for_model(self._encoder.model)) for facet in self.facets]
         for classifier in self.classifiers:
             classifier.setup(functools.partial(keyword_vectors, self._encoder), sensitive)
-        self._counters = {facet.name: Metrics.counter("facets", f"unknown_{facet.name}") for facet in self._facets}
+        self._counters = {facet.name: Metrics.counter("facets", f"unknown_{facet.name}") for facet in self.facets}
 
     def process(self, block: ConversationBlock):
         # One BLAS thread for the per-conversation products (core/blas_threads.py says why); the answers
@@ -90,17 +91,20 @@ class AnswerFacetsFn(beam.DoFn):
 
 class FacetHistograms(beam.PTransform):
     """Input: the assigned ConversationBlocks (cluster ids set). Output: FacetOutput. `facets`:
-    (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select); `kept_cluster_ids`
+    (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select); `answers`: the
+    per-conversation step answering them (an AnswerFacetsFn of the same declarations); `kept_cluster_ids`
     the kept topics (a PCollection on Beam, a list in-process). `noise_multipliers` None: the
     evaluation's exact baseline; else (overall, by topic), the two stages' calibrated multipliers. `encoder`:
     the run's."""
 
-    def __init__(self, facets, keywords: tuple[str, ...], categories: KeywordCategories, encoder: Encoder,
-                 num_clusters: int, kept_cluster_ids, noise_multipliers: tuple[float, float] | None, delta: float,
-                 budget: RunBudget | None, noise_seed: int | None = None):
+    def __init__(self, facets, answers: AnswerFacetsFn, num_clusters: int, kept_cluster_ids,
+                 noise_multipliers: tuple[float, float] | None, delta: float, budget: RunBudget | None,
+                 noise_seed: int | None = None):
         super().__init__()
         self._facets = tuple(facet for _, facet in facets)
-        self._fn = AnswerFacetsFn(self._facets, tuple(keywords), categories, encoder)
+        if answers.facets != self._facets:
+            raise ValueError("the answering step must answer the facets released, in their order")
+        self._fn = answers
         self._releases = []
         for index, facet in facets:
             pair = []

@@ -58,7 +58,7 @@ from dp_ops.sampling import keyed_uniform
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import RESULTS_DIR, embed_cached, load_dataset, planted_topics
 from eval.tables import cell, mean, write_csv
-from eval.urania_inprocess import UraniaConfig, run_urania, stage_requests
+from eval.urania_inprocess import NightContext, UraniaConfig, run_urania, stage_requests
 from eval.utility.topic_quality import composition, nmi, planted_named, with_unreleased
 from synthetic.sample import write_sample
 from synthetic.topics import PLANTED_TOPICS
@@ -281,7 +281,7 @@ def measure(dataset, embeddings: np.ndarray, planted: dict[str, str], nights: Se
                 started = time.perf_counter()
                 report = run_urania([ids[i] for i in index], [users[i] for i in index], [facets[i] for i in index],
                                     embeddings[index], config_night, seed=seed, noise_seed=seed,
-                                    joint=night.calibration)
+                                    night=NightContext(joint=night.calibration))
                 row = {"mode": night.mode.name, "scale": scale, "seed": seed, "users": len(entering),
                        "conversations": len(index), **night_quality(report, planted),
                        "seconds": time.perf_counter() - started}

@@ -54,7 +54,7 @@ from config.clustering import ClusteringParams
 from eval.config_flags import add_config_flags, config_overrides
 from eval.data import TextEmbedder, embed_cached, load_dataset, planted_topics
 from eval.tables import cell, mean
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, Writers, run_urania
 
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
 
@@ -372,7 +372,8 @@ def main(argv: list[str] | None = None) -> None:
                 before = collections.Counter(writer.counters.totals) if writer is not None else None
                 started = time.perf_counter()
                 report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
-                                    seed=seed, noise_seed=seed, exemplar_writer=ProgressWriter(writer) if writer else None)
+                                    seed=seed, noise_seed=seed,
+                                    writers=Writers(exemplar_writer=ProgressWriter(writer) if writer else None))
                 run_seconds.append(time.perf_counter() - started)
                 private = report.pop("_private")
                 assignments = private["assignments"]

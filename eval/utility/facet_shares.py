@@ -27,7 +27,7 @@ from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import bound_contributions, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania
 from eval.utility.topic_quality import SHARED_DATA
-from transforms.facet_histograms import FacetHistograms
+from transforms.facet_histograms import AnswerFacetsFn, FacetHistograms
 
 DEFAULT_DATA = ",".join(os.path.join(SHARED_DATA, name)
                         for name in ("arena_hard_v2_prompts.jsonl", "hh_rlhf_harmless_test.jsonl"))
@@ -45,8 +45,9 @@ def exact_section(config: UraniaConfig, conversation_ids, user_ids, facets, embe
     encoder = run_encoder(config)
     categories = KeywordCategories.of_keyword_set(keywords, encoder)
     declared = selected_facets(config.facets, config.facet_set)
-    stage = FacetHistograms(declared, keywords.keywords, categories, encoder, config.num_clusters,
-                            sorted(set(assignments.values())), None, config.delta, None)
+    answers = AnswerFacetsFn(tuple(facet for _, facet in declared), keywords.keywords, categories, encoder)
+    stage = FacetHistograms(declared, answers, config.num_clusters, sorted(set(assignments.values())), None,
+                            config.delta, None)
     output = stage.local([block])
     return {"section": output.section, "unknown": output.unknown,
             "conversations": {name: _conversation_shares(stage, block, name) for name in output.section}}

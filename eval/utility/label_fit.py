@@ -75,7 +75,7 @@ from config.reading import ReadingParams
 from dp_ops.dp_kmeans import normalise_rows
 from eval.config_flags import config_overrides
 from eval.data import Dataset, TextEmbedder, embed_cached, load_dataset
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, Writers, run_urania
 
 JUDGE_MODEL = "all-mpnet-base-v2"
 REFERENCE_TERMS = 5
@@ -273,7 +273,7 @@ def run_names(dataset: Dataset, embeddings: np.ndarray, judge: Embed, config: Ur
     centres decoded again with it as well (BANK_NAMING)."""
     config = dataclasses.replace(config, centre_decoder=True)
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
-                        seed=seed, noise_seed=seed, label_writer=label_writer)
+                        seed=seed, noise_seed=seed, writers=Writers(label_writer=label_writer))
     assignments = report["_private"]["assignments"]
     texts = dict(zip(dataset.conversation_ids, dataset.facets))
     row = {"topics": len(report["topics"]),

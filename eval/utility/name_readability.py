@@ -45,7 +45,7 @@ from backends.label_evidence import APPROXIMATE_SUFFIX, MIXED_PREFIX
 from backends.readable_names import NameGate
 from eval.config_flags import config_overrides
 from eval.data import embed_cached, load_dataset
-from eval.urania_inprocess import UraniaConfig, _categories, run_encoder, run_urania
+from eval.urania_inprocess import UraniaConfig, Writers, _categories, run_encoder, run_urania
 from transforms.decode_centres import DecodeCentres
 
 REAL_MIX = "real=../shared/data/arena_hard_v2_prompts.jsonl,../shared/data/hh_rlhf_harmless_test.jsonl:20"
@@ -120,7 +120,7 @@ def run_once(dataset, embeddings, config: UraniaConfig, seed: int, writer, witho
     with decoding_timer(seconds), gate_off(without_gate):
         report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
                             dataclasses.replace(config, centre_decoder=True), seed=seed, noise_seed=seed,
-                            label_writer=writer)
+                            writers=Writers(label_writer=writer))
     encoder = run_encoder(config)
     gate = NameGate(encoder, _categories(config.keyword_set, encoder))
     row = name_figures(report["topics"], gate)

@@ -84,7 +84,7 @@ from dp_ops.dp_events import composed_epsilon, event_from_json
 from dp_ops.nightly_plan import NightlyPlan, plan_nights
 from eval.config_flags import add_config_flags, config_from
 from eval.data import DEFAULT_CACHE_DIR, RESULTS_DIR, embed_cached, load_dataset, planted_topics
-from eval.urania_inprocess import UraniaConfig, run_encoder, run_urania, stage_requests
+from eval.urania_inprocess import NightContext, UraniaConfig, run_encoder, run_urania, stage_requests
 from eval.utility.topic_quality import nmi
 from publishing.lineage import LOOKBACK_NIGHTS, MIN_COSINE, report_centres
 from publishing.timeline import CHANGE_STATUSES, FIRST_NIGHT, build_timeline
@@ -190,7 +190,7 @@ def run_stream(nights: list[Night], config: UraniaConfig, plan: NightlyPlan, *, 
         report = run_urania(night.conversation_ids, night.user_ids, night.facets, night.embeddings, config,
                             seed=seed * 1000 + night.index,
                             noise_seed=None if noise_seed is None else noise_seed * 1000 + night.index,
-                            date=night.date, previous_reports=previous, joint=plan.calibration)
+                            night=NightContext(night.date, previous, plan.calibration))
         events = [m["event"] for m in report["privacy"]["mechanisms"] if m.get("stage") != "keyword_set"]
         ledger = ledger.with_entry(LedgerEntry(
             run_id=f"nightly-{night.date}", date=night.date, epsilon=float(report["privacy"]["epsilon"]),

@@ -29,7 +29,7 @@ import numpy as np
 from backends.token_decoder import TokenDecoder
 from dp_ops.token_decoding import STAGE, TokenDecodingParams
 from eval.data import TextEmbedder, embed_cached, load_dataset
-from eval.urania_inprocess import UraniaConfig, run_urania
+from eval.urania_inprocess import UraniaConfig, Writers, run_urania
 from eval.utility.label_fit import JUDGE_MODEL, label_fit, topic_label_text
 from synthetic.sample import write_sample
 from transforms.token_decoding import TokenDecodingPlan
@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
         started = time.perf_counter()
         config = UraniaConfig(num_clusters=args.k, epsilon=epsilon, epsilon_weights=WEIGHTS)
         report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config,
-                            seed=args.seed, noise_seed=None, token_decoding=TokenDecodingPlan(params, decoder, args.seed))
+                            seed=args.seed, noise_seed=None,
+                            writers=Writers(token_decoding=TokenDecodingPlan(params, decoder, args.seed)))
         assignments = report["_private"]["assignments"]
         topics = {t["id"]: t for t in report["topics"]}
         members = collections.defaultdict(list)

@@ -17,7 +17,7 @@ from dp_ops.run_budget import RunBudget
 from tests.dp_ops.test_theme_histogram import _spend_of
 from tests.support.facet_files import assert_facet_file_refused
 from tests.support.job_requests import job_requests
-from transforms.facet_histograms import FacetHistograms
+from transforms.facet_histograms import AnswerFacetsFn, FacetHistograms
 
 KIND = FacetDeclaration("kind", "What kind?", "nearest_description",
                         (Answer("coding", "Coding", ("code",)), Answer("math", "Math", ("math",)),
@@ -84,8 +84,8 @@ def _blocks(n=400, seed=0):
 
 
 def _stage(multipliers, budget, kept=(0, 1), seed=None, fail_on=None):
-    stage = FacetHistograms([(0, KIND)], ("code", "math"), KeywordCategories({}), Encoder("unused"), 3, list(kept),
-                            multipliers, 1e-6, budget, noise_seed=seed)
+    answers = AnswerFacetsFn((KIND,), ("code", "math"), KeywordCategories({}), Encoder("unused"))
+    stage = FacetHistograms([(0, KIND)], answers, 3, list(kept), multipliers, 1e-6, budget, noise_seed=seed)
 
     def setup():
         classifier = FacetClassifier(KIND)
@@ -140,8 +140,8 @@ def test_facets_are_two_stages_of_the_joint_calibration_and_the_total_meets_the_
     for stage in ("clustering", "cluster_sizes", "keyword_histograms"):
         budget.register(_spend_of(joint, stage), joint.stages[stage].event())
     multipliers = (joint.stages["facets"].noise_multiplier, joint.stages["facet_topics"].noise_multiplier)
-    facets = FacetHistograms([(0, KIND), (2, KIND)], ("code",), KeywordCategories({}), Encoder("unused"), 3, [0],
-                             multipliers, 1e-6, budget)
+    answers = AnswerFacetsFn((KIND, KIND), ("code",), KeywordCategories({}), Encoder("unused"))
+    facets = FacetHistograms([(0, KIND), (2, KIND)], answers, 3, [0], multipliers, 1e-6, budget)
     assert 7.0 - 2e-3 <= budget.epsilon() <= 7.0  # facets on: the total is still the budget
     entries = [(e.stage, e.noise["sigma"]) for e in budget.entries if e.stage.startswith("facet")]
     assert entries == [("facets", multipliers[0]), ("facet_topics", multipliers[1])] * 2

@@ -272,7 +272,7 @@ def test_members_decoded_together_get_the_states_they_would_have_alone():
 def test_end_to_end_in_process_run_describes_every_topic_and_reports_its_spend():
     from backends.embedding import DEFAULT_EMBEDDING_MODEL, embed_texts
     from backends.token_decoder import TokenDecoder
-    from eval.urania_inprocess import UraniaConfig, run_urania
+    from eval.urania_inprocess import UraniaConfig, Writers, run_urania
     from synthetic.sample import generate_records
     from transforms.token_decoding import TokenDecodingPlan
 
@@ -283,7 +283,7 @@ def test_end_to_end_in_process_run_describes_every_topic_and_reports_its_spend()
                           epsilon_weights="clustering:4,cluster_sizes:1,keyword_histograms:2,token_decoding:2")
     plan = TokenDecodingPlan(TokenDecodingParams(steps=2, sample_size=3, clip_norm=40.0), TokenDecoder(), seed=1)
     report = run_urania([r["conversation_id"] for r in records], [r["user_id"] for r in records], texts, embeddings,
-                        config, seed=1, noise_seed=3, token_decoding=plan)
+                        config, seed=1, noise_seed=3, writers=Writers(token_decoding=plan))
     assert all("token_decoded" in topic for topic in report["topics"]) and report["topics"]
     assert report["token_decoding_note"] == TOKEN_DECODING_NOTE
     mechanisms = {s["stage"]: s for s in report["privacy"]["mechanisms"]}

@@ -167,7 +167,7 @@ def test_main_runs_end_to_end_on_tiny_generated_data(tmp_path, monkeypatch, caps
 def test_run_urania_draws_the_given_calibration(tmp_path):
     # run_urania(joint=...) uses the precomputed noise, Gaussian sizes included, and its report's
     # spends carry exactly those events (PipelineDP's sensitivity is C, as the calibration assumed).
-    from eval.urania_inprocess import UraniaConfig, run_urania
+    from eval.urania_inprocess import NightContext, UraniaConfig, run_urania
     from synthetic.sample import write_sample
     night = _night(modes.Mode("sampled", q=0.25))
     path = str(tmp_path / "tiny.jsonl")
@@ -180,9 +180,9 @@ def test_run_urania_draws_the_given_calibration(tmp_path):
     with pytest.raises(ValueError, match="themes"):
         run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
                    UraniaConfig(num_clusters=4, min_cluster_size=5, delta=NIGHT_DELTA), seed=1, noise_seed=1,
-                   joint=night.calibration)
+                   night=NightContext(joint=night.calibration))
     report = run_urania(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, config, seed=1,
-                        noise_seed=1, joint=night.calibration)
+                        noise_seed=1, night=NightContext(joint=night.calibration))
     spent = {m["stage"]: m for m in report["privacy"]["mechanisms"]}
     sizes = night.calibration.stages["cluster_sizes"]
     assert spent["cluster_sizes"]["event"] == {"type": "GaussianDpEvent", "noise_multiplier": pytest.approx(

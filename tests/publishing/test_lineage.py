@@ -131,7 +131,7 @@ def test_in_process_nights_warm_start_and_continue_their_lineages(tmp_path):
     """Two nights of the same generated users through the in-process job (eval/urania_inprocess.py,
     the same functions as the Beam job) at a large epsilon: the second night's topics continue."""
     from eval.data import embed_cached, load_dataset
-    from eval.urania_inprocess import UraniaConfig, run_urania
+    from eval.urania_inprocess import NightContext, UraniaConfig, run_urania
     from synthetic.sample import write_sample
     reports = []
     for night in range(2):
@@ -140,7 +140,7 @@ def test_in_process_nights_warm_start_and_continue_their_lineages(tmp_path):
         data = load_dataset(path)
         report = run_urania(data.conversation_ids, data.user_ids, data.facets, embed_cached(data.facets, cache_dir=None),
                             UraniaConfig(num_clusters=6, epsilon=200.0, min_cluster_size=5), seed=night,
-                            date=f"2026-11-0{night + 1}", previous_reports=reports)
+                            night=NightContext(f"2026-11-0{night + 1}", reports))
         report.pop("_private")
         reports.append(report)
     first, second = ({t["lineage"] for t in r["topics"]} for r in reports)

@@ -7,7 +7,7 @@ from backends.facet_set import selected_facets
 from core.dp_stages import FACET_TOPICS, FACETS
 from dp_ops.fixed_histogram import fixed_partition_request
 from dp_ops.joint_calibration import StageRequest
-from transforms.facet_histograms import FacetHistograms
+from transforms.facet_histograms import AnswerFacetsFn, FacetHistograms
 from transforms.release_stage import ReleaseStage, StageInputs, StageRelease, noise_multiplier
 
 
@@ -27,9 +27,10 @@ class Facets(ReleaseStage):
 
     def build(self, engine, inputs: StageInputs, plan, budget) -> StageRelease:
         multipliers = (tuple(noise_multiplier(plan, stage) for stage in self.dp_stages) if plan.private else None)
+        answers = AnswerFacetsFn(tuple(facet for _, facet in plan.facets), plan.keywords, plan.categories, plan.encoder)
         output = engine.apply("facets", FacetHistograms(
-            plan.facets, plan.keywords, plan.categories, plan.encoder, plan.kmeans.num_clusters, inputs.kept_ids,
-            multipliers, plan.delta, budget, plan.noise_seed), inputs.assigned)
+            plan.facets, answers, plan.kmeans.num_clusters, inputs.kept_ids, multipliers, plan.delta, budget,
+            plan.noise_seed), inputs.assigned)
         return StageRelease(section=output.section, private=output.unknown)
 
 
