@@ -145,6 +145,22 @@ def check_window_delta(value) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
+class Charge:
+    """A spend to record under `run_id` on `date` (YYYY-MM-DD); `output` is where its result went.
+    `events`: its mechanisms' dp-accounting events (or their JSON), which the ledger composes with
+    PLD across a window; None records it as the (epsilon, delta) event of its figure. `days`: the
+    days of data it was computed from, ending on `date` (a keyword set's --data_days; a run's 1)."""
+
+    run_id: str
+    date: str
+    epsilon: float
+    delta: float
+    output: str
+    events: tuple | None = None
+    days: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
 class LedgerEntry:
     run_id: str
     date: str
@@ -407,25 +423,26 @@ class Ledger:
     def has_run(self, run_id: str) -> bool:
         return any(e.run_id == run_id for e in self.entries)
 
-    def with_keyword_set(self, run_id: str, date: str, epsilon: float, delta: float, status: str, output: str,
-                         max_epsilon_per_window: float | None, window_days: int, *, events=None,
-                         max_delta_per_window: float = DEFAULT_WINDOW_DELTA, days: int = 1) -> "Ledger":
-        """Charges a keyword-set build on the `days` days of its data ending on `date`: checked against
-        the caps in every window holding any of them like a run, but never a re-run. Raises
-        BudgetRefused (naming the set) or ValueError if already charged. `events`: as for `check`;
-        None records the set as the (epsilon, delta) event of its figure."""
+    def with_keyword_set(self, keyword_set: Charge, status: str, max_epsilon_per_window: float | None,
+                         window_days: int, *, max_delta_per_window: float = DEFAULT_WINDOW_DELTA) -> "Ledger":
+        """Charges a keyword-set build (`keyword_set`, recorded with `status`) on the `days` days of its
+        data ending on its `date`: checked against the caps in every window holding any of them like a
+        run, but never a re-run. Raises BudgetRefused (naming the set) or ValueError if already charged.
+        Its `events`: as for `check`; None records the set as the (epsilon, delta) event of its figure."""
+        run_id, date, days = keyword_set.run_id, keyword_set.date, keyword_set.days
         if not run_id.startswith(KEYWORD_SET_RUN_PREFIX):
             raise ValueError(f"a keyword-set run id starts with {KEYWORD_SET_RUN_PREFIX!r}, got {run_id!r}")
         try:
-            self.check(date, epsilon, max_epsilon_per_window, window_days, allow_rerun=True, delta=delta,
-                       events=events, max_delta_per_window=max_delta_per_window, days=days)
+            self.check(date, keyword_set.epsilon, max_epsilon_per_window, window_days, allow_rerun=True,
+                       delta=keyword_set.delta, events=keyword_set.events, max_delta_per_window=max_delta_per_window,
+                       days=days)
         except BudgetRefused as error:
             dated = f"dated {date}" if days == 1 else f"{days} days of data to {date}"
             raise BudgetRefused(f"keyword set {run_id} ({dated}): {error}") from error
         return self.with_entry(LedgerEntry(
-            run_id=run_id, date=date, epsilon=epsilon, delta=delta, status=status,
-            recorded_at=utc_timestamp(), output=output,
-            events=() if events is None else events_json(events), days=days,
+            run_id=run_id, date=date, epsilon=keyword_set.epsilon, delta=keyword_set.delta, status=status,
+            recorded_at=utc_timestamp(), output=keyword_set.output,
+            events=() if keyword_set.events is None else events_json(keyword_set.events), days=days,
             window_delta=None if max_epsilon_per_window is None else max_delta_per_window))
 
     def with_entry(self, entry: LedgerEntry) -> "Ledger":

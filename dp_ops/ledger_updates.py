@@ -10,27 +10,9 @@ allows) is dp_ops.budget_ledger's.
 
 from __future__ import annotations
 
-import dataclasses
-
 from core import json_store
 from core.dates import utc_timestamp
-from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Ledger, LedgerEntry, LedgerPolicy, events_json
-
-
-@dataclasses.dataclass(frozen=True)
-class Charge:
-    """A spend to record under `run_id` on `date` (YYYY-MM-DD); `output` is where its result went.
-    `events`: its mechanisms' dp-accounting events (or their JSON), which the ledger composes with
-    PLD across a window; None records it as the (epsilon, delta) event of its figure. `days`: the
-    days of data it was computed from, ending on `date` (a keyword set's --data_days; a run's 1)."""
-
-    run_id: str
-    date: str
-    epsilon: float
-    delta: float
-    output: str
-    events: tuple | None = None
-    days: int = 1
+from dp_ops.budget_ledger import KEYWORD_SET_RUN_PREFIX, BudgetRefused, Charge, Ledger, LedgerEntry, LedgerPolicy, events_json
 
 
 def reserve_budget(ledger_path: str, policy: LedgerPolicy | None, *, run: Charge | None = None,
@@ -60,10 +42,8 @@ def reserve_budget(ledger_path: str, policy: LedgerPolicy | None, *, run: Charge
         ledger = Ledger.from_json(document).adopting(policy, by=(run or keyword_set).run_id)
         charged_set = keyword_set is not None and not ledger.has_run(keyword_set.run_id)
         if charged_set:
-            ledger = ledger.with_keyword_set(keyword_set.run_id, keyword_set.date, keyword_set.epsilon,
-                                             keyword_set.delta, keyword_set_status, keyword_set.output,
-                                             max_epsilon_per_window, window_days, events=keyword_set.events,
-                                             days=keyword_set.days, **checked)
+            ledger = ledger.with_keyword_set(keyword_set, keyword_set_status, max_epsilon_per_window, window_days,
+                                             **checked)
         if run is not None:
             ledger.check(run.date, run.epsilon, max_epsilon_per_window, window_days, allow_rerun, delta=run.delta,
                          events=run.events, **checked)

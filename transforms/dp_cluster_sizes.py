@@ -1,9 +1,10 @@
 """DPClusterSizes: noisy conversation counts per cluster (PipelineDP, Laplace, user-level); KeepLargeClusters:
-those of noisy size >= tau. Each has its in-process form, `local` (transforms/engine.py)."""
+those of noisy size >= tau (KeptClusters: their sizes and ids). Each has its in-process form, `local` (transforms/engine.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import apache_beam as beam
 
@@ -56,6 +57,15 @@ class DPClusterSizes(beam.PTransform):
         return (assigned_blocks
                 | "user and cluster per conversation" >> beam.FlatMap(user_cluster_pairs)
                 | "DP count per cluster" >> self._count)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptClusters:
+    """The clusters KeepLargeClusters kept: `sizes`, (cluster_id, noisy size), and `ids`, their ids
+    (ClusterIds). On Beam PCollections; in-process a dict and a list."""
+
+    sizes: Any
+    ids: Any
 
 
 class KeepLargeClusters(beam.PTransform):

@@ -136,6 +136,16 @@ class ThemeSeeds:
         return np.array([a for a in anchors if a is not None], dtype=np.float64).reshape(-1, vectors.shape[1])
 
 
+@dataclasses.dataclass(frozen=True)
+class WarmStart:
+    """The public directions DP k-means seeds first (seed_directions): `centres`, a previous release's
+    centres as embedding-space directions (publishing.previous_nights.PreviousNights.warm_centres), then
+    `theme_seeds`' anchors. None: no directions of that kind."""
+
+    centres: np.ndarray | None = None
+    theme_seeds: ThemeSeeds | None = None
+
+
 def seed_directions(warm_centres: np.ndarray | None, theme_seeds: ThemeSeeds | None) -> np.ndarray | None:
     """The public directions DP k-means seeds first: last night's centres, then the risen themes' anchors."""
     anchors = theme_seeds.anchors() if theme_seeds is not None else None
@@ -148,29 +158,29 @@ class DPKMeans(DPStage):
     known, and the spend registered with `budget`, at construction: the noise depends on the
     parameters alone."""
 
+    rows_per_element = CLUSTERING_ROWS_PER_ELEMENT
+
     def __init__(self, params: mechanism.DPKMeansParams, budget: RunBudget | None, noise_seed: int | None = None,
-                 rows_per_element: int = CLUSTERING_ROWS_PER_ELEMENT, encoder: Encoder | None = None,
-                 user_count: DPStage | None = None, expected_users: int | None = None,
-                 warm_centres: np.ndarray | None = None, private: bool = True, theme_seeds: ThemeSeeds | None = None):
+                 encoder: Encoder | None = None, user_count: DPStage | None = None, expected_users: int | None = None,
+                 warm: WarmStart = WarmStart(), private: bool = True):
         """`user_count` / `expected_users`: where --projection_dim auto takes the number of users
         from (one of them; neither for a fixed dimension). `encoder`: the run's, which embeds the pca basis's keywords
         (needed with basis "pca" only: a random basis embeds nothing).
-        `warm_centres`: a previous release's centres as embedding-space directions (public), seeded
-        first (dp_ops.dp_kmeans.warm_seed_centres), then `theme_seeds`' anchors; the Lloyd steps lean
+        `warm`: its centres, a previous release's centres as embedding-space directions (public), seeded
+        first (dp_ops.dp_kmeans.warm_seed_centres), then its theme seeds' anchors; the Lloyd steps lean
         the clusters the warm centres seeded toward them (params.warm_prior), not the anchors' clusters.
         `private` False (the evaluation's non-private baseline, epsilon = inf; never the job): the same
         releases without noise, at the whole width, spending nothing."""
         super().__init__(budget)
         if params.basis == "pca" and encoder is None:
             raise ValueError("the pca basis embeds the bundled keyword set: DPKMeans needs the run's encoder")
-        self.rows_per_element = rows_per_element
         self.params = params
         self.noise_seed = noise_seed
         self.encoder = encoder
-        self.warm_centres = warm_centres
+        self.warm_centres = warm.centres
         # How many of the seed directions (seed_directions: the warm centres first) are earlier centres.
-        self.warm_rows = 0 if warm_centres is None else min(len(warm_centres), params.num_clusters)
-        self.theme_seeds = theme_seeds
+        self.warm_rows = 0 if warm.centres is None else min(len(warm.centres), params.num_clusters)
+        self.theme_seeds = warm.theme_seeds
         if private:
             self.calibration = mechanism.calibrate(params)
             self.sigma = self.calibration.sigma

@@ -33,6 +33,8 @@ from dp_ops.keyword_votes import vote_columns
 from dp_ops.run_budget import RunBudget
 from publishing.report import labelling_section
 from transforms.centroid_keywords import CentroidKeywords
+from transforms.dp_cluster_sizes import KeptClusters
+from transforms.dp_kmeans import DPKMeansOutput
 from transforms.dp_votes import DPKeywordVotes
 from transforms.engine import BeamEngine, LocalEngine, MapValues
 from transforms.keyword_histograms import DPKeywordHistogram, SampleForKeywords, SelectKeywords, keyword_count_params
@@ -57,6 +59,27 @@ class VoteNoise:
     partitions_per_user: int | None  # --keyword_votes count: L0 bound
     noise_seed: int | None
     private: bool = True             # False: exact sums or counts, the evaluation's non-private baseline only
+
+
+@dataclasses.dataclass(frozen=True)
+class VoteSample:
+    """What the vote modes sample: `samples_per_cluster` (m) conversations of each kept cluster (None:
+    every one), with the run's `seed`."""
+
+    samples_per_cluster: int | None
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicKeywords:
+    """The public keyword set K and what reads it: `keywords` (K), `categories` (K's
+    KeywordCategories), `selector` (the vote modes' KeywordSelector; None in centroid mode) and
+    `encoder` (the run's one encoder: K's vectors, and every text the release embeds)."""
+
+    keywords: tuple[str, ...]
+    categories: KeywordCategories
+    selector: KeywordSelector | None
+    encoder: Encoder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,28 +115,26 @@ class _Votes:
 
 
 class TopicKeywords(beam.PTransform):
-    """Input: the assigned ConversationBlocks. Output: TopicKeywordsOutput. `kept_sizes`: (cluster_id,
-    noisy size) of the kept clusters; `kept_ids` their ids; `centres`, `basis`, `active_dim`: DP
-    k-means' singletons (DPKMeansOutput); `keywords`: K; `categories`: K's (KeywordCategories);
-    `selector`: the KeywordSelector of the vote modes (None in centroid mode); `encoder`: the run's (K's vectors
-    for the ranking). In-process (`local`, transforms/engine.py) each of those is its value and the output's
-    fields are values too."""
+    """Input: the assigned ConversationBlocks. Output: TopicKeywordsOutput. `sample`: the vote modes'
+    sampling; `public`: K, its categories, the KeywordSelector of the vote modes and the run's encoder (K's
+    vectors for the ranking); `kept`: the kept clusters' noisy sizes and ids (KeptClusters); `kmeans`: DP
+    k-means' outputs (DPKMeansOutput: the centres, basis and active dimension are read). In-process (`local`,
+    transforms/engine.py) each of those is its value and the output's fields are values too."""
 
-    def __init__(self, params: KeywordParams, samples_per_cluster: int | None, seed: int, noise: VoteNoise,
-                 budget: RunBudget | None, keywords: tuple[str, ...], categories: KeywordCategories,
-                 selector: KeywordSelector | None, encoder: Encoder, kept_sizes, kept_ids, centres, basis, active_dim):
+    def __init__(self, params: KeywordParams, sample: VoteSample, noise: VoteNoise, budget: RunBudget | None,
+                 public: PublicKeywords, kept: KeptClusters, kmeans: DPKMeansOutput):
         super().__init__()
-        if params.votes and selector is None:
+        if params.votes and public.selector is None:
             raise ValueError(f"keyword mode {params.keyword_mode!r} needs a keyword selector")
         self._params, self._noise, self._budget = params, noise, budget
-        self._samples_per_cluster, self._seed = samples_per_cluster, seed
-        self._keywords, self._categories = tuple(keywords), categories
-        self._selector, self._encoder = selector, encoder
-        self._kept_sizes, self._kept_ids = kept_sizes, kept_ids
-        self._centres, self._basis, self._active_dim = centres, basis, active_dim
+        self._samples_per_cluster, self._seed = sample.samples_per_cluster, sample.seed
+        self._keywords, self._categories = tuple(public.keywords), public.categories
+        self._selector, self._encoder = public.selector, public.encoder
+        self._kept_sizes, self._kept_ids = kept.sizes, kept.ids
+        self._centres, self._basis, self._active_dim = kmeans.centres, kmeans.basis, kmeans.active_dim
         # Category votes: weighted votes only, and only for a keyword set with categories (dp_ops/keyword_votes.py).
-        self._category_share = params.category_vote_share if noise.weighted and categories.names else 0.0
-        self._vote_categories = categories.names if self._category_share else ()
+        self._category_share = params.category_vote_share if noise.weighted and public.categories.names else 0.0
+        self._vote_categories = public.categories.names if self._category_share else ()
 
     def expand(self, assigned) -> TopicKeywordsOutput:
         return self._wired(BeamEngine(), assigned)

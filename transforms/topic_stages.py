@@ -33,13 +33,13 @@ from publishing.previous_nights import PreviousNights
 from transforms import release_stages
 from transforms.assign_clusters import AssignClusters
 from transforms.decode_centres import DecoderSettings
-from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, calibrated_size_params
-from transforms.dp_kmeans import DPKMeans, DPKMeansOutput, ThemeSeeds
+from transforms.dp_cluster_sizes import ClusterIds, DPClusterSizes, KeepLargeClusters, KeptClusters, calibrated_size_params
+from transforms.dp_kmeans import DPKMeans, DPKMeansOutput, ThemeSeeds, WarmStart
 from transforms.dp_user_count import DPUserCount
 from transforms.release_stage import ReleaseStage, StageInputs, StageRelease
 from transforms.token_decoding import TokenDecodingPlan
-from transforms.topic_keywords import TopicKeywords, TopicKeywordsOutput, VoteNoise
-from transforms.topic_release import ReleasedTopics, release_topics
+from transforms.topic_keywords import PublicKeywords, TopicKeywords, TopicKeywordsOutput, VoteNoise, VoteSample
+from transforms.topic_release import ReleasedTopics, ReleaseSettings, release_topics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,18 +135,19 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
                    if previous.seed_themes else None)
     kmeans = engine.apply("DP k-means", DPKMeans(
         plan.kmeans, budget, noise_seed=plan.noise_seed, encoder=encoder, user_count=user_count,
-        expected_users=plan.expected_users, warm_centres=previous.warm_centres, private=plan.private,
-        theme_seeds=theme_seeds), blocks)
+        expected_users=plan.expected_users, warm=WarmStart(previous.warm_centres, theme_seeds),
+        private=plan.private), blocks)
     assigned = engine.apply("assign conversations to centres", AssignClusters(kmeans), kmeans.blocks)
     noisy_sizes = engine.apply("DP cluster sizes", DPClusterSizes(plan.kmeans.num_clusters, sizes, budget), assigned)
     kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(plan.min_cluster_size), noisy_sizes)
     kept_ids = engine.apply("kept cluster ids", ClusterIds(), kept_sizes)
+    public = PublicKeywords(plan.keywords, plan.categories, plan.selector, encoder)
+    kept = KeptClusters(kept_sizes, kept_ids)
     keywords = engine.apply("topic keywords", TopicKeywords(
-        plan.keyword_params, plan.samples_per_cluster, plan.seed, vote_noise, budget, plan.keywords, plan.categories,
-        plan.selector, encoder, kept_sizes, kept_ids, kmeans.centres, kmeans.basis, kmeans.active_dim), assigned)
-    released = release_topics(engine, keywords.labels, plan.namer, plan.categories, kept_sizes, kept_ids, kmeans,
-                              previous, plan.new_lineage_prefix, plan.embedding, plan.exemplars,
-                              plan.exemplar_writer, plan.decoder, plan.keywords)
+        plan.keyword_params, VoteSample(plan.samples_per_cluster, plan.seed), vote_noise, budget, public, kept, kmeans),
+        assigned)
+    released = release_topics(engine, keywords.labels, kept, kmeans, public, ReleaseSettings(
+        plan.namer, plan.new_lineage_prefix, plan.exemplars, plan.exemplar_writer, plan.decoder), previous)
     inputs = StageInputs(blocks, assigned, kept_ids)
     releases = tuple((stage, stage.build(engine, inputs, plan, budget)) for stage in release_stages.enabled(plan))
     return TopicStages(kmeans, assigned, kept_sizes, keywords, released, releases)

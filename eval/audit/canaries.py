@@ -197,7 +197,8 @@ def run_pipeline(pipeline: str, data_dir: str, output: str, num_clusters: int, s
     from eval.utility import simple_clio
     dataset = load_dataset(conversations)
     report = simple_clio.run_simple_clio(dataset.conversation_ids, dataset.user_ids, dataset.facets,
-                                         embed_cached(dataset.facets), num_clusters, seed, k_min=k_min, redact=redact)
+                                         embed_cached(dataset.facets), simple_clio.SimpleClioParams(
+                                             num_clusters=num_clusters, seed=seed, k_min=k_min, redact=redact))
     return simple_clio.write_report(report, output), None
 
 

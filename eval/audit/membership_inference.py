@@ -17,6 +17,7 @@ shared and what differs is listed there).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -26,7 +27,7 @@ import numpy as np
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility.simple_clio import run_simple_clio
+from eval.utility.simple_clio import SimpleClioParams, run_simple_clio
 from eval.utility.utility_metrics import released_texts, report_summaries
 
 # Invented for this benchmark: a rare, identifying, sensitive request.
@@ -77,8 +78,18 @@ def attack_score(target: np.ndarray, summaries: list[str], embed) -> float:
     return float((embed(summaries) @ target).max())
 
 
-def run_attack(pool_ids, pool_users, pool_facets, pool_vectors, target_vector: np.ndarray, runs: int, n: int,
-               config: UraniaConfig, clio_clusters: int, seed: int = 0, progress=None) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    """The conversations the runs are drawn from: their ids, users and facets, and the facets' embeddings."""
+
+    ids: list[str]
+    users: list[str]
+    facets: list[str]
+    vectors: np.ndarray
+
+
+def run_attack(pool: Pool, target_vector: np.ndarray, runs: int, n: int, config: UraniaConfig, clio_clusters: int,
+               seed: int = 0, progress=None) -> dict:
     """Scores per pipeline and membership over `runs` runs."""
     rng = np.random.default_rng(seed)
     embed = TextEmbedder(config.embedding_model)
@@ -87,16 +98,16 @@ def run_attack(pool_ids, pool_users, pool_facets, pool_vectors, target_vector: n
     if config.exemplars_per_topic:
         scores[SUMMARIES_ONLY] = []
     for run in range(runs):
-        chosen = rng.choice(len(pool_ids), size=n - 1 if membership[run] else n, replace=False)
-        ids = [pool_ids[i] for i in chosen]
-        users = [pool_users[i] for i in chosen]
-        facets = [pool_facets[i] for i in chosen]
-        vectors = pool_vectors[chosen]
+        chosen = rng.choice(len(pool.ids), size=n - 1 if membership[run] else n, replace=False)
+        ids = [pool.ids[i] for i in chosen]
+        users = [pool.users[i] for i in chosen]
+        facets = [pool.facets[i] for i in chosen]
+        vectors = pool.vectors[chosen]
         if membership[run]:
             ids, users, facets = ids + [SENSITIVE_ID], users + [SENSITIVE_USER], facets + [SENSITIVE_CONVERSATION]
             vectors = np.vstack([vectors, target_vector[None, :]])
         dp = run_urania(ids, users, facets, vectors, config, seed=seed * 100_003 + run, noise_seed=None)
-        clio = run_simple_clio(ids, users, facets, vectors, num_clusters=clio_clusters, seed=run)
+        clio = run_simple_clio(ids, users, facets, vectors, SimpleClioParams(num_clusters=clio_clusters, seed=run))
         scores["urania"].append(attack_score(target_vector, released_texts(dp), embed))
         scores["simple_clio"].append(attack_score(target_vector, report_summaries(clio), embed))
         if config.exemplars_per_topic:
@@ -184,8 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     vectors = embed_cached(dataset.facets)
     target = embed_cached([SENSITIVE_CONVERSATION])[0]
     config = config_from(args)
-    result = run_attack(dataset.conversation_ids, dataset.user_ids, dataset.facets, vectors, target, args.runs,
-                        args.n, config, args.num_clusters, args.seed,
+    pool = Pool(dataset.conversation_ids, dataset.user_ids, dataset.facets, vectors)
+    result = run_attack(pool, target, args.runs, args.n, config, args.num_clusters, args.seed,
                         progress=lambda r: print(f"  {r}/{args.runs} runs, {time.time() - started:.0f} s", flush=True))
     summary = summarise(result)
     os.makedirs(args.output, exist_ok=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import re
@@ -111,20 +112,33 @@ def redact_pii(text: str) -> str:
     return text
 
 
+@dataclasses.dataclass(frozen=True)
+class SimpleClioParams:
+    """SIMPLE-CLIO's options: `num_clusters` (k, at most one per conversation), `seed` (k-means and the
+    sampling), `members_per_summary` conversations summarised per cluster against `contrastive_members`
+    of each of its `contrastive_clusters` nearest clusters; the defences: `k_min` (drop clusters with
+    fewer distinct users; None: none dropped) and `redact` (PII-regex matches in summaries replaced)."""
+
+    num_clusters: int = 50
+    seed: int = 0
+    members_per_summary: int = 10
+    contrastive_clusters: int = 2
+    contrastive_members: int = 3
+    k_min: int | None = None
+    redact: bool = False
+
+
 def run_simple_clio(conversation_ids: list[str], user_ids: list[str], facets: list[str], embeddings: np.ndarray,
-                    num_clusters: int = 50, seed: int = 0, members_per_summary: int = 10,
-                    contrastive_clusters: int = 2, contrastive_members: int = 3,
-                    summariser: ClusterSummariser | None = None, k_min: int | None = None,
-                    redact: bool = False) -> dict:
+                    params: SimpleClioParams = SimpleClioParams(), summariser: ClusterSummariser | None = None) -> dict:
     """The baseline's report (same shape as the job's report.json) plus `_private` (assignments)."""
     from sklearn.cluster import KMeans
     summariser = summariser or ExtractiveSummariser()
     summariser.setup()
-    k = max(1, min(num_clusters, len(facets)))
-    model = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(embeddings)
+    k = max(1, min(params.num_clusters, len(facets)))
+    model = KMeans(n_clusters=k, n_init=3, random_state=params.seed).fit(embeddings)
     labels = model.labels_
     centres = model.cluster_centers_ / np.maximum(np.linalg.norm(model.cluster_centers_, axis=1, keepdims=True), 1e-12)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(params.seed)
     members_of = {c: np.flatnonzero(labels == c) for c in range(k)}
     similarity = centres @ centres.T
     topics = []
@@ -133,16 +147,16 @@ def run_simple_clio(conversation_ids: list[str], user_ids: list[str], facets: li
         if len(members) == 0:
             continue
         users = len({user_ids[i] for i in members})
-        if k_min is not None and users < k_min:
+        if params.k_min is not None and users < params.k_min:
             continue
-        sampled = rng.choice(members, size=min(members_per_summary, len(members)), replace=False)
+        sampled = rng.choice(members, size=min(params.members_per_summary, len(members)), replace=False)
         neighbours = [c for c in np.argsort(-similarity[cluster]) if c != cluster and len(members_of[c])]
         contrast = []
-        for other in neighbours[:contrastive_clusters]:
+        for other in neighbours[:params.contrastive_clusters]:
             pool = members_of[other]
-            contrast += rng.choice(pool, size=min(contrastive_members, len(pool)), replace=False).tolist()
+            contrast += rng.choice(pool, size=min(params.contrastive_members, len(pool)), replace=False).tolist()
         summary = summariser.summarise([facets[i] for i in sampled], [facets[i] for i in contrast])
-        if redact:
+        if params.redact:
             summary = {"name": redact_pii(summary["name"]), "description": redact_pii(summary["description"]),
                        "keywords": [redact_pii(w) for w in summary["keywords"]]}
         topics.append({"id": int(cluster), **summary, "size": int(len(members))})
@@ -152,10 +166,10 @@ def run_simple_clio(conversation_ids: list[str], user_ids: list[str], facets: li
         "privacy": {"differentially_private": False, "unit": None, "epsilon": None, "delta": None,
                     "warning": "SIMPLE-CLIO baseline: exact sizes and summaries built from member text. "
                                "NOT differentially private; for evaluation only, never publish.",
-                    "defence": {"k_min_users": k_min, "pii_regex_redaction": redact}},
-        "config": {"pipeline": "simple_clio", "num_clusters": k, "seed": seed,
-                   "members_per_summary": members_per_summary, "contrastive_clusters": contrastive_clusters,
-                   "contrastive_members": contrastive_members, "summariser": type(summariser).__name__},
+                    "defence": {"k_min_users": params.k_min, "pii_regex_redaction": params.redact}},
+        "config": {"pipeline": "simple_clio", "num_clusters": k, "seed": params.seed,
+                   "members_per_summary": params.members_per_summary, "contrastive_clusters": params.contrastive_clusters,
+                   "contrastive_members": params.contrastive_members, "summariser": type(summariser).__name__},
         "_private": {"assignments": dict(zip(conversation_ids, labels.tolist()))},
     }
 
@@ -195,9 +209,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.summariser == "keyword_namer":
         from backends.offline import KeywordClusterNamer
         summariser = NamerSummariser(KeywordClusterNamer())
-    report = run_simple_clio(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
-                             args.num_clusters, args.seed, args.members_per_summary, summariser=summariser,
-                             k_min=args.k_min, redact=args.redact)
+    params = SimpleClioParams(num_clusters=args.num_clusters, seed=args.seed, members_per_summary=args.members_per_summary,
+                              k_min=args.k_min, redact=args.redact)
+    report = run_simple_clio(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings, params, summariser)
     run_dir = write_report(report, args.output)
     print(f"NON-PRIVATE baseline: {len(report['topics'])} topics from {len(dataset)} conversations "
           f"-> {run_dir}/release/report.json")

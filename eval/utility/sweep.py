@@ -22,7 +22,7 @@ from eval.config_flags import JOB_DEFAULT, add_config_flags
 from eval.data import RESULTS_DIR, TextEmbedder, embed_cached, load_dataset
 from eval.tables import cell, write_csv
 from eval.urania_inprocess import UraniaConfig, run_urania
-from eval.utility.simple_clio import run_simple_clio
+from eval.utility.simple_clio import SimpleClioParams, run_simple_clio
 from eval.utility.utility_metrics import report_summaries, utility_metrics
 
 PAPER_CONFIGS = ((10.0, 5.0), (8.0, 4.0), (4.0, 2.0), (2.0, 1.0), (math.inf, math.inf))
@@ -42,7 +42,7 @@ def sweep(dataset, embeddings, num_clusters: int, min_cluster_size: float, seed:
           configs=PAPER_CONFIGS, embed=None, progress=print, judge=None) -> list[dict]:
     embed = embed or TextEmbedder()
     baseline = run_simple_clio(dataset.conversation_ids, dataset.user_ids, dataset.facets, embeddings,
-                               num_clusters=num_clusters, seed=seed)
+                               SimpleClioParams(num_clusters=num_clusters, seed=seed))
     baseline_summaries = report_summaries(baseline)
     rows = []
     for eps_c, eps_hist in configs:

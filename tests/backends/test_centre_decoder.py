@@ -46,9 +46,11 @@ from core.label_sources import CENTROID_SOURCE, HISTOGRAM_SOURCE
 from tests.conftest import assert_together, local_pipeline
 from tests.transforms.test_engines import EMBEDDING, beam_release_inputs
 from transforms.decode_centres import DecodeCentres, DecoderSettings
+from transforms.dp_cluster_sizes import KeptClusters
 from transforms.dp_kmeans import DPKMeansOutput
 from transforms.engine import BeamEngine, LocalEngine
-from transforms.topic_release import release_topics
+from transforms.topic_keywords import PublicKeywords
+from transforms.topic_release import ReleaseSettings, release_topics
 
 MODEL = DEFAULT_EMBEDDING_MODEL
 ENCODER = Encoder(MODEL)
@@ -514,18 +516,19 @@ def test_released_topics_with_decoded_names_are_the_same_on_beam_and_in_process(
     exemplars = ExemplarParams(exemplars_per_topic=0, exemplar_candidates=4, exemplar_rounds=1)
     from publishing.previous_nights import PreviousNights
     local = LocalEngine()
-    expected = release_topics(local, labels, namer, categories, sizes, list(sizes),
-                              DPKMeansOutput(centres, None, None, centres.shape[1]), PreviousNights(), "n", EMBEDDING,
-                              exemplars, None, decoder, keywords)
+    public = PublicKeywords(keywords, categories, None, EMBEDDING.encoder)
+    settings = ReleaseSettings(namer, "n", exemplars, None, decoder)
+    expected = release_topics(local, labels, KeptClusters(sizes, list(sizes)),
+                              DPKMeansOutput(centres, None, None, centres.shape[1]), public, settings, PreviousNights())
     assert all(t.get("name_evidence") == NAME_EVIDENCE for t in expected.topics.values())
     assert len({t["name"].casefold() for t in expected.topics.values()}) == len(expected.topics)
     assert sorted(local.private["centre_decodings"]) == sorted(labels)
 
     with local_pipeline() as pipeline:
         kept_sizes, kmeans = beam_release_inputs(pipeline, centres, sizes)
-        released = release_topics(BeamEngine(), pipeline | "labels" >> beam.Create(sorted(labels.items())), namer,
-                                  categories, kept_sizes, kept_sizes | "ids" >> beam.Keys(), kmeans,
-                                  PreviousNights(), "n", EMBEDDING, exemplars, None, decoder, keywords)
+        released = release_topics(BeamEngine(), pipeline | "labels" >> beam.Create(sorted(labels.items())),
+                                  KeptClusters(kept_sizes, kept_sizes | "ids" >> beam.Keys()), kmeans, public, settings,
+                                  PreviousNights())
 
         def same_as_in_process(topics, hierarchy):
             assert dict(topics) == expected.topics

@@ -5,7 +5,7 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerEntry, LedgerPolicy
+from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Charge, Ledger, LedgerEntry, LedgerPolicy
 from dp_ops.dp_events import EpsilonDeltaDpEvent, composed_epsilon, event_from_json, event_to_json
 from dp_ops.nightly_plan import plan_nights
 
@@ -73,24 +73,24 @@ def test_status_updates_and_json_round_trip():
 def test_a_keyword_set_charge_is_checked_on_its_date_and_recorded_once():
     ledger = _ledger(_entry("a", "2026-11-01", 7.0))
     with pytest.raises(BudgetRefused, match="keyword set keyword-set-1 \\(dated 2026-11-02\\).*cap 8"):
-        ledger.with_keyword_set("keyword-set-1", "2026-11-02", 1.5, 1e-7, "committed", "kw.json", 8.0, 7)
-    charged = ledger.with_keyword_set("keyword-set-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", 8.0, 7)
+        ledger.with_keyword_set(Charge("keyword-set-1", "2026-11-02", 1.5, 1e-7, "kw.json"), "committed", 8.0, 7)
+    charged = ledger.with_keyword_set(Charge("keyword-set-1", "2026-11-01", 1.0, 1e-7, "kw.json"), "committed", 8.0, 7)
     assert charged.has_run("keyword-set-1") and not ledger.has_run("keyword-set-1")
     with pytest.raises(ValueError, match="already"):
-        charged.with_keyword_set("keyword-set-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", None, 7)
+        charged.with_keyword_set(Charge("keyword-set-1", "2026-11-01", 1.0, 1e-7, "kw.json"), "committed", None, 7)
     with pytest.raises(ValueError, match="keyword-set-"):
-        ledger.with_keyword_set("nightly-1", "2026-11-01", 1.0, 1e-7, "committed", "kw.json", None, 7)
+        ledger.with_keyword_set(Charge("nightly-1", "2026-11-01", 1.0, 1e-7, "kw.json"), "committed", None, 7)
 
 
 def test_a_keyword_set_built_from_several_days_counts_in_every_window_holding_one_of_them():
     # A set built from October's logs (31 days to 10-31), 7-day windows: a night on 10-05 shares no
     # window with 10-31, but it shares one with the data the set was built from.
     ledger = _ledger(_entry("a", "2026-10-05", 7.0))
-    ledger.with_keyword_set("keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", 8.0, 7)
+    ledger.with_keyword_set(Charge("keyword-set-1", "2026-10-31", 1.5, 1e-7, "kw.json"), "committed", 8.0, 7)
     with pytest.raises(BudgetRefused, match=r"keyword set keyword-set-1 \(31 days of data to 2026-10-31\).*cap 8"):
-        ledger.with_keyword_set("keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", 8.0, 7, days=31)
+        ledger.with_keyword_set(Charge("keyword-set-1", "2026-10-31", 1.5, 1e-7, "kw.json", days=31), "committed", 8.0, 7)
     charged = _ledger(_entry("a", "2026-10-05", 5.0)).with_keyword_set(
-        "keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", 8.0, 7, days=31)
+        Charge("keyword-set-1", "2026-10-31", 1.5, 1e-7, "kw.json", days=31), "committed", 8.0, 7)
     # A later night inside the set's days, far from its last one, finds it in its windows too ...
     with pytest.raises(BudgetRefused):
         charged.check("2026-10-12", 7.0, max_epsilon_per_window=8.0, window_days=7, allow_rerun=False)
@@ -104,8 +104,8 @@ def test_a_keyword_set_built_from_several_days_counts_in_every_window_holding_on
 def test_a_ledger_with_a_multi_day_entry_is_version_3_and_round_trips():
     one_day = _ledger(_entry("a", "2026-10-05", 1.0))
     assert one_day.to_json()["version"] == 2 and "days" not in one_day.to_json()["entries"][0]
-    several = one_day.with_keyword_set("keyword-set-1", "2026-10-31", 1.5, 1e-7, "committed", "kw.json", None, 7,
-                                       days=31)
+    several = one_day.with_keyword_set(Charge("keyword-set-1", "2026-10-31", 1.5, 1e-7, "kw.json", days=31), "committed",
+                                       None, 7)
     written = json.loads(json.dumps(several.to_json()))
     assert written["version"] == 3 and written["entries"][1]["days"] == 31 and "days" not in written["entries"][0]
     assert Ledger.from_json(written) == several and Ledger.from_json(written).entries[1].days == 31

@@ -79,10 +79,10 @@ def test_with_exemplars_the_same_release_is_also_scored_without_them(monkeypatch
     # The exemplar is the released text nearest the target: 0.9 with it, 0.1 (the summary) without.
     monkeypatch.setattr(mi, "TextEmbedder", lambda model: lambda texts: np.array(
         [[0.9, 0.0] if t == "near the target" else [0.1, 0.0] for t in texts]))
-    pool = ([f"c{i}" for i in range(5)], [f"u{i}" for i in range(5)], ["x"] * 5, np.zeros((5, 2)))
+    pool = mi.Pool([f"c{i}" for i in range(5)], [f"u{i}" for i in range(5)], ["x"] * 5, np.zeros((5, 2)))
     config = dataclasses.replace(mi.UraniaConfig(), exemplars_per_topic=1)
-    result = mi.run_attack(*pool, np.array([1.0, 0.0]), runs=4, n=3, config=config, clio_clusters=2)
+    result = mi.run_attack(pool, np.array([1.0, 0.0]), runs=4, n=3, config=config, clio_clusters=2)
     assert result["scores"]["urania"] == pytest.approx([0.9] * 4)
     assert result["scores"][mi.SUMMARIES_ONLY] == pytest.approx([0.1] * 4)
-    off = mi.run_attack(*pool, np.array([1.0, 0.0]), runs=2, n=3, config=mi.UraniaConfig(), clio_clusters=2)
+    off = mi.run_attack(pool, np.array([1.0, 0.0]), runs=2, n=3, config=mi.UraniaConfig(), clio_clusters=2)
     assert set(off["scores"]) == {"urania", "simple_clio"}

@@ -15,7 +15,7 @@ from apache_beam.testing.util import assert_that
 from core.records import Conversation, ConversationBlock, Message
 from dp_ops.dp_kmeans import DPKMeansParams, fit_dp_kmeans
 from eval.data import bound_contributions
-from eval.utility.simple_clio import ClusterSummariser, redact_pii, run_simple_clio, write_report
+from eval.utility.simple_clio import ClusterSummariser, SimpleClioParams, redact_pii, run_simple_clio, write_report
 from synthetic.sample import write_sample
 from transforms.bound_contributions import BoundUserContributions
 from transforms.dp_kmeans import DPKMeans
@@ -75,13 +75,13 @@ def test_simple_clio_report_defences_and_non_private_marking(tmp_path):
     ids = [f"c{i}" for i in range(86)]
     users = [f"u{i}" for i in range(80)] + ["lonely"] * 6  # the small cluster has one user
     facets = [f"question {i} mail me at jo.doe.{i:05d}@example.com" for i in range(86)]
-    report = run_simple_clio(ids, users, facets, vectors, num_clusters=3, seed=0, summariser=_EchoSummariser())
+    report = run_simple_clio(ids, users, facets, vectors, SimpleClioParams(num_clusters=3, seed=0), _EchoSummariser())
     assert report["privacy"]["differentially_private"] is False
     assert sorted(t["size"] for t in report["topics"]) == [6, 40, 40]
     assert all(t["description"].count("|") == 9 for t in report["topics"] if t["size"] == 40)  # 10 members
     assert "@example.com" in report["topics"][0]["description"]
-    defended = run_simple_clio(ids, users, facets, vectors, num_clusters=3, seed=0, summariser=_EchoSummariser(),
-                               k_min=2, redact=True)
+    defended = run_simple_clio(ids, users, facets, vectors, SimpleClioParams(num_clusters=3, seed=0, k_min=2, redact=True),
+                               _EchoSummariser())
     assert sorted(t["size"] for t in defended["topics"]) == [40, 40]
     assert all("@" not in t["description"] and "[EMAIL]" in t["description"] for t in defended["topics"])
     run_dir = write_report(report, str(tmp_path))

@@ -125,8 +125,10 @@ def test_both_mode_lists_no_sensitive_centroid_keyword():
     from backends.embedding import embed_texts
     from backends.offline import EmbeddingKeywordSelector
     from config.keywords import KeywordParams
+    from transforms.dp_cluster_sizes import KeptClusters
+    from transforms.dp_kmeans import DPKMeansOutput
     from transforms.engine import LocalEngine
-    from transforms.topic_keywords import TopicKeywords, VoteNoise
+    from transforms.topic_keywords import PublicKeywords, TopicKeywords, VoteNoise, VoteSample
     model = "all-MiniLM-L6-v2"
     encoder = Encoder(model)
     keywords = ("money laundering", "tax evasion", "python", "unit testing", "vegetables")
@@ -140,9 +142,10 @@ def test_both_mode_lists_no_sensitive_centroid_keyword():
     noise = VoteNoise(num_clusters=2, weighted=True, stage=None, delta=1e-6, histogram_noise=None, partitions_per_user=None,
                       noise_seed=None, private=False)
     # No conversation: what the stage lists comes from the centres alone.
+    public = PublicKeywords(keywords, categories, EmbeddingKeywordSelector(keywords, encoder), encoder)
     output = LocalEngine().apply("keywords", TopicKeywords(
-        params, None, 0, noise, None, keywords, categories, EmbeddingKeywordSelector(keywords, encoder), encoder,
-        {0: 10.0, 1: 10.0}, [0, 1], centres, None, centres.shape[1]), [])
+        params, VoteSample(None, 0), noise, None, public, KeptClusters({0: 10.0, 1: 10.0}, [0, 1]),
+        DPKMeansOutput(centres, None, None, centres.shape[1])), [])
     # The first t nearest, less the sensitive ones, as a centre-guessed label's keywords are: the
     # laundering topic's two nearest (cosine 0.75 and 0.40; then python at 0.04) are both sensitive.
     assert output.centroid_keywords == {0: [], 1: ["unit testing", "python"]}

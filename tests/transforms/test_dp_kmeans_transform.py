@@ -8,7 +8,7 @@ from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
 from tests.conftest import checked, local_pipeline
 from transforms.assign_clusters import AssignClusters
-from transforms.dp_kmeans import DPKMeans
+from transforms.dp_kmeans import DPKMeans, WarmStart
 
 
 def _blocks(points: np.ndarray, weights: np.ndarray, block_size: int):
@@ -89,11 +89,11 @@ def test_warm_centres_and_theme_anchors_seed_the_beam_transform_as_in_process():
     warm = dk.normalise_rows(rng.standard_normal((2, 48)))
     seeds = _AnchorSeeds(dk.normalise_rows(rng.standard_normal((1, 48)))[0])
     blocks = _blocks(points, weights, 100)
-    expected = DPKMeans(params, None, noise_seed=9, warm_centres=warm, theme_seeds=seeds).local(blocks).centres
-    cold = DPKMeans(params, None, noise_seed=9, warm_centres=warm).local(blocks).centres
+    expected = DPKMeans(params, None, noise_seed=9, warm=WarmStart(warm, seeds)).local(blocks).centres
+    cold = DPKMeans(params, None, noise_seed=9, warm=WarmStart(warm)).local(blocks).centres
     assert not np.allclose(expected, cold)  # the anchor's seed moved the release
-    unleaned = DPKMeans(dataclasses.replace(params, warm_prior=0.0), None, noise_seed=9, warm_centres=warm,
-                        theme_seeds=seeds).local(blocks).centres
+    unleaned = DPKMeans(dataclasses.replace(params, warm_prior=0.0), None, noise_seed=9,
+                        warm=WarmStart(warm, seeds)).local(blocks).centres
     # The warm prior moved the two warm-seeded clusters of the one Lloyd step, and only them.
     assert not np.allclose(expected[:2], unleaned[:2], atol=1e-3)
     np.testing.assert_allclose(expected[2:], unleaned[2:], atol=1e-6)
@@ -103,6 +103,5 @@ def test_warm_centres_and_theme_anchors_seed_the_beam_transform_as_in_process():
         np.testing.assert_allclose(released, expected, atol=1e-5)
 
     with local_pipeline() as pipeline:
-        clustering = pipeline | beam.Create(blocks) | DPKMeans(params, None, noise_seed=9, warm_centres=warm,
-                                                               theme_seeds=seeds)
+        clustering = pipeline | beam.Create(blocks) | DPKMeans(params, None, noise_seed=9, warm=WarmStart(warm, seeds))
         assert_that(clustering.centres, checked(same_centres), label="centres")

@@ -18,11 +18,12 @@ from publishing.lineage import centres_section
 from publishing.previous_nights import PreviousNights
 from tests.conftest import assert_together, check_dp_stage, local_pipeline
 from tests.support.release_snapshot import pipeline_dp_reproducible
-from transforms.dp_cluster_sizes import cluster_size_params
+from transforms.dp_cluster_sizes import KeptClusters, cluster_size_params
 from transforms.dp_count import DPCountPerPartition
 from transforms.dp_kmeans import DPKMeansOutput
 from transforms.engine import BeamEngine, LocalEngine, WithPrivate
-from transforms.topic_release import release_topics
+from transforms.topic_keywords import PublicKeywords
+from transforms.topic_release import ReleaseSettings, release_topics
 
 MODEL = DEFAULT_EMBEDDING_MODEL
 EMBEDDING = EmbeddingParams(embedding_model=MODEL, embedding_backend="torch", embedding_device="cpu")
@@ -59,9 +60,10 @@ def beam_release_inputs(pipeline, centres, sizes: dict):
 def test_released_topics_are_the_same_on_beam_and_in_process():
     labels, centres, sizes, previous, categories, exemplars = _inputs()
     local = LocalEngine()
-    expected = release_topics(local, labels, KeywordClusterNamer(categories), categories, sizes, list(sizes),
-                              DPKMeansOutput(centres, None, None, centres.shape[1]), previous, "2026-11-02", EMBEDDING,
-                              exemplars, TemplateExemplarWriter())
+    public = PublicKeywords((), categories, None, EMBEDDING.encoder)
+    settings = ReleaseSettings(KeywordClusterNamer(categories), "2026-11-02", exemplars, TemplateExemplarWriter())
+    expected = release_topics(local, labels, KeptClusters(sizes, list(sizes)),
+                              DPKMeansOutput(centres, None, None, centres.shape[1]), public, settings, previous)
     assert len({t["name"] for t in expected.topics.values()}) == 5  # names made distinct
     assert expected.lineage["lineages"][1] == "2026-11-01#0"  # the previous night's lineage continues
     assert all(len(t["exemplars"]) == 1 for t in expected.topics.values())
@@ -70,9 +72,8 @@ def test_released_topics_are_the_same_on_beam_and_in_process():
     with local_pipeline() as pipeline:
         kept_sizes, kmeans = beam_release_inputs(pipeline, centres, sizes)
         released = release_topics(BeamEngine(), pipeline | "labels" >> beam.Create(sorted(labels.items())),
-                                  KeywordClusterNamer(categories), categories, kept_sizes,
-                                  kept_sizes | "ids" >> beam.Keys(), kmeans, previous, "2026-11-02", EMBEDDING, exemplars,
-                                  TemplateExemplarWriter())
+                                  KeptClusters(kept_sizes, kept_sizes | "ids" >> beam.Keys()), kmeans, public, settings,
+                                  previous)
 
         def same_as_in_process(topics, hierarchy, lineage):
             assert dict(topics) == expected.topics
