@@ -13,7 +13,6 @@ from backends.facet_set import selected_facets
 from backends.interfaces import ExemplarWriter
 from beam_jobs.options import InsightsParams
 from core.dp_stages import CLUSTER_SIZES, CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
-from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.joint_calibration import (
     JointCalibration,
     StageRequest,
@@ -79,25 +78,11 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
                backends: TopicBackends) -> TopicPlan:
     """The topic stages' public parameters, calibrated noise and backends. `joint` None: a non-private
     run (every mechanism switched off, its noise never drawn)."""
-    privacy, clustering, embedding = params.privacy, params.clustering, params.embedding
-    exemplars = params.exemplars
     noise_multiplier = joint.stages[CLUSTERING].noise_multiplier if joint else UNDRAWN_NOISE_MULTIPLIER
     return TopicPlan(
         params=params,
-        calibration=joint, delta=privacy.delta, max_conversations_per_user=privacy.max_conversations_per_user,
-        kmeans=DPKMeansParams(num_clusters=clustering.num_clusters, epsilon=None, delta=privacy.delta,
-                              noise_multiplier=noise_multiplier, input_dim=embedding_dim,
-                              iterations=clustering.kmeans_iterations, projection_dim=clustering.projection_dim,
-                              seed=params.run.seed, basis=clustering.projection_basis,
-                              warm_prior=clustering.warm_prior),
-        expected_users=clustering.expected_users,
-        min_cluster_size=clustering.min_cluster_size,
-        keyword_params=params.keywords,
-        samples_per_cluster=params.keywords.resolved_samples_per_cluster(params.llm.llm_backend),
-        weighted_votes=privacy.keyword_votes == "weighted",
-        seed=params.run.seed,
-        histogram_noise=privacy.histogram_noise,
-        keyword_partitions_per_user=privacy.keyword_partitions_per_user,
+        calibration=joint,
+        kmeans=params.clustering.kmeans_params(params.privacy.delta, noise_multiplier, embedding_dim, params.run.seed),
         keywords=backends.keywords,
         categories=backends.categories,
         selector=backends.selector,
@@ -105,13 +90,10 @@ def topic_plan(params: InsightsParams, joint: JointCalibration | None, embedding
         # Earlier released nights (public): tonight's warm start and the lineages its topics may continue.
         previous=backends.previous,
         new_lineage_prefix=backends.new_lineage_prefix,
-        embedding=embedding,
-        exemplars=exemplars,
-        exemplar_writer=backends.exemplar_writer if exemplars.exemplars_per_topic else None,
-        noise_seed=privacy.noise_seed,
+        exemplar_writer=backends.exemplar_writer if params.exemplars.exemplars_per_topic else None,
         # Public: the selected facets' declarations (an unknown name is refused here, before any data is read).
         facets=selected_facets(params.keywords.facets, params.keywords.facet_set),
         # --centre_decoder's writer and the bundled public bank; None when names are not decoded.
-        decoder=(DecoderSettings(backends.label_writer, backends.name_bank) if exemplars.centre_decoder else None),
+        decoder=(DecoderSettings(backends.label_writer, backends.name_bank) if params.exemplars.centre_decoder else None),
         token_decoding=backends.token_decoding,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.params import Params, advanced_flag, check, flag, params_group
-from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES, DEFAULT_WARM_PRIOR
+from dp_ops.dp_kmeans import AUTO_DIMENSION, BASES, DEFAULT_WARM_PRIOR, DPKMeansParams
 
 
 def parse_projection_dim(value) -> int:
@@ -54,6 +54,13 @@ class ClusteringParams(Params):
     def check_values(self):
         check(self.projection_dim >= 0 or self.projection_dim == AUTO_DIMENSION,
               "--projection_dim must be auto, 0 or a positive dimension")
+
+    def kmeans_params(self, delta: float, noise_multiplier: float, input_dim: int, seed: int) -> DPKMeansParams:
+        """DP k-means' parameters: this group's, with what the run resolves: its noise multiplier (the joint
+        calibration's share for clustering), the embedding size and the run's seed."""
+        return DPKMeansParams(num_clusters=self.num_clusters, epsilon=None, delta=delta, noise_multiplier=noise_multiplier,
+                              input_dim=input_dim, iterations=self.kmeans_iterations, projection_dim=self.projection_dim,
+                              seed=seed, basis=self.projection_basis, warm_prior=self.warm_prior)
 
     @property
     def counts_users(self) -> bool:

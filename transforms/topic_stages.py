@@ -21,9 +21,7 @@ from typing import Any
 
 from backends.interfaces import ClusterNamer, ExemplarWriter, KeywordSelector
 from backends.keyword_categories import KeywordCategories
-from config.embedding import EmbeddingParams, Encoder
-from config.exemplars import ExemplarParams
-from config.keywords import KeywordParams
+from config.embedding import Encoder
 from core.dp_stages import CLUSTER_SIZES, KEYWORD_HISTOGRAMS, USER_COUNT
 from dp_ops.dp_kmeans import DPKMeansParams
 from dp_ops.dp_user_count import UserCountNoise
@@ -44,36 +42,23 @@ from transforms.topic_release import ReleasedTopics, ReleaseSettings, release_to
 
 @dataclasses.dataclass(frozen=True)
 class TopicPlan:
-    """What the topic stages take besides the data: public parameters, the run's calibrated noise and
-    the backends. `calibration` None only for the evaluation's non-private baseline (epsilon = inf):
-    every mechanism exact, nothing spent. A stage reads its noise from `calibration` by its name
-    (dp_ops/dp_stage_specs.py), so a new DP stage needs nothing here. The keyword, exemplar and
-    embedding groups are the job's params groups as declared (config/), so a stage reads a new flag of
-    its group with nothing added here; beside them, the values the launch resolves."""
+    """What the topic stages take besides the data: the job's params as they are (InsightsParams: a stage
+    reads its own group, so a new flag of a group reaches it with nothing added here), the run's calibrated
+    noise, the k-means params (ClusteringParams.kmeans_params: the groups' values with the noise and the
+    embedding size the launch resolves), and the backends. `calibration` None only for the evaluation's
+    non-private baseline (epsilon = inf): every mechanism exact, nothing spent. A stage reads its noise from
+    `calibration` by its name (dp_ops/dp_stage_specs.py)."""
 
-    params: Any  # the job's params (InsightsParams), as they are: a stage reads its own group
+    params: Any  # InsightsParams
     calibration: JointCalibration | None
-    delta: float
-    max_conversations_per_user: int
     kmeans: DPKMeansParams
-    expected_users: int | None
-    min_cluster_size: float
-    keyword_params: KeywordParams
-    samples_per_cluster: int | None    # m, resolved for the keyword selector (None: every conversation)
-    weighted_votes: bool               # --keyword_votes weighted (else count)
-    seed: int                          # the run's seed (keyword sampling)
-    histogram_noise: str | None        # --keyword_votes count: PipelineDP's noise kind
-    keyword_partitions_per_user: int   # --keyword_votes count: its L0 bound
     keywords: tuple[str, ...]
     categories: KeywordCategories
     selector: KeywordSelector | None   # None in centroid mode
     namer: ClusterNamer
     previous: PreviousNights
     new_lineage_prefix: str
-    embedding: EmbeddingParams
-    exemplars: ExemplarParams
     exemplar_writer: ExemplarWriter | None  # None without exemplars
-    noise_seed: int | None
     facets: tuple = ()  # --facets: (index in the facet set, declaration) pairs (backends.facet_set.FacetSet.select)
     decoder: DecoderSettings | None = None  # --centre_decoder (transforms/decode_centres.py)
     token_decoding: TokenDecodingPlan | None = None  # --token_decoding_steps (transforms/token_decoding.py)
@@ -86,7 +71,16 @@ class TopicPlan:
     def encoder(self) -> Encoder:
         """The run's one encoder (--embedding_model, --embedding_backend, --embedding_device): every stage
         that embeds a text embeds it with this one."""
-        return self.embedding.encoder
+        return self.params.embedding.encoder
+
+    @property
+    def delta(self) -> float:
+        return self.params.privacy.delta
+
+    @property
+    def noise_seed(self) -> int | None:
+        """--noise_seed: seeded noise, for tests only."""
+        return self.params.privacy.noise_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,16 +111,17 @@ class TopicStages:
 
 def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> TopicStages:
     """Applies the topic stages to `blocks` (bounded, embedded ConversationBlocks) on `engine`."""
+    params, privacy = plan.params, plan.params.privacy
     stages = plan.calibration.stages if plan.private else {}
     # --projection_dim auto without --expected_users: the dimension comes from a DP count of the users.
     user_count = (DPUserCount(UserCountNoise(stages[USER_COUNT].noise_multiplier, plan.delta), budget,
                               noise_seed=plan.noise_seed) if USER_COUNT in stages else None)
-    sizes = (calibrated_size_params(stages[CLUSTER_SIZES], plan.max_conversations_per_user) if plan.private
+    sizes = (calibrated_size_params(stages[CLUSTER_SIZES], privacy.max_conversations_per_user) if plan.private
              else None)
-    vote_noise = VoteNoise(num_clusters=plan.kmeans.num_clusters, weighted=plan.weighted_votes,
+    vote_noise = VoteNoise(num_clusters=plan.kmeans.num_clusters, weighted=privacy.keyword_votes == "weighted",
                            stage=stages.get(KEYWORD_HISTOGRAMS),
-                           delta=plan.delta, histogram_noise=plan.histogram_noise,
-                           partitions_per_user=plan.keyword_partitions_per_user, noise_seed=plan.noise_seed,
+                           delta=plan.delta, histogram_noise=privacy.histogram_noise,
+                           partitions_per_user=privacy.keyword_partitions_per_user, noise_seed=plan.noise_seed,
                            private=plan.private)
     # Risen themes with no topic about them take seeds from the smallest of last night's topics.
     previous = plan.previous.make_room(plan.kmeans.num_clusters)
@@ -135,19 +130,20 @@ def topic_stages(engine, blocks, plan: TopicPlan, budget: RunBudget | None) -> T
                    if previous.seed_themes else None)
     kmeans = engine.apply("DP k-means", DPKMeans(
         plan.kmeans, budget, noise_seed=plan.noise_seed, encoder=encoder, user_count=user_count,
-        expected_users=plan.expected_users, warm=WarmStart(previous.warm_centres, theme_seeds),
+        expected_users=params.clustering.expected_users, warm=WarmStart(previous.warm_centres, theme_seeds),
         private=plan.private), blocks)
     assigned = engine.apply("assign conversations to centres", AssignClusters(kmeans), kmeans.blocks)
     noisy_sizes = engine.apply("DP cluster sizes", DPClusterSizes(plan.kmeans.num_clusters, sizes, budget), assigned)
-    kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(plan.min_cluster_size), noisy_sizes)
+    kept_sizes = engine.apply("keep large clusters", KeepLargeClusters(params.clustering.min_cluster_size), noisy_sizes)
     kept_ids = engine.apply("kept cluster ids", ClusterIds(), kept_sizes)
     public = PublicKeywords(plan.keywords, plan.categories, plan.selector, encoder)
     kept = KeptClusters(kept_sizes, kept_ids)
     keywords = engine.apply("topic keywords", TopicKeywords(
-        plan.keyword_params, VoteSample(plan.samples_per_cluster, plan.seed), vote_noise, budget, public, kept, kmeans),
+        params.keywords, VoteSample(params.keywords.resolved_samples_per_cluster(params.llm.llm_backend), params.run.seed),
+        vote_noise, budget, public, kept, kmeans),
         assigned)
     released = release_topics(engine, keywords.labels, kept, kmeans, public, ReleaseSettings(
-        plan.namer, plan.new_lineage_prefix, plan.exemplars, plan.exemplar_writer, plan.decoder), previous)
+        plan.namer, plan.new_lineage_prefix, params.exemplars, plan.exemplar_writer, plan.decoder), previous)
     inputs = StageInputs(blocks, assigned, kept_ids)
     releases = tuple((stage, stage.build(engine, inputs, plan, budget)) for stage in release_stages.enabled(plan))
     return TopicStages(kmeans, assigned, kept_sizes, keywords, released, releases)
