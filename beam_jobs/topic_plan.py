@@ -11,7 +11,7 @@ import dataclasses
 
 from backends.facet_set import selected_facets
 from backends.interfaces import ExemplarWriter
-from beam_jobs.options import InsightsParams
+from config.insights import InsightsParams
 from core.dp_stages import CLUSTERING
 from dp_ops import dp_stage_specs
 from dp_ops.dp_kmeans import DPKMeansParams
