@@ -12,24 +12,25 @@ from __future__ import annotations
 from backends import interfaces
 from backends.centre_decoder import TemplateLabelWriter
 from backends.keyword_categories import KeywordCategories
-from backends.llm.config import LLMParams
+from backends.llm import config as llm_config
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer, UserTurnsFacetExtractor
 from backends.offline_exemplars import TemplateExemplarWriter
 from backends.offline_keywords import EmbeddingKeywordSetRefiner, FrequentTermsKeywordProposer
 from config.embedding import Encoder
+from config.llm import LLMParams
 
 
 def pseudonymizer_for(llm: LLMParams):
     """The run's pseudonymizer, which a step putting conversation text into its prompts builds on its
     worker (backends.llm.steps.PseudonymizerFactory): one per process, kind of pseudonym and person judge."""
     from backends.pii.pseudonymize import shared_pseudonymizer
-    return shared_pseudonymizer(llm.pseudonyms, llm.person_judge_spec())
+    return shared_pseudonymizer(llm.pseudonyms, llm_config.person_judge_spec(llm))
 
 
 def preflight(llm: LLMParams) -> None:
     """The job's one preflight step for its model-shaped steps, run once at launch before any data is read
     (beam_jobs.insights.run, beam_jobs.build_keywords.run): the pseudonymizer's name model when the run
-    pseudonymizes, then the LLM backend's (LLMParams.preflight: what its flags need of this machine, the
+    pseudonymizes, then the LLM backend's (backends.llm.config.preflight: what its flags need of this machine, the
     local model server, the remote backends' one fixed call). It raises ValueError, a bad option (exit 2)."""
     if llm.pseudonymizes:
         # the pseudonymizer's name model is a weights package (requirements-models.txt): without it
@@ -39,7 +40,7 @@ def preflight(llm: LLMParams) -> None:
             model_directory()
         except NameModelMissing as error:
             raise ValueError(f"--pseudonymize: {error}") from None
-    llm.preflight()
+    llm_config.preflight(llm)
 
 
 def make_facet_extractor(max_chars: int, llm: LLMParams | None) -> interfaces.FacetExtractor:

@@ -33,7 +33,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from backends import factory
 from backends.keyword_set import keyword_set_document, keyword_set_total, load_keyword_set, write_keyword_set
-from backends.llm.config import LLMParams
 from backends.offline_keywords import refine_until_stable
 from beam_jobs import job_help
 from beam_jobs.job_runtime import (
@@ -46,7 +45,7 @@ from beam_jobs.job_runtime import (
     run_as_command,
     use_local_engine,
 )
-from beam_jobs.keyword_options import (
+from config.keyword_set import (
     DP_METHODS,
     DP_REQUIRED_FLAGS,
     DP_REQUIREMENT,
@@ -55,6 +54,7 @@ from beam_jobs.keyword_options import (
     BuildKeywordsParams,
     build_keywords_params,
 )
+from config.llm import LLMParams
 from config.run import RunParams
 from core.dates import resolve_date
 from core.spend import MechanismSpend

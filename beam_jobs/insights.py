@@ -38,19 +38,18 @@ from beam_jobs.job_runtime import (
     run_as_command,
     use_local_engine,
 )
+from beam_jobs.launch_checks import check_embedding_device, check_token_decoder_installed
 from beam_jobs.llm_estimate import log_llm_estimate
-from beam_jobs.options import (
+from beam_jobs.topic_plan import TopicBackends, stage_requests
+from beam_jobs.topic_plan import topic_plan as plan_of
+from config.insights import (
     REQUIRED_FLAGS,
     InsightsOptions,
     InsightsParams,
-    check_embedding_device,
-    check_token_decoder_installed,
     insights_params,
     resolve_embedding_threads,
     runs_on_dataflow,
 )
-from beam_jobs.topic_plan import TopicBackends, stage_requests
-from beam_jobs.topic_plan import topic_plan as plan_of
 from config.privacy import DEFAULT_EPSILON
 from core.run_context import RunContext, make_run_context
 from dp_ops import dp_stage_specs

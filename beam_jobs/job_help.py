@@ -23,7 +23,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 from beam_jobs import option_docs
-from beam_jobs.flags import add_flags
+from config.flags import add_flags
 from config.privacy import RETIRED_FLAGS
 from core.params import parse_bool
 

@@ -24,8 +24,8 @@ import getpass
 import json
 import logging
 
-from beam_jobs.flags import add_flags
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED, fail, run_as_command
+from config.flags import add_flags
 from config.run import RunParams
 from core.json_store import read_json_or_none
 from dp_ops.budget_ledger import POLICY_FLAGS, BudgetRefused, Ledger, LedgerPolicy

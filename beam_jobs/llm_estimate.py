@@ -31,10 +31,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from backends.centre_decoder import DRAFTS, ROUNDS
 from backends.exemplars import parents_per_round, variations_per_round
-from backends.llm.config import PER_CONVERSATION_STEPS, STEPS, LLMParams
+from config.llm import PER_CONVERSATION_STEPS, STEPS, LLMParams
 
 if TYPE_CHECKING:
-    from beam_jobs.options import InsightsParams
+    from config.insights import InsightsParams
 
 log = logging.getLogger("urania.insights")
 

@@ -3,8 +3,8 @@
     .venv/bin/python -m beam_jobs.option_docs --write   # after changing a flag
     .venv/bin/python -m beam_jobs.option_docs --check   # exits 1 if either document is stale
 
-Every flag is declared once, as a field of a params dataclass (config/, one module per group, and
-backends/llm/config.py for the LLM group); its help, default, choices, bounds and type are all either
+Every flag is declared once, as a field of a params dataclass (config/, one module per group); its help,
+default, choices, bounds and type are all either
 document says of it (a params class's `setting`s are not flags, and neither document shows them):
 
 - docs/options.md: between its generated markers, a section per group of InsightsParams (heading
@@ -14,8 +14,8 @@ document says of it (a params class's `setting`s are not flags, and neither docu
   markers is hand-written and kept as it is.
 - templates/metadata.json, the Dataflow Flex Template's parameters: one per flag but the retired
   ones, the flags a user sets first and the advanced ones after them, in the console's group
-  Advanced (groupName), with the flag's help, a label from its name (or options.TEMPLATE_LABELS),
-  and a regex from its choices, or its type and bounds (or options.TEMPLATE_REGEXES). A regex states
+  Advanced (groupName), with the flag's help, a label from its name (or config.insights.TEMPLATE_LABELS),
+  and a regex from its choices, or its type and bounds (or config.insights.TEMPLATE_REGEXES). A regex states
   what it can of a bound (the sign, a small integer range); the launcher's own check of the params
   refuses the rest with the flag's name.
 
@@ -36,7 +36,7 @@ import re
 import sys
 import typing
 
-from beam_jobs import options
+from config import insights
 from config.privacy import RETIRED_FLAGS
 from core.params import flag_fields, is_advanced, parse_bool
 
@@ -103,7 +103,7 @@ def words(name: str) -> str:
     return " ".join(parts)[:1].upper() + " ".join(parts)[1:]
 
 
-def groups(job: type = options.InsightsParams) -> list[Group]:
+def groups(job: type = insights.InsightsParams) -> list[Group]:
     """The job's groups in order: each field of `job` (a dataclass of params dataclasses) is one."""
     hints = typing.get_type_hints(job)
     return [Group(words(field.name), hints[field.name]) for field in dataclasses.fields(job)]
@@ -136,7 +136,7 @@ def markdown(text: str) -> str:
 
 
 def shown_default(field: dataclasses.Field) -> str:
-    if field.name in options.REQUIRED_FLAGS:
+    if field.name in insights.REQUIRED_FLAGS:
         return "required"
     return default_text(field)
 
@@ -166,7 +166,7 @@ def options_table(fields: tuple[dataclasses.Field, ...]) -> list[str]:
             *(f"| `--{field.name}` | {markdown(shown_default(field))} | {meaning(field)} |" for field in fields), ""]
 
 
-def options_tables(job: type = options.InsightsParams) -> str:
+def options_tables(job: type = insights.InsightsParams) -> str:
     """The generated part of docs/options.md: per group with flags a user sets, a heading, its intro and
     those flags' table; then Advanced, the advanced flags' tables under their group's heading (with the
     group's intro where it is not above)."""
@@ -182,7 +182,7 @@ def options_tables(job: type = options.InsightsParams) -> str:
     return "\n".join(lines)
 
 
-def options_page(current: str, job: type = options.InsightsParams) -> str:
+def options_page(current: str, job: type = insights.InsightsParams) -> str:
     """docs/options.md's text `current` with its generated region rewritten."""
     start, end = current.find(BEGIN), current.find(END)
     if start < 0 or end < start:
@@ -194,8 +194,8 @@ def options_page(current: str, job: type = options.InsightsParams) -> str:
 
 def regexes(field: dataclasses.Field) -> list[str]:
     """The values the template's form accepts: TEMPLATE_REGEXES's, else the choices, else the type's."""
-    if field.name in options.TEMPLATE_REGEXES:
-        return [options.TEMPLATE_REGEXES[field.name]]
+    if field.name in insights.TEMPLATE_REGEXES:
+        return [insights.TEMPLATE_REGEXES[field.name]]
     kwargs = field.metadata["argparse"]
     if kwargs.get("choices"):
         literals = (_REGEX_SPECIAL.sub(lambda special: "\\" + special.group(0), str(choice))
@@ -229,9 +229,9 @@ def template_parameter(field: dataclasses.Field) -> dict:
     help_text = " ".join(field.metadata["help"].split())
     if field.metadata["bounds"] is not None:
         help_text += f" Must be {field.metadata['bounds'].describe()}."
-    parameter = {"name": field.name, "label": options.TEMPLATE_LABELS.get(field.name, words(field.name)),
+    parameter = {"name": field.name, "label": insights.TEMPLATE_LABELS.get(field.name, words(field.name)),
                  "helpText": help_text,
-                 "isOptional": field.name not in options.REQUIRED_FLAGS}
+                 "isOptional": field.name not in insights.REQUIRED_FLAGS}
     if regexes(field):
         parameter["regexes"] = regexes(field)
     if is_advanced(field):
@@ -239,16 +239,16 @@ def template_parameter(field: dataclasses.Field) -> dict:
     return parameter
 
 
-def template_metadata(job: type = options.InsightsParams) -> dict:
-    """The Flex Template's metadata: options.FLEX_TEMPLATE and a parameter per flag but the retired ones,
+def template_metadata(job: type = insights.InsightsParams) -> dict:
+    """The Flex Template's metadata: insights.FLEX_TEMPLATE and a parameter per flag but the retired ones,
     the flags a user sets first, group by group, then the advanced ones."""
     ordered = [*(field for group in groups(job) for field in group.user_fields),
                *(field for group in groups(job) for field in group.advanced_fields)]
     parameters = [template_parameter(field) for field in ordered if field.name not in RETIRED_FLAGS]
-    return {**options.FLEX_TEMPLATE, "parameters": parameters}
+    return {**insights.FLEX_TEMPLATE, "parameters": parameters}
 
 
-def metadata_text(job: type = options.InsightsParams) -> str:
+def metadata_text(job: type = insights.InsightsParams) -> str:
     return json.dumps(template_metadata(job), indent=2, ensure_ascii=False) + "\n"
 
 
@@ -259,7 +259,7 @@ def _read(path: str) -> str:
         return handle.read()
 
 
-def documents(root: str = ROOT, job: type = options.InsightsParams) -> dict[str, tuple[str, str]]:
+def documents(root: str = ROOT, job: type = insights.InsightsParams) -> dict[str, tuple[str, str]]:
     """Relative path -> (its text now, its generated text), for both documents under `root`."""
     page = _read(os.path.join(root, OPTIONS_MD))
     metadata_path = os.path.join(root, METADATA_JSON)
@@ -267,12 +267,12 @@ def documents(root: str = ROOT, job: type = options.InsightsParams) -> dict[str,
     return {OPTIONS_MD: (page, options_page(page, job)), METADATA_JSON: (metadata, metadata_text(job))}
 
 
-def stale(root: str = ROOT, job: type = options.InsightsParams) -> list[str]:
+def stale(root: str = ROOT, job: type = insights.InsightsParams) -> list[str]:
     """The documents under `root` that differ from what the flags generate."""
     return [path for path, (now, generated) in documents(root, job).items() if now != generated]
 
 
-def write(root: str = ROOT, job: type = options.InsightsParams) -> list[str]:
+def write(root: str = ROOT, job: type = insights.InsightsParams) -> list[str]:
     """Rewrites the stale documents under `root`; returns them."""
     changed = []
     for path, (now, generated) in documents(root, job).items():

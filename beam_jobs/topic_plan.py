@@ -11,7 +11,7 @@ import dataclasses
 
 from backends.facet_set import selected_facets
 from backends.interfaces import ExemplarWriter
-from beam_jobs.options import InsightsParams
+from config.insights import InsightsParams
 from core.dp_stages import CLUSTER_SIZES, CLUSTERING, KEYWORD_HISTOGRAMS, USER_COUNT
 from dp_ops.joint_calibration import (
     JointCalibration,

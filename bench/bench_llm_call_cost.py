@@ -32,7 +32,7 @@ import time
 from backends.centre_decoder import DRAFTS, ROUNDS
 from backends.exemplars import variations_per_round
 from backends.keyword_set import load_keyword_set
-from backends.llm.config import STEPS, LLMParams
+from backends.llm.config import start_local_server
 from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.local_client import default_threads
 from backends.llm.steps import (
@@ -43,6 +43,7 @@ from backends.llm.steps import (
     LLMLabelWriter,
 )
 from backends.offline import KeywordClusterNamer
+from config.llm import STEPS, LLMParams
 from eval.data import load_dataset
 
 SHARED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
@@ -143,7 +144,7 @@ def main(argv=None) -> None:
     threads = args.threads or default_threads()
     config = LLMParams(llm_backend="local", llm_model=args.model, llm_steps=",".join(STEPS), pseudonymize="off",
                        llm_max_retries=1, llm_timeout_s=600, llm_threads=threads).resolved()
-    config.start_local_server()  # as the job's preflight does: kept for the process, outside the timings
+    start_local_server(config)  # as the job's preflight does: kept for the process, outside the timings
     dataset = load_dataset(",".join(paths))
     rows = random.Random(args.seed).sample(range(len(dataset)), args.conversations)
     conversations = [dataset.conversations[i] for i in rows]

@@ -13,8 +13,8 @@ import argparse
 import tempfile
 import time
 
-from backends.llm.config import LLMParams
 from backends.llm.steps import LLMFacetExtractor
+from config.llm import LLMParams
 from core.records import Conversation, Message
 from tests.support.llm_server import FakeChatServer
 from transforms.record_isolation import run_isolated

@@ -34,11 +34,11 @@ import numpy as np
 
 from backends.keyword_set import load_keyword_set
 from backends.llm import local_client, prompts
-from backends.llm.config import LLMParams
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper
 from backends.llm.steps import LLMClusterNamer, LLMKeywordSelector
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from config.embedding import Encoder
+from config.llm import LLMParams
 from eval.config_flags import JOB_DEFAULT, add_config_flags, config_from
 from eval.data import embed_cached, load_dataset, planted_topics
 from synthetic.topics import PLANTED_TOPICS

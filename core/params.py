@@ -2,8 +2,8 @@
 public view they share.
 
 Beam-free, and in core, so that a layer below the jobs declares its own flags where it reads them:
-backends.llm.config.LLMParams is both the --llm_* flags and the settings the workers use. The jobs
-register and parse those flags with Beam (beam_jobs/flags.py, which explains the design).
+config.llm.LLMParams is both the --llm_* flags and the settings the workers use. The jobs
+register and parse those flags with Beam (config/flags.py, which explains the design).
 
 A flag's bounds (ge, gt, le, lt, finite) are declared with it and checked by pydantic when the params
 object is built; docs/options.md and the Flex Template's regexes are generated from the same

@@ -28,11 +28,11 @@ from backends.keyword_categories import KeywordCategories
 from backends.keyword_set import load_keyword_set
 from backends.offline import EmbeddingKeywordSelector, KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
-from beam_jobs.options import InsightsParams
 from beam_jobs.topic_plan import TopicBackends
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from beam_jobs.topic_plan import topic_plan as job_topic_plan
 from config.embedding import Encoder
+from config.insights import InsightsParams
 from config.privacy import DEFAULT_EPSILON
 from core.params import flag_fields
 from core.records import ConversationBlock

@@ -23,8 +23,8 @@ from backends.centre_decoder import DEFAULT_BANK, split_label
 from backends.exemplars import candidate_problem
 from backends.keyword_set import load_keyword_set
 from backends.llm import local_client
-from backends.llm.config import LLMParams
 from backends.llm.steps import MAX_LABELS_PER_CALL, LLMLabelWriter
+from config.llm import LLMParams
 
 
 def build(model: str, keywords_per_call: int, threads: int) -> dict:

@@ -35,13 +35,14 @@ from backends.interfaces import (
     KeywordSetRefiner,
 )
 from backends.llm import parsing, prompts
-from backends.llm.config import LLMParams
+from backends.llm.config import make_caller
 from backends.llm.fanout import CallResult, CallSpec
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
 from backends.llm.metrics import StepCounters, live_calls
 from backends.offline import KeywordClusterNamer
 from backends.offline_exemplars import TemplateExemplarWriter
 from config.embedding import Encoder
+from config.llm import LLMParams
 from core.records import Conversation
 
 # Characters of a conversation put into the facet prompt (both roles, each turn labelled).
@@ -91,7 +92,7 @@ class _LLMStep:
 
     def _setup_llm(self) -> None:
         if self._caller is None:
-            self._caller = self.config.make_caller()
+            self._caller = make_caller(self.config)
         if self.reads_private_text and self.config.pseudonymizes and self._pseudonymizer is None:
             self._pseudonymizer = self.make_pseudonymizer(self.config)
 

@@ -7,20 +7,8 @@ fan-out's retries are the only ones and are counted.
 
 from __future__ import annotations
 
-import os
-
 from backends.llm.client import ChatClient, Completion, PermanentError, RetryableError
-
-DEFAULT_VERTEX_MODEL = "gemini-2.5-flash"
-DEFAULT_LOCATION = "us-central1"
-
-
-def vertex_project(option: str | None) -> str | None:
-    return option or os.environ.get("GOOGLE_CLOUD_PROJECT")
-
-
-def vertex_location(option: str | None) -> str:
-    return option or os.environ.get("GOOGLE_CLOUD_LOCATION") or DEFAULT_LOCATION
+from config.llm import DEFAULT_VERTEX_MODEL
 
 
 class VertexChatClient(ChatClient):

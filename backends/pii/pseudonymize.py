@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 import threading
 
-from backends.llm.config import PSEUDONYM_KINDS
 from backends.pii import name_rules
+from config.llm import PSEUDONYM_KINDS
 
 # Presidio entity types that are replaced. LOCATION/NRP/ORGANIZATION/DATE_TIME are deliberately absent.
 PII_ENTITIES = (
@@ -539,7 +539,7 @@ _lock = threading.Lock()
 def shared_pseudonymizer(pseudonyms: str = "typed", person_judge: tuple | None = None) -> Pseudonymizer:
     """One loaded Pseudonymizer per worker process, kind of pseudonym and person judge (spaCy takes
     seconds to load). person_judge: (model, threads, answer cache path) of the local model's judge
-    (LLMParams.person_judge_spec), or None."""
+    (backends.llm.config.person_judge_spec), or None."""
     key = (pseudonyms, person_judge)
     with _lock:
         if key not in _shared:

@@ -27,8 +27,9 @@ import time
 
 import numpy as np
 
-from backends.llm.config import LLMParams
+from backends.llm.config import start_local_server
 from config.embedding import Encoder
+from config.llm import LLMParams
 from core.records import Conversation, Message
 from dp_ops.dp_kmeans import normalise_rows
 from eval.pii.pii_corpus import SPLITS, generate
@@ -149,7 +150,7 @@ def main(argv=None) -> None:
                            llm_threads=args.llm_threads, llm_timeout_s=600, llm_steps="facets,keywords",
                            llm_cache=args.llm_cache, pseudonymize="on" if pseudonymize else "off",
                            pseudonyms=pseudonyms if pseudonymize else None).resolved()
-        config.start_local_server()
+        start_local_server(config)
         results[name] = run_condition(conversations, config, keywords, Encoder(), args.max_keywords)
         print(f"  {name}: {time.perf_counter() - started:.0f} s", flush=True)
         for conversation, facet in list(zip(conversations, results[name][0]))[:args.show]:

@@ -48,6 +48,7 @@ import numpy as np
 
 from backends.interfaces import ExemplarWriter
 from backends.llm import parsing, prompts
+from backends.llm.config import make_caller
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
 from config.clustering import ClusteringParams
@@ -112,7 +113,7 @@ class TopicReader:
         if not requests:
             return []
         if self._caller is None:
-            self._caller = self.config.make_caller()
+            self._caller = make_caller(self.config)
         specs = [CallSpec(reader_messages(text, names), lambda answer, n=len(names): parse_choice(answer, n),
                           json_output=reader_schema(len(names)), max_tokens=16) for text, names in requests]
         results = self._caller.call_many(specs)
@@ -318,7 +319,7 @@ def majority_planted(assignments: dict[str, int], planted: dict[str, str]) -> di
 def local_config(model: str, threads: int):
     """The local backend for the exemplar writer and the reader, which are given it directly (its
     --llm_steps is then unused); exemplars and topic names are public, so nothing is pseudonymized."""
-    from backends.llm.config import LLMParams
+    from config.llm import LLMParams
     return LLMParams(llm_backend="local", llm_model=model, llm_threads=threads, pseudonymize="off").resolved()
 
 

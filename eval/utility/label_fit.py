@@ -71,6 +71,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import CountVectorizer
 
+from backends.llm.config import make_caller
 from config.reading import ReadingParams
 from dp_ops.dp_kmeans import normalise_rows
 from eval.config_flags import config_overrides
@@ -389,7 +390,7 @@ class SampleNamer:
     are scored, never printed: they may quote the texts. A failed call leaves its topic unnamed."""
 
     def __init__(self, model: str, threads: int = 2):
-        from backends.llm.config import LLMParams
+        from config.llm import LLMParams
         self.params = LLMParams(llm_backend="local", llm_model=model, pseudonymize="off", llm_max_retries=1,
                                 llm_timeout_s=300, llm_max_concurrency=1, llm_threads=threads)
         self.calls = self.failed = 0
@@ -402,7 +403,7 @@ class SampleNamer:
         from backends.llm import parsing, prompts
         from backends.llm.fanout import CallSpec
         if self._caller is None:
-            self._caller = self.params.make_caller()
+            self._caller = make_caller(self.params)
         topics = [t for t, sample in samples.items() if sample]
         specs = [CallSpec(sample_name_messages(samples[t]), functools.partial(parsing.parse_labels, max_count=1),
                           json_output=prompts.labels_schema(1), max_tokens=96) for t in topics]
@@ -415,8 +416,8 @@ class SampleNamer:
 def local_label_writer(model: str):
     """The decoder's LLM writer on the local model (a server for this process, 2 threads)."""
     from backends.llm import local_client
-    from backends.llm.config import LLMParams
     from backends.llm.steps import LLMLabelWriter
+    from config.llm import LLMParams
     local_client.acquire_server(local_client.local_model_path(model), threads=2, slots=1)
     return LLMLabelWriter(LLMParams(llm_backend="local", llm_model=model, pseudonymize="off", llm_max_retries=1,
                                     llm_timeout_s=300, llm_max_concurrency=1, llm_threads=2))

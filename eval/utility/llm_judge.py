@@ -8,7 +8,7 @@ or surrogate, and --pseudonymize_judge); the judge is not told which one
 is private. An answer that cannot be read after the fan-out's retries is a failed pair: it is counted
 and left out, never given a rating.
 
-The eval CLIs take the job's own --llm_* and --pseudonymize options (backends/llm/config.py, LLMParams);
+The eval CLIs take the job's own --llm_* and --pseudonymize options (config/llm.py, LLMParams);
 --llm_backend offline (the default) means no judge.
 """
 
@@ -19,9 +19,10 @@ import argparse
 
 from backends import factory
 from backends.llm import parsing, prompts
-from backends.llm.config import LLMParams
+from backends.llm.config import make_caller, person_judge_spec
 from backends.llm.fanout import CallSpec
 from backends.llm.metrics import StepCounters
+from config.llm import LLMParams
 
 
 class JudgeFailure(Exception):
@@ -61,12 +62,12 @@ class LLMSummaryJudge(SummaryJudge):
 
     def _setup(self) -> None:
         if self._caller is None:
-            self._caller = self.config.make_caller()
+            self._caller = make_caller(self.config)
         if self.config.pseudonymizes and self._pseudonymizer is None:
             from backends.pii.pseudonymize import shared_pseudonymizer
             # the job's pseudonyms (--pseudonyms: typed or surrogate) and person judge, as backends/llm/steps.py
             self._pseudonymizer = shared_pseudonymizer(self.config.pseudonyms or "typed",
-                                                       self.config.person_judge_spec())
+                                                       person_judge_spec(self.config))
 
     def _spec(self, first: str, second: str) -> CallSpec:
         if self._pseudonymizer is not None:
@@ -96,7 +97,7 @@ class LLMSummaryJudge(SummaryJudge):
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     """The job's LLM options, same names, defaults and help (LLMParams)."""
-    from beam_jobs.flags import add_flags
+    from config.flags import add_flags
     add_flags(parser.add_argument_group("LLM judge (the job's LLM options; offline = no judge)"), LLMParams)
 
 
@@ -106,7 +107,7 @@ def judge_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | 
     and model, the local server, the remote backend's fixed call), before any report is read."""
     if args.llm_backend == "offline":
         return None
-    from beam_jobs.flags import params_from
+    from config.flags import params_from
     try:
         llm = params_from(args, LLMParams)
         factory.preflight(llm)

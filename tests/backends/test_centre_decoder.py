@@ -585,8 +585,8 @@ def _label_answer(prompt):
 
 
 def test_the_llm_label_writer_sends_released_labels_only_and_falls_back_per_call():
-    from backends.llm.config import LLMParams
     from backends.llm.steps import LLMLabelWriter
+    from config.llm import LLMParams
     from tests.support.llm_server import FakeChatServer
 
     topic = {**TOPIC, "description": "Users wrote private things here that must never be sent.",

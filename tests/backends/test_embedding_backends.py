@@ -10,8 +10,9 @@ from apache_beam.testing.util import assert_that
 
 from backends import embedding
 from backends.offline import EmbeddingKeywordSelector
-from beam_jobs.options import InsightsOptions, check_embedding_device, insights_params, resolve_embedding_threads
+from beam_jobs.launch_checks import check_embedding_device
 from config.embedding import Encoder
+from config.insights import InsightsOptions, insights_params, resolve_embedding_threads
 from core.records import Facet
 from transforms.embed import EmbedConversations
 

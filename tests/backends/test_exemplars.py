@@ -235,8 +235,8 @@ def test_llm_writer_splits_the_draft_over_keywords_and_rotates_task_kinds():
 
 
 def test_a_failed_exemplar_call_gets_template_candidates_for_its_keyword_only():
-    from backends.llm.config import LLMParams
     from backends.llm.steps import LLMExemplarWriter
+    from config.llm import LLMParams
     from tests.support.llm_server import FakeChatServer
 
     def answer(prompt):

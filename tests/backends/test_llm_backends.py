@@ -14,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from backends.llm import parsing
 from backends.llm.cache import ResponseCache
 from backends.llm.client import ChatClient, Completion, PermanentError, RetryableError
-from backends.llm.config import LLMParams
+from backends.llm.config import make_caller, preflight_remote
 from backends.llm.fanout import Caller, CallSpec, RetryPolicy
 from backends.llm.keyword_mapping import EmbeddingKeywordMapper, ExactKeywordMapper
 from backends.llm.openai_client import OpenAIChatClient, chat_completions_url
@@ -28,6 +28,7 @@ from backends.llm.steps import (
     LLMKeywordSetRefiner,
 )
 from config.embedding import Encoder
+from config.llm import LLMParams
 from core.records import Conversation, ConversationBlock, Message
 from tests.conftest import local_pipeline
 from tests.support.llm_server import FakeChatServer
@@ -185,7 +186,7 @@ def test_the_default_retries_wait_long_and_bounded():
     totals = [sum(policy.delay(n, None, rng) for n in range(1, policy.max_retries + 1)) for _ in range(500)]
     assert 30 <= min(totals) and max(totals) <= 60  # a record is given up only after 30-60 s of waiting
     default = LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1")
-    assert default.make_caller(_ScriptedClient([])).policy == policy
+    assert make_caller(default, _ScriptedClient([])).policy == policy
 
 
 def test_exhausted_retries_permanent_errors_and_malformed_answers_fail_without_raising():
@@ -402,7 +403,7 @@ def test_the_remote_preflight_is_one_caller_call_with_the_configs_retry_policy_a
     client, sleeps = _ScriptedClient([RetryableError("429"), RetryableError("500"), "OK"]), []
     config = LLMParams(llm_backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1", llm_max_retries=3,
                        llm_timeout_s=5.0, llm_cache="/never/written", backoff_base_s=0.5)
-    config.preflight_remote(client=client, sleep=sleeps.append)
+    preflight_remote(config, client=client, sleep=sleeps.append)
     assert len(calls) == 1 and client.attempts == [0, 1, 2] and len(sleeps) == 2
     caller, spec = calls[0]
     assert caller.policy == RetryPolicy(max_retries=3, backoff_base_s=0.5) and caller.cache is None

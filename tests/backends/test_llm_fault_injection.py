@@ -1,7 +1,7 @@
 """The whole job against an OpenAI-compatible server on loopback that fails 30% of requests (429,
 500, a hang past the timeout, or a garbage answer), deterministically by request hash and attempt. A
 conversation whose call fails for good is dead-lettered; a topic whose naming call fails gets the
-offline name. Also: the remote backends' preflight call (LLMParams.preflight_remote).
+offline name. Also: the remote backends' preflight call (backends.llm.config.preflight_remote).
 
 The job waits out real retry backoffs (time.sleep; RetryPolicy's production waits are 30-60 s per
 failed call), so the pipeline run here patches in a policy with short waits; the real policy's own
@@ -16,9 +16,10 @@ import pytest
 from backends.keyword_set import load_keyword_set
 from backends.llm import fanout
 from backends.llm.client import Completion, PermanentError, RetryableError
-from backends.llm.config import PREFLIGHT_PROMPT, LLMParams, LLMPreflightError
+from backends.llm.config import PREFLIGHT_PROMPT, LLMPreflightError, preflight_remote
 from backends.llm.fanout import RetryPolicy
 from beam_jobs.insights import run
+from config.llm import LLMParams
 from tests.support.llm_server import FakeChatServer
 from tests.support.sample_folder import sample_folder
 
@@ -38,7 +39,7 @@ class ShortWaits(RetryPolicy):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    # LLMParams.make_caller builds the job's policy from fanout.RetryPolicy (in this process: the
+    # backends.llm.config.make_caller builds the job's policy from fanout.RetryPolicy (in this process: the
     # in-process runner), so the job's calls wait at most 50 ms between attempts; undone afterwards.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fanout, "RetryPolicy", ShortWaits)
@@ -167,7 +168,7 @@ def _remote(**settings):
 
 def test_the_preflight_asks_the_fixed_prompt_once_and_retries_like_a_call():
     client, waits = _Client(RetryableError("HTTP 429", retry_after_s=7.0)), []
-    _remote(llm_max_retries=2).preflight_remote(client=client, sleep=waits.append)
+    preflight_remote(_remote(llm_max_retries=2), client=client, sleep=waits.append)
     assert client.seen == [([{"role": "user", "content": PREFLIGHT_PROMPT}], 0),
                            ([{"role": "user", "content": PREFLIGHT_PROMPT}], 1)]
     assert len(waits) == 1 and 7.0 <= waits[0] <= 60.0  # the real policy's wait, a Retry-After its floor
@@ -181,7 +182,7 @@ def test_the_preflight_asks_the_fixed_prompt_once_and_retries_like_a_call():
 def test_a_preflight_that_fails_for_good_is_a_bad_option_naming_the_backend(errors, message):
     client, waits = _Client(*errors), []
     with pytest.raises(LLMPreflightError, match=message) as caught:
-        _remote(llm_max_retries=2).preflight_remote(client=client, sleep=waits.append)
+        preflight_remote(_remote(llm_max_retries=2), client=client, sleep=waits.append)
     assert isinstance(caught.value, ValueError)  # the jobs' launch reports a ValueError as bad options (exit 2)
     assert "--llm_backend openai (http://127.0.0.1:9/v1, model 'm')" in str(caught.value)
     assert len(client.seen) == len(errors) and len(waits) == len(errors) - 1
@@ -189,15 +190,15 @@ def test_a_preflight_that_fails_for_good_is_a_bad_option_naming_the_backend(erro
 
 def test_the_preflight_against_a_server_and_against_nothing():
     with FakeChatServer() as server:
-        LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url,
-                  llm_max_retries=0).preflight_remote()
+        preflight_remote(LLMParams(llm_backend="openai", llm_model="m", llm_base_url=server.base_url,
+                                   llm_max_retries=0))
         assert [r["body"]["messages"] for r in server.requests] == [[{"role": "user", "content": PREFLIGHT_PROMPT}]]
     with pytest.raises(LLMPreflightError, match="connection failed"):
-        _remote(llm_max_retries=0, llm_timeout_s=2.0).preflight_remote()
+        preflight_remote(_remote(llm_max_retries=0, llm_timeout_s=2.0))
 
 
 def test_the_local_and_offline_backends_have_no_remote_preflight():
     client = _Client()
     for backend in ("local", "offline"):
-        LLMParams(llm_backend=backend, llm_model="m").preflight_remote(client=client)
+        preflight_remote(LLMParams(llm_backend=backend, llm_model="m"), client=client)
     assert client.seen == []

@@ -12,7 +12,6 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to, is_empty
 
 from backends import factory
-from backends.llm.config import LLMParams
 from backends.llm.fanout import RetryPolicy
 from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.steps import (
@@ -26,6 +25,7 @@ from backends.llm.steps import (
 )
 from backends.offline import UserTurnsFacetExtractor
 from config.embedding import Encoder
+from config.llm import LLMParams
 from core.records import Conversation, ConversationBlock, DeadLetter, Message, WeightedConversation
 from tests.conftest import assert_together, checked, local_pipeline
 from tests.support.llm_server import FakeChatServer

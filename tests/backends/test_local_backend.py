@@ -10,13 +10,15 @@ import re
 import numpy as np
 import pytest
 
+from backends.llm import config as llm_config
 from backends.llm import local_client
-from backends.llm.config import LLMParams
+from backends.llm.config import preflight
 from backends.llm.keyword_mapping import ExactKeywordMapper
 from backends.llm.local_client import LocalModelError, acquire_server, check_local_model, release_server
 from backends.llm.steps import LLMClusterNamer, LLMExemplarWriter, LLMFacetExtractor, LLMKeywordSelector
-from beam_jobs.options import InsightsOptions, insights_params
 from config.embedding import Encoder
+from config.insights import InsightsOptions, insights_params
+from config.llm import LLMParams
 from tests.backends.test_llm_backends import K, _conversation
 
 TEST_MODEL = "qwen2.5-coder-0.5b"  # the smaller packaged model: what CI installs
@@ -28,24 +30,24 @@ def _params(*flags):
 
 def test_local_backend_explains_what_is_missing_at_its_preflight(monkeypatch, tmp_path):
     """Parsing the flags does not look at the machine (docs, templates and params build anywhere);
-    LLMParams.preflight, the job's one step at launch, says what is missing."""
+    backends.llm.config.preflight, the job's one step at launch, says what is missing."""
     servers = []
     monkeypatch.setattr(local_client, "acquire_server", lambda *args: servers.append(args))
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: False)
     with pytest.raises(ValueError, match="needs xllamacpp"):
-        _params("--llm_backend", "local").llm.preflight()
+        preflight(_params("--llm_backend", "local").llm)
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: True)
     with pytest.raises(ValueError, match="no model at .*install_local_llm.py"):
-        _params("--llm_backend", "local", "--llm_model", str(tmp_path / "missing.gguf")).llm.preflight()
+        preflight(_params("--llm_backend", "local", "--llm_model", str(tmp_path / "missing.gguf")).llm)
     not_gguf = tmp_path / "weights.gguf"
     not_gguf.write_bytes(b"<html>a proxy's error page</html>")
     with pytest.raises(ValueError, match="not a GGUF file"):
-        _params("--llm_backend", "local", "--llm_model", str(not_gguf)).llm.preflight()
+        preflight(_params("--llm_backend", "local", "--llm_model", str(not_gguf)).llm)
     monkeypatch.setenv("URANIA_MODEL_HOME", str(tmp_path))
     truncated = tmp_path / local_client.LOCAL_MODELS[TEST_MODEL].file
     truncated.write_bytes(b"GGUF" + bytes(100))
     with pytest.raises(ValueError, match="truncated or corrupt"):
-        _params("--llm_backend", "local", "--llm_model", TEST_MODEL).llm.preflight()
+        preflight(_params("--llm_backend", "local", "--llm_model", TEST_MODEL).llm)
     assert servers == []  # the environment is checked before any server starts
 
 
@@ -211,7 +213,7 @@ def test_the_job_on_the_local_model_names_topics_with_the_same_privacy_as_offlin
 
 
 def test_a_run_preflights_its_llm_backend_once_and_its_steps_share_one_config(monkeypatch, tmp_path):
-    """insights.run: one LLMParams.preflight at launch, so one start of the local server (on the resolved
+    """insights.run: one backends.llm.config.preflight at launch, so one start of the local server (on the resolved
     params); build_pipeline's steps take one resolved LLMParams, whose making starts nothing
     (LLMParams.resolved)."""
     from backends import embedding, factory
@@ -224,8 +226,8 @@ def test_a_run_preflights_its_llm_backend_once_and_its_steps_share_one_config(mo
     servers = []
     monkeypatch.setattr(local_client, "acquire_server", lambda *args: servers.append(args) or object())
     preflights = []
-    original_start = LLMParams.start_local_server
-    monkeypatch.setattr(LLMParams, "start_local_server", lambda self: preflights.append(self) or original_start(self))
+    original_start = llm_config.start_local_server
+    monkeypatch.setattr(llm_config, "start_local_server", lambda params: preflights.append(params) or original_start(params))
     monkeypatch.setattr(embedding, "embedding_dimension", lambda name: 384)
     configs = []
     for name in ("make_facet_extractor", "make_keyword_selector", "make_cluster_namer", "make_exemplar_writer"):

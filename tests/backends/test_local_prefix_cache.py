@@ -13,6 +13,7 @@ import pytest
 
 from backends.llm import local_client, prompts
 from backends.llm.client import RetryableError
+from backends.llm.config import make_client
 from backends.llm.local_client import LocalChatClient, LocalServer, PublicPrefixCache
 from tests.backends.test_local_backend import TEST_MODEL, needs_local_model
 from tests.support.llm_server import LoopbackServer
@@ -267,8 +268,8 @@ def test_a_records_answer_does_not_depend_on_the_order_heads_were_computed(cache
 @pytest.mark.real_llm
 @needs_local_model
 def test_the_keyword_step_on_the_real_model_computes_only_the_records_part_of_each_prompt(cached_server):
-    from backends.llm.config import LLMParams
-    client = LLMParams(llm_backend="local", llm_model=TEST_MODEL, llm_threads=1, llm_max_concurrency=1).make_client()
+    from config.llm import LLMParams
+    client = make_client(LLMParams(llm_backend="local", llm_model=TEST_MODEL, llm_threads=1, llm_max_concurrency=1))
     assert client.server is cached_server
     counts = dict(cached_server.prefix_cache.counts)
     processed = cached_server.metrics()["prompt_tokens_total"]

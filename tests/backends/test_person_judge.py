@@ -11,6 +11,7 @@ import pytest
 from backends import factory
 from backends.llm.cache import ResponseCache
 from backends.llm.client import Completion, PermanentError, RetryableError
+from backends.llm.config import person_judge_spec
 from backends.pii import person_judge
 from backends.pii.person_judge import INSTRUCTIONS, INSTRUCTIONS_SMALL, PersonJudge, PersonVerdict, public_head
 from backends.pii.pseudonymize import Pseudonymizer
@@ -318,9 +319,9 @@ REMOTE = ("--llm_backend", "openai", "--llm_base_url", "http://127.0.0.1:9/v1", 
 
 
 def test_the_judge_flag_is_off_by_default_and_needs_pseudonymization():
-    from tests.beam_jobs.test_options import _params
+    from tests.config.test_options import _params
     llm = _params(*REMOTE).llm
-    assert llm.resolved().pseudonymize_judge == "off" and llm.resolved().person_judge_spec() is None
+    assert llm.resolved().pseudonymize_judge == "off" and person_judge_spec(llm.resolved()) is None
     assert _params().llm.resolved() is None  # offline: no prompt, no judge
     for extra in (("--pseudonymize_judge", "local"), (*REMOTE, "--pseudonymize", "off", "--pseudonymize_judge", "local")):
         with pytest.raises(ValueError, match="--pseudonymize_judge needs pseudonymization"):
@@ -328,18 +329,18 @@ def test_the_judge_flag_is_off_by_default_and_needs_pseudonymization():
 
 
 def test_the_judge_runs_on_the_local_backends_model_and_threads_else_the_first_installed_on_one_thread(tmp_path):
-    from tests.beam_jobs.test_options import _params
+    from tests.config.test_options import _params
     remote = _params(*REMOTE, "--pseudonymize_judge", "local", "--llm_cache", str(tmp_path)).llm.resolved()
-    assert remote.person_judge_spec() == (None, 1, str(tmp_path))
+    assert person_judge_spec(remote) == (None, 1, str(tmp_path))
     local = _params("--llm_backend", "local", "--llm_model", "qwen2.5-coder-0.5b", "--llm_threads", "2",
                     "--pseudonymize", "on", "--pseudonymize_judge", "local").llm.resolved()
-    assert local.person_judge_spec() == ("qwen2.5-coder-0.5b", 2, None)
+    assert person_judge_spec(local) == ("qwen2.5-coder-0.5b", 2, None)
 
 
 def test_a_judging_run_without_the_local_model_stops_at_launch(monkeypatch):
     from backends.llm import local_client
     from backends.pii import name_model
-    from tests.beam_jobs.test_options import _params
+    from tests.config.test_options import _params
     monkeypatch.setattr(name_model, "model_directory", lambda: "installed")
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: True)
     monkeypatch.setattr(local_client, "resolve_local_model", lambda model: "/nowhere/model.gguf")

@@ -8,10 +8,11 @@ import pytest
 from google.oauth2.credentials import Credentials
 
 from backends.llm.client import PermanentError, RetryableError
-from backends.llm.config import LLMParams
+from backends.llm.config import make_caller, preflight
 from backends.llm.steps import LLMClusterNamer
 from backends.llm.vertex_client import VertexChatClient
-from beam_jobs.options import InsightsOptions, insights_params
+from config.insights import InsightsOptions, insights_params
+from config.llm import LLMParams
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "name this"}]
 
@@ -79,7 +80,7 @@ def test_the_namer_on_vertex_retries_a_429_then_parses_the_json_answer():
     config = LLMParams(llm_backend="vertex", llm_model="gemini-2.5-flash", llm_project="my-project",
                        llm_location="europe-west4", backoff_base_s=0.01, pseudonymize="off")
     namer = LLMClusterNamer(config)
-    namer._caller = config.make_caller(client=_client(lambda r: answers.pop(0), seen))
+    namer._caller = make_caller(config, client=_client(lambda r: answers.pop(0), seen))
     assert namer.name(["rust", "borrow checker"]) == ("Rust help", "A. B.")
     assert "borrow checker" in json.loads(seen[1].content)["contents"][0]["parts"][0]["text"]
     totals = namer.counters.totals
@@ -100,4 +101,4 @@ def test_project_and_location_come_from_options_or_the_environment(monkeypatch):
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
     params = insights_params(InsightsOptions(["--input", "x", "--output", "y", "--llm_backend", "vertex"]))
     with pytest.raises(ValueError, match="--llm_project"):  # at the job's launch, before its remote preflight call
-        params.llm.preflight()
+        preflight(params.llm)

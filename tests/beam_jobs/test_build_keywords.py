@@ -11,7 +11,7 @@ import pytest
 from backends.keyword_set import ONE_DAY_FORMAT_VERSION, load_keyword_set
 from backends.tokenize import content_terms
 from beam_jobs.build_keywords import build_pipeline, run
-from beam_jobs.keyword_options import BuildKeywordsOptions, build_keywords_params
+from config.keyword_set import BuildKeywordsOptions, build_keywords_params
 from dp_ops.budget_ledger import Ledger
 from dp_ops.dp_events import composed_epsilon, event_from_json
 from synthetic.sample import MALFORMED_KINDS, write_sample

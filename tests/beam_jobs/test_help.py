@@ -16,10 +16,11 @@ import sys
 
 import pytest
 
-from backends.llm.config import LLMParams
-from beam_jobs import build_keywords, insights, job_help, keyword_options, option_docs, options
-from beam_jobs.keyword_options import BuildKeywordsParams, build_keywords_params
-from beam_jobs.options import InsightsParams
+from backends.llm import config as llm_config
+from beam_jobs import build_keywords, insights, job_help, option_docs
+from config import keyword_set
+from config.insights import REQUIRED_FLAGS, InsightsParams
+from config.keyword_set import BuildKeywordsParams, build_keywords_params
 from config.privacy import RETIRED_FLAGS
 from core.params import is_advanced
 
@@ -53,8 +54,8 @@ def _entries(text: str) -> dict[str, str]:
 def _required(job: str) -> dict[str, str]:
     """The flags the job cannot run without (each job's own data, which its check reads too)."""
     if job == "insights":
-        return dict(options.REQUIRED_FLAGS)
-    return {**keyword_options.REQUIRED_FLAGS, **keyword_options.DP_REQUIRED_FLAGS}
+        return dict(REQUIRED_FLAGS)
+    return {**keyword_set.REQUIRED_FLAGS, **keyword_set.DP_REQUIRED_FLAGS}
 
 
 @pytest.fixture(autouse=True)
@@ -203,10 +204,10 @@ def test_required_flags_are_marked_as_such():
 
 
 def test_help_does_no_other_work(monkeypatch, tmp_path):
-    def no_preflight(self):
+    def no_preflight(params):
         raise AssertionError("--help ran the preflight")
 
-    monkeypatch.setattr(LLMParams, "preflight", no_preflight)
+    monkeypatch.setattr(llm_config, "preflight", no_preflight)
     ledger = tmp_path / "ledger.json"
     for job in JOBS:
         code, text = _help(job, "--input", str(tmp_path / "none-*.jsonl"), "--output", str(tmp_path / "out"),
@@ -218,7 +219,7 @@ def test_help_does_no_other_work(monkeypatch, tmp_path):
 def test_build_keywords_checks_the_requirements_its_help_shows(tmp_path):
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from beam_jobs.keyword_options import BuildKeywordsOptions
+    from config.keyword_set import BuildKeywordsOptions
 
     flags = {"method": "tfidf", "input": "logs/*.jsonl", "output": str(tmp_path / "kw" / "set.json"),
              "date": "2026-10-31", "private_output": str(tmp_path / "private")}

@@ -9,9 +9,9 @@ import dp_accounting
 import pytest
 
 from backends.keyword_set import LEGACY_RUN_PREFIX, keyword_set_document, load_keyword_set, write_keyword_set
-from beam_jobs.flags import params_from
 from beam_jobs.job_runtime import reserve_run_budget
-from beam_jobs.options import InsightsOptions
+from config.flags import params_from
+from config.insights import InsightsOptions
 from config.run import RunParams
 from core.run_context import make_run_context
 from core.spend import MechanismSpend

@@ -18,7 +18,7 @@ from backends.keyword_set import load_keyword_set
 from beam_jobs import ledger_policy
 from beam_jobs.insights import calibrate_night, run
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_BUDGET_REFUSED
-from beam_jobs.options import InsightsOptions, insights_params
+from config.insights import InsightsOptions, insights_params
 from dp_ops.budget_ledger import DEFAULT_WINDOW_DELTA, BudgetRefused, Ledger, LedgerPolicy, LedgerPolicyMismatch
 from dp_ops.dp_events import composed_epsilon
 from dp_ops.ledger_updates import Charge, reserve_budget, set_ledger_status

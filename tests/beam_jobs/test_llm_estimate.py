@@ -16,8 +16,9 @@ import pytest
 from backends import factory
 from backends.centre_decoder import DRAFTS, ROUNDS
 from backends.exemplars import evolve_exemplars
+from backends.llm import config as llm_config
 from backends.llm.client import Completion
-from backends.llm.config import STEPS, LLMParams, default_steps
+from backends.llm.config import make_caller
 from backends.llm.steps import LLMClusterNamer, LLMExemplarWriter, LLMFacetExtractor, LLMLabelWriter
 from backends.offline import EmbeddingKeywordSelector, UserTurnsFacetExtractor
 from beam_jobs import insights, llm_estimate
@@ -30,8 +31,9 @@ from beam_jobs.llm_estimate import (
     exemplar_calls,
     input_size,
 )
-from beam_jobs.options import InsightsOptions, insights_params
 from config.embedding import Encoder
+from config.insights import InsightsOptions, insights_params
+from config.llm import STEPS, LLMParams, default_steps
 from synthetic.sample import write_sample
 from tests.support.llm_server import FakeChatServer
 from transforms import read_conversations
@@ -201,7 +203,7 @@ def test_the_per_topic_call_counts_are_what_the_writers_make(keywords):
     centre = np.ones(64, dtype=np.float32)
 
     def calls(writer, count, candidates, rounds) -> int:
-        writer._caller = params.make_caller(client=_Writer())
+        writer._caller = make_caller(params, client=_Writer())
         _Writer.calls = 0
         evolve_exemplars(writer, topic, centre, _Nearer(), count, candidates, rounds)
         return _Writer.calls
@@ -250,7 +252,7 @@ def test_the_local_default_is_estimated_before_the_pipeline_is_built(tmp_path, m
     happened, handler = order
     data = str(tmp_path / "day.jsonl")
     write_sample(data, 300, 100, seed=4)
-    monkeypatch.setattr(LLMParams, "preflight", lambda self: None)
+    monkeypatch.setattr(llm_config, "preflight", lambda params: None)
 
     class Stopped(Exception):
         pass

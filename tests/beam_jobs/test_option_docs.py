@@ -16,10 +16,10 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from backends import factory
-from backends.llm.config import LLMParams
 from beam_jobs import option_docs
-from beam_jobs.flags import argument_parser, options_class, params_from
-from beam_jobs.options import InsightsParams
+from config.flags import argument_parser, options_class, params_from
+from config.insights import InsightsParams
+from config.llm import LLMParams
 from config.privacy import RETIRED_FLAGS
 from core.params import Params, advanced_flag, flag, is_advanced, parse_bool
 

@@ -134,7 +134,7 @@ def test_the_job_builds_a_reporter_only_when_progress_is_on(capsys):
 
     from beam_jobs.insights import _progress
     from beam_jobs.job_runtime import use_local_engine
-    from beam_jobs.options import InsightsOptions, insights_params
+    from config.insights import InsightsOptions, insights_params
 
     def reporter_for(*flags):
         pipeline_options = PipelineOptions(["--input", "x", "--output", "y", *flags])

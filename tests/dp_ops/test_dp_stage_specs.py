@@ -9,7 +9,7 @@ import pytest
 from backends.keyword_set import load_keyword_set
 from beam_jobs import progress
 from beam_jobs.insights import calibrate_night
-from beam_jobs.options import InsightsOptions, insights_params
+from config.insights import InsightsOptions, insights_params
 from config.privacy import PrivacyParams
 from core.progress_stage import ProgressStage
 from core.spend import MechanismSpend

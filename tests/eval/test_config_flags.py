@@ -9,9 +9,9 @@ import typing
 
 import pytest
 
-from beam_jobs.options import InsightsParams
 from beam_jobs.topic_plan import stage_requests as job_stage_requests
 from config.clustering import ClusteringParams
+from config.insights import InsightsParams
 from config.keywords import KeywordParams
 from config.privacy import DEFAULT_EPSILON, PrivacyParams
 from core.params import flag_fields

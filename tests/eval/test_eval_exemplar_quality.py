@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from backends.exemplars import Evolution, Exemplar
-from backends.llm.config import LLMParams
 from backends.llm.parsing import MalformedOutput
+from config.llm import LLMParams
 from eval.utility import exemplar_quality as eq
 from tests.support.llm_server import FakeChatServer
 

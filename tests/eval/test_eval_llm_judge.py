@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from backends.llm import parsing, prompts
-from backends.llm.config import PREFLIGHT_PROMPT, LLMParams
+from backends.llm.config import PREFLIGHT_PROMPT
 from backends.llm.parsing import MalformedOutput
+from config.llm import LLMParams
 from eval.utility import utility_metrics as um
 from eval.utility.llm_judge import LLMSummaryJudge
 from tests.support.llm_server import FakeChatServer
@@ -31,7 +32,7 @@ def prefers_marker(prompt: str) -> str:
 
 
 def _after_the_preflight(answer):
-    """`answer`, for the judgment prompts; OK to the preflight's fixed prompt (LLMParams.preflight)."""
+    """`answer`, for the judgment prompts; OK to the preflight's fixed prompt (backends.llm.config.preflight)."""
     return lambda prompt: "OK" if prompt == PREFLIGHT_PROMPT else answer(prompt)
 
 

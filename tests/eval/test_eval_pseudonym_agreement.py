@@ -3,8 +3,8 @@ and its runs' record isolation against the loopback server."""
 
 import numpy as np
 
-from backends.llm.config import LLMParams
 from config.embedding import Encoder
+from config.llm import LLMParams
 from core.records import Conversation, Message
 from eval.pii.pseudonym_agreement import (
     agreement,

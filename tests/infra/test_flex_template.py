@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from beam_jobs.flags import argument_parser
-from beam_jobs.options import REQUIRED_FLAGS, TEMPLATE_LABELS, TEMPLATE_REGEXES, InsightsOptions, insights_params
+from config.flags import argument_parser
+from config.insights import REQUIRED_FLAGS, TEMPLATE_LABELS, TEMPLATE_REGEXES, InsightsOptions, insights_params
 from config.privacy import RETIRED_FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

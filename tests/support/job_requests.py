@@ -3,8 +3,8 @@ calibrates for these flags, read through the job's own params, never a hand-buil
 
 from __future__ import annotations
 
-from beam_jobs.options import InsightsOptions, insights_params
 from beam_jobs.topic_plan import stage_requests
+from config.insights import InsightsOptions, insights_params
 from dp_ops.joint_calibration import StageRequest
 
 # Only the topic stages, unless a test's flags turn the release stages on.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from beam_jobs.insights import build_pipeline
-from beam_jobs.options import InsightsOptions, insights_params
+from config.insights import InsightsOptions, insights_params
 from core.run_context import make_run_context
 from dp_ops.dp_counts import DPCountParams
 from dp_ops.run_budget import RunBudget

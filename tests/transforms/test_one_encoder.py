@@ -20,8 +20,8 @@ import pytest
 from backends import embedding
 from backends.facet_set import load_facet_set
 from backends.keyword_set import KeywordSet, load_keyword_set
-from beam_jobs.options import InsightsOptions, insights_params
 from config.embedding import Encoder
+from config.insights import InsightsOptions, insights_params
 from core.records import Facet
 from core.run_context import RunContext
 from publishing.previous_nights import PreviousNights
@@ -117,8 +117,8 @@ def _params():
 
 def test_every_text_of_a_run_is_embedded_by_its_one_encoder(recorded):
     from backends import factory
-    from backends.llm.config import LLMParams
     from beam_jobs import insights
+    from config.llm import LLMParams
 
     params = _params()
     assert params.embedding.encoder == RUN_ENCODER

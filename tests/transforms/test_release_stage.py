@@ -21,8 +21,8 @@ import apache_beam as beam
 import pytest
 
 from beam_jobs.insights import build_pipeline
-from beam_jobs.options import InsightsOptions, InsightsParams, insights_params
 from beam_jobs.topic_plan import stage_requests
+from config.insights import InsightsOptions, InsightsParams, insights_params
 from config.keywords import KeywordParams
 from core.params import flag, params_group
 from core.run_context import make_run_context

@@ -21,9 +21,9 @@ from backends import embedding
 from backends.keyword_categories import KeywordCategories
 from backends.offline import KeywordClusterNamer
 from beam_jobs import job_help, option_docs
-from beam_jobs.flags import job_options
-from beam_jobs.options import REQUIRED_FLAGS, InsightsParams, insights_params
 from beam_jobs.topic_plan import TopicBackends, topic_plan
+from config.flags import job_options
+from config.insights import REQUIRED_FLAGS, InsightsParams, insights_params
 from config.keywords import KeywordParams
 from core.params import flag, params_group
 from core.records import ConversationBlock

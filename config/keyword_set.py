@@ -19,10 +19,10 @@ import os
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from backends.llm.config import LLMParams
-from beam_jobs.flags import job_options, params_from
-from beam_jobs.options import check_noise_seed_unledgered
 from config.embedding import EmbeddingParams
+from config.flags import job_options, params_from
+from config.insights import check_noise_seed_unledgered
+from config.llm import LLMParams
 from config.privacy import PrivacyParams
 from config.reading import ReadingParams
 from config.run import RunParams

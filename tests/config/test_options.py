@@ -7,18 +7,20 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from backends import factory
 from backends.keyword_set import load_keyword_set
-from backends.llm.config import LLMParams, default_timeout_s
+from backends.llm import config as llm_config
+from backends.llm.config import preflight
 from beam_jobs import insights
-from beam_jobs.flags import argument_parser
 from beam_jobs.insights import release_config, run
 from beam_jobs.job_runtime import EXIT_BAD_OPTIONS, EXIT_UNREADABLE_INPUT
-from beam_jobs.keyword_options import BuildKeywordsOptions, KeywordSetParams, build_keywords_params
-from beam_jobs.options import InsightsOptions, InsightsParams, insights_params
 from config.clustering import ClusteringParams
 from config.decoding import DecodingParams
 from config.embedding import EmbeddingParams
 from config.exemplars import ExemplarParams
+from config.flags import argument_parser
+from config.insights import InsightsOptions, InsightsParams, insights_params
+from config.keyword_set import BuildKeywordsOptions, KeywordSetParams, build_keywords_params
 from config.keywords import KeywordParams
+from config.llm import LLMParams, default_timeout_s
 from config.privacy import PrivacyParams
 from config.reading import ReadingParams
 from config.run import RunParams
@@ -238,7 +240,7 @@ def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch
         raise name_model.NameModelMissing("the pseudonymizer's name model is not installed: pip install ...")
     monkeypatch.setattr(name_model, "model_directory", missing)
     remote_calls = []
-    monkeypatch.setattr(LLMParams, "preflight_remote", lambda self: remote_calls.append(self))
+    monkeypatch.setattr(llm_config, "preflight_remote", lambda params: remote_calls.append(params))
     llm = _params(*extra).llm  # parsing the flags does not look for the model
     if pseudonymizes:
         with pytest.raises(ValueError, match="--pseudonymize: the pseudonymizer's name model is not installed"):
@@ -250,7 +252,7 @@ def test_a_pseudonymizing_run_without_the_name_model_stops_at_launch(monkeypatch
 
 
 def test_parsing_the_flags_does_not_look_at_the_machine(monkeypatch):
-    """Only LLMParams.preflight, at a job's launch, checks what the flags need of the machine: params
+    """Only backends.llm.config.preflight, at a job's launch, checks what the flags need of the machine: params
     (and the option docs) build without xllamacpp, a model, a project or the name model."""
     from backends.llm import local_client
     from backends.pii import name_model
@@ -264,18 +266,18 @@ def test_parsing_the_flags_does_not_look_at_the_machine(monkeypatch):
     assert _params("--llm_backend", "local", "--pseudonymize", "on").llm.llm_backend == "local"
     assert _params("--llm_backend", "vertex").llm.llm_project is None
     with pytest.raises(ValueError, match="--llm_backend=vertex needs --llm_project or \\$GOOGLE_CLOUD_PROJECT"):
-        _params("--llm_backend", "vertex", "--pseudonymize", "off").llm.preflight()
+        preflight(_params("--llm_backend", "vertex", "--pseudonymize", "off").llm)
 
 
 def test_both_jobs_preflight_once_at_launch_before_reading_data(monkeypatch, tmp_path, capsys):
     """insights.run and build_keywords.run call the one preflight (backends.factory.preflight, which runs
-    LLMParams.preflight) once, before looking at --input: a failed preflight is a bad option (exit 2) even
+    backends.llm.config.preflight) once, before looking at --input: a failed preflight is a bad option (exit 2) even
     where the input matches nothing (else exit 3)."""
     from backends.llm import local_client
     from beam_jobs import build_keywords
     calls = []
-    original = LLMParams.preflight
-    monkeypatch.setattr(LLMParams, "preflight", lambda self: calls.append(self) or original(self))
+    original = llm_config.preflight
+    monkeypatch.setattr(llm_config, "preflight", lambda params: calls.append(params) or original(params))
     monkeypatch.setattr(local_client, "xllamacpp_available", lambda: False)
     missing = str(tmp_path / "none-*.jsonl")
     assert run(["--input", missing, "--output", str(tmp_path / "out"), "--llm_backend", "local"]) == EXIT_BAD_OPTIONS

@@ -1,12 +1,12 @@
 """Options of the insights job, in groups (Beam style: snake_case flags, parsed by PipelineOptions).
 
 Each group is declared once, in config/ (a frozen pydantic dataclass whose fields are its flags, with
-their defaults, help, bounds and choices), except the LLM group, LLMParams, declared where the
-backends resolve it (backends/llm/config.py). Here a PipelineOptions class per group registers those
-flags (beam_jobs/flags.py); InsightsOptions is all of them, and `insights_params` turns a parsed view
+their defaults, help, bounds and choices; the LLM group is config/llm.py). Here a PipelineOptions class
+per group registers those flags (config/flags.py); InsightsOptions is all of them, and `insights_params` turns a parsed view
 into InsightsParams, one params object per group. The job reads params, never the options object, and
 never writes to it: values a run resolves (the seed, the auto embedding threads, the LLM backend's
-defaults) go into a copy of the params.
+defaults) go into a copy of the params. What the flags need of the machine (software, a model, a GPU)
+is checked at launch by beam_jobs/launch_checks.py and backends.factory.preflight.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import typing
 
 from apache_beam.options.pipeline_options import DebugOptions, DirectOptions, PipelineOptions, StandardOptions
 
-from backends.llm.config import LLMParams
-from backends.token_decoder import model_path as token_decoder_model_path
-from beam_jobs.flags import job_options, params_from
 from config.clustering import ClusteringParams
 from config.decoding import DecodingParams
 from config.embedding import EmbeddingParams
 from config.exemplars import ExemplarParams
+from config.flags import job_options, params_from
 from config.keywords import KeywordParams
+from config.llm import LLMParams
 from config.privacy import PrivacyParams
 from config.reading import ReadingParams
 from config.run import RunParams
@@ -135,15 +134,6 @@ def insights_params(options: PipelineOptions, job: type[InsightsParams] = Insigh
     return job(**{field.name: params_from(options, groups[field.name]) for field in dataclasses.fields(job)})
 
 
-def check_token_decoder_installed(decoding: DecodingParams) -> None:
-    """Before any data is read: --token_decoding_steps needs the bundled model (a missing one is a bad option)."""
-    if decoding.token_decoding_steps:
-        try:
-            token_decoder_model_path()
-        except RuntimeError as error:
-            raise ValueError(f"--token_decoding_steps: {error}") from None
-
-
 def requests_worker_gpus(pipeline_options: PipelineOptions) -> bool:
     """Whether a Dataflow job asks for GPU workers: a worker_accelerator service option (or experiment,
     which is how `gcloud dataflow flex-template run --additional-experiments` passes it)."""
@@ -151,22 +141,6 @@ def requests_worker_gpus(pipeline_options: PipelineOptions) -> bool:
     requested = [*(pipeline_options.view_as(GoogleCloudOptions).dataflow_service_options or []),
                  *(pipeline_options.view_as(DebugOptions).experiments or [])]
     return any(str(option).strip().startswith("worker_accelerator=") for option in requested)
-
-
-def check_embedding_device(embedding: EmbeddingParams, pipeline_options: PipelineOptions) -> None:
-    """--embedding_device=cuda where the model will run: on Dataflow the workers, not this launcher, hold
-    the GPU, so the job must request one (worker_accelerator); elsewhere the model runs in this machine's
-    processes, so torch must see a CUDA device here. A bad value is a ValueError before any data is read."""
-    if embedding.embedding_device == "cpu":
-        return
-    if runs_on_dataflow(pipeline_options):
-        check(requests_worker_gpus(pipeline_options),
-              f"--embedding_device={embedding.embedding_device} on Dataflow needs GPU workers: "
-              "--dataflow_service_options=\"worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver\" "
-              "and a CUDA image (docs/production.md, GPU workers)")
-        return
-    from backends.embedding import check_device
-    check_device(embedding.embedding_device, embedding.embedding_backend)
 
 
 def runs_on_dataflow(pipeline_options: PipelineOptions) -> bool:

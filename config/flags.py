@@ -1,7 +1,7 @@
 """Flags declared once, as the fields of a frozen params dataclass, and parsed by Beam.
 
-A group of options is one dataclass (config/, one module per group; beam_jobs/keyword_options.py; and
-backends.llm.config.LLMParams, which the backends read as they are): each field is a flag of the
+A group of options is one dataclass (config/, one module per group, the LLM group config/llm.py and the
+keyword-set builder's config/keyword_set.py; the backends read them as they are): each field is a flag of the
 same name (`flag(default, help, ...)`, or `advanced_flag` for one a user rarely sets: core/params.py),
 passed as --name value or, as Dataflow and Flex Templates pass it, --name=value. A field declared with
 `setting(default, why)` instead is not a flag: the code fixes it (tests may change it), and it is
@@ -10,8 +10,9 @@ A flag's numeric bounds are declared with it (`flag(..., ge=1)`) and checked by 
 object is built; the group's `check_values` adds what a bound cannot say. Either raises a ValueError
 that names the first bad flag, so a params object is valid once it exists. Those checks are of the
 values only, never of the machine: what the flags need of it (software, a model, a project) is
-checked by a job's preflight at launch (LLMParams.preflight). A field declared `public=True` may appear in the released report's
-configuration; every other field stays out of it (paths, seeds, endpoints, operational knobs).
+checked by a job's preflight at launch (backends.llm.config.preflight, beam_jobs/launch_checks.py). A field
+declared `public=True` may appear in the released report's configuration; every other field stays out of
+it (paths, seeds, endpoints, operational knobs).
 
 A group's PipelineOptions class only registers its dataclass's flags (`add_flags`): Beam calls
 `_add_argparse_args` of every class in a view's MRO, so a job's options class is the union of
