@@ -7,7 +7,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from config.clustering import ClusteringParams
 from config.embedding import Encoder
-from config.insights import insights_params
+from config.insights import InsightsOptions, insights_params
 from config.privacy import DEFAULT_EPSILON_WEIGHTS, PrivacyParams
 from core.records import ConversationBlock
 from dp_ops import dp_kmeans as dk
@@ -65,7 +65,7 @@ def test_only_the_automatic_dimension_without_a_hint_counts_users():
     assert ClusteringParams().counts_users
     assert not ClusteringParams(expected_users=3000).counts_users
     assert not ClusteringParams(projection_dim=64).counts_users
-    params = insights_params(__import__("config.insights", fromlist=["InsightsOptions"]).InsightsOptions(
+    params = insights_params(InsightsOptions(
         ["--input", "x", "--output", "y", "--projection_dim", "auto"]))
     assert params.clustering.projection_dim == dk.AUTO_DIMENSION
     with pytest.raises(ValueError, match="projection_dim"):
