@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 from typing import Any
@@ -65,11 +66,14 @@ class WriteReport(beam.PTransform):
         ran = [stage for stage, _ in inputs.releases]
 
         def write(_, topics, sizes, hierarchy, centroid, run_time_config, lineage, parts):
-            plain = [(stage, StageRelease(
-                section=next((value for kind, name, value in parts if (kind, name) == ("section", stage.name)), None),
-                topic_fields=[value for kind, name, value in parts if (kind, name) == ("field", stage.name)]))
-                for stage in ran]
-            sections, topic_fields = report_parts(plain)
+            # The stages' outputs as plain values, so report_parts lays them out as in the in-process run.
+            sections = {name: value for kind, name, value in parts if kind == "section"}
+            fields = collections.defaultdict(list)
+            for kind, name, value in parts:
+                if kind == "field":
+                    fields[name].append(value)
+            sections, topic_fields = report_parts(
+                [(stage, StageRelease(section=sections.get(stage.name), topic_fields=fields[stage.name])) for stage in ran])
             report = build_report(topics, sizes, privacy, {**config, **run_time_config}, centroid, hierarchy, lineage,
                                   sections, topic_fields)
             write_json(path, report)
